@@ -1,0 +1,55 @@
+// Package vfs is the small file-system interface through which the recorder
+// does all of its file I/O, so that tests can inject errors and simulate a
+// power cut that drops what was not synced.
+//
+// Durability contract of every implementation: data written to a file is
+// durable once File.Sync returns; a created, renamed or removed directory
+// entry is durable once SyncDir of its parent directory returns.
+package vfs
+
+import (
+	"io"
+	"io/fs"
+)
+
+// File is an open file.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.Closer
+	// Sync makes the file's written data durable.
+	Sync() error
+	// Truncate changes the file's size.
+	Truncate(size int64) error
+	// Stat returns the file's metadata.
+	Stat() (fs.FileInfo, error)
+	// Name returns the path the file was opened with.
+	Name() string
+}
+
+// FS is a file system. Paths are OS paths (filepath separators).
+type FS interface {
+	// Create creates or truncates the named file for writing.
+	Create(name string) (File, error)
+	// Open opens the named file for reading.
+	Open(name string) (File, error)
+	// OpenAppend opens an existing file for reading and appending.
+	OpenAppend(name string) (File, error)
+	// Rename atomically replaces newname with oldname.
+	Rename(oldname, newname string) error
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(name string) error
+	// SyncDir makes the entries of the named directory durable.
+	SyncDir(name string) error
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// Stat returns a file's metadata.
+	Stat(name string) (fs.FileInfo, error)
+	// Lock takes an exclusive lock on the named file, creating it if
+	// needed, that also excludes other processes. It fails at once (without
+	// waiting) when the lock is held.
+	Lock(name string) (io.Closer, error)
+}
