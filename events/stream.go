@@ -77,6 +77,9 @@ func (s *StreamWriter) WriteAt(ev Event, t time.Time) error {
 	}
 	// Marshal after a gap as long as the longest prefix, then put the
 	// prefix right before the message: one buffer, one Write.
+	if cap(s.buf) < maxVarintLen {
+		s.buf = make([]byte, maxVarintLen, 4<<10)
+	}
 	buf, err := AppendMarshal(s.buf[:maxVarintLen], ev, t)
 	if err != nil {
 		return fmt.Errorf("event stream: message %d: %w", s.n, err)
