@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+)
+
+// Autoreset is the runtime's autoreset mode.
+type Autoreset uint8
+
+const (
+	// AutoresetNextStep resets a finished lane on the following step: its
+	// terminal observation is emitted, the next action for it is ignored
+	// and that step belongs to no episode.
+	AutoresetNextStep Autoreset = 1
+	// AutoresetDisabled resets finished lanes at once (a partial reset of
+	// only those lanes) and emits a reset observation; terminal
+	// observations are not emitted.
+	AutoresetDisabled Autoreset = 2
+)
+
+// String returns "next-step" or "disabled".
+func (a Autoreset) String() string {
+	switch a {
+	case AutoresetNextStep:
+		return "next-step"
+	case AutoresetDisabled:
+		return "disabled"
+	}
+	return fmt.Sprintf("Autoreset(%d)", uint8(a))
+}
+
+// ParseAutoreset parses "next-step" or "disabled".
+func ParseAutoreset(s string) (Autoreset, error) {
+	switch s {
+	case "next-step":
+		return AutoresetNextStep, nil
+	case "disabled":
+		return AutoresetDisabled, nil
+	}
+	return 0, fmt.Errorf("autoreset %q (want next-step or disabled): %w", s, ErrConfig)
+}
+
+// Config is one simulated session: a route run with the runtime's knobs.
+type Config struct {
+	// Env names a built-in environment (see Envs).
+	Env string
+	// NumEnvs is the number of lanes, N (>= 1).
+	NumEnvs int
+	// Autoreset is the autoreset mode (required).
+	Autoreset Autoreset
+	// MaxEpisodes ends the session with SessionEnded once this many
+	// episodes have completed (>= 1).
+	MaxEpisodes int64
+	// MaxEpisodeSteps, when > 0, is the runtime's per-episode step cap: an
+	// episode reaching it without terminating completes with
+	// truncated=true.
+	MaxEpisodeSteps int64
+	// Seed makes the run reproducible: with the same Seed, Config and a
+	// deterministic Clock (StepClock), two runs emit identical events.
+	Seed uint64
+	// FailAfterSteps, when > 0, injects a failure: after this many batch
+	// steps the next env step fails mid-episode (its ActionReceived is
+	// emitted, no StepCompleted), and the session ends with the final
+	// telemetry and SessionFailed. A session reaching MaxEpisodes first
+	// ends normally.
+	FailAfterSteps int64
+	// TelemetryInterval, when > 0, delivers window telemetry snapshots from
+	// a separate goroutine at this interval. They are wall-clock driven and
+	// so are the one part of a stream that is not reproducible; leave it 0
+	// when comparing streams.
+	TelemetryInterval time.Duration
+	// Clock supplies every wall-clock value (episode ids, session id,
+	// duration_ms, telemetry durations); nil means time.Now.
+	Clock func() time.Time
+	// SessionID is the session id; "" mints a UUIDv7 from Clock and Seed.
+	SessionID string
+	// Route names the route; the zero value derives one from Env.
+	Route events.RuntimeEnvContext
+}
+
+func (c *Config) validate() error {
+	if _, err := lookupEnv(c.Env); err != nil {
+		return err
+	}
+	switch {
+	case c.NumEnvs < 1:
+		return fmt.Errorf("num_envs %d, want >= 1: %w", c.NumEnvs, ErrConfig)
+	case c.Autoreset != AutoresetNextStep && c.Autoreset != AutoresetDisabled:
+		return fmt.Errorf("autoreset %v, want next-step or disabled: %w", c.Autoreset, ErrConfig)
+	case c.MaxEpisodes < 1:
+		return fmt.Errorf("max_episodes %d, want >= 1: %w", c.MaxEpisodes, ErrConfig)
+	case c.MaxEpisodeSteps < 0:
+		return fmt.Errorf("max episode steps %d, want >= 0 (0 = no cap): %w", c.MaxEpisodeSteps, ErrConfig)
+	case c.FailAfterSteps < 0:
+		return fmt.Errorf("fail after %d steps, want >= 0 (0 = never): %w", c.FailAfterSteps, ErrConfig)
+	case c.TelemetryInterval < 0:
+		return fmt.Errorf("telemetry interval %v, want >= 0: %w", c.TelemetryInterval, ErrConfig)
+	}
+	return nil
+}
