@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -189,6 +190,20 @@ func TestVectorSpecs(t *testing.T) {
 				}
 				if got := Encode(lanes[i]); !bytes.Equal(got, unhex(t, lane.BlobHex)) {
 					t.Errorf("lane %d blob %x, want %s", i, got, lane.BlobHex)
+				}
+				js, err := AppendJSON(nil, layout, lanes[i])
+				if err != nil {
+					t.Fatalf("lane %d AppendJSON: %v", i, err)
+				}
+				var got, wantV any
+				if err := json.Unmarshal(js, &got); err != nil {
+					t.Fatalf("lane %d AppendJSON output %s is not JSON: %v", i, js, err)
+				}
+				if err := json.Unmarshal(lane.Value, &wantV); err != nil {
+					t.Fatalf("lane %d vector value: %v", i, err)
+				}
+				if !reflect.DeepEqual(got, wantV) {
+					t.Errorf("lane %d JSON %s, want %s", i, js, lane.Value)
 				}
 			}
 			joined, err := JoinLanes(spec, lanes)
