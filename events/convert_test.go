@@ -1,7 +1,15 @@
 package events
 
 import (
+	"bytes"
+	"errors"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rlrec/rlrec/events/eventsv1"
+	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
 func TestRoundTripProperty(t *testing.T) {
@@ -40,6 +48,150 @@ func TestRoundTripProperty(t *testing.T) {
 		}
 		if !gotT.Equal(tm) {
 			t.Fatalf("#%d time %v, want %v", i, gotT, tm)
+		}
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	src := "driver"
+	tests := []struct {
+		name    string
+		ev      Event
+		t       time.Time
+		wantErr error
+	}{
+		{"nil event", nil, time.Time{}, ErrNilEvent},
+		{"typed nil event", (*ActionReceived)(nil), time.Time{}, ErrNilEvent},
+		{"unknown event type", otherEvent{}, time.Time{}, ErrUnknownKind},
+		{"log level 0", &Log{Message: "x", Source: &src}, time.Time{}, ErrUnknownEnum},
+		{"log level 5", &Log{Level: 5}, time.Time{}, ErrUnknownEnum},
+		{"horizon 0", &TelemetrySnapshot{}, time.Time{}, ErrUnknownEnum},
+		{"metric kind 4", &TelemetrySnapshot{Snapshot: Snapshot{Horizon: HorizonWindow, Rows: []TelemetryRow{{Kind: 4}}}}, time.Time{}, ErrUnknownEnum},
+		{"time before 1678", &ModelConnected{}, time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), ErrTimeOutOfRange},
+		{"time after 2262", &ModelConnected{}, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), ErrTimeOutOfRange},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := ToProto(tt.ev, tt.t); !errors.Is(err, tt.wantErr) {
+				t.Errorf("ToProto = %v, want %v", err, tt.wantErr)
+			}
+			if b, err := AppendMarshal([]byte("keep"), tt.ev, tt.t); !errors.Is(err, tt.wantErr) || string(b) != "keep" {
+				t.Errorf("AppendMarshal = %q, %v, want dst unchanged and %v", b, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+type otherEvent struct{}
+
+func (otherEvent) Kind() Kind                          { return 99 }
+func (otherEvent) Header() (string, RuntimeEnvContext) { return "", RuntimeEnvContext{} }
+
+func TestFromProtoErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		m       *eventsv1.Event
+		wantErr error
+	}{
+		{"nil message", nil, ErrNilEvent},
+		{"no kind", &eventsv1.Event{SessionId: "s"}, ErrUnknownKind},
+		{"log level unspecified", &eventsv1.Event{Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{}}}, ErrUnknownEnum},
+		{"log level 5", &eventsv1.Event{Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{Level: 5}}}, ErrUnknownEnum},
+		{"log level negative", &eventsv1.Event{Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{Level: -1}}}, ErrUnknownEnum},
+		{"nil log message", &eventsv1.Event{Kind: &eventsv1.Event_Log{}}, ErrUnknownEnum},
+		{"horizon unspecified", &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{}}}, ErrUnknownEnum},
+		{"horizon 3", &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{Horizon: 3}}}, ErrUnknownEnum},
+		{"metric kind unspecified", &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{
+			Horizon: 2, Rows: []*eventsv1.TelemetryRow{{Kind: 3}, {}}}}}, ErrUnknownEnum},
+		{"metric kind 4", &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{
+			Horizon: 2, Rows: []*eventsv1.TelemetryRow{{Kind: 4}}}}}, ErrUnknownEnum},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, _, err := FromProto(tt.m)
+			if !errors.Is(err, tt.wantErr) || ev != nil {
+				t.Fatalf("FromProto = %v, %v, want nil, %v", ev, err, tt.wantErr)
+			}
+			if tt.m == nil {
+				return
+			}
+			b, err := proto.Marshal(tt.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := Unmarshal(b); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Unmarshal = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	if _, _, err := Unmarshal([]byte{0xff}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Unmarshal garbage = %v, want ErrMalformed", err)
+	}
+}
+
+// TestConvertPresence pins the nil/empty rules of the wire form.
+func TestConvertPresence(t *testing.T) {
+	empty := ""
+	tests := []struct {
+		name  string
+		ev    Event
+		check func(m *eventsv1.Event) bool
+	}{
+		{"nil action is absent", &ActionReceived{}, func(m *eventsv1.Event) bool { return m.GetActionReceived().Action == nil }},
+		{"empty action is present", &ActionReceived{Action: [][]byte{}}, func(m *eventsv1.Event) bool { return m.GetActionReceived().Action != nil }},
+		{"nil observation is absent", &ObservationEmitted{}, func(m *eventsv1.Event) bool { return m.GetObservationEmitted().Observation == nil }},
+		{"empty observation is present", &ObservationEmitted{Observation: [][]byte{}}, func(m *eventsv1.Event) bool { return m.GetObservationEmitted().Observation != nil }},
+		{"nil source is absent", &Log{Level: LogWarn}, func(m *eventsv1.Event) bool { return m.GetLog().Source == nil }},
+		{"empty source is present", &Log{Level: LogWarn, Source: &empty}, func(m *eventsv1.Event) bool { return m.GetLog().Source != nil }},
+		{"nil final info is absent", &EpisodeCompleted{}, func(m *eventsv1.Event) bool { return m.GetEpisodeCompleted().FinalInfo == nil }},
+		{"empty final info is present", &EpisodeCompleted{FinalInfo: &spacesv1.MetaMap{}}, func(m *eventsv1.Event) bool { return m.GetEpisodeCompleted().FinalInfo != nil }},
+		{"zero time is 0", &ModelConnected{}, func(m *eventsv1.Event) bool { return m.TimeUnixNano == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := AppendMarshal(nil, tt.ev, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &eventsv1.Event{}
+			if err := proto.Unmarshal(b, m); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(m) {
+				t.Fatalf("wire message %v", m)
+			}
+			got, _, err := Unmarshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diffEvents(tt.ev, got); d != "" {
+				t.Fatal(d)
+			}
+		})
+	}
+}
+
+// TestAppendMarshalDeterministic checks that equal events (FinalInfo maps
+// included) give equal bytes, and that dst is appended to.
+func TestAppendMarshalDeterministic(t *testing.T) {
+	g := newGen(7)
+	for i := range 200 {
+		ev := g.event(KindEpisodeCompleted)
+		a, err := AppendMarshal([]byte("x"), ev, time.Unix(1, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			b, err := AppendMarshal([]byte("x"), ev, time.Unix(1, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, b) {
+				t.Fatalf("#%d: encodings differ", i)
+			}
+		}
+		if a[0] != 'x' {
+			t.Fatal("dst prefix lost")
 		}
 	}
 }
