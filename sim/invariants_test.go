@@ -1,0 +1,405 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// episodeTrack is what a recorder would know about one episode.
+type episodeTrack struct {
+	id        string
+	lane      int
+	steps     int64
+	reward    float64
+	completed bool
+}
+
+// checkSession asserts the invariants of RLMESH.md §5 (and the package
+// doc's readings of it) on one session's events, in arrival order. It
+// returns the number of completed episodes.
+func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool) int64 {
+	t.Helper()
+	n := cfg.NumEnvs
+	fail := func(i int, format string, args ...any) {
+		t.Helper()
+		t.Fatalf("event %d (%s): %s", i, evs[i].Kind(), fmt.Sprintf(format, args...))
+	}
+	// Window snapshots may come at any time; set them aside.
+	var main []events.Event
+	var idx []int
+	for i, ev := range evs {
+		if ts, ok := ev.(*events.TelemetrySnapshot); ok && ts.Snapshot.Horizon == events.HorizonWindow {
+			continue
+		}
+		main = append(main, ev)
+		idx = append(idx, i)
+	}
+	if len(main) < 4+n {
+		t.Fatalf("only %d events", len(main))
+	}
+	at := func(k int) int { return idx[k] }
+
+	var obsSpec, actSpec *spacesv1.SpaceSpec
+	var obsLayout, actLayout *schema.Layout
+	checkSlabs := func(k int, spec *spacesv1.SpaceSpec, layout *schema.Layout, slabs [][]byte, lanes int) {
+		t.Helper()
+		split, err := blob.SplitLanes(spec, slabs, lanes)
+		if err != nil {
+			fail(at(k), "split %d lanes: %v", lanes, err)
+		}
+		for lane := range split {
+			for li, lf := range layout.Leaves {
+				v, err := blob.DecodeLeaf(&layout.Leaves[li], split[lane][li])
+				if err != nil {
+					fail(at(k), "lane %d leaf %q: %v", lane, lf.Path, err)
+				}
+				if err := checkValue(&layout.Leaves[li], v); err != nil {
+					fail(at(k), "lane %d leaf %q: %v", lane, lf.Path, err)
+				}
+			}
+		}
+	}
+	layoutOf := func(k int, spec *spacesv1.SpaceSpec) *schema.Layout {
+		l, err := schema.Compile(spec)
+		if err != nil {
+			fail(at(k), "compile spec: %v", err)
+		}
+		return l
+	}
+
+	// Prologue.
+	ss, ok := main[0].(*events.SessionStarted)
+	if !ok {
+		fail(at(0), "first event is not SessionStarted")
+	}
+	sessionID := ss.SessionID
+	if lg, ok := main[1].(*events.Log); !ok || lg.Level != events.LogInfo || !strings.HasPrefix(lg.Message, "env reset complete") {
+		fail(at(1), "want Log(env reset complete ...)")
+	}
+
+	eps := map[string]*episodeTrack{} // by record id
+	laneRec := make([]string, n)       // each lane's current record id
+	laneID := make([]string, n)
+	uuids := map[string]bool{}
+	var nextIndex, completed, steps int64
+	lane0Steps := int64(0)
+	pendingRestart := map[int]bool{} // next-step: lanes that completed on the previous step
+
+	start := func(k int, auto bool, wantLane int) {
+		t.Helper()
+		es, ok := main[k].(*events.EpisodeStarted)
+		if !ok {
+			fail(at(k), "want EpisodeStarted")
+		}
+		nextIndex++
+		if es.EpisodeIndex != nextIndex || es.EpisodeRecordID != fmt.Sprintf("ep-%06d", nextIndex) {
+			fail(at(k), "index %d record %q, want %d", es.EpisodeIndex, es.EpisodeRecordID, nextIndex)
+		}
+		if wantLane >= 0 && int(es.EnvIndex) != wantLane {
+			fail(at(k), "lane %d, want %d", es.EnvIndex, wantLane)
+		}
+		if es.StartedFromAutoReset != auto {
+			fail(at(k), "auto_reset %v, want %v", es.StartedFromAutoReset, auto)
+		}
+		u, err := uuid.Parse(es.EpisodeID)
+		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 || uuids[es.EpisodeID] {
+			fail(at(k), "episode id %q is not a fresh UUIDv7", es.EpisodeID)
+		}
+		uuids[es.EpisodeID] = true
+		lane := int(es.EnvIndex)
+		if lane < 0 || lane >= n {
+			fail(at(k), "lane %d out of range", lane)
+		}
+		if prev := eps[laneRec[lane]]; prev != nil && !prev.completed {
+			fail(at(k), "lane %d restarted while %s is open", lane, laneRec[lane])
+		}
+		eps[es.EpisodeRecordID] = &episodeTrack{id: es.EpisodeID, lane: lane}
+		laneRec[lane], laneID[lane] = es.EpisodeRecordID, es.EpisodeID
+		if lane == 0 {
+			lane0Steps = 0
+		}
+	}
+	checkIDs := func(k int, ids, recs []string) {
+		t.Helper()
+		if len(ids) != n || len(recs) != n {
+			fail(at(k), "%d ids, %d record ids, want %d", len(ids), len(recs), n)
+		}
+		for l := range n {
+			if ids[l] != laneID[l] || recs[l] != laneRec[l] {
+				fail(at(k), "lane %d ids %s/%s, want %s/%s", l, ids[l], recs[l], laneID[l], laneRec[l])
+			}
+		}
+	}
+	checkObs := func(k int, wantReset bool) {
+		t.Helper()
+		ob, ok := main[k].(*events.ObservationEmitted)
+		if !ok {
+			fail(at(k), "want ObservationEmitted")
+		}
+		if ob.IsReset != wantReset || int(ob.NumEnvs) != n || ob.Step != lane0Steps {
+			fail(at(k), "is_reset %v num_envs %d step %d, want %v %d %d", ob.IsReset, ob.NumEnvs, ob.Step, wantReset, n, lane0Steps)
+		}
+		if obsSpec == nil {
+			obsSpec, obsLayout = ob.ObservationSpace, layoutOf(k, ob.ObservationSpace)
+		} else if ob.ObservationSpace != obsSpec {
+			fail(at(k), "observation spec pointer changed")
+		}
+		checkIDs(k, ob.EpisodeIDs, ob.EpisodeRecordIDs)
+		if ob.EpisodeID != laneID[0] || ob.EpisodeRecordID != laneRec[0] {
+			fail(at(k), "lane-0 ids differ")
+		}
+		checkSlabs(k, ob.ObservationSpace, obsLayout, ob.Observation, int(ob.NumEnvs))
+	}
+
+	k := 2
+	for l := range n {
+		start(k, false, l)
+		k++
+	}
+	checkObs(k, true)
+	k++
+
+	failed := false
+loop:
+	for {
+		ar, ok := main[k].(*events.ActionReceived)
+		if !ok {
+			fail(at(k), "want ActionReceived")
+		}
+		checkIDs(k, ar.EpisodeIDs, ar.EpisodeRecordIDs)
+		if ar.Step != lane0Steps+1 || ar.EpisodeRecordID != laneRec[0] || ar.EnvIndex != 0 {
+			fail(at(k), "step %d lane-0 %s, want %d %s", ar.Step, ar.EpisodeRecordID, lane0Steps+1, laneRec[0])
+		}
+		if actSpec == nil {
+			actSpec, actLayout = ar.ActionSpace, layoutOf(k, ar.ActionSpace)
+		} else if ar.ActionSpace != actSpec {
+			fail(at(k), "action spec pointer changed")
+		}
+		checkSlabs(k, ar.ActionSpace, actLayout, ar.Action, n)
+		k++
+		if ts, ok := main[k].(*events.TelemetrySnapshot); ok {
+			// Failure inside the step.
+			if ts.Snapshot.Horizon != events.HorizonSession {
+				fail(at(k), "want the session snapshot")
+			}
+			if _, ok := main[k+1].(*events.SessionFailed); !ok {
+				fail(at(k+1), "want SessionFailed")
+			}
+			failed = true
+			k += 2
+			break loop
+		}
+		sc, ok := main[k].(*events.StepCompleted)
+		if !ok {
+			fail(at(k), "want StepCompleted")
+		}
+		if sc.Step != ar.Step || sc.EpisodeID != ar.EpisodeIDs[0] || sc.EpisodeRecordID != ar.EpisodeRecordIDs[0] || sc.EnvIndex != 0 || len(sc.Rewards) != n {
+			fail(at(k), "step/ids/rewards do not match the ActionReceived")
+		}
+		steps++
+		// Apply the step as a recorder would: to each lane's open episode.
+		for l := range n {
+			ep := eps[ar.EpisodeRecordIDs[l]]
+			if ep.completed {
+				if cfg.Autoreset != AutoresetNextStep || !pendingRestart[l] {
+					fail(at(k), "lane %d stepped completed %s", l, ar.EpisodeRecordIDs[l])
+				}
+				if sc.Rewards[l] != 0 {
+					fail(at(k), "ignored step of lane %d has reward %v", l, sc.Rewards[l])
+				}
+				continue
+			}
+			ep.steps++
+			ep.reward += sc.Rewards[l]
+			if l == 0 {
+				lane0Steps++
+			}
+		}
+		k++
+		// next-step: restarts of the lanes that completed on the previous step.
+		for len(pendingRestart) > 0 {
+			es, ok := main[k].(*events.EpisodeStarted)
+			if !ok || !pendingRestart[int(es.EnvIndex)] {
+				fail(at(k), "want EpisodeStarted for a lane completed on the previous step, %v pending", pendingRestart)
+			}
+			delete(pendingRestart, int(es.EnvIndex))
+			start(k, true, -1)
+			k++
+		}
+		var done []int
+		for {
+			ec, ok := main[k].(*events.EpisodeCompleted)
+			if !ok {
+				break
+			}
+			ep := eps[ec.EpisodeRecordID]
+			if ep == nil || ep.completed || ep.id != ec.EpisodeID || int(ec.EnvIndex) != ep.lane || laneRec[ep.lane] != ec.EpisodeRecordID {
+				fail(at(k), "completes unknown, completed or foreign episode %s", ec.EpisodeRecordID)
+			}
+			if len(done) > 0 && int(ec.EnvIndex) <= done[len(done)-1] {
+				fail(at(k), "completions not in lane order")
+			}
+			if ec.StepCount != ep.steps || ep.steps == 0 {
+				fail(at(k), "step_count %d, counted %d actions", ec.StepCount, ep.steps)
+			}
+			if math.Abs(ec.CumulativeReward-ep.reward) > 1e-9 {
+				fail(at(k), "cumulative_reward %v, rewards sum to %v", ec.CumulativeReward, ep.reward)
+			}
+			if ec.Terminated == ec.Truncated {
+				fail(at(k), "terminated %v truncated %v", ec.Terminated, ec.Truncated)
+			}
+			if cfg.MaxEpisodeSteps > 0 && ec.StepCount > cfg.MaxEpisodeSteps ||
+				cfg.Env == "cartpole" && ec.Truncated != (ec.StepCount == cfg.MaxEpisodeSteps && !ec.Terminated) {
+				fail(at(k), "step_count %d vs cap %d truncated %v", ec.StepCount, cfg.MaxEpisodeSteps, ec.Truncated)
+			}
+			if ec.DurationMs < 0 {
+				fail(at(k), "negative duration")
+			}
+			ep.completed = true
+			completed++
+			done = append(done, int(ec.EnvIndex))
+			k++
+		}
+		if se, ok := main[k].(*events.SessionEnded); ok {
+			if completed < cfg.MaxEpisodes || completed-int64(len(done)) >= cfg.MaxEpisodes {
+				fail(at(k), "ended at %d completions, max %d", completed, cfg.MaxEpisodes)
+			}
+			if se.TotalEpisodes != completed || se.TotalSteps != steps {
+				fail(at(k), "totals %d/%d, counted %d/%d", se.TotalEpisodes, se.TotalSteps, completed, steps)
+			}
+			k++
+			break loop
+		}
+		if completed >= cfg.MaxEpisodes {
+			fail(at(k), "max_episodes reached but no SessionEnded")
+		}
+		if cfg.Autoreset == AutoresetDisabled && len(done) > 0 {
+			for _, l := range done {
+				start(k, true, l)
+				k++
+			}
+			checkObs(k, true)
+		} else {
+			for _, l := range done {
+				pendingRestart[l] = true
+			}
+			checkObs(k, false) // next-step: terminal observations under the old ids
+		}
+		k++
+	}
+	if failed != wantFailed {
+		t.Fatalf("failed = %v, want %v", failed, wantFailed)
+	}
+	if !failed {
+		ts, ok := main[k].(*events.TelemetrySnapshot)
+		if !ok || ts.Snapshot.Horizon != events.HorizonSession {
+			fail(at(k), "want the session snapshot after SessionEnded")
+		}
+		k++
+	}
+	if k != len(main) {
+		fail(at(k), "events after the session's end")
+	}
+	// Episodes left open: exactly the lanes' latest ones.
+	for rec, ep := range eps {
+		if !ep.completed && laneRec[ep.lane] != rec {
+			t.Errorf("episode %s never completed and is not lane %d's latest", rec, ep.lane)
+		}
+	}
+	for _, ev := range evs {
+		if id, _ := ev.Header(); id != sessionID {
+			t.Fatalf("event %s of session %s in %s", ev.Kind(), id, sessionID)
+		}
+	}
+	return completed
+}
+
+// checkValue checks a decoded lane value against its leaf's spec.
+func checkValue(lf *schema.Leaf, v any) error {
+	switch s := lf.Spec.GetSpec().(type) {
+	case *spacesv1.SpaceSpec_Discrete:
+		x := v.(int64)
+		if x < s.Discrete.Start || x >= s.Discrete.Start+s.Discrete.N {
+			return fmt.Errorf("discrete %d outside [%d, %d)", x, s.Discrete.Start, s.Discrete.Start+s.Discrete.N)
+		}
+	case *spacesv1.SpaceSpec_Text:
+		str := v.(string)
+		if c := int64(utf8.RuneCountInString(str)); c < s.Text.MinLength || c > s.Text.MaxLength {
+			return fmt.Errorf("text %q has %d characters, want %d..%d", str, c, s.Text.MinLength, s.Text.MaxLength)
+		}
+	case *spacesv1.SpaceSpec_MultiDiscrete:
+		var xs []int64
+		switch e := v.(type) {
+		case []int64:
+			xs = e
+		case []uint8:
+			for _, x := range e {
+				xs = append(xs, int64(x))
+			}
+		case []int32:
+			for _, x := range e {
+				xs = append(xs, int64(x))
+			}
+		default:
+			return fmt.Errorf("multidiscrete decoded as %T", v)
+		}
+		for i, x := range xs {
+			if x < 0 || x >= s.MultiDiscrete.Nvec[i] {
+				return fmt.Errorf("multidiscrete[%d] = %d outside [0, %d)", i, x, s.MultiDiscrete.Nvec[i])
+			}
+		}
+	}
+	return nil
+}
+
+func fixedClock() func() time.Time {
+	return StepClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), 1500*time.Microsecond)
+}
+
+func TestInvariants(t *testing.T) {
+	modes := []Autoreset{AutoresetNextStep, AutoresetDisabled}
+	for _, name := range Envs() {
+		for _, mode := range modes {
+			for _, n := range []int{1, 3, 16} {
+				t.Run(fmt.Sprintf("%s/%s/n=%d", name, mode, n), func(t *testing.T) {
+					t.Parallel()
+					cfg := Config{Env: name, NumEnvs: n, Autoreset: mode, MaxEpisodes: int64(n) + 4,
+						MaxEpisodeSteps: 40, Seed: uint64(n) * 7, Clock: fixedClock()}
+					c := &collector{}
+					sum, err := Run(context.Background(), c, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := checkSession(t, cfg, c.all, false)
+					if sum.Episodes != got || sum.Failed {
+						t.Fatalf("summary %+v, counted %d episodes", sum, got)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestInvariantsNoStepCap(t *testing.T) {
+	for _, mode := range []Autoreset{AutoresetNextStep, AutoresetDisabled} {
+		t.Run(mode.String(), func(t *testing.T) {
+			cfg := Config{Env: "cartpole", NumEnvs: 5, Autoreset: mode, MaxEpisodes: 30, Seed: 11, Clock: fixedClock()}
+			c := &collector{}
+			if _, err := Run(context.Background(), c, cfg); err != nil {
+				t.Fatal(err)
+			}
+			checkSession(t, cfg, c.all, false)
+		})
+	}
+}
