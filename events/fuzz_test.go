@@ -1,0 +1,113 @@
+package events
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "regenerate testdata/sample.stream")
+
+const sampleStream = "testdata/sample.stream"
+
+// sampleSequence is the content of testdata/sample.stream: a few of every
+// kind of event.
+func sampleSequence() []timedEvent {
+	g := newGen(42)
+	var seq []timedEvent
+	for range 3 {
+		for _, k := range allKinds {
+			seq = append(seq, timedEvent{g.event(k), g.time()})
+		}
+	}
+	return seq
+}
+
+// TestSampleStream checks that the committed sample stream still decodes to
+// the events it was made from: the wire format has not changed.
+func TestSampleStream(t *testing.T) {
+	seq := sampleSequence()
+	if *update {
+		if err := os.WriteFile(filepath.FromSlash(sampleStream), writeStream(t, seq), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.FromSlash(sampleStream))
+	if err != nil {
+		t.Fatalf("%v (run go test ./events -run TestSampleStream -update to create it)", err)
+	}
+	compareSequences(t, seq, readStream(t, bytes.NewReader(b), 0))
+}
+
+func addStreamSeeds(f *testing.F) []byte {
+	b, err := os.ReadFile(filepath.FromSlash(sampleStream))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte{})
+	f.Add(b[:len(b)/2])
+	f.Add([]byte{0x80})
+	f.Add([]byte{0x02, 0x52, 0x00}) // an empty EnvConnected
+	return b
+}
+
+// FuzzStreamReader checks that the reader never panics, and that a stream
+// it accepts whole re-encodes to a stream that decodes to the same events.
+func FuzzStreamReader(f *testing.F) {
+	addStreamSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		sr := NewStreamReader(bytes.NewReader(in), 1<<20)
+		var seq []timedEvent
+		for sr.Next() {
+			seq = append(seq, timedEvent{sr.Event(), sr.Time()})
+		}
+		if sr.Err() != nil {
+			if _, ok := sr.Err().(*StreamError); !ok {
+				t.Fatalf("Err is %T, want *StreamError", sr.Err())
+			}
+			return
+		}
+		again := writeStream(t, seq)
+		compareSequences(t, seq, readStream(t, bytes.NewReader(again), 1<<20))
+	})
+}
+
+// FuzzUnmarshal checks that Unmarshal never panics, and that an event it
+// accepts re-encodes to bytes that decode to the same event.
+func FuzzUnmarshal(f *testing.F) {
+	b := addStreamSeeds(f)
+	sr := NewStreamReader(bytes.NewReader(b), 0)
+	for sr.Next() {
+		m, err := AppendMarshal(nil, sr.Event(), sr.Time())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(m)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		ev, tm, err := Unmarshal(in)
+		if err != nil {
+			if ev != nil {
+				t.Fatal("event with error")
+			}
+			return
+		}
+		out, err := AppendMarshal(nil, ev, tm)
+		if err != nil {
+			t.Fatalf("re-encode %v: %v", ev.Kind(), err)
+		}
+		ev2, tm2, err := Unmarshal(out)
+		if err != nil {
+			t.Fatalf("decode re-encoded: %v", err)
+		}
+		if d := diffEvents(ev, ev2); d != "" {
+			t.Fatal(d)
+		}
+		if !tm.Equal(tm2) {
+			t.Fatalf("time %v vs %v", tm, tm2)
+		}
+	})
+}
