@@ -1,0 +1,135 @@
+package wal
+
+import (
+	"fmt"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Compression selects the codec records are compressed with. Compression
+// values are options, not stored; the stored codec ids are in format.go.
+type Compression int
+
+const (
+	// CompressionDefault is CompressionS2.
+	CompressionDefault Compression = iota
+	// CompressionNone stores every payload as it is.
+	CompressionNone
+	// CompressionS2 uses S2 block compression: fast, modest ratio.
+	CompressionS2
+	// CompressionZstd uses zstd at its fastest level: smaller, slower.
+	CompressionZstd
+)
+
+func (c Compression) String() string {
+	switch c {
+	case CompressionDefault:
+		return "default"
+	case CompressionNone:
+		return "none"
+	case CompressionS2:
+		return "s2"
+	case CompressionZstd:
+		return "zstd"
+	}
+	return fmt.Sprintf("Compression(%d)", int(c))
+}
+
+// encoder compresses payloads on the flusher goroutine, reusing its
+// buffer.
+type encoder struct {
+	codec   Compression
+	minSize int
+	buf     []byte
+	zstd    *zstd.Encoder
+}
+
+func newEncoder(c Compression, minSize int) (*encoder, error) {
+	e := &encoder{codec: c, minSize: minSize}
+	if c == CompressionZstd {
+		z, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+		if err != nil {
+			return nil, fmt.Errorf("wal: zstd encoder: %w", err)
+		}
+		e.zstd = z
+	}
+	return e, nil
+}
+
+// encode returns the codec id and the bytes to store for p; the bytes are
+// valid until the next call.
+func (e *encoder) encode(p []byte) (byte, []byte) {
+	if len(p) < e.minSize {
+		return codecNone, p
+	}
+	var id byte
+	switch e.codec {
+	case CompressionS2:
+		if n := s2.MaxEncodedLen(len(p)); cap(e.buf) < n {
+			e.buf = make([]byte, n)
+		}
+		e.buf = s2.Encode(e.buf[:cap(e.buf)], p)
+		id = codecS2
+	case CompressionZstd:
+		e.buf = e.zstd.EncodeAll(p, e.buf[:0])
+		id = codecZstd
+	default:
+		return codecNone, p
+	}
+	if len(e.buf) > len(p)-len(p)/16 {
+		return codecNone, p
+	}
+	return id, e.buf
+}
+
+// decoder expands stored payloads, reusing its buffer.
+type decoder struct {
+	buf  []byte
+	zstd *zstd.Decoder
+}
+
+func (d *decoder) decode(typ byte, body []byte) ([]byte, error) {
+	switch typ & codecMask {
+	case codecNone:
+		return body, nil
+	case codecS2:
+		n, err := s2.DecodedLen(body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: s2 payload: %v", ErrBadRecord, err)
+		}
+		if n > MaxRecordSize {
+			return nil, fmt.Errorf("%w: s2 payload decodes to %d bytes, over the %d limit", ErrBadRecord, n, MaxRecordSize)
+		}
+		if cap(d.buf) < n {
+			d.buf = make([]byte, n)
+		}
+		out, err := s2.Decode(d.buf[:n], body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: s2 payload: %v", ErrBadRecord, err)
+		}
+		return out, nil
+	case codecZstd:
+		if d.zstd == nil {
+			z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxRecordSize))
+			if err != nil {
+				return nil, fmt.Errorf("wal: zstd decoder: %w", err)
+			}
+			d.zstd = z
+		}
+		out, err := d.zstd.DecodeAll(body, d.buf[:0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd payload: %v", ErrBadRecord, err)
+		}
+		d.buf = out
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: type byte 0x%02x", ErrBadRecord, typ)
+}
+
+func (d *decoder) close() {
+	if d.zstd != nil {
+		d.zstd.Close()
+	}
+}

@@ -1,0 +1,117 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+)
+
+// On-disk format constants. They are part of the on-disk format: do not
+// change them (add a new version instead).
+const (
+	segmentMagic      = "rlrecWAL" // segment header bytes 0..7
+	formatVersion     = 1          // segment header bytes 8..11
+	segmentHeaderSize = 24         // magic 8 + version 4 + first Pos 8 + CRC 4
+	recordHeaderSize  = 9          // CRC 4 + length 4 + type 1
+
+	kindMask  = 0x0f
+	kindFull  = 0x01 // a whole record; 0 is never a valid kind
+	codecMask = 0xf0
+	codecNone = 0x00
+	codecS2   = 0x10
+	codecZstd = 0x20
+
+	segmentSuffix    = ".wal"
+	segmentNameWidth = 16
+)
+
+// MaxRecordSize is the largest payload Append accepts, and the largest a
+// stored record may decode to.
+const MaxRecordSize = 1 << 30
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func segmentName(num uint64) string {
+	return fmt.Sprintf("%0*d%s", segmentNameWidth, num, segmentSuffix)
+}
+
+// parseSegmentName returns the number of a segment file name.
+func parseSegmentName(name string) (uint64, bool) {
+	digits, ok := strings.CutSuffix(name, segmentSuffix)
+	if !ok || len(digits) != segmentNameWidth {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	return n, err == nil
+}
+
+func appendSegmentHeader(dst []byte, first Pos) []byte {
+	start := len(dst)
+	dst = append(dst, segmentMagic...)
+	dst = binary.LittleEndian.AppendUint32(dst, formatVersion)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(first))
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// parseSegmentHeader returns the first Pos of a segment from its bytes.
+func parseSegmentHeader(b []byte) (Pos, error) {
+	if len(b) < segmentHeaderSize {
+		return 0, fmt.Errorf("%w: header has %d of %d bytes", ErrTruncated, len(b), segmentHeaderSize)
+	}
+	if string(b[:8]) != segmentMagic {
+		return 0, fmt.Errorf("%w: magic %q, want %q", ErrBadHeader, b[:8], segmentMagic)
+	}
+	if crc32.Checksum(b[:20], castagnoli) != binary.LittleEndian.Uint32(b[20:24]) {
+		return 0, fmt.Errorf("%w: header checksum mismatch", ErrBadHeader)
+	}
+	if v := binary.LittleEndian.Uint32(b[8:12]); v != formatVersion {
+		return 0, fmt.Errorf("%w: format version %d, this build reads %d", ErrBadHeader, v, formatVersion)
+	}
+	first := Pos(binary.LittleEndian.Uint64(b[12:20]))
+	if first == 0 {
+		return 0, fmt.Errorf("%w: first position 0", ErrBadHeader)
+	}
+	return first, nil
+}
+
+// parseRecord checks the record at b[off:] and returns its type byte and
+// the bounds of its stored payload. It never allocates.
+func parseRecord(b []byte, off int) (typ byte, start, end int, err error) {
+	rest := len(b) - off
+	if rest < recordHeaderSize {
+		return 0, 0, 0, fmt.Errorf("%w: %d bytes left, a record header needs %d", ErrTruncated, rest, recordHeaderSize)
+	}
+	h := b[off : off+recordHeaderSize]
+	n := binary.LittleEndian.Uint32(h[4:8])
+	typ = h[8]
+	if typ&kindMask != kindFull || (typ&codecMask != codecNone && typ&codecMask != codecS2 && typ&codecMask != codecZstd) {
+		return 0, 0, 0, fmt.Errorf("%w: type byte 0x%02x", ErrBadRecord, typ)
+	}
+	if uint64(n) > uint64(rest-recordHeaderSize) {
+		return 0, 0, 0, fmt.Errorf("%w: length %d, %d bytes left", ErrTruncated, n, rest-recordHeaderSize)
+	}
+	start = off + recordHeaderSize
+	end = start + int(n)
+	if crc32.Checksum(b[off+4:end], castagnoli) != binary.LittleEndian.Uint32(h[0:4]) {
+		return 0, 0, 0, ErrChecksum
+	}
+	return typ, start, end, nil
+}
+
+// appendRecord frames body (already encoded with codec) onto dst.
+func appendRecord(dst []byte, codec byte, body []byte) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(body)))
+	dst = append(dst, kindFull|codec)
+	dst = append(dst, body...)
+	binary.LittleEndian.PutUint32(dst[start:], crc32.Checksum(dst[start+4:], castagnoli))
+	return dst
+}

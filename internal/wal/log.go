@@ -1,0 +1,378 @@
+package wal
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+)
+
+// Options configure a Log. The zero value gives the defaults.
+type Options struct {
+	// SegmentSize is the size at which a new segment is started
+	// (default 64 MiB).
+	SegmentSize int64
+	// SyncInterval is how often appended records are written and fsynced
+	// when nobody waits for them (default 100 ms).
+	SyncInterval time.Duration
+	// MaxPending bounds the bytes appended but not yet written; Append
+	// blocks while it is reached (back-pressure). Default 16 MiB. A single
+	// record larger than the bound is accepted when nothing is pending.
+	MaxPending int
+	// FlushSize wakes the writer to write (without fsync) once this many
+	// bytes are pending (default 1 MiB).
+	FlushSize int
+	// Compression is the payload codec (default S2).
+	Compression Compression
+	// MinCompressSize is the smallest payload that is compressed
+	// (default 512 bytes).
+	MinCompressSize int
+	// Salvage lets Open cut the log at corruption found in a sealed
+	// segment, losing the records after it, instead of refusing.
+	Salvage bool
+	// Logger receives repair reports (nil: silent).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.SegmentSize == 0 {
+		o.SegmentSize = 64 << 20
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = 100 * time.Millisecond
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = 16 << 20
+	}
+	if o.FlushSize == 0 {
+		o.FlushSize = 1 << 20
+	}
+	if o.Compression == CompressionDefault {
+		o.Compression = CompressionS2
+	}
+	if o.MinCompressSize == 0 {
+		o.MinCompressSize = 512
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case o.SegmentSize < segmentHeaderSize+recordHeaderSize:
+		return o, fmt.Errorf("wal: SegmentSize %d too small", o.SegmentSize)
+	case o.SyncInterval < 0:
+		return o, fmt.Errorf("wal: negative SyncInterval %v", o.SyncInterval)
+	case o.MaxPending < 0 || o.FlushSize < 0 || o.MinCompressSize < 0:
+		return o, fmt.Errorf("wal: negative MaxPending, FlushSize or MinCompressSize")
+	case o.Compression < CompressionDefault || o.Compression > CompressionZstd:
+		return o, fmt.Errorf("wal: unknown %v", o.Compression)
+	}
+	return o, nil
+}
+
+// lockName is the lock file Open holds in the log directory.
+const lockName = "LOCK"
+
+// Log appends records to a log directory. Its methods are safe for
+// concurrent use.
+type Log struct {
+	fsys vfs.FS
+	dir  string
+	opts Options
+	lock io.Closer
+	rep  RepairReport
+
+	mu         sync.Mutex
+	cur        []byte // records appended, not yet taken by the writer: (len uint32, payload)...
+	spare      []byte // the writer's previous batch buffer, for reuse
+	pending    int    // bytes in cur and in the batch being written
+	last       Pos    // last appended
+	written    Pos    // last handed to the file system
+	synced     Pos    // last durable
+	syncWanted bool
+	closed     bool
+	err        error         // sticky write or sync failure
+	progress   chan struct{} // closed and replaced after every batch
+
+	kick    chan struct{}
+	closing chan struct{}
+	done    chan struct{}
+
+	// Owned by the writer goroutine.
+	seg      vfs.File
+	segNum   uint64
+	segSize  int64
+	segEmpty bool // no record in seg yet
+	dirty    bool // written since the last fsync
+	out      []byte
+	enc      *encoder
+
+	segMu sync.Mutex
+	segs  []segmentInfo // every segment, oldest first; the last is active
+}
+
+type segmentInfo struct {
+	path  string
+	first Pos
+}
+
+// Open opens the log in dir for appending, creating dir if needed. It
+// takes a lock file in dir that excludes other writers, repairs the log
+// (see Repair; the report is in Recovered and logged to Options.Logger)
+// and continues after its last intact record, in the last segment while
+// it has room.
+func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("wal: create log directory: %w", err)
+	}
+	if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
+		return nil, fmt.Errorf("wal: sync parent of log directory %s: %w", dir, err)
+	}
+	lock, err := fsys.Lock(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+	}
+	l, err := open(fsys, dir, opts, lock)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func open(fsys vfs.FS, dir string, opts Options, lock io.Closer) (*Log, error) {
+	rep, err := Repair(fsys, dir, opts.Salvage, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := newEncoder(opts.Compression, opts.MinCompressSize)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		fsys: fsys, dir: dir, opts: opts, lock: lock, rep: rep, enc: enc,
+		progress: make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+		last:     rep.NextPos - 1,
+	}
+	l.written, l.synced = l.last, l.last
+
+	segs, err := listSegments(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var hdr [segmentHeaderSize]byte
+	for _, s := range segs {
+		first, err := readHeader(fsys, s.path, hdr[:])
+		if err != nil {
+			return nil, fmt.Errorf("wal: read header of %s: %w", s.path, err)
+		}
+		l.segs = append(l.segs, segmentInfo{path: s.path, first: first})
+	}
+	if n := len(segs); n > 0 {
+		s := segs[n-1]
+		st, err := fsys.Stat(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("wal: stat %s: %w", s.path, err)
+		}
+		l.segNum = s.num
+		if st.Size() < opts.SegmentSize {
+			f, err := fsys.OpenAppend(s.path)
+			if err != nil {
+				return nil, fmt.Errorf("wal: reopen last segment: %w", err)
+			}
+			l.seg, l.segSize, l.segEmpty = f, st.Size(), st.Size() == segmentHeaderSize
+		}
+	}
+	if l.seg == nil {
+		if err := l.newSegment(rep.NextPos); err != nil {
+			return nil, err
+		}
+	}
+	go l.run()
+	return l, nil
+}
+
+// Recovered returns what Open's repair found and cut.
+func (l *Log) Recovered() RepairReport { return l.rep }
+
+// Append copies payload into the log's buffer and returns its position. It
+// does no disk I/O: a background goroutine writes and fsyncs in groups
+// (see WaitSynced). It blocks only while Options.MaxPending bytes wait to
+// be written. After a write or fsync failure it returns an error wrapping
+// ErrFailed and the cause.
+func (l *Log) Append(payload []byte) (Pos, error) {
+	if len(payload) > MaxRecordSize {
+		return 0, fmt.Errorf("wal: append %d bytes: %w (limit %d)", len(payload), ErrTooLarge, MaxRecordSize)
+	}
+	need := 4 + len(payload)
+	l.mu.Lock()
+	for {
+		if l.err != nil {
+			err := l.err
+			l.mu.Unlock()
+			return 0, fmt.Errorf("wal: append: %w: %w", ErrFailed, err)
+		}
+		if l.closed {
+			l.mu.Unlock()
+			return 0, ErrClosed
+		}
+		if l.pending == 0 || l.pending+need <= l.opts.MaxPending {
+			break
+		}
+		ch := l.progress
+		l.mu.Unlock()
+		l.wake()
+		<-ch
+		l.mu.Lock()
+	}
+	l.cur = binary.LittleEndian.AppendUint32(l.cur, uint32(len(payload)))
+	l.cur = append(l.cur, payload...)
+	l.pending += need
+	l.last++
+	pos := l.last
+	full := len(l.cur) >= l.opts.FlushSize
+	l.mu.Unlock()
+	if full {
+		l.wake()
+	}
+	return pos, nil
+}
+
+func (l *Log) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// WaitSynced blocks until the record at pos is durable, the log fails, or
+// ctx is done. It asks for an fsync at once rather than waiting for the
+// next SyncInterval.
+func (l *Log) WaitSynced(ctx context.Context, pos Pos) error {
+	l.mu.Lock()
+	for l.synced < pos {
+		if l.err != nil {
+			err := l.err
+			l.mu.Unlock()
+			return fmt.Errorf("wal: wait for position %d: %w: %w", pos, ErrFailed, err)
+		}
+		if pos > l.last {
+			last := l.last
+			l.mu.Unlock()
+			return fmt.Errorf("wal: wait for position %d: only %d records appended", pos, last)
+		}
+		l.syncWanted = true
+		ch := l.progress
+		l.mu.Unlock()
+		l.wake()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wal: wait for position %d: %w", pos, ctx.Err())
+		}
+		l.mu.Lock()
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// Sync makes every record appended so far durable.
+func (l *Log) Sync(ctx context.Context) error {
+	l.mu.Lock()
+	last, err := l.last, l.err
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("wal: sync: %w: %w", ErrFailed, err)
+	}
+	return l.WaitSynced(ctx, last)
+}
+
+// LastPos returns the position of the last appended record (0: none).
+func (l *Log) LastPos() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// SyncedPos returns the position of the last durable record (0: none).
+func (l *Log) SyncedPos() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.synced
+}
+
+// Close writes and fsyncs everything appended, closes the files and
+// releases the lock. It returns the log's failure, if any.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.closing)
+	<-l.done
+	var errs []error
+	l.mu.Lock()
+	if l.err != nil {
+		errs = append(errs, fmt.Errorf("wal: close: %w: %w", ErrFailed, l.err))
+	}
+	l.mu.Unlock()
+	if l.seg != nil {
+		if err := l.seg.Close(); err != nil && len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("wal: close segment: %w", err))
+		}
+	}
+	if l.enc.zstd != nil {
+		l.enc.zstd.Close()
+	}
+	if err := l.lock.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("wal: release lock: %w", err))
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// RemoveBefore removes the sealed segments whose records all lie before
+// pos, then fsyncs the directory. The active segment is never removed.
+func (l *Log) RemoveBefore(pos Pos) error {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	removed := 0
+	for len(l.segs) > 1 && l.segs[1].first <= pos {
+		if err := l.fsys.Remove(l.segs[0].path); err != nil {
+			return fmt.Errorf("wal: remove segment before %d: %w", pos, err)
+		}
+		l.segs = l.segs[1:]
+		removed++
+	}
+	if removed == 0 {
+		return nil
+	}
+	if err := l.fsys.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("wal: sync log directory %s after removing segments: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Segments returns the number of segment files the log holds.
+func (l *Log) Segments() int {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	return len(l.segs)
+}

@@ -1,0 +1,149 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+)
+
+const testDir = "root/_rlrec/log"
+
+// payload returns a deterministic record for i: compressible for even i,
+// random for odd i, of varying sizes.
+func payload(i int) []byte {
+	rng := rand.New(rand.NewPCG(uint64(i), 7))
+	n := rng.IntN(3000)
+	b := make([]byte, n)
+	if i%2 == 0 {
+		for j := range b {
+			b[j] = byte(j % 7)
+		}
+	} else {
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+	}
+	return append(b, fmt.Sprintf("#%d", i)...)
+}
+
+func readAll(t *testing.T, fsys vfs.FS, dir string) ([][]byte, []Pos, error) {
+	t.Helper()
+	r, err := NewReader(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var recs [][]byte
+	var poss []Pos
+	for r.Next() {
+		recs = append(recs, bytes.Clone(r.Record()))
+		poss = append(poss, r.Pos())
+	}
+	return recs, poss, r.Err()
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		n    int
+	}{
+		{"default", Options{}, 200},
+		{"none", Options{Compression: CompressionNone}, 200},
+		{"zstd", Options{Compression: CompressionZstd}, 200},
+		{"small segments", Options{SegmentSize: 8 << 10}, 300},
+		{"tiny segments one record each", Options{SegmentSize: 64}, 50},
+		{"tiny pending bound", Options{MaxPending: 4 << 10, FlushSize: 1 << 10}, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			l, err := Open(fsys, testDir, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < tc.n; i++ {
+				pos, err := l.Append(payload(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pos != Pos(i+1) {
+					t.Fatalf("append %d: pos %d, want %d", i, pos, i+1)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			recs, poss, err := readAll(t, fsys, testDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != tc.n {
+				t.Fatalf("read %d records, want %d", len(recs), tc.n)
+			}
+			for i, r := range recs {
+				if !bytes.Equal(r, payload(i)) || poss[i] != Pos(i+1) {
+					t.Fatalf("record %d (pos %d) differs", i, poss[i])
+				}
+			}
+			// Reopen and continue.
+			l, err = Open(fsys, testDir, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Recovered().Cut {
+				t.Fatalf("clean log was cut: %+v", l.Recovered())
+			}
+			pos, err := l.Append(payload(tc.n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pos != Pos(tc.n+1) {
+				t.Fatalf("after reopen: pos %d, want %d", pos, tc.n+1)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			recs, _, err = readAll(t, fsys, testDir)
+			if err != nil || len(recs) != tc.n+1 || !bytes.Equal(recs[tc.n], payload(tc.n)) {
+				t.Fatalf("after reopen read %d records, err %v", len(recs), err)
+			}
+		})
+	}
+}
+
+func TestWaitSyncedSurvivesCrash(t *testing.T) {
+	fsys := vfs.NewMem()
+	l, err := Open(fsys, testDir, Options{SyncInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; i < 10; i++ {
+		if _, err := l.Append(payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(payload(10)); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fsys.Crash()
+	recs, _, err := readAll(t, crashed, testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 10 {
+		t.Fatalf("after crash %d records, want the 10 synced", len(recs))
+	}
+	if errors.Is(err, ErrCorrupt) {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,229 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+)
+
+// Pos is the position of a record in a log; see the package doc.
+type Pos uint64
+
+type segmentRef struct {
+	num  uint64
+	path string
+}
+
+// listSegments returns the segment files of dir in order. Other files are
+// ignored. A missing dir holds no segments.
+func listSegments(fsys vfs.FS, dir string) ([]segmentRef, error) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("wal: list segments in %s: %w", dir, err)
+	}
+	var segs []segmentRef
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if n, ok := parseSegmentName(e.Name()); ok {
+			segs = append(segs, segmentRef{num: n, path: filepath.Join(dir, e.Name())})
+		}
+	}
+	slices.SortFunc(segs, func(a, b segmentRef) int {
+		switch {
+		case a.num < b.num:
+			return -1
+		case a.num > b.num:
+			return 1
+		}
+		return 0
+	})
+	return segs, nil
+}
+
+// readFile reads a whole file into buf (reused when big enough). It never
+// allocates more than the file's size.
+func readFile(fsys vfs.FS, name string, buf []byte) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return buf, fmt.Errorf("wal: open segment: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return buf, fmt.Errorf("wal: stat segment %s: %w", name, err)
+	}
+	size := st.Size()
+	if size > int64(^uint(0)>>1) {
+		return buf, fmt.Errorf("wal: segment %s: size %d too large to read", name, size)
+	}
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	n, err := f.ReadAt(buf, 0)
+	if n == len(buf) {
+		return buf, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return buf[:0], fmt.Errorf("wal: read segment %s: %w", name, err)
+}
+
+// Reader reads the records of a log in order. It reads one segment file
+// at a time into memory (a buffer as large as the largest segment).
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	fsys vfs.FS
+	segs []segmentRef
+	idx  int // index in segs of the loaded segment, -1 before the first
+
+	buf    []byte // the loaded segment's bytes
+	off    int    // offset of the next record in buf
+	loaded bool
+
+	next    Pos // position of the next record
+	pos     Pos // position of the current record
+	rec     []byte
+	skipTo  Pos
+	verify  bool // check framing and CRCs only, do not decode payloads
+	lastOff int  // offset of the current record in its segment
+	dec     decoder
+	err     error
+}
+
+// NewReader returns a Reader of the log in dir, from its first record.
+func NewReader(fsys vfs.FS, dir string) (*Reader, error) {
+	segs, err := listSegments(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{fsys: fsys, segs: segs, idx: -1}, nil
+}
+
+// NewReaderFrom returns a Reader of the log in dir whose first record is
+// the one at from (or the first after it that exists). Whole segments
+// before from are not read.
+func NewReaderFrom(fsys vfs.FS, dir string, from Pos) (*Reader, error) {
+	r, err := NewReader(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	r.skipTo = from
+	// Start at the last segment whose first Pos is <= from; segments are
+	// few, so read their headers in turn.
+	var hdr [segmentHeaderSize]byte
+	start := 0
+	for i := 1; i < len(r.segs); i++ {
+		first, err := readHeader(fsys, r.segs[i].path, hdr[:])
+		if err != nil || first > from {
+			break // let Next report a damaged header
+		}
+		start = i
+	}
+	r.segs = r.segs[start:]
+	return r, nil
+}
+
+func readHeader(fsys vfs.FS, name string, hdr []byte) (Pos, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, err := f.ReadAt(hdr, 0)
+	if n < len(hdr) {
+		return 0, fmt.Errorf("%w: %v", ErrTruncated, err)
+	}
+	return parseSegmentHeader(hdr)
+}
+
+func (r *Reader) corrupt(off int, err error) bool {
+	r.err = &CorruptionError{Segment: r.segs[r.idx].path, Offset: int64(off), Last: r.idx == len(r.segs)-1, Err: err}
+	r.rec = nil
+	return false
+}
+
+// Next advances to the next record and reports whether there is one. It
+// returns false at the end of the log or on an error (see Err).
+func (r *Reader) Next() bool {
+	for r.err == nil {
+		if !r.loaded {
+			if r.idx+1 >= len(r.segs) {
+				r.rec = nil
+				return false
+			}
+			r.idx++
+			buf, err := readFile(r.fsys, r.segs[r.idx].path, r.buf)
+			r.buf = buf
+			if err != nil {
+				r.err = err
+				return false
+			}
+			first, err := parseSegmentHeader(r.buf)
+			if err != nil {
+				return r.corrupt(0, err)
+			}
+			if r.idx > 0 && first != r.next {
+				return r.corrupt(0, fmt.Errorf("%w: segment starts at %d, previous ended before %d", ErrGap, first, r.next))
+			}
+			r.next = first
+			r.off = segmentHeaderSize
+			r.loaded = true
+		}
+		if r.off == len(r.buf) {
+			r.loaded = false
+			continue
+		}
+		typ, start, end, err := parseRecord(r.buf, r.off)
+		if err != nil {
+			return r.corrupt(r.off, err)
+		}
+		r.lastOff = r.off
+		r.off = end
+		r.pos = r.next
+		r.next++
+		if r.pos < r.skipTo {
+			continue
+		}
+		if r.verify {
+			r.rec = r.buf[start:end]
+			return true
+		}
+		rec, err := r.dec.decode(typ, r.buf[start:end])
+		if err != nil {
+			return r.corrupt(r.lastOff, err)
+		}
+		r.rec = rec
+		return true
+	}
+	return false
+}
+
+// Record returns the current record's payload, valid until the next call
+// to Next.
+func (r *Reader) Record() []byte { return r.rec }
+
+// Pos returns the current record's position.
+func (r *Reader) Pos() Pos { return r.pos }
+
+// Err returns the error that stopped Next, or nil at a clean end. Damage
+// is a *CorruptionError.
+func (r *Reader) Err() error { return r.err }
+
+// Close releases the Reader's buffers.
+func (r *Reader) Close() error {
+	r.dec.close()
+	r.buf, r.rec = nil, nil
+	return nil
+}

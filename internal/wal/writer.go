@@ -1,0 +1,152 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// run is the writer goroutine: it takes the appended records in batches,
+// frames and compresses them, writes them and fsyncs when a waiter asked,
+// every SyncInterval and at Close.
+func (l *Log) run() {
+	defer close(l.done)
+	t := time.NewTicker(l.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			l.flush(true)
+		case <-l.kick:
+			l.flush(false)
+		case <-l.closing:
+			l.flush(true)
+			return
+		}
+	}
+}
+
+func (l *Log) flush(sync bool) {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return
+	}
+	batch, first, last := l.cur, l.written+1, l.last
+	sync = sync || l.syncWanted
+	if len(batch) == 0 && !(sync && l.dirty) && !l.syncWanted {
+		l.mu.Unlock()
+		return
+	}
+	l.cur, l.spare = l.spare[:0], nil
+	l.syncWanted = false
+	l.mu.Unlock()
+
+	err := l.writeBatch(batch, first)
+	if err == nil && sync && l.dirty {
+		if err = l.seg.Sync(); err != nil {
+			err = fmt.Errorf("sync segment %s: %w", l.seg.Name(), err)
+		}
+		l.dirty = false
+	}
+
+	l.mu.Lock()
+	l.pending -= len(batch)
+	l.spare = batch[:0]
+	if err != nil {
+		l.err = err
+	} else {
+		l.written = last
+		if sync {
+			l.synced = last
+		}
+	}
+	close(l.progress)
+	l.progress = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// writeBatch frames the records of batch, the first at pos, and writes them,
+// starting new segments as they fill.
+func (l *Log) writeBatch(batch []byte, pos Pos) error {
+	out := l.out[:0]
+	for off := 0; off < len(batch); pos++ {
+		n := int(binary.LittleEndian.Uint32(batch[off:]))
+		p := batch[off+4 : off+4+n]
+		off += 4 + n
+		start := len(out)
+		codec, body := l.enc.encode(p)
+		out = appendRecord(out, codec, body)
+		if l.segSize+int64(len(out)) > l.opts.SegmentSize && !(l.segEmpty && start == 0) {
+			// This record starts the next segment.
+			if err := l.write(out[:start]); err != nil {
+				return err
+			}
+			if err := l.sealSegment(); err != nil {
+				return err
+			}
+			if err := l.newSegment(pos); err != nil {
+				return err
+			}
+			out = out[:copy(out, out[start:])]
+		}
+		l.segEmpty = false
+	}
+	l.out = out
+	return l.write(out)
+}
+
+func (l *Log) write(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	n, err := l.seg.Write(b)
+	l.segSize += int64(n)
+	l.dirty = true
+	if err != nil {
+		return fmt.Errorf("write segment %s: %w", l.seg.Name(), err)
+	}
+	return nil
+}
+
+func (l *Log) sealSegment() error {
+	if err := l.seg.Sync(); err != nil {
+		return fmt.Errorf("sync segment %s: %w", l.seg.Name(), err)
+	}
+	l.dirty = false
+	if err := l.seg.Close(); err != nil {
+		return fmt.Errorf("close segment %s: %w", l.seg.Name(), err)
+	}
+	l.seg = nil
+	return nil
+}
+
+// newSegment creates the next segment, whose first record will be at
+// first, and makes it and its header durable before any record goes in.
+func (l *Log) newSegment(first Pos) error {
+	num := l.segNum + 1
+	path := filepath.Join(l.dir, segmentName(num))
+	f, err := l.fsys.Create(path)
+	if err != nil {
+		return fmt.Errorf("create segment: %w", err)
+	}
+	hdr := appendSegmentHeader(make([]byte, 0, segmentHeaderSize), first)
+	if _, err := f.Write(hdr); err != nil {
+		f.Close()
+		return fmt.Errorf("write header of segment %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync segment %s: %w", path, err)
+	}
+	if err := l.fsys.SyncDir(l.dir); err != nil {
+		f.Close()
+		return fmt.Errorf("sync log directory %s: %w", l.dir, err)
+	}
+	l.seg, l.segNum, l.segSize, l.segEmpty = f, num, segmentHeaderSize, true
+	l.segMu.Lock()
+	l.segs = append(l.segs, segmentInfo{path: path, first: first})
+	l.segMu.Unlock()
+	return nil
+}
