@@ -1,0 +1,140 @@
+package parquetout
+
+import (
+	"fmt"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/uncompressed"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/rlrec/rlrec/schema"
+)
+
+// Compression names accepted in Config.Compression.
+const (
+	CompressionZstd   = "zstd"   // zstd at its fastest level (the default)
+	CompressionSnappy = "snappy" // snappy via s2's fast snappy-compatible encoder
+	CompressionNone   = "none"
+)
+
+// Defaults of Config; see the package doc for how they were chosen.
+const (
+	DefaultCompression    = CompressionZstd
+	DefaultRowGroupRows   = 128 * 1024
+	DefaultRowGroupBytes  = 32 << 20
+	DefaultPageBufferSize = 256 * 1024
+)
+
+// Config configures the table writers. The zero value means all defaults.
+type Config struct {
+	// Compression is CompressionZstd, CompressionSnappy or
+	// CompressionNone; "" means DefaultCompression.
+	Compression string
+	// RowGroupRows bounds the rows of one row group; 0 means
+	// DefaultRowGroupRows.
+	RowGroupRows int64
+	// RowGroupBytes bounds the payload bytes buffered for one row group
+	// (blobs, leaves and fixed columns, before encoding); 0 means
+	// DefaultRowGroupBytes. A writer's memory is about this much plus
+	// one page per column.
+	RowGroupBytes int64
+	// PageBufferSize is the target uncompressed size of a data page; 0
+	// means DefaultPageBufferSize.
+	PageBufferSize int
+	// BinaryThreshold is the per-lane leaf size above which a typed steps
+	// column stores raw bytes; 0 means schema.DefaultBinaryThreshold.
+	BinaryThreshold int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
+	if c.RowGroupRows <= 0 {
+		c.RowGroupRows = DefaultRowGroupRows
+	}
+	if c.RowGroupBytes <= 0 {
+		c.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if c.PageBufferSize <= 0 {
+		c.PageBufferSize = DefaultPageBufferSize
+	}
+	if c.BinaryThreshold <= 0 {
+		c.BinaryThreshold = schema.DefaultBinaryThreshold
+	}
+	return c
+}
+
+// Shared codec instances: they pool their encoders.
+var (
+	zstdFastest = &zstd.Codec{Level: zstd.SpeedFastest}
+	snappyFast  = &fastSnappy{}
+	noCodec     = &uncompressed.Codec{}
+)
+
+func codecFor(name string) (compress.Codec, error) {
+	switch name {
+	case CompressionZstd:
+		return zstdFastest, nil
+	case CompressionSnappy:
+		return snappyFast, nil
+	case CompressionNone:
+		return noCodec, nil
+	}
+	return nil, fmt.Errorf("%w %q (want %q, %q or %q)", ErrCodec, name, CompressionZstd, CompressionSnappy, CompressionNone)
+}
+
+// writerOptions returns the parquet-go options for a file of schema s whose
+// blob columns are listed in blobPaths.
+func (c Config) writerOptions(blobPaths [][]string, kv []kvPair) ([]parquet.WriterOption, error) {
+	codec, err := codecFor(c.Compression)
+	if err != nil {
+		return nil, err
+	}
+	opts := []parquet.WriterOption{
+		parquet.Compression(codec),
+		parquet.PageBufferSize(c.PageBufferSize),
+		parquet.WriteBufferSize(256 * 1024),
+		parquet.CreatedBy("rlrec", schema.SchemaVersion, ""),
+	}
+	for _, p := range blobPaths {
+		opts = append(opts, parquet.SkipPageStatistics(p...), parquet.SkipPageBounds(p...))
+	}
+	for _, e := range kv {
+		opts = append(opts, parquet.KeyValueMetadata(e.key, e.value))
+	}
+	return opts, nil
+}
+
+// fastSnappy is the SNAPPY parquet codec with s2's fast snappy-compatible
+// encoder: parquet-go's own snappy codec uses the slower "better" mode.
+type fastSnappy struct{}
+
+func (fastSnappy) String() string                            { return "SNAPPY" }
+func (fastSnappy) CompressionCodec() format.CompressionCodec { return format.Snappy }
+
+func (fastSnappy) Encode(dst, src []byte) ([]byte, error) {
+	n := s2.MaxEncodedLen(len(src))
+	if n < 0 {
+		return nil, fmt.Errorf("parquetout: page of %d bytes too large for snappy", len(src))
+	}
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	return s2.EncodeSnappy(dst[:n], src), nil
+}
+
+func (fastSnappy) Decode(dst, src []byte) ([]byte, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return nil, err
+	}
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	return snappy.Decode(dst[:n], src)
+}

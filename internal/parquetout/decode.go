@@ -1,0 +1,129 @@
+package parquetout
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// Leaf bytes are little-endian elements at the dtype's width (RLMESH.md §2);
+// the callers have checked len(b) == numel * width.
+
+// decodeInt64 reads one integer element of dtype dt (a Discrete value),
+// sign- or zero-extended; uint64 keeps its bits.
+func decodeInt64(dt spacesv1.DataType, b []byte) int64 {
+	switch dt {
+	case spacesv1.DataType_DATA_TYPE_UINT8, spacesv1.DataType_DATA_TYPE_BOOL:
+		return int64(b[0])
+	case spacesv1.DataType_DATA_TYPE_INT8:
+		return int64(int8(b[0]))
+	case spacesv1.DataType_DATA_TYPE_UINT16:
+		return int64(binary.LittleEndian.Uint16(b))
+	case spacesv1.DataType_DATA_TYPE_INT16:
+		return int64(int16(binary.LittleEndian.Uint16(b)))
+	case spacesv1.DataType_DATA_TYPE_UINT32:
+		return int64(binary.LittleEndian.Uint32(b))
+	case spacesv1.DataType_DATA_TYPE_INT32:
+		return int64(int32(binary.LittleEndian.Uint32(b)))
+	case spacesv1.DataType_DATA_TYPE_UINT64, spacesv1.DataType_DATA_TYPE_INT64:
+		return int64(binary.LittleEndian.Uint64(b))
+	}
+	return 0
+}
+
+// appendElems appends the elements of leaf bytes b as values of column c.
+// For a list (rep == 1) the first element has repetition level 0 and the
+// others 1; def is the definition level of a present element.
+func appendElems(dst []parquet.Value, c *schema.TypedColumn, b []byte, rep, def int) []parquet.Value {
+	idx := c.Index
+	r := 0
+	if c.Leaf.Kind == schema.KindMultiBinary {
+		for _, x := range b {
+			dst = append(dst, parquet.BooleanValue(x != 0).Level(r, def, idx))
+			r = rep
+		}
+		return dst
+	}
+	switch c.Leaf.DType {
+	case spacesv1.DataType_DATA_TYPE_BOOL:
+		for _, x := range b {
+			dst = append(dst, parquet.BooleanValue(x != 0).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_UINT8:
+		for _, x := range b {
+			dst = append(dst, parquet.Int32Value(int32(x)).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_INT8:
+		for _, x := range b {
+			dst = append(dst, parquet.Int32Value(int32(int8(x))).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_UINT16:
+		for i := 0; i+2 <= len(b); i += 2 {
+			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint16(b[i:]))).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_INT16:
+		for i := 0; i+2 <= len(b); i += 2 {
+			dst = append(dst, parquet.Int32Value(int32(int16(binary.LittleEndian.Uint16(b[i:])))).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_UINT32, spacesv1.DataType_DATA_TYPE_INT32:
+		// UINT_32 is stored in INT32 with the same bits.
+		for i := 0; i+4 <= len(b); i += 4 {
+			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint32(b[i:]))).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_UINT64, spacesv1.DataType_DATA_TYPE_INT64:
+		for i := 0; i+8 <= len(b); i += 8 {
+			dst = append(dst, parquet.Int64Value(int64(binary.LittleEndian.Uint64(b[i:]))).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_FLOAT16:
+		for i := 0; i+2 <= len(b); i += 2 {
+			dst = append(dst, parquet.FloatValue(halfToFloat32(binary.LittleEndian.Uint16(b[i:]))).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_FLOAT32:
+		for i := 0; i+4 <= len(b); i += 4 {
+			dst = append(dst, parquet.FloatValue(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))).Level(r, def, idx))
+			r = rep
+		}
+	case spacesv1.DataType_DATA_TYPE_FLOAT64:
+		for i := 0; i+8 <= len(b); i += 8 {
+			dst = append(dst, parquet.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))).Level(r, def, idx))
+			r = rep
+		}
+	}
+	return dst
+}
+
+// halfToFloat32 widens an IEEE 754 half-precision value exactly, keeping
+// signed zeros, subnormals, infinities and NaN payloads.
+func halfToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0:
+		// Subnormal: normalise.
+		e := uint32(127 - 15 + 1)
+		for frac&0x400 == 0 {
+			frac <<= 1
+			e--
+		}
+		frac &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | frac<<13)
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}

@@ -1,0 +1,21 @@
+package parquetout
+
+import "errors"
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrClosed is returned by a writer used after Commit or Abort.
+	ErrClosed = errors.New("parquetout: writer already committed or aborted")
+	// ErrLeafCount is returned by StepsWriter.Write for a row whose
+	// observation or action leaves are not nil and not one per leaf of
+	// the space.
+	ErrLeafCount = errors.New("parquetout: wrong number of leaves for the space")
+	// ErrLeafSize is returned by StepsWriter.Write for a fixed-size leaf
+	// whose length is not the leaf's per-lane byte size.
+	ErrLeafSize = errors.New("parquetout: leaf has the wrong byte size")
+	// ErrLeafText is returned by StepsWriter.Write for a Text leaf that is
+	// not valid UTF-8.
+	ErrLeafText = errors.New("parquetout: text leaf is not valid UTF-8")
+	// ErrCodec is returned for an unknown compression name in a Config.
+	ErrCodec = errors.New("parquetout: unknown compression codec")
+)

@@ -1,0 +1,134 @@
+package parquetout
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+func sBox(dt spacesv1.DataType, shape ...int64) *spacesv1.SpaceSpec {
+	return &spacesv1.SpaceSpec{Shape: shape, Dtype: dt, Spec: &spacesv1.SpaceSpec_Box{Box: &spacesv1.BoxSpec{}}}
+}
+
+func sDiscrete(dt spacesv1.DataType, n int64) *spacesv1.SpaceSpec {
+	return &spacesv1.SpaceSpec{Dtype: dt, Spec: &spacesv1.SpaceSpec_Discrete{Discrete: &spacesv1.DiscreteSpec{N: n}}}
+}
+
+func sMultiDiscrete(dt spacesv1.DataType, nvec ...int64) *spacesv1.SpaceSpec {
+	return &spacesv1.SpaceSpec{Dtype: dt, Spec: &spacesv1.SpaceSpec_MultiDiscrete{MultiDiscrete: &spacesv1.MultiDiscreteSpec{Nvec: nvec}}}
+}
+
+func sMultiBinary(shape ...int64) *spacesv1.SpaceSpec {
+	return &spacesv1.SpaceSpec{Shape: shape, Spec: &spacesv1.SpaceSpec_MultiBinary{MultiBinary: &spacesv1.MultiBinarySpec{}}}
+}
+
+func sText() *spacesv1.SpaceSpec {
+	return &spacesv1.SpaceSpec{Spec: &spacesv1.SpaceSpec_Text{Text: &spacesv1.TextSpec{MaxLength: 64}}}
+}
+
+func sDict(keys []string, spaces ...*spacesv1.SpaceSpec) *spacesv1.SpaceSpec {
+	return &spacesv1.SpaceSpec{Spec: &spacesv1.SpaceSpec_Dict{Dict: &spacesv1.DictSpec{Keys: keys, Spaces: spaces}}}
+}
+
+func sTuple(spaces ...*spacesv1.SpaceSpec) *spacesv1.SpaceSpec {
+	return &spacesv1.SpaceSpec{Spec: &spacesv1.SpaceSpec_Tuple{Tuple: &spacesv1.TupleSpec{Spaces: spaces}}}
+}
+
+const (
+	dtBool = spacesv1.DataType_DATA_TYPE_BOOL
+	dtU8   = spacesv1.DataType_DATA_TYPE_UINT8
+	dtU16  = spacesv1.DataType_DATA_TYPE_UINT16
+	dtU32  = spacesv1.DataType_DATA_TYPE_UINT32
+	dtU64  = spacesv1.DataType_DATA_TYPE_UINT64
+	dtI8   = spacesv1.DataType_DATA_TYPE_INT8
+	dtI16  = spacesv1.DataType_DATA_TYPE_INT16
+	dtI32  = spacesv1.DataType_DATA_TYPE_INT32
+	dtI64  = spacesv1.DataType_DATA_TYPE_INT64
+	dtF16  = spacesv1.DataType_DATA_TYPE_FLOAT16
+	dtF32  = spacesv1.DataType_DATA_TYPE_FLOAT32
+	dtF64  = spacesv1.DataType_DATA_TYPE_FLOAT64
+)
+
+func mustCompile(t testing.TB, spec *spacesv1.SpaceSpec) *schema.Layout {
+	t.Helper()
+	l, err := schema.Compile(spec)
+	if err != nil {
+		t.Fatalf("compile %v: %v", spec, err)
+	}
+	return l
+}
+
+func f32s(xs ...float32) []byte {
+	b := make([]byte, 4*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func i64le(x int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(x)) }
+
+// openParquet opens a committed file through the OS.
+func openParquet(t testing.TB, path string) *parquet.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatalf("open parquet %s: %v", path, err)
+	}
+	return pf
+}
+
+// readRows returns every row of a file as per-column value lists.
+func readRows(t testing.TB, pf *parquet.File) [][][]parquet.Value {
+	t.Helper()
+	r := parquet.NewReader(pf)
+	defer r.Close()
+	var out [][][]parquet.Value
+	buf := make([]parquet.Row, 16)
+	for {
+		n, err := r.ReadRows(buf)
+		for _, row := range buf[:n] {
+			cols := make([][]parquet.Value, len(pf.Schema().Columns()))
+			row.Range(func(i int, vs []parquet.Value) bool {
+				for _, v := range vs {
+					cols[i] = append(cols[i], v.Clone())
+				}
+				return true
+			})
+			out = append(out, cols)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if int64(len(out)) != pf.NumRows() {
+		t.Fatalf("read %d rows, file has %d", len(out), pf.NumRows())
+	}
+	return out
+}
+
+func osFS(t testing.TB) (vfs.FS, string) {
+	t.Helper()
+	return vfs.OS(), filepath.Join(t.TempDir(), "root")
+}
+
+func metaValue(pf *parquet.File, key string) (string, bool) {
+	return pf.Lookup(key)
+}

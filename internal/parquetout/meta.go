@@ -1,0 +1,68 @@
+package parquetout
+
+import (
+	"fmt"
+
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// Metadata is what a file says about itself in its key-value metadata.
+type Metadata struct {
+	// SessionID is stored under rlrec.session_id in every file.
+	SessionID string
+	// EpisodeRecordID is stored under rlrec.episode_record_id in steps and
+	// episodes files (also when it is "").
+	EpisodeRecordID string
+	// ObservationSpace and ActionSpace are stored as protojson under
+	// rlrec.observation_space and rlrec.action_space in steps and episodes
+	// files, when not nil.
+	ObservationSpace *spacesv1.SpaceSpec
+	ActionSpace      *spacesv1.SpaceSpec
+}
+
+type kvPair struct{ key, value string }
+
+// spaceJSON holds the protojson of a file's spaces, computed once per
+// format rather than once per file.
+type spaceJSON struct {
+	observation, action string
+	has                 [2]bool
+}
+
+func newSpaceJSON(obs, act *spacesv1.SpaceSpec) (spaceJSON, error) {
+	var s spaceJSON
+	if obs != nil {
+		b, err := schema.SpecJSON(obs)
+		if err != nil {
+			return s, fmt.Errorf("parquetout: observation space to JSON: %w", err)
+		}
+		s.observation, s.has[0] = string(b), true
+	}
+	if act != nil {
+		b, err := schema.SpecJSON(act)
+		if err != nil {
+			return s, fmt.Errorf("parquetout: action space to JSON: %w", err)
+		}
+		s.action, s.has[1] = string(b), true
+	}
+	return s, nil
+}
+
+// keyValues returns the metadata pairs of a file of the given table.
+func keyValues(table, sessionID, episodeRecordID string, spaces spaceJSON) []kvPair {
+	kv := []kvPair{
+		{schema.MetaSchemaVersion, schema.SchemaVersion},
+		{schema.MetaSessionID, sessionID},
+	}
+	if table == schema.TableSteps || table == schema.TableEpisodes {
+		kv = append(kv, kvPair{schema.MetaEpisodeRecordID, episodeRecordID})
+		if spaces.has[0] {
+			kv = append(kv, kvPair{schema.MetaObservationSpace, spaces.observation})
+		}
+		if spaces.has[1] {
+			kv = append(kv, kvPair{schema.MetaActionSpace, spaces.action})
+		}
+	}
+	return kv
+}

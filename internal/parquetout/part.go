@@ -1,0 +1,240 @@
+package parquetout
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+)
+
+// Part file names. They are part of the on-disk layout: do not change them.
+const (
+	partPrefix = "part-"
+	partSuffix = ".parquet"
+	tmpPrefix  = "."
+	tmpSuffix  = ".tmp"
+	partDigits = 5
+)
+
+// PartName returns the final name of part n: part-00000.parquet.
+func PartName(n int) string {
+	return fmt.Sprintf("%s%0*d%s", partPrefix, partDigits, n, partSuffix)
+}
+
+// TempName returns the name part n is written under until it is committed:
+// .part-00000.parquet.tmp. The leading dot hides it from pyarrow and the
+// suffix from DuckDB's *.parquet glob.
+func TempName(n int) string { return tmpPrefix + PartName(n) + tmpSuffix }
+
+// ParsePartName returns the number of a part file name, final or temp, and
+// whether name is one.
+func ParsePartName(name string) (n int, temp bool, ok bool) {
+	if strings.HasPrefix(name, tmpPrefix) && strings.HasSuffix(name, tmpSuffix) {
+		name = name[len(tmpPrefix) : len(name)-len(tmpSuffix)]
+		temp = true
+	}
+	if !strings.HasPrefix(name, partPrefix) || !strings.HasSuffix(name, partSuffix) {
+		return 0, false, false
+	}
+	digits := name[len(partPrefix) : len(name)-len(partSuffix)]
+	if len(digits) < partDigits {
+		return 0, false, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false, false
+		}
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 {
+		return 0, false, false
+	}
+	return n, temp, true
+}
+
+// NextPart returns the number the next part file in dir gets: one more than
+// the highest part file or temp file there, or 0. A missing dir has no
+// parts.
+func NextPart(fsys vfs.FS, dir string) (int, error) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("parquetout: list %s: %w", dir, err)
+	}
+	next := 0
+	for _, e := range entries {
+		if n, _, ok := ParsePartName(e.Name()); ok && n >= next {
+			next = n + 1
+		}
+	}
+	return next, nil
+}
+
+// RemoveTemps removes the temp part files in dir, left behind by a process
+// that crashed before committing them, and returns their names. Only call
+// it while no writer is active in dir.
+func RemoveTemps(fsys vfs.FS, dir string) ([]string, error) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("parquetout: list %s: %w", dir, err)
+	}
+	var removed []string
+	for _, e := range entries {
+		if _, temp, ok := ParsePartName(e.Name()); ok && temp {
+			if err := fsys.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return removed, fmt.Errorf("parquetout: remove stale temp file: %w", err)
+			}
+			removed = append(removed, e.Name())
+		}
+	}
+	if len(removed) > 0 {
+		if err := fsys.SyncDir(dir); err != nil {
+			return removed, fmt.Errorf("parquetout: sync %s: %w", dir, err)
+		}
+	}
+	return removed, nil
+}
+
+// Part is a part file being written: its bytes go to a temp file in the
+// partition directory, and Commit gives it its final name. A Part is not
+// safe for concurrent use, and only one Part may be open per directory at a
+// time (the recorder's ROOT lock guarantees one process; within it, the
+// caller serialises writers of one partition).
+type Part struct {
+	fsys  vfs.FS
+	dir   string
+	tmp   string
+	final string
+	f     vfs.File
+	done  bool
+}
+
+// CreatePart creates dir and its missing parents (making their entries
+// durable before it returns), picks the next part number in dir, and opens
+// its temp file for writing.
+func CreatePart(fsys vfs.FS, dir string) (*Part, error) {
+	if err := mkdirDurable(fsys, dir); err != nil {
+		return nil, err
+	}
+	n, err := NextPart(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	p := &Part{
+		fsys:  fsys,
+		dir:   dir,
+		tmp:   filepath.Join(dir, TempName(n)),
+		final: filepath.Join(dir, PartName(n)),
+	}
+	if p.f, err = fsys.Create(p.tmp); err != nil {
+		return nil, fmt.Errorf("parquetout: create %s: %w", p.tmp, err)
+	}
+	return p, nil
+}
+
+// mkdirDurable creates dir and its missing parents, then syncs the parent of
+// every directory it created, deepest first, so that a later file entry in
+// dir cannot be lost with a directory entry above it.
+func mkdirDurable(fsys vfs.FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; {
+		_, err := fsys.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("parquetout: stat %s: %w", d, err)
+		}
+		created = append(created, d)
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return fmt.Errorf("parquetout: create directory %s: %w", dir, err)
+	}
+	for _, d := range created {
+		parent := filepath.Dir(d)
+		if err := fsys.SyncDir(parent); err != nil {
+			return fmt.Errorf("parquetout: sync directory %s: %w", parent, err)
+		}
+	}
+	return nil
+}
+
+// Write appends to the temp file.
+func (p *Part) Write(b []byte) (int, error) {
+	if p.done {
+		return 0, ErrClosed
+	}
+	n, err := p.f.Write(b)
+	if err != nil {
+		return n, fmt.Errorf("parquetout: write %s: %w", p.tmp, err)
+	}
+	return n, nil
+}
+
+// Path returns the final path the part gets on Commit.
+func (p *Part) Path() string { return p.final }
+
+// TempPath returns the path of the temp file.
+func (p *Part) TempPath() string { return p.tmp }
+
+// Commit makes the part durable under its final name: it syncs and closes
+// the temp file, renames it, and syncs the directory. On error the temp file
+// is removed (best effort) and the final name does not exist unless the
+// rename itself went through and only the directory sync failed.
+func (p *Part) Commit() error {
+	if p.done {
+		return ErrClosed
+	}
+	p.done = true
+	if err := p.f.Sync(); err != nil {
+		p.f.Close()
+		p.fsys.Remove(p.tmp)
+		return fmt.Errorf("parquetout: sync %s: %w", p.tmp, err)
+	}
+	if err := p.f.Close(); err != nil {
+		p.fsys.Remove(p.tmp)
+		return fmt.Errorf("parquetout: close %s: %w", p.tmp, err)
+	}
+	if err := p.fsys.Rename(p.tmp, p.final); err != nil {
+		p.fsys.Remove(p.tmp)
+		return fmt.Errorf("parquetout: rename %s to %s: %w", p.tmp, filepath.Base(p.final), err)
+	}
+	if err := p.fsys.SyncDir(p.dir); err != nil {
+		return fmt.Errorf("parquetout: sync directory %s after committing %s: %w", p.dir, filepath.Base(p.final), err)
+	}
+	return nil
+}
+
+// Abort closes and removes the temp file. It is a no-op after Commit or a
+// previous Abort.
+func (p *Part) Abort() error {
+	if p.done {
+		return nil
+	}
+	p.done = true
+	cerr := p.f.Close()
+	if err := p.fsys.Remove(p.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("parquetout: remove %s: %w", p.tmp, err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("parquetout: close %s: %w", p.tmp, cerr)
+	}
+	return nil
+}

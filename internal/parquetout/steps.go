@@ -1,0 +1,378 @@
+package parquetout
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// StepRow is one row of the steps table, as the recorder hands it over.
+// Write copies what it keeps: the caller may reuse every slice of the row
+// once Write returns.
+type StepRow struct {
+	EpisodeID    string
+	EpisodeIndex int64
+	EnvIndex     int32
+	Step         int64
+	SessionStep  int64
+	// ObservationBlob and ActionBlob are the lane's values in blob form;
+	// nil writes null.
+	ObservationBlob []byte
+	ActionBlob      []byte
+	Reward          float64
+	IsFirst         bool
+	IsLast          bool
+	Terminated      bool
+	Truncated       bool
+	RecordedAt      time.Time
+	// ObservationLeaves and ActionLeaves are the same values as per-leaf
+	// bytes (single-lane form), one per leaf of the space, from which the
+	// typed columns are decoded. nil writes null to that side's typed
+	// columns.
+	ObservationLeaves [][]byte
+	ActionLeaves      [][]byte
+}
+
+// Steps columns in file order (their leaf column indexes).
+const (
+	colEpisodeID = iota
+	colEpisodeIndex
+	colEnvIndex
+	colStep
+	colSessionStep
+	colObservationBlob
+	colActionBlob
+	colReward
+	colIsFirst
+	colIsLast
+	colTerminated
+	colTruncated
+	colRecordedAt
+)
+
+// StepsFormat is the steps file format for one pair of spaces: the schema,
+// the metadata and the writer settings, computed once and shared by every
+// steps file of those spaces. It is immutable and safe for concurrent use.
+type StepsFormat struct {
+	table     *schema.StepsTable
+	cfg       Config
+	spaces    spaceJSON
+	blobPaths [][]string
+}
+
+// NewStepsFormat returns the steps format for the given observation and
+// action layouts (nil for a side with no typed columns and no space in the
+// metadata).
+func NewStepsFormat(obs, act *schema.Layout, cfg Config) (*StepsFormat, error) {
+	cfg = cfg.withDefaults()
+	if _, err := codecFor(cfg.Compression); err != nil {
+		return nil, err
+	}
+	table, err := schema.StepsSchema(obs, act, cfg.BinaryThreshold)
+	if err != nil {
+		return nil, err
+	}
+	f := &StepsFormat{table: table, cfg: cfg}
+	if f.spaces, err = newSpaceJSON(layoutSpec(obs), layoutSpec(act)); err != nil {
+		return nil, err
+	}
+	f.blobPaths = [][]string{{schema.ColObservationBlob}, {schema.ColActionBlob}}
+	for _, cols := range [][]schema.TypedColumn{table.Observation, table.Action} {
+		for _, c := range cols {
+			if c.Form == schema.FormBinary {
+				f.blobPaths = append(f.blobPaths, []string{c.Name})
+			}
+		}
+	}
+	return f, nil
+}
+
+func layoutSpec(l *schema.Layout) *spacesv1.SpaceSpec {
+	if l == nil {
+		return nil
+	}
+	return l.Spec
+}
+
+// Table returns the steps schema of the format.
+func (f *StepsFormat) Table() *schema.StepsTable { return f.table }
+
+// arenaSize is the byte budget of a batch of rows buffered before they are
+// handed to parquet-go; batchRows bounds the rows of a batch. parquet-go
+// checks page sizes once per batch, so these also bound page overshoot.
+const (
+	arenaSize = 1 << 20
+	batchRows = 64
+)
+
+// StepsWriter writes one steps part file. It is not safe for concurrent use.
+type StepsWriter struct {
+	f    *StepsFormat
+	part *Part
+	pw   *parquet.Writer
+
+	vals    [][]parquet.Value // per column, rows not yet handed to parquet-go
+	arena   []byte            // copies of the bytes those rows reference
+	pending int
+
+	groupRows  int64
+	groupBytes int64
+	rows       int64
+	err        error // sticky: set once parquet-go or the file failed
+	done       bool
+}
+
+// Create starts a steps part file in dir (see CreatePart) for the given
+// session and episode record.
+func (f *StepsFormat) Create(fsys vfs.FS, dir, sessionID, episodeRecordID string) (*StepsWriter, error) {
+	kv := keyValues(schema.TableSteps, sessionID, episodeRecordID, f.spaces)
+	opts, err := f.cfg.writerOptions(f.blobPaths, kv)
+	if err != nil {
+		return nil, err
+	}
+	part, err := CreatePart(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, f.table.Schema)
+	w := &StepsWriter{
+		f:     f,
+		part:  part,
+		pw:    parquet.NewWriter(part, opts...),
+		vals:  make([][]parquet.Value, len(f.table.Schema.Columns())),
+		arena: make([]byte, 0, arenaSize),
+	}
+	return w, nil
+}
+
+// Path returns the final path of the file.
+func (w *StepsWriter) Path() string { return w.part.Path() }
+
+// Rows returns the number of rows written so far.
+func (w *StepsWriter) Rows() int64 { return w.rows }
+
+// Write appends one row. A row whose leaves do not fit the spaces is
+// rejected with an error wrapping ErrLeafCount, ErrLeafSize or ErrLeafText
+// and nothing of it is written; the writer stays usable. Any other error is
+// final: Commit will fail, call Abort.
+func (w *StepsWriter) Write(r *StepRow) error {
+	if w.done {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	t := w.f.table
+	copyBytes, err := checkLeaves(t.Observation, r.ObservationLeaves, schema.ColObservation)
+	if err != nil {
+		return err
+	}
+	n, err := checkLeaves(t.Action, r.ActionLeaves, schema.ColAction)
+	if err != nil {
+		return err
+	}
+	copyBytes += n + len(r.ObservationBlob) + len(r.ActionBlob)
+	if len(w.arena)+copyBytes > cap(w.arena) {
+		if err := w.writePending(); err != nil {
+			return err
+		}
+		if copyBytes > cap(w.arena) {
+			w.arena = make([]byte, 0, copyBytes)
+		}
+	}
+
+	v := w.vals
+	v[colEpisodeID] = append(v[colEpisodeID], parquet.ByteArrayValue(stringBytes(r.EpisodeID)).Level(0, 0, colEpisodeID))
+	v[colEpisodeIndex] = append(v[colEpisodeIndex], parquet.Int64Value(r.EpisodeIndex).Level(0, 0, colEpisodeIndex))
+	v[colEnvIndex] = append(v[colEnvIndex], parquet.Int32Value(r.EnvIndex).Level(0, 0, colEnvIndex))
+	v[colStep] = append(v[colStep], parquet.Int64Value(r.Step).Level(0, 0, colStep))
+	v[colSessionStep] = append(v[colSessionStep], parquet.Int64Value(r.SessionStep).Level(0, 0, colSessionStep))
+	v[colObservationBlob] = append(v[colObservationBlob], w.optionalBytes(r.ObservationBlob, colObservationBlob))
+	v[colActionBlob] = append(v[colActionBlob], w.optionalBytes(r.ActionBlob, colActionBlob))
+	v[colReward] = append(v[colReward], parquet.DoubleValue(r.Reward).Level(0, 0, colReward))
+	v[colIsFirst] = append(v[colIsFirst], parquet.BooleanValue(r.IsFirst).Level(0, 0, colIsFirst))
+	v[colIsLast] = append(v[colIsLast], parquet.BooleanValue(r.IsLast).Level(0, 0, colIsLast))
+	v[colTerminated] = append(v[colTerminated], parquet.BooleanValue(r.Terminated).Level(0, 0, colTerminated))
+	v[colTruncated] = append(v[colTruncated], parquet.BooleanValue(r.Truncated).Level(0, 0, colTruncated))
+	v[colRecordedAt] = append(v[colRecordedAt], parquet.Int64Value(r.RecordedAt.UnixMicro()).Level(0, 0, colRecordedAt))
+	w.appendTyped(t.Observation, r.ObservationLeaves)
+	w.appendTyped(t.Action, r.ActionLeaves)
+
+	w.pending++
+	w.rows++
+	w.groupRows++
+	w.groupBytes += int64(fixedRowBytes + copyBytes)
+	switch {
+	case w.groupRows >= w.f.cfg.RowGroupRows || w.groupBytes >= w.f.cfg.RowGroupBytes:
+		return w.Flush()
+	case w.pending >= batchRows:
+		return w.writePending()
+	}
+	return nil
+}
+
+// fixedRowBytes estimates the buffered size of a row's fixed columns.
+const fixedRowBytes = 64
+
+// checkLeaves validates one side's leaves against its columns and returns
+// how many of their bytes a row keeps by reference (and so copies).
+func checkLeaves(cols []schema.TypedColumn, leaves [][]byte, side string) (int, error) {
+	if leaves == nil {
+		return 0, nil
+	}
+	if len(leaves) != len(cols) {
+		return 0, fmt.Errorf("%w: %s has %d leaves, its space has %d", ErrLeafCount, side, len(leaves), len(cols))
+	}
+	n := 0
+	for i := range cols {
+		c := &cols[i]
+		b := leaves[i]
+		switch {
+		case c.Leaf.Kind == schema.KindText:
+			if !utf8.Valid(b) {
+				return 0, fmt.Errorf("%w: column %s", ErrLeafText, c.Name)
+			}
+			n += len(b)
+		case int64(len(b)) != c.Leaf.Stride:
+			return 0, fmt.Errorf("%w: column %s has %d bytes, want %d", ErrLeafSize, c.Name, len(b), c.Leaf.Stride)
+		case c.Form == schema.FormBinary:
+			n += len(b)
+		}
+	}
+	return n, nil
+}
+
+// optionalBytes copies b into the arena and returns it as a value of an
+// optional column; nil gives null.
+func (w *StepsWriter) optionalBytes(b []byte, col int) parquet.Value {
+	if b == nil {
+		return parquet.NullValue().Level(0, 0, col)
+	}
+	return parquet.ByteArrayValue(w.keep(b)).Level(0, 1, col)
+}
+
+// keep copies b into the arena; the caller made sure it fits.
+func (w *StepsWriter) keep(b []byte) []byte {
+	start := len(w.arena)
+	w.arena = append(w.arena, b...)
+	return w.arena[start:len(w.arena):len(w.arena)]
+}
+
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// appendTyped decodes one side's leaves into its typed columns.
+func (w *StepsWriter) appendTyped(cols []schema.TypedColumn, leaves [][]byte) {
+	for i := range cols {
+		c := &cols[i]
+		idx := c.Index
+		dst := w.vals[idx]
+		if leaves == nil {
+			w.vals[idx] = append(dst, parquet.NullValue().Level(0, 0, idx))
+			continue
+		}
+		b := leaves[i]
+		switch c.Form {
+		case schema.FormString, schema.FormBinary:
+			dst = append(dst, parquet.ByteArrayValue(w.keep(b)).Level(0, 1, idx))
+		case schema.FormScalar:
+			if c.Leaf.Kind == schema.KindDiscrete {
+				dst = append(dst, parquet.Int64Value(decodeInt64(c.Leaf.DType, b)).Level(0, 1, idx))
+			} else {
+				dst = appendElems(dst, c, b, 0, 1)
+			}
+		case schema.FormList:
+			if c.Leaf.Numel == 0 {
+				dst = append(dst, parquet.NullValue().Level(0, 1, idx))
+			} else {
+				dst = appendElems(dst, c, b, 1, 2)
+			}
+		}
+		w.vals[idx] = dst
+	}
+}
+
+// writePending hands the buffered rows to parquet-go, which copies them
+// into its column buffers, and empties the arena.
+func (w *StepsWriter) writePending() error {
+	if w.pending == 0 {
+		return nil
+	}
+	cols := w.pw.ColumnWriters()
+	for i, vals := range w.vals {
+		if _, err := cols[i].WriteRowValues(vals); err != nil {
+			w.err = fmt.Errorf("parquetout: write steps to %s: %w", w.part.TempPath(), err)
+			return w.err
+		}
+		w.vals[i] = vals[:0]
+	}
+	w.pending = 0
+	w.arena = w.arena[:0]
+	return nil
+}
+
+// Flush ends the current row group: it encodes and writes the buffered
+// rows to the temp file. Write calls it when a row group reaches its bounds.
+func (w *StepsWriter) Flush() error {
+	if w.done {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.writePending(); err != nil {
+		return err
+	}
+	if w.groupRows == 0 {
+		return nil
+	}
+	if err := w.pw.Flush(); err != nil {
+		w.err = fmt.Errorf("parquetout: flush row group to %s: %w", w.part.TempPath(), err)
+		return w.err
+	}
+	w.groupRows, w.groupBytes = 0, 0
+	return nil
+}
+
+// Commit writes the buffered rows and the footer, then makes the file
+// durable under its final name (see Part.Commit), and returns that path.
+// After an error, call Abort.
+func (w *StepsWriter) Commit() (string, error) {
+	if w.done {
+		return "", ErrClosed
+	}
+	if w.err != nil {
+		return "", w.err
+	}
+	if err := w.writePending(); err != nil {
+		return "", err
+	}
+	if err := w.pw.Close(); err != nil {
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		return "", w.err
+	}
+	w.done = true
+	w.release()
+	if err := w.part.Commit(); err != nil {
+		return "", err
+	}
+	return w.part.Path(), nil
+}
+
+// Abort discards the file: nothing appears under its final name. It is a
+// no-op after Commit.
+func (w *StepsWriter) Abort() error {
+	w.done = true
+	w.release()
+	return w.part.Abort()
+}
+
+func (w *StepsWriter) release() {
+	w.vals, w.arena = nil, nil
+}

@@ -1,0 +1,117 @@
+package parquetout
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/schema"
+)
+
+func TestStepsCartpoleRoundTrip(t *testing.T) {
+	fsys, root := osFS(t)
+	obs := mustCompile(t, sBox(dtF32, 4))
+	act := mustCompile(t, sDiscrete(dtI64, 2))
+	f, err := NewStepsFormat(obs, act, Config{RowGroupRows: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "steps", "session_id=s1", "episode_record_id=ep-000001")
+	w, err := f.Create(fsys, dir, "s1", "ep-000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	const n = 10
+	for i := 0; i < n; i++ {
+		o := f32s(float32(i), -1.5, float32(math.Inf(1)), 0)
+		a := i64le(int64(i % 2))
+		r := StepRow{
+			EpisodeID: "0190c0de-7a3b-7c2d-8e9f-0123456789ab", EpisodeIndex: 1, EnvIndex: 3,
+			Step: int64(i), SessionStep: int64(i + 1),
+			ObservationBlob: append([]byte{0x0a, 16}, o...), ActionBlob: append([]byte{0x0a, 8}, a...),
+			Reward: float64(i) / 2, IsFirst: i == 0, IsLast: i == n-1, Terminated: i == n-1,
+			RecordedAt:        t0.Add(time.Duration(i) * time.Millisecond),
+			ObservationLeaves: [][]byte{o}, ActionLeaves: [][]byte{a},
+		}
+		if i == 4 {
+			r.ObservationBlob, r.ObservationLeaves = nil, nil
+		}
+		if err := w.Write(&r); err != nil {
+			t.Fatal(err)
+		}
+		// The caller may reuse its buffers.
+		for j := range o {
+			o[j] = 0xEE
+		}
+	}
+	path, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "part-00000.parquet"); path != want {
+		t.Fatalf("path %s, want %s", path, want)
+	}
+	pf := openParquet(t, path)
+	if got := len(pf.RowGroups()); got != 4 {
+		t.Errorf("%d row groups, want 4", got)
+	}
+	for key, want := range map[string]string{
+		schema.MetaSchemaVersion:   "1",
+		schema.MetaSessionID:       "s1",
+		schema.MetaEpisodeRecordID: "ep-000001",
+	} {
+		if got, ok := pf.Lookup(key); !ok || got != want {
+			t.Errorf("metadata %s = %q, %v; want %q", key, got, ok, want)
+		}
+	}
+	js, ok := pf.Lookup(schema.MetaObservationSpace)
+	if spec, err := schema.ParseSpecJSON([]byte(js)); !ok || err != nil || spec.GetBox() == nil {
+		t.Errorf("observation space metadata %q: %v", js, err)
+	}
+	rows := readRows(t, pf)
+	for i, row := range rows {
+		if got := string(row[colEpisodeID][0].ByteArray()); got != "0190c0de-7a3b-7c2d-8e9f-0123456789ab" {
+			t.Errorf("row %d episode_id %q", i, got)
+		}
+		if row[colStep][0].Int64() != int64(i) || row[colSessionStep][0].Int64() != int64(i+1) || row[colEnvIndex][0].Int32() != 3 {
+			t.Errorf("row %d: step %v session_step %v env_index %v", i, row[colStep], row[colSessionStep], row[colEnvIndex])
+		}
+		if got := row[colReward][0].Double(); got != float64(i)/2 {
+			t.Errorf("row %d reward %v", i, got)
+		}
+		if row[colIsFirst][0].Boolean() != (i == 0) || row[colIsLast][0].Boolean() != (i == n-1) {
+			t.Errorf("row %d flags", i)
+		}
+		if got, want := row[colRecordedAt][0].Int64(), t0.Add(time.Duration(i)*time.Millisecond).UnixMicro(); got != want {
+			t.Errorf("row %d recorded_at %d want %d", i, got, want)
+		}
+		obsCol := row[schema.NumFixedStepsColumns]
+		if i == 4 {
+			if !row[colObservationBlob][0].IsNull() || len(obsCol) != 1 || !obsCol[0].IsNull() {
+				t.Errorf("row 4: observation not null: %v %v", row[colObservationBlob], obsCol)
+			}
+		} else {
+			want := []float32{float32(i), -1.5, float32(math.Inf(1)), 0}
+			if len(obsCol) != 4 {
+				t.Fatalf("row %d observation %v", i, obsCol)
+			}
+			for j, v := range obsCol {
+				if v.Float() != want[j] {
+					t.Errorf("row %d observation[%d] = %v want %v", i, j, v.Float(), want[j])
+				}
+			}
+			if !bytes.Equal(row[colObservationBlob][0].ByteArray()[2:], f32s(want...)) {
+				t.Errorf("row %d observation_blob %x", i, row[colObservationBlob][0].ByteArray())
+			}
+		}
+		if got := row[schema.NumFixedStepsColumns+1][0].Int64(); got != int64(i%2) {
+			t.Errorf("row %d action %d", i, got)
+		}
+	}
+	_ = parquet.Value{}
+}

@@ -1,0 +1,147 @@
+package parquetout
+
+import (
+	"fmt"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// Row is a row type of one of the fixed tables.
+type Row interface {
+	schema.EpisodeRow | schema.SessionRow | schema.LogRow | schema.TelemetryRow
+}
+
+// tableOf returns the table name and blob columns of row type T.
+func tableOf[T Row]() (string, [][]string) {
+	var zero T
+	switch any(zero).(type) {
+	case schema.EpisodeRow:
+		return schema.TableEpisodes, [][]string{{schema.ColFinalObservationBlob}}
+	case schema.SessionRow:
+		return schema.TableSessions, nil
+	case schema.LogRow:
+		return schema.TableLogs, nil
+	default:
+		return schema.TableTelemetry, nil
+	}
+}
+
+// TableWriter writes one part file of the episodes, sessions, logs or
+// telemetry table. It is not safe for concurrent use.
+type TableWriter[T Row] struct {
+	part      *Part
+	w         *parquet.GenericWriter[T]
+	rowsLimit int64
+	groupRows int64
+	rows      int64
+	err       error
+	done      bool
+}
+
+// CreateTable starts a part file of T's table in dir. meta's
+// EpisodeRecordID and spaces are used for the episodes table only.
+func CreateTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config) (*TableWriter[T], error) {
+	cfg = cfg.withDefaults()
+	table, blobs := tableOf[T]()
+	var spaces spaceJSON
+	if table == schema.TableEpisodes {
+		var err error
+		if spaces, err = newSpaceJSON(meta.ObservationSpace, meta.ActionSpace); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := cfg.writerOptions(blobs, keyValues(table, meta.SessionID, meta.EpisodeRecordID, spaces))
+	if err != nil {
+		return nil, err
+	}
+	part, err := CreatePart(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &TableWriter[T]{
+		part:      part,
+		w:         parquet.NewGenericWriter[T](part, opts...),
+		rowsLimit: cfg.RowGroupRows,
+	}, nil
+}
+
+// Path returns the final path of the file.
+func (w *TableWriter[T]) Path() string { return w.part.Path() }
+
+// Write appends rows, ending a row group every Config.RowGroupRows rows.
+// After an error, call Abort.
+func (w *TableWriter[T]) Write(rows []T) error {
+	if w.done {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	for len(rows) > 0 {
+		n := min(int64(len(rows)), w.rowsLimit-w.groupRows)
+		if _, err := w.w.Write(rows[:n]); err != nil {
+			w.err = fmt.Errorf("parquetout: write rows to %s: %w", w.part.TempPath(), err)
+			return w.err
+		}
+		rows = rows[n:]
+		w.rows += n
+		w.groupRows += n
+		if w.groupRows >= w.rowsLimit {
+			if err := w.w.Flush(); err != nil {
+				w.err = fmt.Errorf("parquetout: flush row group to %s: %w", w.part.TempPath(), err)
+				return w.err
+			}
+			w.groupRows = 0
+		}
+	}
+	return nil
+}
+
+// Commit writes the footer and makes the file durable under its final name
+// (see Part.Commit), and returns that path. After an error, call Abort.
+func (w *TableWriter[T]) Commit() (string, error) {
+	if w.done {
+		return "", ErrClosed
+	}
+	if w.err != nil {
+		return "", w.err
+	}
+	if err := w.w.Close(); err != nil {
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		return "", w.err
+	}
+	w.done = true
+	if err := w.part.Commit(); err != nil {
+		return "", err
+	}
+	return w.part.Path(), nil
+}
+
+// Abort discards the file: nothing appears under its final name. It is a
+// no-op after Commit.
+func (w *TableWriter[T]) Abort() error {
+	w.done = true
+	return w.part.Abort()
+}
+
+// WriteTable writes rows as one new part file of T's table in dir and
+// returns its path.
+func WriteTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config, rows []T) (string, error) {
+	w, err := CreateTable[T](fsys, dir, meta, cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := w.Write(rows); err != nil {
+		w.Abort()
+		return "", err
+	}
+	path, err := w.Commit()
+	if err != nil {
+		w.Abort()
+		return "", err
+	}
+	return path, nil
+}

@@ -1,0 +1,469 @@
+package schema
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// Table files. Everything in this file is the on-disk contract of rlrec's
+// Parquet output (DESIGN.md "Tables"): table names, column names, column
+// types, metadata keys. Do not change any of it without bumping
+// SchemaVersion.
+
+// SchemaVersion is the version of the table layout, stored in every file
+// under MetaSchemaVersion.
+const SchemaVersion = "1"
+
+// Key-value metadata keys of every table file.
+const (
+	MetaSchemaVersion    = "rlrec.schema_version"
+	MetaSessionID        = "rlrec.session_id"
+	MetaEpisodeRecordID  = "rlrec.episode_record_id" // steps and episodes files
+	MetaObservationSpace = "rlrec.observation_space" // steps and episodes files: protojson SpaceSpec
+	MetaActionSpace      = "rlrec.action_space"      // steps and episodes files: protojson SpaceSpec
+)
+
+// Table names: the first directory level under ROOT.
+const (
+	TableSteps     = "steps"
+	TableEpisodes  = "episodes"
+	TableSessions  = "sessions"
+	TableLogs      = "logs"
+	TableTelemetry = "telemetry"
+)
+
+// Partition columns. They live in the directory names only, never inside
+// the files.
+const (
+	ColSessionID       = "session_id"
+	ColEpisodeRecordID = "episode_record_id"
+)
+
+// Column names of the steps table, in file order; the typed observation and
+// action columns follow them.
+const (
+	ColEpisodeID       = "episode_id"
+	ColEpisodeIndex    = "episode_index"
+	ColEnvIndex        = "env_index"
+	ColStep            = "step"
+	ColSessionStep     = "session_step"
+	ColObservationBlob = "observation_blob"
+	ColActionBlob      = "action_blob"
+	ColReward          = "reward"
+	ColIsFirst         = "is_first"
+	ColIsLast          = "is_last"
+	ColTerminated      = "terminated"
+	ColTruncated       = "truncated"
+	ColRecordedAt      = "recorded_at"
+	// ColObservation and ColAction name the typed column of a single-leaf
+	// space, and prefix the per-leaf columns ("observation.<path>") of
+	// other spaces.
+	ColObservation = "observation"
+	ColAction      = "action"
+)
+
+// Column names of the episodes table (besides ColEpisodeID, ColEpisodeIndex,
+// ColEnvIndex, ColTerminated and ColTruncated).
+const (
+	ColEnvID                = "env_id"
+	ColEnvComponentID       = "env_component_id"
+	ColModelComponentID     = "model_component_id"
+	ColStartedFromAutoReset = "started_from_auto_reset"
+	ColStatus               = "status"
+	ColStepCount            = "step_count"
+	ColCumulativeReward     = "cumulative_reward"
+	ColStepsRecorded        = "steps_recorded"
+	ColRewardSum            = "reward_sum"
+	ColSuccess              = "success"
+	ColDurationMs           = "duration_ms"
+	ColStartedAt            = "started_at"
+	ColEndedAt              = "ended_at"
+	ColFinalInfo            = "final_info"
+	ColFinalObservationBlob = "final_observation_blob"
+)
+
+// Column names of the sessions table (besides the route columns, ColStatus,
+// ColStartedAt, ColEndedAt and ColStepsRecorded).
+const (
+	ColReason           = "reason"
+	ColTotalSteps       = "total_steps"
+	ColTotalEpisodes    = "total_episodes"
+	ColEpisodesRecorded = "episodes_recorded"
+	ColDroppedSteps     = "dropped_steps"
+)
+
+// Column names of the logs and telemetry tables.
+const (
+	ColTime      = "time"
+	ColLevel     = "level"
+	ColMessage   = "message"
+	ColSource    = "source"
+	ColHorizon   = "horizon"
+	ColOp        = "op"
+	ColComponent = "component"
+	ColMetric    = "metric"
+	ColKind      = "kind"
+	ColCount     = "count"
+	ColAvg       = "avg"
+	ColP50       = "p50"
+	ColP95       = "p95"
+	ColP99       = "p99"
+)
+
+// Status values of the episodes and sessions tables.
+const (
+	EpisodeCompleted  = "completed"
+	EpisodeIncomplete = "incomplete"
+
+	SessionEnded   = "ended"
+	SessionFailed  = "failed"
+	SessionCrashed = "crashed"
+	SessionOpen    = "open"
+)
+
+// DefaultBinaryThreshold is the per-lane leaf size, in bytes, above which a
+// typed column holds the raw leaf bytes (binary) instead of decoded values.
+const DefaultBinaryThreshold = 4096
+
+// EpisodeRow is one row of the episodes table. Its parquet tags define the
+// table's columns and their order; pointers are nullable columns.
+//
+// Decisions where DESIGN.md is silent: ended_at and duration_ms are null
+// when the episode never ended (an incomplete episode whose end is
+// unknown); final_info is null when the runtime sent no final info.
+type EpisodeRow struct {
+	EpisodeID            string     `parquet:"episode_id,dict"`
+	EpisodeIndex         int64      `parquet:"episode_index"`
+	EnvIndex             int32      `parquet:"env_index"`
+	EnvID                string     `parquet:"env_id,dict"`
+	EnvComponentID       string     `parquet:"env_component_id,dict"`
+	ModelComponentID     string     `parquet:"model_component_id,dict"`
+	StartedFromAutoReset bool       `parquet:"started_from_auto_reset"`
+	Status               string     `parquet:"status,dict"`
+	StepCount            *int64     `parquet:"step_count,optional"`
+	CumulativeReward     *float64   `parquet:"cumulative_reward,optional"`
+	StepsRecorded        int64      `parquet:"steps_recorded"`
+	RewardSum            float64    `parquet:"reward_sum"`
+	Terminated           bool       `parquet:"terminated"`
+	Truncated            bool       `parquet:"truncated"`
+	Success              *bool      `parquet:"success,optional"`
+	DurationMs           *int64     `parquet:"duration_ms,optional"`
+	StartedAt            time.Time  `parquet:"started_at,timestamp(microsecond:utc)"`
+	EndedAt              *time.Time `parquet:"ended_at,optional,timestamp(microsecond:utc)"`
+	FinalInfo            *string    `parquet:"final_info,optional"`
+	FinalObservationBlob []byte     `parquet:"final_observation_blob,optional,plain"`
+}
+
+// SessionRow is one row of the sessions table. total_steps and
+// total_episodes are as the runtime reported them at SessionEnded, null if
+// it never did; reason is null when there is none; ended_at is null for an
+// open session.
+type SessionRow struct {
+	EnvID            string     `parquet:"env_id"`
+	EnvComponentID   string     `parquet:"env_component_id"`
+	ModelComponentID string     `parquet:"model_component_id"`
+	Status           string     `parquet:"status"`
+	Reason           *string    `parquet:"reason,optional"`
+	TotalSteps       *int64     `parquet:"total_steps,optional"`
+	TotalEpisodes    *int64     `parquet:"total_episodes,optional"`
+	StartedAt        time.Time  `parquet:"started_at,timestamp(microsecond:utc)"`
+	EndedAt          *time.Time `parquet:"ended_at,optional,timestamp(microsecond:utc)"`
+	EpisodesRecorded int64      `parquet:"episodes_recorded"`
+	StepsRecorded    int64      `parquet:"steps_recorded"`
+	DroppedSteps     int64      `parquet:"dropped_steps"`
+}
+
+// LogRow is one row of the logs table. level is "debug", "info", "warn" or
+// "error"; source is null when the event had none.
+type LogRow struct {
+	Time    time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	Level   string    `parquet:"level,dict"`
+	Message string    `parquet:"message"`
+	Source  *string   `parquet:"source,optional,dict"`
+}
+
+// TelemetryRow is one row of the telemetry table: one metric of one
+// snapshot. horizon is "window" or "session"; kind is "duration_ms", "bytes"
+// or "count". count is stored signed (int64) for ease of querying.
+type TelemetryRow struct {
+	Time      time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	Horizon   string    `parquet:"horizon,dict"`
+	Op        string    `parquet:"op,dict"`
+	Component string    `parquet:"component,dict"`
+	Metric    string    `parquet:"metric,dict"`
+	Kind      string    `parquet:"kind,dict"`
+	Count     int64     `parquet:"count"`
+	Avg       float64   `parquet:"avg"`
+	P50       float64   `parquet:"p50"`
+	P95       float64   `parquet:"p95"`
+	P99       float64   `parquet:"p99"`
+}
+
+// Schemas of the fixed tables.
+var (
+	EpisodesSchema  = parquet.SchemaOf(EpisodeRow{})
+	SessionsSchema  = parquet.SchemaOf(SessionRow{})
+	LogsSchema      = parquet.SchemaOf(LogRow{})
+	TelemetrySchema = parquet.SchemaOf(TelemetryRow{})
+)
+
+// ColumnForm is how a typed steps column stores a leaf. Values appear in
+// inspect output: do not change them.
+type ColumnForm uint8
+
+const (
+	// FormScalar is one value of the leaf's column type (Box shape [],
+	// Discrete).
+	FormScalar ColumnForm = 1
+	// FormList is a LIST of the leaf's column type (other Box,
+	// MultiDiscrete, MultiBinary).
+	FormList ColumnForm = 2
+	// FormString is the leaf's UTF-8 text (Text).
+	FormString ColumnForm = 3
+	// FormBinary is the raw leaf bytes, for leaves whose per-lane size
+	// exceeds the binary threshold.
+	FormBinary ColumnForm = 4
+)
+
+// TypedColumn is one typed column of the steps table: which leaf it holds
+// and how.
+type TypedColumn struct {
+	// Name is the column name: "observation", "action",
+	// "observation.<path>" or "action.<path>".
+	Name string
+	// Index is the column's leaf index in the file schema.
+	Index int
+	// Leaf is the leaf the column holds (a copy of the layout's leaf).
+	Leaf Leaf
+	// Form says how the leaf is stored.
+	Form ColumnForm
+	// Kind is the parquet physical type of the column's values (for
+	// FormScalar and FormList): Boolean, Int32, Int64, Float or Double.
+	Kind parquet.Kind
+}
+
+// StepsTable is the schema of a steps file for one pair of spaces.
+type StepsTable struct {
+	Schema *parquet.Schema
+	// Observation and Action list the typed columns, in leaf order.
+	Observation []TypedColumn
+	Action      []TypedColumn
+}
+
+// NumFixedStepsColumns is the number of steps columns before the typed
+// ones.
+const NumFixedStepsColumns = 13
+
+// StepsSchema returns the steps table schema for the given observation and
+// action layouts. A leaf at the root of its space (Path "") gets the column
+// "observation" / "action"; every other leaf gets "observation.<path>" /
+// "action.<path>", also when it is the only leaf of a Dict or Tuple, so a
+// column's name depends on its leaf alone. A nil layout gives no typed columns for that side.
+// binaryThreshold is the per-lane leaf size above which a fixed-size leaf is
+// stored as binary; 0 means DefaultBinaryThreshold. Text leaves are always
+// strings.
+func StepsSchema(obs, act *Layout, binaryThreshold int) (*StepsTable, error) {
+	if binaryThreshold <= 0 {
+		binaryThreshold = DefaultBinaryThreshold
+	}
+	fields := stepsFixedFields()
+	t := &StepsTable{}
+	seen := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		seen[f.name] = true
+	}
+	var err error
+	if t.Observation, fields, err = typedColumns(fields, seen, ColObservation, obs, binaryThreshold); err != nil {
+		return nil, err
+	}
+	if t.Action, fields, err = typedColumns(fields, seen, ColAction, act, binaryThreshold); err != nil {
+		return nil, err
+	}
+	t.Schema = parquet.NewSchema(TableSteps, newOrderedGroup(fields))
+	return t, nil
+}
+
+var (
+	plainEnc = &parquet.Plain
+	dictEnc  = &parquet.RLEDictionary
+)
+
+func stepsFixedFields() []orderedField {
+	ts := parquet.Timestamp(parquet.Microsecond)
+	return []orderedField{
+		{ColEpisodeID, parquet.Encoded(parquet.String(), dictEnc)},
+		{ColEpisodeIndex, parquet.Int(64)},
+		{ColEnvIndex, parquet.Int(32)},
+		{ColStep, parquet.Int(64)},
+		{ColSessionStep, parquet.Int(64)},
+		{ColObservationBlob, parquet.Optional(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), plainEnc))},
+		{ColActionBlob, parquet.Optional(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), plainEnc))},
+		{ColReward, parquet.Leaf(parquet.DoubleType)},
+		{ColIsFirst, parquet.Leaf(parquet.BooleanType)},
+		{ColIsLast, parquet.Leaf(parquet.BooleanType)},
+		{ColTerminated, parquet.Leaf(parquet.BooleanType)},
+		{ColTruncated, parquet.Leaf(parquet.BooleanType)},
+		{ColRecordedAt, ts},
+	}
+}
+
+func typedColumns(fields []orderedField, seen map[string]bool, prefix string, l *Layout, threshold int) ([]TypedColumn, []orderedField, error) {
+	if l == nil {
+		return nil, fields, nil
+	}
+	cols := make([]TypedColumn, 0, len(l.Leaves))
+	for _, leaf := range l.Leaves {
+		name := prefix
+		if leaf.Path != "" {
+			name = prefix + "." + leaf.Path
+		}
+		if seen[name] {
+			return nil, nil, fmt.Errorf("schema: steps column %q appears twice; leaf paths must be unique", name)
+		}
+		seen[name] = true
+		col := TypedColumn{Name: name, Index: len(fields), Leaf: leaf}
+		node, err := typedNode(&col, threshold)
+		if err != nil {
+			return nil, nil, fmt.Errorf("schema: steps column %q: %w", name, err)
+		}
+		fields = append(fields, orderedField{name, node})
+		cols = append(cols, col)
+	}
+	return cols, fields, nil
+}
+
+// typedNode sets col.Form and col.Kind and returns the column's node. Every
+// typed column is optional: it is null when the step has no value for its
+// side (no observation seen yet).
+func typedNode(col *TypedColumn, threshold int) (parquet.Node, error) {
+	leaf := &col.Leaf
+	switch {
+	case leaf.Kind == KindText:
+		col.Form = FormString
+		return parquet.Optional(parquet.String()), nil
+	case leaf.Stride > int64(threshold):
+		col.Form = FormBinary
+		return parquet.Optional(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), plainEnc)), nil
+	}
+	var elem parquet.Node
+	switch leaf.Kind {
+	case KindDiscrete:
+		col.Form = FormScalar
+		elem = parquet.Int(64)
+	case KindMultiBinary:
+		col.Form = FormList
+		elem = parquet.Leaf(parquet.BooleanType)
+	case KindBox, KindMultiDiscrete:
+		col.Form = FormList
+		if leaf.Kind == KindBox && len(leaf.Shape) == 0 {
+			col.Form = FormScalar
+		}
+		var err error
+		if elem, err = dtypeNode(leaf.DType); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown leaf kind %d", leaf.Kind)
+	}
+	col.Kind = elem.Type().Kind()
+	if col.Form == FormScalar {
+		return parquet.Optional(elem), nil
+	}
+	return parquet.Optional(parquet.List(elem)), nil
+}
+
+// dtypeNode maps an element dtype to its column type: unsigned integers to
+// the parquet unsigned INT logical types (UINT_8 .. UINT_64, which DuckDB
+// reads as UTINYINT .. UBIGINT and pandas as uint8 .. uint64), float16
+// widened to float.
+func dtypeNode(dt spacesv1.DataType) (parquet.Node, error) {
+	switch dt {
+	case spacesv1.DataType_DATA_TYPE_BOOL:
+		return parquet.Leaf(parquet.BooleanType), nil
+	case spacesv1.DataType_DATA_TYPE_UINT8:
+		return parquet.Uint(8), nil
+	case spacesv1.DataType_DATA_TYPE_UINT16:
+		return parquet.Uint(16), nil
+	case spacesv1.DataType_DATA_TYPE_UINT32:
+		return parquet.Uint(32), nil
+	case spacesv1.DataType_DATA_TYPE_UINT64:
+		return parquet.Uint(64), nil
+	case spacesv1.DataType_DATA_TYPE_INT8:
+		return parquet.Int(8), nil
+	case spacesv1.DataType_DATA_TYPE_INT16:
+		return parquet.Int(16), nil
+	case spacesv1.DataType_DATA_TYPE_INT32:
+		return parquet.Int(32), nil
+	case spacesv1.DataType_DATA_TYPE_INT64:
+		return parquet.Int(64), nil
+	case spacesv1.DataType_DATA_TYPE_FLOAT16, spacesv1.DataType_DATA_TYPE_FLOAT32:
+		return parquet.Leaf(parquet.FloatType), nil
+	case spacesv1.DataType_DATA_TYPE_FLOAT64:
+		return parquet.Leaf(parquet.DoubleType), nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnknownDType, DTypeName(dt))
+}
+
+// orderedField is a named child of an orderedGroup.
+type orderedField struct {
+	name string
+	node parquet.Node
+}
+
+// orderedGroup is a parquet group node whose fields keep the order they
+// were given in (parquet.Group sorts them by name), so that the steps
+// columns appear in the documented order.
+type orderedGroup struct {
+	fields []parquet.Field
+	gotype reflect.Type
+}
+
+func newOrderedGroup(fields []orderedField) *orderedGroup {
+	g := &orderedGroup{fields: make([]parquet.Field, len(fields))}
+	sf := make([]reflect.StructField, len(fields))
+	for i, f := range fields {
+		g.fields[i] = &groupField{Node: f.node, name: f.name, index: i}
+		sf[i] = reflect.StructField{
+			Name: "F" + strconv.Itoa(i),
+			Type: f.node.GoType(),
+			Tag:  reflect.StructTag(`parquet:` + strconv.Quote(f.name)),
+		}
+	}
+	g.gotype = reflect.StructOf(sf)
+	return g
+}
+
+func (g *orderedGroup) ID() int                           { return 0 }
+func (g *orderedGroup) String() string                    { return sprintNode(g) }
+func (g *orderedGroup) Type() parquet.Type                { return parquet.Group{}.Type() }
+func (g *orderedGroup) Optional() bool                    { return false }
+func (g *orderedGroup) Repeated() bool                    { return false }
+func (g *orderedGroup) Required() bool                    { return true }
+func (g *orderedGroup) Leaf() bool                        { return false }
+func (g *orderedGroup) Fields() []parquet.Field           { return g.fields }
+func (g *orderedGroup) Encoding() encoding.Encoding       { return nil }
+func (g *orderedGroup) Compression() compress.Codec       { return nil }
+func (g *orderedGroup) GoType() reflect.Type              { return g.gotype }
+func (f *groupField) Name() string                        { return f.name }
+func (f *groupField) Value(v reflect.Value) reflect.Value { return v.Field(f.index) }
+
+type groupField struct {
+	parquet.Node
+	name  string
+	index int
+}
+
+func sprintNode(n parquet.Node) string {
+	var b strings.Builder
+	_ = parquet.PrintSchema(&b, "", n)
+	return b.String()
+}
