@@ -82,27 +82,55 @@ func parseSegmentHeader(b []byte) (Pos, error) {
 }
 
 // parseRecord checks the record at b[off:] and returns its type byte and
-// the bounds of its stored payload. It never allocates.
+// the bounds of its stored payload. It never allocates unless it fails.
 func parseRecord(b []byte, off int) (typ byte, start, end int, err error) {
+	typ, end, bad := checkRecord(b, off)
+	if bad == recordOK {
+		return typ, off + recordHeaderSize, end, nil
+	}
+	rest := len(b) - off
+	switch bad {
+	case recordShortHeader:
+		err = fmt.Errorf("%w: %d bytes left, a record header needs %d", ErrTruncated, rest, recordHeaderSize)
+	case recordBadType:
+		err = fmt.Errorf("%w: type byte 0x%02x", ErrBadRecord, b[off+8])
+	case recordShortPayload:
+		err = fmt.Errorf("%w: length %d, %d bytes left", ErrTruncated, binary.LittleEndian.Uint32(b[off+4:]), rest-recordHeaderSize)
+	default:
+		err = ErrChecksum
+	}
+	return 0, 0, 0, err
+}
+
+const (
+	recordOK = iota
+	recordShortHeader
+	recordBadType
+	recordShortPayload
+	recordBadChecksum
+)
+
+// checkRecord validates the record at b[off:] and returns its type byte
+// and end offset, or why it is not a record.
+func checkRecord(b []byte, off int) (typ byte, end int, bad int) {
 	rest := len(b) - off
 	if rest < recordHeaderSize {
-		return 0, 0, 0, fmt.Errorf("%w: %d bytes left, a record header needs %d", ErrTruncated, rest, recordHeaderSize)
+		return 0, 0, recordShortHeader
 	}
 	h := b[off : off+recordHeaderSize]
 	n := binary.LittleEndian.Uint32(h[4:8])
 	typ = h[8]
 	if typ&kindMask != kindFull || (typ&codecMask != codecNone && typ&codecMask != codecS2 && typ&codecMask != codecZstd) {
-		return 0, 0, 0, fmt.Errorf("%w: type byte 0x%02x", ErrBadRecord, typ)
+		return 0, 0, recordBadType
 	}
 	if uint64(n) > uint64(rest-recordHeaderSize) {
-		return 0, 0, 0, fmt.Errorf("%w: length %d, %d bytes left", ErrTruncated, n, rest-recordHeaderSize)
+		return 0, 0, recordShortPayload
 	}
-	start = off + recordHeaderSize
-	end = start + int(n)
+	end = off + recordHeaderSize + int(n)
 	if crc32.Checksum(b[off+4:end], castagnoli) != binary.LittleEndian.Uint32(h[0:4]) {
-		return 0, 0, 0, ErrChecksum
+		return 0, 0, recordBadChecksum
 	}
-	return typ, start, end, nil
+	return typ, end, recordOK
 }
 
 // appendRecord frames body (already encoded with codec) onto dst.

@@ -140,13 +140,13 @@ func truncateFile(fsys vfs.FS, name string, size int64) error {
 // the middle of good ones.
 func countIntact(b []byte, from int) int64 {
 	for o := max(from, 0); o+recordHeaderSize <= len(b); o++ {
-		_, _, end, err := parseRecord(b, o)
-		if err != nil {
+		_, end, bad := checkRecord(b, o)
+		if bad != recordOK {
 			continue
 		}
 		n := int64(1)
 		for end < len(b) {
-			if _, _, end, err = parseRecord(b, end); err != nil {
+			if _, end, bad = checkRecord(b, end); bad != recordOK {
 				break
 			}
 			n++

@@ -1,0 +1,351 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+)
+
+// checkPrefix reads the log in dir and checks that it holds payload(0),
+// payload(1), ... at positions 1, 2, ..., at least min of them. It returns
+// how many.
+func checkPrefix(t *testing.T, fsys vfs.FS, dir string, min int) int {
+	t.Helper()
+	recs, poss, err := readAll(t, fsys, dir)
+	if err != nil {
+		t.Fatalf("read after repair: %v", err)
+	}
+	if len(recs) < min {
+		t.Fatalf("log holds %d records, but %d were reported durable", len(recs), min)
+	}
+	for i, r := range recs {
+		if poss[i] != Pos(i+1) || !bytes.Equal(r, payload(i)) {
+			t.Fatalf("record %d at pos %d is not payload(%d)", i, poss[i], i)
+		}
+	}
+	return len(recs)
+}
+
+// TestCrashRandomSyncPoints appends records, waits for some of them at
+// random, cuts the power at a random moment and checks that every record
+// whose WaitSynced returned survives, in order, and that the log accepts
+// appends again.
+func TestCrashRandomSyncPoints(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	for seed := 0; seed < seeds; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		opts := Options{
+			SegmentSize:  int64(2<<10 + rng.IntN(16<<10)),
+			SyncInterval: time.Duration(1+rng.IntN(3)) * time.Millisecond,
+			FlushSize:    1 + rng.IntN(8<<10),
+			MaxPending:   4<<10 + rng.IntN(32<<10),
+			Compression:  Compression(rng.IntN(4)),
+		}
+		fsys := vfs.NewMem()
+		l, err := Open(fsys, testDir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 50 + rng.IntN(150)
+		crashAt := rng.IntN(n)
+		acked := 0
+		var crashed *vfs.MemFS
+		for i := 0; i < n; i++ {
+			pos, err := l.Append(payload(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rng.IntN(10) == 0 {
+				if err := l.WaitSynced(context.Background(), pos); err != nil {
+					t.Fatal(err)
+				}
+				acked = i + 1
+			}
+			if i == crashAt {
+				crashed = fsys.Crash()
+				break
+			}
+		}
+		l.Close()
+
+		l2, err := Open(crashed, testDir, opts)
+		if err != nil {
+			t.Fatalf("seed %d: reopen after crash: %v", seed, err)
+		}
+		if rep := l2.Recovered(); rep.RecordsCut != 0 || rep.Salvaged {
+			t.Fatalf("seed %d: repair lost intact records: %+v", seed, rep)
+		}
+		got := int(l2.LastPos())
+		pos, err := l2.Append(payload(got))
+		if err != nil || pos != Pos(got+1) {
+			t.Fatalf("seed %d: append after recovery: pos %d, %v", seed, pos, err)
+		}
+		if err := l2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if k := checkPrefix(t, crashed, testDir, acked); k != got+1 {
+			t.Fatalf("seed %d: %d records after reopen, want %d", seed, k, got+1)
+		}
+	}
+}
+
+func readSegment(t *testing.T, fsys vfs.FS, name string) []byte {
+	t.Helper()
+	b, err := readFile(fsys, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(b)
+}
+
+func writeSegment(t *testing.T, fsys vfs.FS, name string, data []byte) {
+	t.Helper()
+	f, err := fsys.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := fsys.SyncDir(filepath.Dir(name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// buildLog writes n records and returns the file system, the segment
+// paths and, for the last segment, the offsets at which its records start.
+func buildLog(t *testing.T, opts Options, n int) (*vfs.MemFS, []string) {
+	t.Helper()
+	fsys := vfs.NewMem()
+	l, err := Open(fsys, testDir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := l.Append(payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := listSegments(fsys, testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, s := range segs {
+		paths = append(paths, s.path)
+	}
+	return fsys, paths
+}
+
+// recordOffsets returns the offsets of the records in a segment.
+func recordOffsets(t *testing.T, b []byte) []int {
+	t.Helper()
+	var offs []int
+	for off := segmentHeaderSize; off < len(b); {
+		_, _, end, err := parseRecord(b, off)
+		if err != nil {
+			t.Fatalf("record at %d: %v", off, err)
+		}
+		offs = append(offs, off)
+		off = end
+	}
+	return offs
+}
+
+// TestTornTail cuts the last segment at every byte of its last record and
+// flips every byte of it: the log must come back with the records before
+// it, say what it cut, and accept appends.
+func TestTornTail(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     Options
+		min, max int // size of the last record, to keep the sweep short
+	}{
+		{"plain", Options{Compression: CompressionNone}, 60, 200},
+		// compressible and just over the compression threshold
+		{"s2", Options{}, 520, 640},
+		{"zstd", Options{Compression: CompressionZstd}, 520, 640},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 5
+			for len(payload(n-1)) < tc.min || len(payload(n-1)) > tc.max || (n-1)%2 != 0 {
+				n++
+			}
+			base, paths := buildLog(t, tc.opts, n)
+			last := paths[len(paths)-1]
+			data := readSegment(t, base, last)
+			offs := recordOffsets(t, data)
+			lastOff := offs[len(offs)-1]
+			damage := map[string]func(b []byte, i int) []byte{
+				"cut": func(b []byte, i int) []byte { return b[:i] },
+				"flip": func(b []byte, i int) []byte {
+					b = bytes.Clone(b)
+					b[i] ^= 0x40
+					return b
+				},
+				"zeroes": func(b []byte, i int) []byte {
+					b = bytes.Clone(b)
+					clear(b[i:])
+					return b
+				},
+			}
+			for kind, f := range damage {
+				for i := lastOff; i < len(data); i++ {
+					if kind == "cut" && i == lastOff {
+						continue // a clean end, checked by TestRoundTrip
+					}
+					fsys := base.Crash()
+					writeSegment(t, fsys, last, f(data, i))
+					// The reader reports a torn tail of the last segment.
+					_, _, rerr := readAll(t, fsys, testDir)
+					var ce *CorruptionError
+					if !errors.As(rerr, &ce) || !ce.Last || ce.Offset != int64(lastOff) || !errors.Is(rerr, ErrCorrupt) {
+						t.Fatalf("%s at %d: reader error %v, want a last-segment CorruptionError at %d", kind, i, rerr, lastOff)
+					}
+					l, err := Open(fsys, testDir, tc.opts)
+					if err != nil {
+						t.Fatalf("%s at %d: open: %v", kind, i, err)
+					}
+					rep := l.Recovered()
+					if !rep.Cut || rep.Offset != int64(lastOff) || rep.BytesCut != int64(len(f(data, i))-lastOff) || rep.RecordsCut != 0 || rep.Records != int64(n-1) {
+						t.Fatalf("%s at %d: report %+v", kind, i, rep)
+					}
+					if pos, err := l.Append(payload(n - 1)); err != nil || pos != Pos(n) {
+						t.Fatalf("%s at %d: append after repair: %d %v", kind, i, pos, err)
+					}
+					if err := l.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if k := checkPrefix(t, fsys, testDir, n); k != n {
+						t.Fatalf("%s at %d: %d records", kind, i, k)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCorruptMiddleOfLastSegment damages a record that intact records
+// follow: Repair still cuts (this is the last segment) but reports the
+// intact records it lost.
+func TestCorruptMiddleOfLastSegment(t *testing.T) {
+	const n = 10
+	base, paths := buildLog(t, Options{}, n)
+	last := paths[len(paths)-1]
+	data := readSegment(t, base, last)
+	offs := recordOffsets(t, data)
+	for k := 0; k < n-1; k++ {
+		fsys := base.Crash()
+		b := bytes.Clone(data)
+		b[offs[k]+recordHeaderSize] ^= 1 // first payload byte
+		writeSegment(t, fsys, last, b)
+		l, err := Open(fsys, testDir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := l.Recovered()
+		l.Close()
+		if rep.Records != int64(k) || rep.RecordsCut != int64(n-1-k) {
+			t.Fatalf("record %d damaged: kept %d, cut %d intact; want %d and %d", k, rep.Records, rep.RecordsCut, k, n-1-k)
+		}
+	}
+}
+
+func TestSealedSegmentCorruption(t *testing.T) {
+	opts := Options{SegmentSize: 4 << 10}
+	base, paths := buildLog(t, opts, 40)
+	if len(paths) < 4 {
+		t.Fatalf("only %d segments", len(paths))
+	}
+	target := paths[1]
+	for _, tc := range []struct {
+		name    string
+		damage  func(t *testing.T, fsys vfs.FS)
+		cause   error
+		offset  int64
+		removed int // segments removed by salvage
+	}{
+		{"flipped payload byte", func(t *testing.T, fsys vfs.FS) {
+			b := readSegment(t, fsys, target)
+			offs := recordOffsets(t, b)
+			b[offs[1]+recordHeaderSize+3] ^= 0xff
+			writeSegment(t, fsys, target, b)
+		}, ErrChecksum, -1, len(paths) - 2},
+		{"truncated sealed segment", func(t *testing.T, fsys vfs.FS) {
+			b := readSegment(t, fsys, target)
+			writeSegment(t, fsys, target, b[:len(b)-3])
+		}, ErrTruncated, -1, len(paths) - 2},
+		{"bad header", func(t *testing.T, fsys vfs.FS) {
+			b := readSegment(t, fsys, target)
+			b[0] = 'X'
+			writeSegment(t, fsys, target, b)
+		}, ErrBadHeader, 0, len(paths) - 1},
+		{"missing segment", func(t *testing.T, fsys vfs.FS) {
+			if err := fsys.Remove(target); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrGap, 0, len(paths) - 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := base.Crash()
+			tc.damage(t, fsys)
+			before := snapshot(t, fsys)
+			_, err := Open(fsys, testDir, opts)
+			var ce *CorruptionError
+			if !errors.As(err, &ce) || ce.Last || !errors.Is(err, tc.cause) || (tc.offset >= 0 && ce.Offset != tc.offset) {
+				t.Fatalf("open: %v, want a sealed-segment CorruptionError caused by %v", err, tc.cause)
+			}
+			if after := snapshot(t, fsys); after != before {
+				t.Fatal("a refused open changed the log")
+			}
+			opts := opts
+			opts.Salvage = true
+			l, err := Open(fsys, testDir, opts)
+			if err != nil {
+				t.Fatalf("salvage: %v", err)
+			}
+			rep := l.Recovered()
+			if !rep.Salvaged || len(rep.SegmentsRemoved) != tc.removed || rep.RecordsCut == 0 {
+				t.Fatalf("salvage report %+v", rep)
+			}
+			if _, err := l.Append(payload(int(rep.Records))); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			if k := checkPrefix(t, fsys, testDir, 0); k != int(rep.Records)+1 {
+				t.Fatalf("%d records after salvage, want %d", k, rep.Records+1)
+			}
+		})
+	}
+}
+
+// snapshot renders every segment's bytes, to tell whether a log changed.
+func snapshot(t *testing.T, fsys vfs.FS) string {
+	t.Helper()
+	segs, err := listSegments(fsys, testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, s := range segs {
+		b.WriteString(s.path)
+		b.Write(readSegment(t, fsys, s.path))
+	}
+	return b.String()
+}
