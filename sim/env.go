@@ -37,7 +37,8 @@ type env interface {
 type envFactory func(n int, envRNG, policyRNG *rand.Rand) env
 
 var envFactories = map[string]envFactory{
-	"cartpole": newCartPole,
+	"cartpole":   newCartPole,
+	"pick-place": newPickPlace,
 }
 
 // Envs returns the names of the built-in environments, sorted.

@@ -89,7 +89,7 @@ func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool)
 	}
 
 	eps := map[string]*episodeTrack{} // by record id
-	laneRec := make([]string, n)       // each lane's current record id
+	laneRec := make([]string, n)      // each lane's current record id
 	laneID := make([]string, n)
 	uuids := map[string]bool{}
 	var nextIndex, completed, steps int64
