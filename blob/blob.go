@@ -3,7 +3,6 @@ package blob
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 )
 
 // leafTag is the protobuf key of SpaceValue.leaves: field 1, wire type 2
@@ -35,7 +34,11 @@ func Encode(leaves [][]byte) []byte { return Append(nil, leaves) }
 // It does not allocate when dst has room for Size(leaves) more bytes, and
 // allocates once otherwise.
 func Append(dst []byte, leaves [][]byte) []byte {
-	dst = slices.Grow(dst, Size(leaves))
+	if size := Size(leaves); cap(dst)-len(dst) < size {
+		grown := make([]byte, len(dst), len(dst)+size)
+		copy(grown, dst)
+		dst = grown
+	}
 	for _, l := range leaves {
 		dst = append(dst, leafTag)
 		v := uint64(len(l))

@@ -2,7 +2,6 @@ package blob
 
 import (
 	"encoding/binary"
-	"math"
 	"unicode/utf8"
 
 	"github.com/rlrec/rlrec/schema"
@@ -15,6 +14,12 @@ const (
 	textCountSize = 8
 	textLenSize   = 8
 )
+
+// MaxLanes is the largest lane count SplitLanesInto and JoinLanes accept.
+// The runtime's N is num_envs (one to a few hundred); the cap bounds what a
+// corrupt lane count can make the splitter allocate, since a space whose
+// leaves are all empty would otherwise accept any N.
+const MaxLanes = 1 << 16
 
 // emptyLeaf backs the lane leaves of zero-size fixed leaves, so that every
 // lane leaf is non-nil. Zero length and capacity: appending to it copies.
@@ -39,18 +44,25 @@ func SplitLanes(spec *spacesv1.SpaceSpec, slabs [][]byte, n int) ([][][]byte, er
 // limited to their length; no leaf bytes are copied. Every lane leaf is
 // non-nil, even when empty.
 //
-// n is the lane count of the carrying event and must be at least 1; it is
+// n is the lane count of the carrying event, 1 to MaxLanes; it is
 // never derived from slab lengths. A fixed leaf's slab must be exactly
 // n*Stride bytes; a Text slab must be [u64 count = n][u64 length x n]
 // [bodies] with nothing after the bodies and every body valid UTF-8. On
 // error the returned slice is dst[:0] and the error is a *SlabError.
 func SplitLanesInto(dst [][][]byte, layout *schema.Layout, slabs [][]byte, n int) ([][][]byte, error) {
 	nl := len(layout.Leaves)
-	if n < 1 {
-		return dst[:0], slabErr(-1, "", -1, ErrLaneCount, "%d lanes, want at least 1", n)
+	if n < 1 || n > MaxLanes {
+		return dst[:0], slabErr(-1, "", -1, ErrLaneCount, "%d lanes, want 1 to %d", n, MaxLanes)
 	}
 	if len(slabs) != nl {
 		return dst[:0], slabErr(-1, "", -1, ErrLeafCount, "%d slabs for a space of %d leaves", len(slabs), nl)
+	}
+	// Check every slab's size against n before sizing dst by n.
+	for li := range layout.Leaves {
+		lf := &layout.Leaves[li]
+		if err := checkSlabSize(li, lf, slabs[li], n); err != nil {
+			return dst[:0], err
+		}
 	}
 	dst = growLanes(dst, n, nl)
 	for li := range layout.Leaves {
@@ -62,26 +74,41 @@ func SplitLanesInto(dst [][][]byte, layout *schema.Layout, slabs [][]byte, n int
 			}
 			continue
 		}
-		s := lf.Stride
-		if s > 0 && int64(n) > math.MaxInt/s {
-			return dst[:0], slabErr(li, lf.Path, -1, ErrLaneCount, "%d lanes of %d bytes overflow", n, s)
-		}
-		if int64(len(slab)) != int64(n)*s {
-			return dst[:0], slabErr(li, lf.Path, -1, ErrSlabSize, "slab has %d bytes, %d lanes x %d bytes is %d", len(slab), n, s, int64(n)*s)
-		}
-		if s == 0 {
+		if lf.Stride == 0 {
 			for i := range n {
 				dst[i][li] = emptyLeaf
 			}
 			continue
 		}
-		stride := int(s)
+		stride := int(lf.Stride)
 		for i := range n {
 			lo := i * stride
 			dst[i][li] = slab[lo : lo+stride : lo+stride]
 		}
 	}
 	return dst, nil
+}
+
+// checkSlabSize checks that slab has room for n lanes of lf: exactly
+// n*Stride bytes for a fixed leaf, a count of n and n lengths for Text.
+func checkSlabSize(li int, lf *schema.Leaf, slab []byte, n int) error {
+	if lf.Kind == schema.KindText {
+		if len(slab) < textCountSize {
+			return slabErr(li, lf.Path, -1, ErrTextHeader, "slab has %d bytes, no room for the u64 count", len(slab))
+		}
+		if count := binary.LittleEndian.Uint64(slab); count != uint64(n) {
+			return slabErr(li, lf.Path, -1, ErrTextCount, "header count %d, %d lanes", count, n)
+		}
+		if uint64(len(slab)-textCountSize)/textLenSize < uint64(n) {
+			return slabErr(li, lf.Path, -1, ErrTextHeader, "slab has %d bytes, %d lengths need %d", len(slab), n, textCountSize+textLenSize*uint64(n))
+		}
+		return nil
+	}
+	// Stride <= schema.MaxLeafBytes and n <= MaxLanes: the product fits.
+	if want := int64(n) * lf.Stride; int64(len(slab)) != want {
+		return slabErr(li, lf.Path, -1, ErrSlabSize, "slab has %d bytes, %d lanes x %d bytes is %d", len(slab), n, lf.Stride, want)
+	}
+	return nil
 }
 
 // growLanes returns dst resized to n lanes of nl leaves each, reusing what
@@ -109,18 +136,9 @@ func growLanes(dst [][][]byte, n, nl int) [][][]byte {
 	return dst
 }
 
-// splitText splits a Text slab [u64 count][u64 len x count][bodies].
+// splitText splits a Text slab [u64 count][u64 len x count][bodies] whose
+// header checkSlabSize has checked.
 func splitText(dst [][][]byte, li int, lf *schema.Leaf, slab []byte, n int) error {
-	if len(slab) < textCountSize {
-		return slabErr(li, lf.Path, -1, ErrTextHeader, "slab has %d bytes, no room for the u64 count", len(slab))
-	}
-	count := binary.LittleEndian.Uint64(slab)
-	if count != uint64(n) {
-		return slabErr(li, lf.Path, -1, ErrTextCount, "header count %d, %d lanes", count, n)
-	}
-	if uint64(len(slab)-textCountSize)/textLenSize < uint64(n) {
-		return slabErr(li, lf.Path, -1, ErrTextHeader, "slab has %d bytes, %d lengths need %d", len(slab), n, textCountSize+textLenSize*uint64(n))
-	}
 	body := textCountSize + textLenSize*n
 	off := body
 	for i := range n {
@@ -158,8 +176,8 @@ func JoinLanes(spec *spacesv1.SpaceSpec, lanes [][][]byte) ([][]byte, error) {
 // is not retained.
 func JoinLanesLayout(layout *schema.Layout, lanes [][][]byte) ([][]byte, error) {
 	n, nl := len(lanes), len(layout.Leaves)
-	if n < 1 {
-		return nil, slabErr(-1, "", -1, ErrLaneCount, "%d lanes, want at least 1", n)
+	if n < 1 || n > MaxLanes {
+		return nil, slabErr(-1, "", -1, ErrLaneCount, "%d lanes, want 1 to %d", n, MaxLanes)
 	}
 	total := 0
 	for i, lane := range lanes {
