@@ -39,6 +39,7 @@ type envFactory func(n int, envRNG, policyRNG *rand.Rand) env
 var envFactories = map[string]envFactory{
 	"cartpole":   newCartPole,
 	"pick-place": newPickPlace,
+	"all-leaves": newAllLeaves,
 }
 
 // Envs returns the names of the built-in environments, sorted.

@@ -64,7 +64,7 @@ func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool)
 				if err != nil {
 					fail(at(k), "lane %d leaf %q: %v", lane, lf.Path, err)
 				}
-				if err := checkValue(&layout.Leaves[li], v); err != nil {
+				if err := checkValue(&layout.Leaves[li], split[lane][li], v); err != nil {
 					fail(at(k), "lane %d leaf %q: %v", lane, lf.Path, err)
 				}
 			}
@@ -326,7 +326,7 @@ loop:
 }
 
 // checkValue checks a decoded lane value against its leaf's spec.
-func checkValue(lf *schema.Leaf, v any) error {
+func checkValue(lf *schema.Leaf, raw []byte, v any) error {
 	switch s := lf.Spec.GetSpec().(type) {
 	case *spacesv1.SpaceSpec_Discrete:
 		x := v.(int64)
@@ -339,24 +339,19 @@ func checkValue(lf *schema.Leaf, v any) error {
 			return fmt.Errorf("text %q has %d characters, want %d..%d", str, c, s.Text.MinLength, s.Text.MaxLength)
 		}
 	case *spacesv1.SpaceSpec_MultiDiscrete:
-		var xs []int64
-		switch e := v.(type) {
-		case []int64:
-			xs = e
-		case []uint8:
-			for _, x := range e {
-				xs = append(xs, int64(x))
-			}
-		case []int32:
-			for _, x := range e {
-				xs = append(xs, int64(x))
-			}
-		default:
-			return fmt.Errorf("multidiscrete decoded as %T", v)
+		xs, err := blob.AppendElems([]int64(nil), lf.DType, raw)
+		if err != nil {
+			return err
 		}
 		for i, x := range xs {
 			if x < 0 || x >= s.MultiDiscrete.Nvec[i] {
 				return fmt.Errorf("multidiscrete[%d] = %d outside [0, %d)", i, x, s.MultiDiscrete.Nvec[i])
+			}
+		}
+	case *spacesv1.SpaceSpec_MultiBinary:
+		for i, x := range raw {
+			if x > 1 {
+				return fmt.Errorf("multibinary[%d] = %d", i, x)
 			}
 		}
 	}
