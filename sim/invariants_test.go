@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/schema"
@@ -29,6 +31,13 @@ type episodeTrack struct {
 // doc's readings of it) on one session's events, in arrival order. It
 // returns the number of completed episodes.
 func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool) int64 {
+	return checkSessionOpts(t, cfg, evs, wantFailed, true)
+}
+
+// checkSessionOpts is checkSession; samePointers also asserts that every
+// event of the session carries the same spec pointers (false for events
+// decoded from a stream, which get equal specs instead).
+func checkSessionOpts(t *testing.T, cfg Config, evs []events.Event, wantFailed, samePointers bool) int64 {
 	t.Helper()
 	n := cfg.NumEnvs
 	fail := func(i int, format string, args ...any) {
@@ -152,7 +161,7 @@ func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool)
 		}
 		if obsSpec == nil {
 			obsSpec, obsLayout = ob.ObservationSpace, layoutOf(k, ob.ObservationSpace)
-		} else if ob.ObservationSpace != obsSpec {
+		} else if ob.ObservationSpace != obsSpec && (samePointers || !proto.Equal(ob.ObservationSpace, obsSpec)) {
 			fail(at(k), "observation spec pointer changed")
 		}
 		checkIDs(k, ob.EpisodeIDs, ob.EpisodeRecordIDs)
@@ -183,7 +192,7 @@ loop:
 		}
 		if actSpec == nil {
 			actSpec, actLayout = ar.ActionSpace, layoutOf(k, ar.ActionSpace)
-		} else if ar.ActionSpace != actSpec {
+		} else if ar.ActionSpace != actSpec && (samePointers || !proto.Equal(ar.ActionSpace, actSpec)) {
 			fail(at(k), "action spec pointer changed")
 		}
 		checkSlabs(k, ar.ActionSpace, actLayout, ar.Action, n)
