@@ -88,3 +88,5 @@ func TestAppendJSONNoAllocs(t *testing.T) {
 		t.Fatalf("AppendJSON with capacity: %v allocations", n)
 	}
 }
+
+func jsonValid(b []byte) bool { return json.Valid(b) }
