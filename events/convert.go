@@ -423,26 +423,22 @@ func FromProto(m *eventsv1.Event) (Event, time.Time, error) {
 
 // AppendMarshal appends the protobuf encoding of ev observed at t (one
 // eventsv1.Event message, without a length prefix) to dst and returns the
-// extended slice. Equal events give equal bytes.
+// extended slice; on error it returns dst unchanged. Equal events give
+// equal bytes: the deterministic proto.Marshal of ToProto's message,
+// written without building it (see encode.go). ev's space spec must not be
+// modified once it has been encoded: its wire bytes are cached by pointer.
+// AppendMarshal is safe for concurrent use.
 func AppendMarshal(dst []byte, ev Event, t time.Time) ([]byte, error) {
-	var m eventsv1.Event
-	if err := toProto(&m, ev, t); err != nil {
-		return dst, err
-	}
-	out, err := marshalOpts.MarshalAppend(dst, &m)
-	if err != nil {
-		return dst, fmt.Errorf("encode %v event: %w", ev.Kind(), err)
-	}
-	return out, nil
+	return appendEvent(dst, ev, t)
 }
 
 // Unmarshal decodes one eventsv1.Event message (without a length prefix).
-// The event does not share memory with b. Errors wrap ErrMalformed,
-// ErrUnknownKind or ErrUnknownEnum.
+// The event does not share memory with b or with any other event. Errors
+// wrap ErrMalformed, ErrUnknownKind or ErrUnknownEnum. A pipeline decoding
+// many events should keep a Decoder, which also reuses unchanged specs.
 func Unmarshal(b []byte) (Event, time.Time, error) {
-	m := &eventsv1.Event{}
-	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, time.Time{}, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return FromProto(m)
+	d := decoderPool.Get().(*Decoder)
+	ev, t, err := d.Decode(b)
+	decoderPool.Put(d)
+	return ev, t, err
 }

@@ -1,0 +1,732 @@
+package events
+
+// Fast decoding
+//
+// A Decoder reads eventsv1.Event wire bytes straight into the Go event with
+// protowire, without building an eventsv1.Event. It accepts exactly the
+// inputs proto.Unmarshal followed by FromProto accepts and returns the same
+// event (a fuzz target checks both ways), which means it follows
+// protobuf-go's decoding rules to the letter:
+//
+//   - a field whose wire type does not match its declaration is an unknown
+//     field and is skipped, like any unknown field (groups included); a
+//     field number of 0 or above 2^29-1, a stray end-group and a reserved
+//     wire type are malformed;
+//   - a singular scalar or string seen twice keeps the last value, a
+//     repeated field appends, a message seen twice merges, and a different
+//     member of the kind oneof replaces the one before;
+//   - every string, kept or not, must be valid UTF-8; int32 and enum values
+//     are truncated varints; rewards may be packed or not;
+//   - malformed input is reported (ErrMalformed) before an unknown enum
+//     value (ErrUnknownEnum) or a missing kind (ErrUnknownKind).
+//
+// Space specs and FinalInfo maps are decoded by protobuf-go, with the
+// recursion limit they would have inside the event.
+//
+// Memory: one decode makes a handful of exact-size allocations: the event,
+// one string holding every string of the event (each field is a substring),
+// one []string for both id lists, one []byte holding every payload leaf
+// (each leaf is a sub-slice with its capacity capped at its length) and the
+// [][]byte of leaves. Strings and leaves are separate so that neither keeps
+// the other alive. Nothing aliases the input.
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// nestedUnmarshal decodes a space spec or FinalInfo map at the depth it has
+// inside an eventsv1.Event (Event, then the kind message, then it), so that
+// the recursion limit cuts where proto.Unmarshal of the event would.
+var nestedUnmarshal = proto.UnmarshalOptions{Merge: true, RecursionLimit: protowire.DefaultRecursionLimit - 2}
+
+// specMemoSize is how many distinct specs a Decoder remembers per field.
+const specMemoSize = 4
+
+// specMemo maps the wire bytes of recently decoded specs to the decoded
+// spec, so that an unchanged spec decodes to the same pointer.
+type specMemo struct {
+	raw  [specMemoSize][]byte
+	spec [specMemoSize]*spacesv1.SpaceSpec
+	next int
+}
+
+func (m *specMemo) lookup(raw []byte) *spacesv1.SpaceSpec {
+	for i := range m.spec {
+		if m.spec[i] != nil && bytes.Equal(m.raw[i], raw) {
+			return m.spec[i]
+		}
+	}
+	return nil
+}
+
+func (m *specMemo) add(raw []byte, s *spacesv1.SpaceSpec) {
+	i := m.next
+	m.next = (m.next + 1) % specMemoSize
+	m.raw[i] = append(m.raw[i][:0], raw...)
+	m.spec[i] = s
+}
+
+// strRef is a string as offsets into Decoder.str.
+type strRef struct{ lo, hi int }
+
+// strFix says that *dst is the string at ref once the event is complete.
+type strFix struct {
+	dst *string
+	ref strRef
+}
+
+// rawRow is a telemetry row whose strings are still offsets.
+type rawRow struct {
+	op, component, metric strRef
+	kind                  int32
+	row                   TelemetryRow
+}
+
+// Decoder decodes eventsv1.Event messages into events. It keeps scratch
+// space between calls, and remembers the last few action and observation
+// specs it decoded: a spec whose wire bytes equal a remembered one decodes
+// to the same *spacesv1.SpaceSpec, so a caller can tell an unchanged spec
+// by comparing pointers. Such a spec is shared between events and must not
+// be modified.
+//
+// The zero Decoder is ready to use. A Decoder is not safe for concurrent
+// use: give each pipeline its own.
+type Decoder struct {
+	// fresh turns the spec memo off (Unmarshal's pooled decoders).
+	fresh bool
+
+	// Scratch of one Decode, reset by each; slices of the input are
+	// cleared before Decode returns so the input is not kept alive.
+	str     []byte // the bytes of every string of the event
+	hdr     [4]strRef
+	fixes   []strFix
+	ids     [2][]strRef
+	leaves  [][]byte
+	value   bool // the SpaceValue is present
+	nested  [][]byte
+	rewards []float64
+	rows    []rawRow
+	enum    int32 // log level or telemetry horizon
+	src     strRef
+	hasSrc  bool
+
+	actSpecs, obsSpecs specMemo
+}
+
+// decoderPool serves Unmarshal, whose events must not share specs.
+var decoderPool = sync.Pool{New: func() any { return &Decoder{fresh: true} }}
+
+// Decode decodes one eventsv1.Event message (without a length prefix) and
+// returns the event and the time it was observed (the zero time when the
+// message carries none). The event shares no memory with b and stays valid
+// after later calls, except that its space spec may be shared with other
+// events from the same Decoder. Errors wrap ErrMalformed, ErrUnknownKind or
+// ErrUnknownEnum.
+func (d *Decoder) Decode(b []byte) (Event, time.Time, error) {
+	ev, ns, err := d.decode(b)
+	d.clearKind()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return ev, nanosToTime(ns), nil
+}
+
+func malformed(what string) error {
+	return fmt.Errorf("decode event: %s: %w", what, ErrMalformed)
+}
+
+// consumeField reads one field: its number, wire type, and value (v for
+// varint and fixed types, val for length-delimited ones; a group is
+// skipped). n < 0 means malformed input.
+func consumeField(b []byte) (num protowire.Number, typ protowire.Type, v uint64, val []byte, n int) {
+	var t uint64
+	if len(b) > 0 && b[0] < 0x80 {
+		t, n = uint64(b[0]), 1
+	} else {
+		t, n = protowire.ConsumeVarint(b)
+		if n < 0 {
+			return 0, 0, 0, nil, n
+		}
+	}
+	// protobuf-go refuses field numbers outside [1, 2^29-1] at message
+	// level (protowire.ConsumeTag would take up to 2^31-1).
+	if f := t >> 3; f < uint64(protowire.MinValidNumber) || f > uint64(protowire.MaxValidNumber) {
+		return 0, 0, 0, nil, -1
+	}
+	num, typ = protowire.Number(t>>3), protowire.Type(t&7)
+	b = b[n:]
+	var m int
+	switch typ {
+	case protowire.VarintType:
+		if len(b) > 0 && b[0] < 0x80 {
+			v, m = uint64(b[0]), 1
+		} else {
+			v, m = protowire.ConsumeVarint(b)
+		}
+	case protowire.Fixed64Type:
+		v, m = protowire.ConsumeFixed64(b)
+	case protowire.BytesType:
+		val, m = protowire.ConsumeBytes(b)
+	default:
+		// Fixed32 and groups are never ours; an end group outside a group
+		// and the reserved types 6 and 7 fail here.
+		m = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	if m < 0 {
+		return 0, 0, 0, nil, m
+	}
+	return num, typ, v, val, n + m
+}
+
+// addStr checks that s is UTF-8 and keeps it for the event's string.
+func (d *Decoder) addStr(s []byte, field string) (strRef, error) {
+	if !utf8.Valid(s) {
+		return strRef{}, malformed(field + ": string field contains invalid UTF-8")
+	}
+	lo := len(d.str)
+	d.str = append(d.str, s...)
+	return strRef{lo, len(d.str)}, nil
+}
+
+// setStr arranges for *dst to be s.
+func (d *Decoder) setStr(dst *string, s []byte, field string) error {
+	r, err := d.addStr(s, field)
+	if err != nil {
+		return err
+	}
+	d.fixes = append(d.fixes, strFix{dst, r})
+	return nil
+}
+
+// resetKind drops what was decoded of the kind message before a different
+// kind replaced it. Specs and maps not yet decoded are decoded first, since
+// proto.Unmarshal would have failed on a malformed one.
+func (d *Decoder) resetKind(k Kind) error {
+	if err := d.checkNested(k); err != nil {
+		return err
+	}
+	d.clearKind()
+	return nil
+}
+
+// clearKind empties the scratch of the kind message, dropping its
+// pointers into the event and the input.
+func (d *Decoder) clearKind() {
+	clear(d.fixes)
+	d.fixes = d.fixes[:0]
+	d.ids[0], d.ids[1] = d.ids[0][:0], d.ids[1][:0]
+	clear(d.leaves)
+	d.leaves = d.leaves[:0]
+	d.value = false
+	clear(d.nested)
+	d.nested = d.nested[:0]
+	d.rewards = d.rewards[:0]
+	d.rows = d.rows[:0]
+	d.enum = 0
+	d.src, d.hasSrc = strRef{}, false
+}
+
+func (d *Decoder) checkNested(k Kind) error {
+	for _, raw := range d.nested {
+		var err error
+		if k == KindEpisodeCompleted {
+			err = nestedUnmarshal.Unmarshal(raw, &spacesv1.MetaMap{})
+		} else {
+			err = nestedUnmarshal.Unmarshal(raw, &spacesv1.SpaceSpec{})
+		}
+		if err != nil {
+			return fmt.Errorf("decode %v event: %w: %w", k, ErrMalformed, err)
+		}
+	}
+	return nil
+}
+
+func newEvent(k Kind) Event {
+	switch k {
+	case KindEnvConnected:
+		return &EnvConnected{}
+	case KindModelConnected:
+		return &ModelConnected{}
+	case KindSessionStarted:
+		return &SessionStarted{}
+	case KindSessionEnded:
+		return &SessionEnded{}
+	case KindSessionFailed:
+		return &SessionFailed{}
+	case KindLog:
+		return &Log{}
+	case KindEpisodeStarted:
+		return &EpisodeStarted{}
+	case KindEpisodeCompleted:
+		return &EpisodeCompleted{}
+	case KindActionReceived:
+		return &ActionReceived{}
+	case KindStepCompleted:
+		return &StepCompleted{}
+	case KindObservationEmitted:
+		return &ObservationEmitted{}
+	case KindTelemetrySnapshot:
+		return &TelemetrySnapshot{}
+	}
+	return nil
+}
+
+func (d *Decoder) decode(b []byte) (Event, int64, error) {
+	d.str = d.str[:0]
+	d.hdr = [4]strRef{}
+	var (
+		ns   int64
+		kind Kind
+		ev   Event
+	)
+	d.clearKind()
+	for len(b) > 0 {
+		num, typ, v, val, n := consumeField(b)
+		if n < 0 {
+			return nil, 0, malformed(fmt.Sprintf("field: %v", protowire.ParseError(n)))
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			r, err := d.addStr(val, "session_id")
+			if err != nil {
+				return nil, 0, err
+			}
+			d.hdr[0] = r
+		case num == 2 && typ == protowire.BytesType:
+			if err := d.decodeRoute(val); err != nil {
+				return nil, 0, err
+			}
+		case num == 3 && typ == protowire.VarintType:
+			ns = int64(v)
+		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(KindTelemetrySnapshot) && typ == protowire.BytesType:
+			if k := Kind(num); k != kind {
+				if err := d.resetKind(kind); err != nil {
+					return nil, 0, err
+				}
+				kind, ev = k, newEvent(k)
+			}
+			if err := d.decodeBody(ev, val); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	if ev == nil {
+		return nil, 0, fmt.Errorf("decode event: no kind set: %w", ErrUnknownKind)
+	}
+	if err := d.finish(ev); err != nil {
+		return nil, 0, err
+	}
+	return ev, ns, nil
+}
+
+func (d *Decoder) decodeRoute(b []byte) error {
+	for len(b) > 0 {
+		num, typ, _, val, n := consumeField(b)
+		if n < 0 {
+			return malformed("route: " + protowire.ParseError(n).Error())
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && num >= 1 && num <= 3 {
+			r, err := d.addStr(val, "route")
+			if err != nil {
+				return err
+			}
+			d.hdr[num] = r
+		}
+	}
+	return nil
+}
+
+// decodeBody decodes (or merges) the kind message b into ev.
+func (d *Decoder) decodeBody(ev Event, b []byte) error {
+	k := ev.Kind()
+	for len(b) > 0 {
+		num, typ, v, val, n := consumeField(b)
+		if n < 0 {
+			return malformed(fmt.Sprintf("%v: %v", k, protowire.ParseError(n)))
+		}
+		b = b[n:]
+		var err error
+		switch e := ev.(type) {
+		case *EnvConnected:
+			if num == 1 && typ == protowire.BytesType {
+				err = d.setStr(&e.EnvID, val, "env_id")
+			}
+		case *ModelConnected:
+		case *SessionStarted:
+			if num == 1 && typ == protowire.BytesType {
+				err = d.setStr(&e.EnvID, val, "env_id")
+			}
+		case *SessionEnded:
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				err = d.setStr(&e.Reason, val, "reason")
+			case num == 2 && typ == protowire.VarintType:
+				e.TotalSteps = int64(v)
+			case num == 3 && typ == protowire.VarintType:
+				e.TotalEpisodes = int64(v)
+			}
+		case *SessionFailed:
+			if num == 1 && typ == protowire.BytesType {
+				err = d.setStr(&e.Reason, val, "reason")
+			}
+		case *Log:
+			switch {
+			case num == 1 && typ == protowire.VarintType:
+				d.enum = int32(v)
+			case num == 2 && typ == protowire.BytesType:
+				err = d.setStr(&e.Message, val, "message")
+			case num == 3 && typ == protowire.BytesType:
+				d.src, err = d.addStr(val, "source")
+				d.hasSrc = true
+			}
+		case *EpisodeStarted:
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeID, val, "episode_id")
+			case num == 2 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
+			case num == 3 && typ == protowire.VarintType:
+				e.EpisodeIndex = int64(v)
+			case num == 4 && typ == protowire.VarintType:
+				e.EnvIndex = int32(v)
+			case num == 5 && typ == protowire.VarintType:
+				e.StartedFromAutoReset = v != 0
+			}
+		case *EpisodeCompleted:
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeID, val, "episode_id")
+			case num == 2 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
+			case num == 3 && typ == protowire.VarintType:
+				e.EpisodeIndex = int64(v)
+			case num == 4 && typ == protowire.VarintType:
+				e.EnvIndex = int32(v)
+			case num == 5 && typ == protowire.VarintType:
+				e.StepCount = int64(v)
+			case num == 6 && typ == protowire.Fixed64Type:
+				e.CumulativeReward = math.Float64frombits(v)
+			case num == 7 && typ == protowire.VarintType:
+				e.Terminated = v != 0
+			case num == 8 && typ == protowire.VarintType:
+				e.Truncated = v != 0
+			case num == 9 && typ == protowire.VarintType:
+				e.DurationMs = int64(v)
+			case num == 10 && typ == protowire.BytesType:
+				d.nested = append(d.nested, val)
+			}
+		case *ActionReceived:
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeID, val, "episode_id")
+			case num == 2 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
+			case (num == 3 || num == 4) && typ == protowire.BytesType:
+				var r strRef
+				r, err = d.addStr(val, "episode ids")
+				d.ids[num-3] = append(d.ids[num-3], r)
+			case num == 5 && typ == protowire.VarintType:
+				e.Step = int64(v)
+			case num == 6 && typ == protowire.VarintType:
+				e.EnvIndex = int32(v)
+			case num == 7 && typ == protowire.BytesType:
+				d.nested = append(d.nested, val)
+			case num == 8 && typ == protowire.BytesType:
+				err = d.decodeValue(val)
+			}
+		case *StepCompleted:
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeID, val, "episode_id")
+			case num == 2 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
+			case num == 3 && typ == protowire.VarintType:
+				e.Step = int64(v)
+			case num == 4 && typ == protowire.VarintType:
+				e.EnvIndex = int32(v)
+			case num == 5 && typ == protowire.Fixed64Type:
+				d.rewards = append(d.rewards, math.Float64frombits(v))
+			case num == 5 && typ == protowire.BytesType:
+				if len(val)%8 != 0 {
+					return malformed("step_completed.rewards: packed length not a multiple of 8")
+				}
+				for ; len(val) > 0; val = val[8:] {
+					x, _ := protowire.ConsumeFixed64(val)
+					d.rewards = append(d.rewards, math.Float64frombits(x))
+				}
+			}
+		case *ObservationEmitted:
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeID, val, "episode_id")
+			case num == 2 && typ == protowire.BytesType:
+				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
+			case (num == 3 || num == 4) && typ == protowire.BytesType:
+				var r strRef
+				r, err = d.addStr(val, "episode ids")
+				d.ids[num-3] = append(d.ids[num-3], r)
+			case num == 5 && typ == protowire.VarintType:
+				e.Step = int64(v)
+			case num == 6 && typ == protowire.VarintType:
+				e.EnvIndex = int32(v)
+			case num == 7 && typ == protowire.VarintType:
+				e.IsReset = v != 0
+			case num == 8 && typ == protowire.VarintType:
+				e.NumEnvs = uint32(v)
+			case num == 9 && typ == protowire.BytesType:
+				d.nested = append(d.nested, val)
+			case num == 10 && typ == protowire.BytesType:
+				err = d.decodeValue(val)
+			}
+		case *TelemetrySnapshot:
+			switch {
+			case num == 1 && typ == protowire.VarintType:
+				d.enum = int32(v)
+			case num == 2 && typ == protowire.BytesType:
+				err = d.decodeRow(val)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeValue decodes (or merges) a SpaceValue: it keeps the leaves as
+// slices of the input until finish copies them.
+func (d *Decoder) decodeValue(b []byte) error {
+	d.value = true
+	for len(b) > 0 {
+		num, typ, _, val, n := consumeField(b)
+		if n < 0 {
+			return malformed("space value: " + protowire.ParseError(n).Error())
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			d.leaves = append(d.leaves, val)
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) decodeRow(b []byte) error {
+	var r rawRow
+	for len(b) > 0 {
+		num, typ, v, val, n := consumeField(b)
+		if n < 0 {
+			return malformed("telemetry row: " + protowire.ParseError(n).Error())
+		}
+		b = b[n:]
+		var err error
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			r.op, err = d.addStr(val, "telemetry row op")
+		case num == 2 && typ == protowire.BytesType:
+			r.component, err = d.addStr(val, "telemetry row component")
+		case num == 3 && typ == protowire.BytesType:
+			r.metric, err = d.addStr(val, "telemetry row metric")
+		case num == 4 && typ == protowire.VarintType:
+			r.kind = int32(v)
+		case num == 5 && typ == protowire.VarintType:
+			r.row.Count = v
+		case num >= 6 && num <= 9 && typ == protowire.Fixed64Type:
+			f := math.Float64frombits(v)
+			switch num {
+			case 6:
+				r.row.Avg = f
+			case 7:
+				r.row.P50 = f
+			case 8:
+				r.row.P95 = f
+			case 9:
+				r.row.P99 = f
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	d.rows = append(d.rows, r)
+	return nil
+}
+
+// finish decodes the specs and maps, checks enums, and fills in the
+// strings, id lists, leaves and rewards of ev.
+func (d *Decoder) finish(ev Event) error {
+	k := ev.Kind()
+	var spec *spacesv1.SpaceSpec
+	var info *spacesv1.MetaMap
+	if len(d.nested) > 0 {
+		var err error
+		switch k {
+		case KindEpisodeCompleted:
+			info = &spacesv1.MetaMap{}
+			for _, raw := range d.nested {
+				if err = nestedUnmarshal.Unmarshal(raw, info); err != nil {
+					break
+				}
+			}
+		case KindActionReceived:
+			spec, err = d.spec(&d.actSpecs)
+		case KindObservationEmitted:
+			spec, err = d.spec(&d.obsSpecs)
+		}
+		if err != nil {
+			return fmt.Errorf("decode %v event: %w: %w", k, ErrMalformed, err)
+		}
+	}
+	switch k {
+	case KindLog:
+		if d.enum < int32(LogDebug) || d.enum > int32(LogError) {
+			return fmt.Errorf("decode Log event: level %d: %w", d.enum, ErrUnknownEnum)
+		}
+	case KindTelemetrySnapshot:
+		if d.enum != int32(HorizonWindow) && d.enum != int32(HorizonSession) {
+			return fmt.Errorf("decode TelemetrySnapshot event: horizon %d: %w", d.enum, ErrUnknownEnum)
+		}
+		for i := range d.rows {
+			if mk := d.rows[i].kind; mk < int32(MetricDurationMs) || mk > int32(MetricCount) {
+				return fmt.Errorf("decode TelemetrySnapshot event: row %d metric kind %d: %w", i, mk, ErrUnknownEnum)
+			}
+		}
+	}
+
+	s := string(d.str)
+	at := func(r strRef) string { return s[r.lo:r.hi] }
+	for _, f := range d.fixes {
+		*f.dst = at(f.ref)
+	}
+	sid := at(d.hdr[0])
+	route := RuntimeEnvContext{EnvID: at(d.hdr[1]), EnvComponentID: at(d.hdr[2]), ModelComponentID: at(d.hdr[3])}
+
+	switch e := ev.(type) {
+	case *EnvConnected:
+		e.SessionID, e.Route = sid, route
+	case *ModelConnected:
+		e.SessionID, e.Route = sid, route
+	case *SessionStarted:
+		e.SessionID, e.Route = sid, route
+	case *SessionEnded:
+		e.SessionID, e.Route = sid, route
+	case *SessionFailed:
+		e.SessionID, e.Route = sid, route
+	case *Log:
+		e.SessionID, e.Route = sid, route
+		e.Level = LogLevel(d.enum)
+		if d.hasSrc {
+			src := at(d.src)
+			e.Source = &src
+		}
+	case *EpisodeStarted:
+		e.SessionID, e.Route = sid, route
+	case *EpisodeCompleted:
+		e.SessionID, e.Route = sid, route
+		e.FinalInfo = info
+	case *ActionReceived:
+		e.SessionID, e.Route = sid, route
+		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(s)
+		e.ActionSpace = spec
+		e.Action = d.leafList()
+	case *StepCompleted:
+		e.SessionID, e.Route = sid, route
+		if len(d.rewards) > 0 {
+			e.Rewards = append([]float64(nil), d.rewards...)
+		}
+	case *ObservationEmitted:
+		e.SessionID, e.Route = sid, route
+		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(s)
+		e.ObservationSpace = spec
+		e.Observation = d.leafList()
+	case *TelemetrySnapshot:
+		e.SessionID, e.Route = sid, route
+		e.Snapshot.Horizon = TelemetryHorizon(d.enum)
+		if len(d.rows) > 0 {
+			rows := make([]TelemetryRow, len(d.rows))
+			for i := range d.rows {
+				r := &d.rows[i]
+				rows[i] = r.row
+				rows[i].Op, rows[i].Component, rows[i].Metric = at(r.op), at(r.component), at(r.metric)
+				rows[i].Kind = MetricKind(r.kind)
+			}
+			e.Snapshot.Rows = rows
+		}
+	}
+	return nil
+}
+
+// spec returns the event's spec, reusing a remembered one when its wire
+// bytes are unchanged.
+func (d *Decoder) spec(m *specMemo) (*spacesv1.SpaceSpec, error) {
+	memo := !d.fresh && len(d.nested) == 1
+	if memo {
+		if s := m.lookup(d.nested[0]); s != nil {
+			return s, nil
+		}
+	}
+	s := &spacesv1.SpaceSpec{}
+	for _, raw := range d.nested {
+		if err := nestedUnmarshal.Unmarshal(raw, s); err != nil {
+			return nil, err
+		}
+	}
+	if memo {
+		m.add(d.nested[0], s)
+	}
+	return s, nil
+}
+
+// idLists returns both id lists in one allocation, each nil when empty.
+func (d *Decoder) idLists(s string) (ids, recordIDs []string) {
+	n0, n1 := len(d.ids[0]), len(d.ids[1])
+	if n0+n1 == 0 {
+		return nil, nil
+	}
+	all := make([]string, n0+n1)
+	for i, r := range d.ids[0] {
+		all[i] = s[r.lo:r.hi]
+	}
+	for i, r := range d.ids[1] {
+		all[n0+i] = s[r.lo:r.hi]
+	}
+	if n0 > 0 {
+		ids = all[:n0:n0]
+	}
+	if n1 > 0 {
+		recordIDs = all[n0:]
+	}
+	return ids, recordIDs
+}
+
+// leafList copies the leaves into one new buffer: nil when the SpaceValue
+// was absent, non-nil (and every leaf non-nil) when present.
+func (d *Decoder) leafList() [][]byte {
+	if !d.value {
+		return nil
+	}
+	total := 0
+	for _, l := range d.leaves {
+		total += len(l)
+	}
+	buf := make([]byte, total)
+	out := make([][]byte, len(d.leaves))
+	off := 0
+	for i, l := range d.leaves {
+		end := off + copy(buf[off:], l)
+		out[i] = buf[off:end:end]
+		off = end
+	}
+	return out
+}
