@@ -1,8 +1,11 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -362,4 +365,58 @@ func FuzzCompile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// updateGolden is the package's one -update flag: every golden test in
+// package schema should use it rather than define another.
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// TestLeavesGolden pins the one-line rendering of the leaves of every wire
+// vector spec (the listing `rlrec inspect` shows). Run with -update to
+// rewrite testdata/leaves.golden after a deliberate change.
+func TestLeavesGolden(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "wire-vectors.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Specs []struct {
+			Name string          `json:"name"`
+			Spec json.RawMessage `json:"spec"`
+		} `json:"specs"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for _, s := range v.Specs {
+		spec, err := ParseSpecJSON(s.Spec)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		layout, err := Compile(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		fmt.Fprintf(&out, "%s\n", s.Name)
+		for _, l := range layout.Leaves {
+			fmt.Fprintf(&out, "\t%q\t%s\tstride=%d\n", l.Path, l, l.Stride)
+		}
+	}
+	golden := filepath.Join("testdata", "leaves.golden")
+	if *updateGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("leaf listing differs from %s (run with -update after a deliberate change):\n%s", golden, out.Bytes())
+	}
 }
