@@ -1,17 +1,219 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/sim"
 )
 
-// Placeholder until the command is built.
+// simulateOptions are the simulate command's flags.
+type simulateOptions struct {
+	env          string
+	envs         int
+	episodes     int64
+	autoreset    string
+	maxSteps     int64
+	sessions     int
+	failAfter    int64
+	seed         uint64
+	out          string
+	telemetry    time.Duration
+	reproducible bool
+}
+
+// simulateFlags holds the parsed flags; SetFlags binds them.
+var simulateFlags simulateOptions
+
+// simulateClockStart is where --reproducible clocks start.
+var simulateClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 var cmdSimulate = &Command{
 	Name:      "simulate",
-	UsageLine: "simulate",
-	Short:     "(not built yet)",
-	Long:      "Not built yet.",
-	Run: func(ctx context.Context, env *Env, args []string) error {
-		return errors.New("not built yet")
+	UsageLine: "simulate [--env NAME] [--envs N] [--episodes K] [--autoreset next-step|disabled] [--max-steps M] [--sessions S] [--fail-after STEP] [--seed X] -o FILE|-",
+	Short:     "write the event stream of simulated rlmesh sessions",
+	Long: `Simulate runs built-in rlmesh sessions (a simulated runtime driving a
+built-in environment and policy over N vectorized lanes) and writes their
+hook events as a length-delimited protobuf event stream, the input of
+'rlrec ingest'.
+
+Environments (--env):
+  cartpole     classic control: Box(4) float32 observation, Discrete(2) action
+  pick-place   manipulation: 84x84x3 camera image, 7-float state and a text
+               instruction; Box(7) action; sparse success reward
+  all-leaves   every leaf kind and dtype, for coverage
+
+Each session stops when --episodes episodes have completed; episodes still
+running on other lanes at that point stay open, as in the runtime.
+--max-steps truncates episodes at that many steps. --fail-after injects a
+failure: after that many steps the session fails mid-episode (SessionFailed,
+no SessionEnded). With --sessions S, the sessions run concurrently into one
+stream, session i with seed X+i.
+
+With --reproducible the sessions read a simulated clock (starting at
+2026-01-01T00:00:00Z, 1 ms per reading) instead of the wall clock, so one
+session's flags always give the same bytes; concurrent sessions
+(--sessions > 1) still interleave in a varying order. --telemetry-interval adds window telemetry snapshots, which are
+wall-clock driven and so never reproducible.
+
+The output goes to FILE, written in full under a temporary name and then
+renamed, or to standard output with -o -.
+
+Example:
+
+  rlrec simulate --env cartpole --envs 16 --episodes 200 --autoreset next-step -o cartpole.events
+  rlrec simulate --env pick-place --envs 4 --episodes 8 --sessions 2 --fail-after 40 -o - > pick.events`,
+	SetFlags: func(fs *flag.FlagSet) {
+		f := &simulateFlags
+		fs.StringVar(&f.env, "env", "cartpole", "built-in environment: "+strings.Join(sim.Envs(), ", "))
+		fs.IntVar(&f.envs, "envs", 4, "number of vectorized lanes (num_envs) per session")
+		fs.Int64Var(&f.episodes, "episodes", 10, "end each session once this many episodes have completed (max_episodes)")
+		fs.StringVar(&f.autoreset, "autoreset", "next-step", "autoreset mode: next-step or disabled")
+		fs.Int64Var(&f.maxSteps, "max-steps", 0, "truncate episodes at this many steps (0: no cap)")
+		fs.IntVar(&f.sessions, "sessions", 1, "number of concurrent sessions")
+		fs.Int64Var(&f.failAfter, "fail-after", 0, "fail each session after this many steps (0: never)")
+		fs.Uint64Var(&f.seed, "seed", 1, "base seed; session i uses seed+i")
+		fs.StringVar(&f.out, "o", "", "output `FILE`, or - for standard output (required)")
+		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots at this interval (0: none)")
+		fs.BoolVar(&f.reproducible, "reproducible", false, "use a simulated clock so the same flags give the same bytes")
 	},
+	Run: runSimulate,
+}
+
+func runSimulate(ctx context.Context, env *Env, args []string) error {
+	f := simulateFlags
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	cfgs, err := simulateConfigs(f)
+	if err != nil {
+		return err
+	}
+	if f.out == "" {
+		return usagef("no output: give -o FILE, or -o - for standard output")
+	}
+	write := func(w io.Writer) ([]sim.Summary, error) {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		sums, err := sim.RunSessions(ctx, sim.NewStreamHooks(events.NewStreamWriter(bw)), cfgs)
+		if err != nil {
+			return nil, err
+		}
+		if err := bw.Flush(); err != nil {
+			return nil, fmt.Errorf("write events: %w", err)
+		}
+		return sums, nil
+	}
+	var sums []sim.Summary
+	if f.out == "-" {
+		sums, err = write(env.Stdout)
+	} else {
+		sums, err = writeFileAtomic(vfs.OS(), f.out, write)
+	}
+	if err != nil {
+		return err
+	}
+	var steps, laneSteps, episodes, failed int64
+	for _, s := range sums {
+		steps += s.Steps
+		laneSteps += s.LaneSteps
+		episodes += s.Episodes
+		if s.Failed {
+			failed++
+		}
+	}
+	dest := f.out
+	if dest == "-" {
+		dest = "standard output"
+	}
+	fmt.Fprintf(env.Stderr, "simulated %d session(s) of %s (%d failed): %d steps, %d lane-steps, %d episodes completed; events written to %s\n",
+		len(sums), f.env, failed, steps, laneSteps, episodes, dest)
+	return nil
+}
+
+// simulateConfigs turns the flags into one config per session.
+func simulateConfigs(f simulateOptions) ([]sim.Config, error) {
+	known := false
+	for _, name := range sim.Envs() {
+		known = known || name == f.env
+	}
+	switch {
+	case !known:
+		return nil, usagef("--env %q: want one of %s", f.env, strings.Join(sim.Envs(), ", "))
+	case f.envs < 1:
+		return nil, usagef("--envs %d: want at least 1 lane", f.envs)
+	case f.episodes < 1:
+		return nil, usagef("--episodes %d: want at least 1", f.episodes)
+	case f.sessions < 1:
+		return nil, usagef("--sessions %d: want at least 1", f.sessions)
+	case f.maxSteps < 0:
+		return nil, usagef("--max-steps %d: want 0 (no cap) or more", f.maxSteps)
+	case f.failAfter < 0:
+		return nil, usagef("--fail-after %d: want 0 (never) or more", f.failAfter)
+	case f.telemetry < 0:
+		return nil, usagef("--telemetry-interval %v: want 0 (none) or more", f.telemetry)
+	}
+	mode, err := sim.ParseAutoreset(f.autoreset)
+	if err != nil {
+		return nil, usagef("--autoreset %q: want next-step or disabled", f.autoreset)
+	}
+	cfgs := make([]sim.Config, f.sessions)
+	for i := range cfgs {
+		cfgs[i] = sim.Config{
+			Env: f.env, NumEnvs: f.envs, Autoreset: mode, MaxEpisodes: f.episodes,
+			MaxEpisodeSteps: f.maxSteps, FailAfterSteps: f.failAfter, Seed: f.seed + uint64(i),
+			TelemetryInterval: f.telemetry,
+		}
+		if f.reproducible {
+			cfgs[i].Clock = sim.StepClock(simulateClockStart, time.Millisecond)
+		}
+	}
+	return cfgs, nil
+}
+
+// writeFileAtomic writes name through write: into a temporary file in the
+// same directory, which is synced, renamed to name and followed by a sync
+// of the directory. On any error the temporary file is removed and name is
+// left as it was.
+func writeFileAtomic[T any](fsys vfs.FS, name string, write func(io.Writer) (T, error)) (T, error) {
+	var zero T
+	dir := filepath.Dir(name)
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d", filepath.Base(name), os.Getpid()))
+	file, err := fsys.Create(tmp)
+	if err != nil {
+		return zero, fmt.Errorf("create %s (is the directory there and writable?): %w", tmp, err)
+	}
+	res, err := write(file)
+	if err == nil {
+		if err = file.Sync(); err != nil {
+			err = fmt.Errorf("sync %s: %w", tmp, err)
+		}
+	}
+	if cerr := file.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close %s: %w", tmp, cerr)
+	}
+	if err == nil {
+		if err = fsys.Rename(tmp, name); err != nil {
+			err = fmt.Errorf("rename %s to %s: %w", tmp, name, err)
+		}
+	}
+	if err != nil {
+		if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("remove %s: %w", tmp, rerr))
+		}
+		return zero, err
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return zero, fmt.Errorf("sync directory %s after writing %s: %w", dir, name, err)
+	}
+	return res, nil
 }

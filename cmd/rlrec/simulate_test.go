@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlrec/rlrec/events"
+)
+
+func simulateEnv() (*Env, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, &out, &errb
+}
+
+func readSimulatedStream(t *testing.T, b []byte) []events.Event {
+	t.Helper()
+	r := events.NewStreamReader(bytes.NewReader(b), 0)
+	var evs []events.Event
+	for r.Next() {
+		evs = append(evs, r.Event())
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func TestSimulateToFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run.events")
+	env, stdout, stderr := simulateEnv()
+	code := run(context.Background(), env, []string{"simulate", "--env", "all-leaves", "--envs", "3",
+		"--episodes", "5", "--autoreset", "disabled", "--sessions", "2", "--max-steps", "6", "-o", out})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if stdout.Len() != 0 {
+		t.Fatalf("wrote %d bytes to stdout with -o FILE", stdout.Len())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := map[string]events.Kind{}
+	for _, ev := range readSimulatedStream(t, b) {
+		id, _ := ev.Header()
+		if ev.Kind() == events.KindSessionEnded {
+			sessions[id] = ev.Kind()
+		}
+	}
+	if len(sessions) != 2 {
+		t.Fatalf("%d ended sessions, want 2", len(sessions))
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %d entries, want only the output", len(entries))
+	}
+}
+
+func TestSimulateReproducibleStdout(t *testing.T) {
+	args := []string{"simulate", "--env", "cartpole", "--envs", "4", "--episodes", "6", "--seed", "7",
+		"--fail-after", "30", "--reproducible", "-o", "-"}
+	var streams [][]byte
+	for range 2 {
+		env, stdout, stderr := simulateEnv()
+		if code := run(context.Background(), env, args); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		streams = append(streams, stdout.Bytes())
+	}
+	if len(streams[0]) == 0 || !bytes.Equal(streams[0], streams[1]) {
+		t.Fatalf("two --reproducible runs differ (%d and %d bytes)", len(streams[0]), len(streams[1]))
+	}
+	evs := readSimulatedStream(t, streams[0])
+	if last := evs[len(evs)-1]; last.Kind() != events.KindSessionFailed {
+		t.Fatalf("last event %s, want SessionFailed with --fail-after", last.Kind())
+	}
+}
+
+func TestSimulateUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no output", []string{}, "no output"},
+		{"unknown env", []string{"--env", "pong", "-o", "-"}, "--env"},
+		{"zero lanes", []string{"--envs", "0", "-o", "-"}, "--envs"},
+		{"zero episodes", []string{"--episodes", "0", "-o", "-"}, "--episodes"},
+		{"zero sessions", []string{"--sessions", "0", "-o", "-"}, "--sessions"},
+		{"bad autoreset", []string{"--autoreset", "same-step", "-o", "-"}, "--autoreset"},
+		{"negative cap", []string{"--max-steps", "-1", "-o", "-"}, "--max-steps"},
+		{"negative fail", []string{"--fail-after", "-2", "-o", "-"}, "--fail-after"},
+		{"argument", []string{"-o", "-", "extra"}, "unexpected argument"},
+		{"unknown flag", []string{"--lanes", "3"}, "lanes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, stdout, stderr := simulateEnv()
+			code := run(context.Background(), env, append([]string{"simulate"}, tc.args...))
+			if code != 2 || !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Fatalf("usage error wrote %d bytes to stdout", stdout.Len())
+			}
+		})
+	}
+}
+
+func TestSimulateUnwritableOutput(t *testing.T) {
+	env, _, stderr := simulateEnv()
+	out := filepath.Join(t.TempDir(), "missing", "run.events")
+	if code := run(context.Background(), env, []string{"simulate", "-o", out}); code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("output exists after a failed run: %v", err)
+	}
+}
+
+func TestSimulateHelp(t *testing.T) {
+	env, stdout, _ := simulateEnv()
+	if code := run(context.Background(), env, []string{"simulate", "--help"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"Example:", "--reproducible", "-fail-after", "pick-place"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
