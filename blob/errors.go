@@ -64,7 +64,7 @@ type DecodeError struct {
 }
 
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("decode blob: leaf %d at offset %d: %v", e.Leaf, e.Offset, e.Err)
+	return fmt.Sprintf("%v (leaf %d at offset %d)", e.Err, e.Leaf, e.Offset)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
@@ -84,12 +84,14 @@ type SlabError struct {
 
 func (e *SlabError) Error() string {
 	switch {
+	case e.Leaf < 0 && e.Lane < 0:
+		return e.Err.Error()
 	case e.Leaf < 0:
-		return fmt.Sprintf("split lanes: %v", e.Err)
+		return fmt.Sprintf("%v (lane %d)", e.Err, e.Lane)
 	case e.Lane >= 0:
-		return fmt.Sprintf("leaf %d (%q) lane %d: %v", e.Leaf, e.Path, e.Lane, e.Err)
+		return fmt.Sprintf("%v (leaf %d %q, lane %d)", e.Err, e.Leaf, e.Path, e.Lane)
 	}
-	return fmt.Sprintf("leaf %d (%q): %v", e.Leaf, e.Path, e.Err)
+	return fmt.Sprintf("%v (leaf %d %q)", e.Err, e.Leaf, e.Path)
 }
 
 func (e *SlabError) Unwrap() error { return e.Err }

@@ -31,15 +31,15 @@ import (
 // allocates only to grow dst.
 func AppendJSON(dst []byte, layout *schema.Layout, leaves [][]byte) ([]byte, error) {
 	if len(leaves) != len(layout.Leaves) {
-		return dst, fmt.Errorf("render JSON: %w: %d leaves for a space of %d", ErrLeafCount, len(leaves), len(layout.Leaves))
+		return dst, fmt.Errorf("%w: %d leaves for a space of %d", ErrLeafCount, len(leaves), len(layout.Leaves))
 	}
 	for i := range layout.Leaves {
 		if err := checkLeaf(&layout.Leaves[i], leaves[i]); err != nil {
-			return dst, fmt.Errorf("render JSON: %w", err)
+			return dst, err
 		}
 	}
 	if len(layout.Leaves) == 0 && layout.Spec.GetDict() == nil && layout.Spec.GetTuple() == nil {
-		return dst, fmt.Errorf("render JSON: %w: space has no leaves", ErrLeafCount)
+		return dst, fmt.Errorf("%w: layout has no leaves and no Dict or Tuple root", ErrLeafCount)
 	}
 	next := 0
 	return appendSpace(dst, layout.Spec, layout, leaves, &next), nil

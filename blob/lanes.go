@@ -182,7 +182,7 @@ func JoinLanesLayout(layout *schema.Layout, lanes [][][]byte) ([][]byte, error) 
 	total := 0
 	for i, lane := range lanes {
 		if len(lane) != nl {
-			return nil, slabErr(-1, "", i, ErrLeafCount, "lane %d has %d leaves, space has %d", i, len(lane), nl)
+			return nil, slabErr(-1, "", i, ErrLeafCount, "%d leaves in the lane, %d in the space", len(lane), nl)
 		}
 	}
 	for li := range layout.Leaves {

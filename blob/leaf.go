@@ -82,7 +82,7 @@ func DecodeLeaf(leaf *schema.Leaf, b []byte) (any, error) {
 	case spacesv1.DataType_DATA_TYPE_FLOAT64:
 		return decodeAs[float64](leaf.DType, b, n, scalar)
 	}
-	return nil, fmt.Errorf("decode leaf %q: %w %s", leaf.Path, ErrDType, schema.DTypeName(leaf.DType))
+	return nil, fmt.Errorf("%w %s (leaf %q)", ErrDType, schema.DTypeName(leaf.DType), leaf.Path)
 }
 
 func decodeAs[T Number](dt spacesv1.DataType, b []byte, n int, scalar bool) (any, error) {
@@ -101,12 +101,12 @@ func decodeAs[T Number](dt spacesv1.DataType, b []byte, n int, scalar bool) (any
 func checkLeaf(leaf *schema.Leaf, b []byte) error {
 	if leaf.Kind == schema.KindText {
 		if !utf8.Valid(b) {
-			return fmt.Errorf("leaf %q: %w", leaf.Path, ErrInvalidUTF8)
+			return fmt.Errorf("%w (leaf %q)", ErrInvalidUTF8, leaf.Path)
 		}
 		return nil
 	}
 	if int64(len(b)) != leaf.Stride {
-		return fmt.Errorf("leaf %q: %w: %d bytes, %s needs %d", leaf.Path, ErrLeafSize, len(b), leaf, leaf.Stride)
+		return fmt.Errorf("%w: %d bytes, %s needs %d (leaf %q)", ErrLeafSize, len(b), leaf, leaf.Stride, leaf.Path)
 	}
 	return nil
 }

@@ -55,11 +55,10 @@ type SpecError struct {
 }
 
 func (e *SpecError) Error() string {
-	p := "(root)"
-	if e.Path != "" {
-		p = fmt.Sprintf("%q", e.Path)
+	if e.Path == "" {
+		return fmt.Sprintf("%v (at the root space)", e.Err)
 	}
-	return fmt.Sprintf("space %s: %v", p, e.Err)
+	return fmt.Sprintf("%v (at space %q)", e.Err, e.Path)
 }
 
 func (e *SpecError) Unwrap() error { return e.Err }
