@@ -39,8 +39,9 @@
 //	+-----------+-------------------+-----+-------------------+--------+-----+--------+
 //
 // N always comes from the carrying event, never from slab lengths; a slab
-// that does not fit N is a *SlabError. N must be at least 1 (the runtime
-// never sends an empty batch). A single-lane value, the form recorded per
+// that does not fit N is a *SlabError. N must be 1 to MaxLanes (the runtime
+// never sends an empty batch). Every lane leaf SplitLanes returns is non-nil,
+// empty ones included. A single-lane value, the form recorded per
 // step, uses the same per-leaf bytes without any header (Text is the bare
 // UTF-8).
 //
