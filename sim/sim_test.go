@@ -283,3 +283,61 @@ func ExampleRun() {
 	fmt.Println(err, sum.Episodes >= 10, sum.Failed)
 	// Output: <nil> true false
 }
+
+// slowHooks slows observations down so window snapshots get a chance to
+// fire mid-session.
+type slowHooks struct{ collector }
+
+func (s *slowHooks) OnObservationEmitted(ctx context.Context, ev *events.ObservationEmitted) error {
+	time.Sleep(200 * time.Microsecond)
+	return s.collector.OnObservationEmitted(ctx, ev)
+}
+
+func TestWindowTelemetry(t *testing.T) {
+	for _, fail := range []int64{0, 150} {
+		t.Run(fmt.Sprintf("fail-after=%d", fail), func(t *testing.T) {
+			h := &slowHooks{}
+			cfg := Config{Env: "cartpole", NumEnvs: 2, Autoreset: AutoresetNextStep, MaxEpisodes: 12,
+				FailAfterSteps: fail, Seed: 3, TelemetryInterval: 2 * time.Millisecond}
+			sum, err := Run(context.Background(), h, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			windows := 0
+			for _, ev := range h.all {
+				ts, ok := ev.(*events.TelemetrySnapshot)
+				if !ok || ts.Snapshot.Horizon != events.HorizonWindow {
+					continue
+				}
+				windows++
+				for _, row := range ts.Snapshot.Rows {
+					if row.Count == 0 || row.P50 > row.P95 || row.P95 > row.P99 {
+						t.Fatalf("bad window row %+v", row)
+					}
+				}
+			}
+			if windows == 0 {
+				t.Fatalf("no window snapshot in %d steps", sum.Steps)
+			}
+			// Window snapshots never come after the closing events.
+			checkSession(t, cfg, h.all, fail > 0)
+			final := h.all[len(h.all)-1] // success: SessionEnded, snapshot
+			if fail > 0 {
+				final = h.all[len(h.all)-2] // failure: snapshot, SessionFailed
+			}
+			ts, ok := final.(*events.TelemetrySnapshot)
+			if !ok || ts.Snapshot.Horizon != events.HorizonSession {
+				t.Fatalf("final snapshot missing: %s", final.Kind())
+			}
+			var steps uint64
+			for _, row := range ts.Snapshot.Rows {
+				if row.Op == "step" && row.Metric == "latency" {
+					steps = row.Count
+				}
+			}
+			if int64(steps) != sum.Steps {
+				t.Fatalf("session snapshot counts %d steps, ran %d", steps, sum.Steps)
+			}
+		})
+	}
+}
