@@ -41,7 +41,9 @@ type Summary struct {
 // the runtime); Run returns the first one wrapped in ErrHook at the end. A
 // cancelled ctx fails the session (final telemetry, SessionFailed) and Run
 // returns ctx's error. An injected failure (FailAfterSteps) is a simulated
-// outcome, not an error: Run returns nil and Summary.Failed.
+// outcome, not an error: Run returns nil and Summary.Failed. Hooks are
+// called with ctx stripped of its cancellation, so that the closing events
+// of a cancelled session are still delivered.
 func Run(ctx context.Context, hooks events.Hooks, cfg Config) (Summary, error) {
 	return run(ctx, hooks, cfg, 0)
 }
@@ -96,7 +98,6 @@ type laneState struct {
 	steps    int64
 	reward   float64
 	index    int64
-	open     bool // started and not completed
 	pending  bool // next-step: completed, resets on the next step
 	complete bool // scratch: completed on this step
 	term     bool
@@ -360,7 +361,7 @@ func (s *session) startEpisode(hctx context.Context, lane int, auto bool) {
 	now := s.clock()
 	s.nextIndex++
 	l := &s.lanes[lane]
-	*l = laneState{started: now, index: s.nextIndex, open: true}
+	*l = laneState{started: now, index: s.nextIndex}
 	s.epIDs[lane] = newUUIDv7(now, s.idRNG)
 	s.recIDs[lane] = recordID(s.nextIndex)
 	ev := &s.evStart
@@ -372,7 +373,6 @@ func (s *session) startEpisode(hctx context.Context, lane int, auto bool) {
 
 func (s *session) completeEpisode(hctx context.Context, lane int) {
 	l := &s.lanes[lane]
-	l.open = false
 	s.completed++
 	ev := &s.evDone
 	*ev = events.EpisodeCompleted{SessionID: s.id, Route: s.route,

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
 func streamOf(t *testing.T, cfg Config) []byte {
@@ -337,6 +338,50 @@ func TestWindowTelemetry(t *testing.T) {
 			}
 			if int64(steps) != sum.Steps {
 				t.Fatalf("session snapshot counts %d steps, ran %d", steps, sum.Steps)
+			}
+		})
+	}
+}
+
+// TestSlabsMatchJoinLanes checks the envs' in-place batch slabs against
+// blob.JoinLanes of the same values split per lane.
+func TestSlabsMatchJoinLanes(t *testing.T) {
+	for _, name := range Envs() {
+		t.Run(name, func(t *testing.T) {
+			factory, err := lookupEnv(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 5
+			e := factory(n, rand.New(rand.NewPCG(1, 1)), rand.New(rand.NewPCG(1, 2)))
+			obsSpec, actSpec := e.spaces()
+			for step := range 3 {
+				act := e.act()
+				for lane := range n {
+					e.step(lane, act)
+				}
+				for _, c := range []struct {
+					what  string
+					spec  *spacesv1.SpaceSpec
+					slabs [][]byte
+				}{{"action", actSpec, act}, {"observation", obsSpec, e.observe()}} {
+					lanes, err := blob.SplitLanes(c.spec, c.slabs, n)
+					if err != nil {
+						t.Fatalf("step %d %s: split: %v", step, c.what, err)
+					}
+					joined, err := blob.JoinLanes(c.spec, lanes)
+					if err != nil {
+						t.Fatalf("step %d %s: join: %v", step, c.what, err)
+					}
+					if len(joined) != len(c.slabs) {
+						t.Fatalf("step %d %s: %d slabs rejoin to %d", step, c.what, len(c.slabs), len(joined))
+					}
+					for i := range joined {
+						if !bytes.Equal(joined[i], c.slabs[i]) {
+							t.Fatalf("step %d %s: slab %d differs from blob.JoinLanes", step, c.what, i)
+						}
+					}
+				}
 			}
 		})
 	}
