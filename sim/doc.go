@@ -11,6 +11,10 @@
 //	})
 //
 // RunSessions runs several sessions concurrently into one shared Hooks.
+// StreamHooks writes what it receives as an event stream (the input of
+// rlrec ingest); Envs lists the built-in environments: cartpole (classic
+// control), pick-place (camera image, state and instruction) and
+// all-leaves (every leaf kind and dtype).
 //
 // # Event order in one session
 //
