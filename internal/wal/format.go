@@ -133,13 +133,10 @@ func checkRecord(b []byte, off int) (typ byte, end int, bad int) {
 	return typ, end, recordOK
 }
 
-// appendRecord frames body (already encoded with codec) onto dst.
-func appendRecord(dst []byte, codec byte, body []byte) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(body)))
-	dst = append(dst, kindFull|codec)
-	dst = append(dst, body...)
-	binary.LittleEndian.PutUint32(dst[start:], crc32.Checksum(dst[start+4:], castagnoli))
-	return dst
+// finishRecord fills in the header of rec, a record whose stored payload
+// follows its header space.
+func finishRecord(rec []byte, codec byte) {
+	binary.LittleEndian.PutUint32(rec[4:8], uint32(len(rec)-recordHeaderSize))
+	rec[8] = kindFull | codec
+	binary.LittleEndian.PutUint32(rec[0:4], crc32.Checksum(rec[4:], castagnoli))
 }

@@ -88,7 +88,7 @@ type Log struct {
 	rep  RepairReport
 
 	mu         sync.Mutex
-	cur        []byte // records appended, not yet taken by the writer: (len uint32, payload)...
+	cur        []byte // records appended, not yet taken by the writer, framed but for CRC and type
 	spare      []byte // the writer's previous batch buffer, for reuse
 	pending    int    // bytes in cur and in the batch being written
 	last       Pos    // last appended
@@ -109,7 +109,6 @@ type Log struct {
 	segSize  int64
 	segEmpty bool // no record in seg yet
 	dirty    bool // written since the last fsync
-	out      []byte
 	enc      *encoder
 
 	segMu sync.Mutex
@@ -216,7 +215,7 @@ func (l *Log) Append(payload []byte) (Pos, error) {
 	if len(payload) > MaxRecordSize {
 		return 0, fmt.Errorf("wal: append %d bytes: %w (limit %d)", len(payload), ErrTooLarge, MaxRecordSize)
 	}
-	need := 4 + len(payload)
+	need := recordHeaderSize + len(payload)
 	l.mu.Lock()
 	for {
 		if l.err != nil {
@@ -237,8 +236,15 @@ func (l *Log) Append(payload []byte) (Pos, error) {
 		<-ch
 		l.mu.Lock()
 	}
-	l.cur = binary.LittleEndian.AppendUint32(l.cur, uint32(len(payload)))
-	l.cur = append(l.cur, payload...)
+	// The record goes in framed but for its CRC and type, which the writer
+	// fills in (it may compress the payload first).
+	off := len(l.cur)
+	if cap(l.cur)-off < need {
+		l.cur = grow(l.cur, need, l.opts.MaxPending)
+	}
+	l.cur = l.cur[:off+need]
+	binary.LittleEndian.PutUint32(l.cur[off+4:], uint32(len(payload)))
+	copy(l.cur[off+recordHeaderSize:], payload)
 	l.pending += need
 	l.last++
 	pos := l.last
@@ -248,6 +254,17 @@ func (l *Log) Append(payload []byte) (Pos, error) {
 		l.wake()
 	}
 	return pos, nil
+}
+
+// grow returns b with room for need more bytes, doubling its capacity up
+// to limit so that a buffer reaches its working size in a few steps.
+func grow(b []byte, need, limit int) []byte {
+	c := max(2*cap(b), 64<<10)
+	c = min(c, max(limit, len(b)+need))
+	c = max(c, len(b)+need)
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
 }
 
 func (l *Log) wake() {

@@ -67,20 +67,25 @@ func (l *Log) flush(sync bool) {
 	l.mu.Unlock()
 }
 
-// writeBatch frames the records of batch, the first at pos, and writes them,
-// starting new segments as they fill.
+// writeBatch finishes the framing of the records in batch, the first at
+// pos, in place, and writes them, starting new segments as they fill. A
+// compressed record is shorter than its payload, so the records after it
+// move down; the output never overtakes the input.
 func (l *Log) writeBatch(batch []byte, pos Pos) error {
-	out := l.out[:0]
-	for off := 0; off < len(batch); pos++ {
-		n := int(binary.LittleEndian.Uint32(batch[off:]))
-		p := batch[off+4 : off+4+n]
-		off += 4 + n
-		start := len(out)
+	w := 0         // end of the finished output
+	unwritten := 0 // start of the output not yet written
+	for r := 0; r < len(batch); pos++ {
+		n := int(binary.LittleEndian.Uint32(batch[r+4:]))
+		p := batch[r+recordHeaderSize : r+recordHeaderSize+n]
+		r += recordHeaderSize + n
 		codec, body := l.enc.encode(p)
-		out = appendRecord(out, codec, body)
-		if l.segSize+int64(len(out)) > l.opts.SegmentSize && !(l.segEmpty && start == 0) {
+		start := w
+		copy(batch[w+recordHeaderSize:], body)
+		w += recordHeaderSize + len(body)
+		finishRecord(batch[start:w], codec)
+		if l.segSize+int64(w-unwritten) > l.opts.SegmentSize && !(l.segEmpty && start == unwritten) {
 			// This record starts the next segment.
-			if err := l.write(out[:start]); err != nil {
+			if err := l.write(batch[unwritten:start]); err != nil {
 				return err
 			}
 			if err := l.sealSegment(); err != nil {
@@ -89,12 +94,11 @@ func (l *Log) writeBatch(batch []byte, pos Pos) error {
 			if err := l.newSegment(pos); err != nil {
 				return err
 			}
-			out = out[:copy(out, out[start:])]
+			unwritten = start
 		}
 		l.segEmpty = false
 	}
-	l.out = out
-	return l.write(out)
+	return l.write(batch[unwritten:w])
 }
 
 func (l *Log) write(b []byte) error {
