@@ -37,68 +37,71 @@ func decodeInt64(dt spacesv1.DataType, b []byte) int64 {
 
 // appendElems appends the elements of leaf bytes b as values of column c.
 // For a list (rep == 1) the first element has repetition level 0 and the
-// others 1; def is the definition level of a present element.
+// others 1; def is the definition level of a present element. Values carry
+// no column index: parquet-go's column writers do not read it.
 func appendElems(dst []parquet.Value, c *schema.TypedColumn, b []byte, rep, def int) []parquet.Value {
-	idx := c.Index
-	r := 0
+	start := len(dst)
+	dst = appendElemValues(dst, c, b)
+	vals := dst[start:]
+	for i := range vals {
+		vals[i].SetRepetitionLevel(rep)
+		vals[i].SetDefinitionLevel(def)
+	}
+	if len(vals) > 0 {
+		vals[0].SetRepetitionLevel(0)
+	}
+	return dst
+}
+
+// appendElemValues appends the elements of b, without levels.
+func appendElemValues(dst []parquet.Value, c *schema.TypedColumn, b []byte) []parquet.Value {
 	if c.Leaf.Kind == schema.KindMultiBinary {
 		for _, x := range b {
-			dst = append(dst, parquet.BooleanValue(x != 0).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.BooleanValue(x != 0))
 		}
 		return dst
 	}
 	switch c.Leaf.DType {
 	case spacesv1.DataType_DATA_TYPE_BOOL:
 		for _, x := range b {
-			dst = append(dst, parquet.BooleanValue(x != 0).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.BooleanValue(x != 0))
 		}
 	case spacesv1.DataType_DATA_TYPE_UINT8:
 		for _, x := range b {
-			dst = append(dst, parquet.Int32Value(int32(x)).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.Int32Value(int32(x)))
 		}
 	case spacesv1.DataType_DATA_TYPE_INT8:
 		for _, x := range b {
-			dst = append(dst, parquet.Int32Value(int32(int8(x))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.Int32Value(int32(int8(x))))
 		}
 	case spacesv1.DataType_DATA_TYPE_UINT16:
 		for i := 0; i+2 <= len(b); i += 2 {
-			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint16(b[i:]))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint16(b[i:]))))
 		}
 	case spacesv1.DataType_DATA_TYPE_INT16:
 		for i := 0; i+2 <= len(b); i += 2 {
-			dst = append(dst, parquet.Int32Value(int32(int16(binary.LittleEndian.Uint16(b[i:])))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.Int32Value(int32(int16(binary.LittleEndian.Uint16(b[i:])))))
 		}
 	case spacesv1.DataType_DATA_TYPE_UINT32, spacesv1.DataType_DATA_TYPE_INT32:
 		// UINT_32 is stored in INT32 with the same bits.
 		for i := 0; i+4 <= len(b); i += 4 {
-			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint32(b[i:]))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint32(b[i:]))))
 		}
 	case spacesv1.DataType_DATA_TYPE_UINT64, spacesv1.DataType_DATA_TYPE_INT64:
 		for i := 0; i+8 <= len(b); i += 8 {
-			dst = append(dst, parquet.Int64Value(int64(binary.LittleEndian.Uint64(b[i:]))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.Int64Value(int64(binary.LittleEndian.Uint64(b[i:]))))
 		}
 	case spacesv1.DataType_DATA_TYPE_FLOAT16:
 		for i := 0; i+2 <= len(b); i += 2 {
-			dst = append(dst, parquet.FloatValue(halfToFloat32(binary.LittleEndian.Uint16(b[i:]))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.FloatValue(halfToFloat32(binary.LittleEndian.Uint16(b[i:]))))
 		}
 	case spacesv1.DataType_DATA_TYPE_FLOAT32:
 		for i := 0; i+4 <= len(b); i += 4 {
-			dst = append(dst, parquet.FloatValue(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.FloatValue(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))))
 		}
 	case spacesv1.DataType_DATA_TYPE_FLOAT64:
 		for i := 0; i+8 <= len(b); i += 8 {
-			dst = append(dst, parquet.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))).Level(r, def, idx))
-			r = rep
+			dst = append(dst, parquet.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))))
 		}
 	}
 	return dst
@@ -126,4 +129,11 @@ func halfToFloat32(h uint16) float32 {
 		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
 	}
 	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}
+
+// present returns v with definition level 1: a present value of an
+// optional top-level column. (parquet.Value.Level does not inline.)
+func present(v parquet.Value) parquet.Value {
+	v.SetDefinitionLevel(1)
+	return v
 }

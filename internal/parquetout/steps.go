@@ -62,6 +62,7 @@ const (
 // steps file of those spaces. It is immutable and safe for concurrent use.
 type StepsFormat struct {
 	table     *schema.StepsTable
+	typed     []*schema.TypedColumn // observation then action columns
 	cfg       Config
 	spaces    spaceJSON
 	blobPaths [][]string
@@ -82,6 +83,12 @@ func NewStepsFormat(obs, act *schema.Layout, cfg Config) (*StepsFormat, error) {
 	f := &StepsFormat{table: table, cfg: cfg}
 	if f.spaces, err = newSpaceJSON(layoutSpec(obs), layoutSpec(act)); err != nil {
 		return nil, err
+	}
+	for i := range table.Observation {
+		f.typed = append(f.typed, &table.Observation[i])
+	}
+	for i := range table.Action {
+		f.typed = append(f.typed, &table.Action[i])
 	}
 	f.blobPaths = [][]string{{schema.ColObservationBlob}, {schema.ColActionBlob}}
 	for _, cols := range [][]schema.TypedColumn{table.Observation, table.Action} {
@@ -118,8 +125,10 @@ type StepsWriter struct {
 	part *Part
 	pw   *parquet.Writer
 
-	vals    [][]parquet.Value // per column, rows not yet handed to parquet-go
-	arena   []byte            // copies of the bytes those rows reference
+	rowBuf  []pendingRow    // rows not yet handed to parquet-go
+	leafBuf [][]byte        // their typed leaves, row-major
+	arena   []byte          // copies of the bytes those rows reference
+	scratch []parquet.Value // one column of the batch
 	pending int
 
 	groupRows  int64
@@ -146,7 +155,6 @@ func (f *StepsFormat) Create(fsys vfs.FS, dir, sessionID, episodeRecordID string
 		f:     f,
 		part:  part,
 		pw:    parquet.NewWriter(part, opts...),
-		vals:  make([][]parquet.Value, len(f.table.Schema.Columns())),
 		arena: make([]byte, 0, arenaSize),
 	}
 	return w, nil
@@ -188,22 +196,24 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		}
 	}
 
-	v := w.vals
-	v[colEpisodeID] = append(v[colEpisodeID], parquet.ByteArrayValue(stringBytes(r.EpisodeID)).Level(0, 0, colEpisodeID))
-	v[colEpisodeIndex] = append(v[colEpisodeIndex], parquet.Int64Value(r.EpisodeIndex).Level(0, 0, colEpisodeIndex))
-	v[colEnvIndex] = append(v[colEnvIndex], parquet.Int32Value(r.EnvIndex).Level(0, 0, colEnvIndex))
-	v[colStep] = append(v[colStep], parquet.Int64Value(r.Step).Level(0, 0, colStep))
-	v[colSessionStep] = append(v[colSessionStep], parquet.Int64Value(r.SessionStep).Level(0, 0, colSessionStep))
-	v[colObservationBlob] = append(v[colObservationBlob], w.optionalBytes(r.ObservationBlob, colObservationBlob))
-	v[colActionBlob] = append(v[colActionBlob], w.optionalBytes(r.ActionBlob, colActionBlob))
-	v[colReward] = append(v[colReward], parquet.DoubleValue(r.Reward).Level(0, 0, colReward))
-	v[colIsFirst] = append(v[colIsFirst], parquet.BooleanValue(r.IsFirst).Level(0, 0, colIsFirst))
-	v[colIsLast] = append(v[colIsLast], parquet.BooleanValue(r.IsLast).Level(0, 0, colIsLast))
-	v[colTerminated] = append(v[colTerminated], parquet.BooleanValue(r.Terminated).Level(0, 0, colTerminated))
-	v[colTruncated] = append(v[colTruncated], parquet.BooleanValue(r.Truncated).Level(0, 0, colTruncated))
-	v[colRecordedAt] = append(v[colRecordedAt], parquet.Int64Value(r.RecordedAt.UnixMicro()).Level(0, 0, colRecordedAt))
-	w.appendTyped(t.Observation, r.ObservationLeaves)
-	w.appendTyped(t.Action, r.ActionLeaves)
+	pr := pendingRow{
+		episodeID:    r.EpisodeID,
+		episodeIndex: r.EpisodeIndex,
+		envIndex:     r.EnvIndex,
+		step:         r.Step,
+		sessionStep:  r.SessionStep,
+		obsBlob:      w.keepOptional(r.ObservationBlob),
+		actBlob:      w.keepOptional(r.ActionBlob),
+		reward:       r.Reward,
+		isFirst:      r.IsFirst,
+		isLast:       r.IsLast,
+		terminated:   r.Terminated,
+		truncated:    r.Truncated,
+		recordedAt:   r.RecordedAt.UnixMicro(),
+	}
+	w.rowBuf = append(w.rowBuf, pr)
+	w.keepLeaves(len(t.Observation), r.ObservationLeaves)
+	w.keepLeaves(len(t.Action), r.ActionLeaves)
 
 	w.pending++
 	w.rows++
@@ -249,72 +259,180 @@ func checkLeaves(cols []schema.TypedColumn, leaves [][]byte, side string) (int, 
 	return n, nil
 }
 
-// optionalBytes copies b into the arena and returns it as a value of an
-// optional column; nil gives null.
-func (w *StepsWriter) optionalBytes(b []byte, col int) parquet.Value {
-	if b == nil {
-		return parquet.NullValue().Level(0, 0, col)
-	}
-	return parquet.ByteArrayValue(w.keep(b)).Level(0, 1, col)
+// pendingRow is a row's fixed columns, buffered until the batch is handed
+// to parquet-go; byte slices point into the arena (nil: null).
+type pendingRow struct {
+	episodeID    string
+	obsBlob      []byte
+	actBlob      []byte
+	episodeIndex int64
+	step         int64
+	sessionStep  int64
+	recordedAt   int64
+	reward       float64
+	envIndex     int32
+	isFirst      bool
+	isLast       bool
+	terminated   bool
+	truncated    bool
 }
 
-// keep copies b into the arena; the caller made sure it fits.
+// keepOptional copies b into the arena; nil stays nil (null).
+func (w *StepsWriter) keepOptional(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return w.keep(b)
+}
+
+// keep copies b into the arena, returning a non-nil slice also for an
+// empty b; the caller made sure it fits.
 func (w *StepsWriter) keep(b []byte) []byte {
 	start := len(w.arena)
 	w.arena = append(w.arena, b...)
 	return w.arena[start:len(w.arena):len(w.arena)]
 }
 
-func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
-// appendTyped decodes one side's leaves into its typed columns.
-func (w *StepsWriter) appendTyped(cols []schema.TypedColumn, leaves [][]byte) {
-	for i := range cols {
-		c := &cols[i]
-		idx := c.Index
-		dst := w.vals[idx]
-		if leaves == nil {
-			w.vals[idx] = append(dst, parquet.NullValue().Level(0, 0, idx))
-			continue
+// keepLeaves buffers one side's n leaves (or n nils for a null side).
+// Leaves stored by reference (Text, binary) are copied into the arena;
+// numeric leaves too, since they are decoded only when the batch is
+// written, column by column.
+func (w *StepsWriter) keepLeaves(n int, leaves [][]byte) {
+	if leaves == nil {
+		for i := 0; i < n; i++ {
+			w.leafBuf = append(w.leafBuf, nil)
 		}
-		b := leaves[i]
-		switch c.Form {
-		case schema.FormString, schema.FormBinary:
-			dst = append(dst, parquet.ByteArrayValue(w.keep(b)).Level(0, 1, idx))
-		case schema.FormScalar:
-			if c.Leaf.Kind == schema.KindDiscrete {
-				dst = append(dst, parquet.Int64Value(decodeInt64(c.Leaf.DType, b)).Level(0, 1, idx))
-			} else {
-				dst = appendElems(dst, c, b, 0, 1)
-			}
-		case schema.FormList:
-			if c.Leaf.Numel == 0 {
-				dst = append(dst, parquet.NullValue().Level(0, 1, idx))
-			} else {
-				dst = appendElems(dst, c, b, 1, 2)
-			}
-		}
-		w.vals[idx] = dst
+		return
+	}
+	for _, b := range leaves {
+		w.leafBuf = append(w.leafBuf, w.keep(b))
 	}
 }
 
-// writePending hands the buffered rows to parquet-go, which copies them
-// into its column buffers, and empties the arena.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// writePending hands the buffered rows to parquet-go, column by column,
+// which copies them into its column buffers, and empties the arena.
 func (w *StepsWriter) writePending() error {
 	if w.pending == 0 {
 		return nil
 	}
 	cols := w.pw.ColumnWriters()
-	for i, vals := range w.vals {
-		if _, err := cols[i].WriteRowValues(vals); err != nil {
+	rows := w.rowBuf
+	for c := 0; c < len(cols); c++ {
+		s := w.scratch[:0]
+		switch c {
+		case colEpisodeID:
+			for i := range rows {
+				s = append(s, parquet.ByteArrayValue(stringBytes(rows[i].episodeID)))
+			}
+		case colEpisodeIndex:
+			for i := range rows {
+				s = append(s, parquet.Int64Value(rows[i].episodeIndex))
+			}
+		case colEnvIndex:
+			for i := range rows {
+				s = append(s, parquet.Int32Value(rows[i].envIndex))
+			}
+		case colStep:
+			for i := range rows {
+				s = append(s, parquet.Int64Value(rows[i].step))
+			}
+		case colSessionStep:
+			for i := range rows {
+				s = append(s, parquet.Int64Value(rows[i].sessionStep))
+			}
+		case colObservationBlob:
+			for i := range rows {
+				s = appendOptionalBytes(s, rows[i].obsBlob)
+			}
+		case colActionBlob:
+			for i := range rows {
+				s = appendOptionalBytes(s, rows[i].actBlob)
+			}
+		case colReward:
+			for i := range rows {
+				s = append(s, parquet.DoubleValue(rows[i].reward))
+			}
+		case colIsFirst:
+			for i := range rows {
+				s = append(s, parquet.BooleanValue(rows[i].isFirst))
+			}
+		case colIsLast:
+			for i := range rows {
+				s = append(s, parquet.BooleanValue(rows[i].isLast))
+			}
+		case colTerminated:
+			for i := range rows {
+				s = append(s, parquet.BooleanValue(rows[i].terminated))
+			}
+		case colTruncated:
+			for i := range rows {
+				s = append(s, parquet.BooleanValue(rows[i].truncated))
+			}
+		case colRecordedAt:
+			for i := range rows {
+				s = append(s, parquet.Int64Value(rows[i].recordedAt))
+			}
+		default:
+			s = w.appendTyped(s, c-schema.NumFixedStepsColumns)
+		}
+		w.scratch = s
+		if _, err := cols[c].WriteRowValues(s); err != nil {
 			w.err = fmt.Errorf("parquetout: write steps to %s: %w", w.part.TempPath(), err)
 			return w.err
 		}
-		w.vals[i] = vals[:0]
 	}
+	clear(w.rowBuf)
+	clear(w.leafBuf)
+	w.rowBuf, w.leafBuf = w.rowBuf[:0], w.leafBuf[:0]
 	w.pending = 0
 	w.arena = w.arena[:0]
 	return nil
+}
+
+func appendOptionalBytes(s []parquet.Value, b []byte) []parquet.Value {
+	if b == nil {
+		return append(s, parquet.NullValue())
+	}
+	v := parquet.ByteArrayValue(b)
+	v.SetDefinitionLevel(1)
+	return append(s, v)
+}
+
+// appendTyped decodes typed column k (0-based over observation then action
+// columns) of every pending row into s.
+func (w *StepsWriter) appendTyped(s []parquet.Value, k int) []parquet.Value {
+	c := w.f.typed[k]
+	nt := len(w.f.typed)
+	for i := 0; i < w.pending; i++ {
+		b := w.leafBuf[i*nt+k]
+		if b == nil {
+			s = append(s, parquet.NullValue())
+			continue
+		}
+		var v parquet.Value
+		switch c.Form {
+		case schema.FormString, schema.FormBinary:
+			v = parquet.ByteArrayValue(b)
+		case schema.FormScalar:
+			if c.Leaf.Kind == schema.KindDiscrete {
+				v = parquet.Int64Value(decodeInt64(c.Leaf.DType, b))
+			} else {
+				s = appendElems(s, c, b, 0, 1)
+				continue
+			}
+		case schema.FormList:
+			if c.Leaf.Numel > 0 {
+				s = appendElems(s, c, b, 1, 2)
+				continue
+			}
+			// An empty list: defined (level 1) but with no element.
+		}
+		v.SetDefinitionLevel(1)
+		s = append(s, v)
+	}
+	return s
 }
 
 // Flush ends the current row group: it encodes and writes the buffered
@@ -374,5 +492,5 @@ func (w *StepsWriter) Abort() error {
 }
 
 func (w *StepsWriter) release() {
-	w.vals, w.arena = nil, nil
+	w.rowBuf, w.leafBuf, w.arena, w.scratch = nil, nil, nil, nil
 }
