@@ -246,8 +246,9 @@ type TypedColumn struct {
 	Leaf Leaf
 	// Form says how the leaf is stored.
 	Form ColumnForm
-	// Kind is the parquet physical type of the column's values (for
-	// FormScalar and FormList): Boolean, Int32, Int64, Float or Double.
+	// Kind is the parquet physical type of the column's values: Boolean,
+	// Int32, Int64, Float or Double for FormScalar and FormList (of the
+	// list elements), ByteArray for FormString and FormBinary.
 	Kind parquet.Kind
 }
 
@@ -348,10 +349,10 @@ func typedNode(col *TypedColumn, threshold int) (parquet.Node, error) {
 	leaf := &col.Leaf
 	switch {
 	case leaf.Kind == KindText:
-		col.Form = FormString
+		col.Form, col.Kind = FormString, parquet.ByteArray
 		return parquet.Optional(parquet.String()), nil
 	case leaf.Stride > int64(threshold):
-		col.Form = FormBinary
+		col.Form, col.Kind = FormBinary, parquet.ByteArray
 		return parquet.Optional(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), plainEnc)), nil
 	}
 	var elem parquet.Node
