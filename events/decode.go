@@ -32,6 +32,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -76,20 +77,16 @@ func (m *specMemo) add(raw []byte, s *spacesv1.SpaceSpec) {
 	m.spec[i] = s
 }
 
-// strRef is a string as offsets into Decoder.str.
-type strRef struct{ lo, hi int }
+// span is a string as offsets into Decoder.str, or a leaf or nested
+// message as offsets into the input.
+type span struct{ lo, hi int }
 
-// strFix says that *dst is the string at ref once the event is complete.
-type strFix struct {
-	dst *string
-	ref strRef
-}
-
-// rawRow is a telemetry row whose strings are still offsets.
+// rawRow is a telemetry row whose strings are still spans.
 type rawRow struct {
-	op, component, metric strRef
+	op, component, metric span
 	kind                  int32
-	row                   TelemetryRow
+	count                 uint64
+	avg, p50, p95, p99    float64
 }
 
 // Decoder decodes eventsv1.Event messages into events. It keeps scratch
@@ -104,20 +101,22 @@ type rawRow struct {
 type Decoder struct {
 	// fresh turns the spec memo off (Unmarshal's pooled decoders).
 	fresh bool
+	// strict checks each string's UTF-8 as it is read.
+	strict bool
 
-	// Scratch of one Decode, reset by each; slices of the input are
-	// cleared before Decode returns so the input is not kept alive.
-	str     []byte // the bytes of every string of the event
-	hdr     [4]strRef
-	fixes   []strFix
-	ids     [2][]strRef
-	leaves  [][]byte
+	// Scratch of one Decode. It holds no pointers, so filling it costs
+	// no write barriers and it keeps nothing alive.
+	str     []byte  // the bytes of every string of the event
+	hdr     [4]span // session_id and the route's three strings
+	sing    [2]span // the kind message's fields 1 and 2 when strings
+	ids     [2][]span
+	leaves  []span
 	value   bool // the SpaceValue is present
-	nested  [][]byte
+	nested  []span
 	rewards []float64
 	rows    []rawRow
 	enum    int32 // log level or telemetry horizon
-	src     strRef
+	src     span
 	hasSrc  bool
 
 	actSpecs, obsSpecs specMemo
@@ -134,7 +133,6 @@ var decoderPool = sync.Pool{New: func() any { return &Decoder{fresh: true} }}
 // ErrUnknownEnum.
 func (d *Decoder) Decode(b []byte) (Event, time.Time, error) {
 	ev, ns, err := d.decode(b)
-	d.clearKind()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -149,14 +147,26 @@ func malformed(what string) error {
 // varint and fixed types, val for length-delimited ones; a group is
 // skipped). n < 0 means malformed input.
 func consumeField(b []byte) (num protowire.Number, typ protowire.Type, v uint64, val []byte, n int) {
-	var t uint64
-	if len(b) > 0 && b[0] < 0x80 {
-		t, n = uint64(b[0]), 1
-	} else {
-		t, n = protowire.ConsumeVarint(b)
-		if n < 0 {
-			return 0, 0, 0, nil, n
+	// Fast path: a one-byte tag with a one-byte varint or length.
+	if len(b) >= 2 && b[0] < 0x80 && b[0] >= 1<<3 && b[1] < 0x80 {
+		num, typ = protowire.Number(b[0]>>3), protowire.Type(b[0]&7)
+		switch typ {
+		case protowire.VarintType:
+			return num, typ, uint64(b[1]), nil, 2
+		case protowire.BytesType:
+			if end := 2 + int(b[1]); end <= len(b) {
+				return num, typ, 0, b[2:end], end
+			}
 		}
+	}
+	return consumeFieldSlow(b)
+}
+
+func consumeFieldSlow(b []byte) (num protowire.Number, typ protowire.Type, v uint64, val []byte, n int) {
+	var t uint64
+	t, n = protowire.ConsumeVarint(b)
+	if n < 0 {
+		return 0, 0, 0, nil, n
 	}
 	// protobuf-go refuses field numbers outside [1, 2^29-1] at message
 	// level (protowire.ConsumeTag would take up to 2^31-1).
@@ -168,11 +178,7 @@ func consumeField(b []byte) (num protowire.Number, typ protowire.Type, v uint64,
 	var m int
 	switch typ {
 	case protowire.VarintType:
-		if len(b) > 0 && b[0] < 0x80 {
-			v, m = uint64(b[0]), 1
-		} else {
-			v, m = protowire.ConsumeVarint(b)
-		}
+		v, m = protowire.ConsumeVarint(b)
 	case protowire.Fixed64Type:
 		v, m = protowire.ConsumeFixed64(b)
 	case protowire.BytesType:
@@ -188,61 +194,62 @@ func consumeField(b []byte) (num protowire.Number, typ protowire.Type, v uint64,
 	return num, typ, v, val, n + m
 }
 
-// addStr checks that s is UTF-8 and keeps it for the event's string.
-func (d *Decoder) addStr(s []byte, field string) (strRef, error) {
-	if !utf8.Valid(s) {
-		return strRef{}, malformed(field + ": string field contains invalid UTF-8")
+// isASCII reports whether every byte of b is below 0x80.
+func isASCII(b []byte) bool {
+	var or uint64
+	for len(b) >= 8 {
+		or |= binary.LittleEndian.Uint64(b)
+		b = b[8:]
+	}
+	for _, c := range b {
+		or |= uint64(c)
+	}
+	return or&asciiMask == 0
+}
+
+// addStr keeps s for the event's string. UTF-8 is checked string by
+// string only in strict mode; otherwise decode checks that all the strings
+// together are ASCII, and decodes again in strict mode if they are not.
+func (d *Decoder) addStr(s []byte, field string) (span, error) {
+	if d.strict && !utf8.Valid(s) {
+		return span{}, malformed(field + ": string field contains invalid UTF-8")
 	}
 	lo := len(d.str)
 	d.str = append(d.str, s...)
-	return strRef{lo, len(d.str)}, nil
-}
-
-// setStr arranges for *dst to be s.
-func (d *Decoder) setStr(dst *string, s []byte, field string) error {
-	r, err := d.addStr(s, field)
-	if err != nil {
-		return err
-	}
-	d.fixes = append(d.fixes, strFix{dst, r})
-	return nil
+	return span{lo, len(d.str)}, nil
 }
 
 // resetKind drops what was decoded of the kind message before a different
 // kind replaced it. Specs and maps not yet decoded are decoded first, since
 // proto.Unmarshal would have failed on a malformed one.
-func (d *Decoder) resetKind(k Kind) error {
-	if err := d.checkNested(k); err != nil {
+func (d *Decoder) resetKind(in []byte, k Kind) error {
+	if err := d.checkNested(in, k); err != nil {
 		return err
 	}
 	d.clearKind()
 	return nil
 }
 
-// clearKind empties the scratch of the kind message, dropping its
-// pointers into the event and the input.
+// clearKind empties the scratch of the kind message.
 func (d *Decoder) clearKind() {
-	clear(d.fixes)
-	d.fixes = d.fixes[:0]
+	d.sing = [2]span{}
 	d.ids[0], d.ids[1] = d.ids[0][:0], d.ids[1][:0]
-	clear(d.leaves)
 	d.leaves = d.leaves[:0]
 	d.value = false
-	clear(d.nested)
 	d.nested = d.nested[:0]
 	d.rewards = d.rewards[:0]
 	d.rows = d.rows[:0]
 	d.enum = 0
-	d.src, d.hasSrc = strRef{}, false
+	d.src, d.hasSrc = span{}, false
 }
 
-func (d *Decoder) checkNested(k Kind) error {
-	for _, raw := range d.nested {
+func (d *Decoder) checkNested(in []byte, k Kind) error {
+	for _, r := range d.nested {
 		var err error
 		if k == KindEpisodeCompleted {
-			err = nestedUnmarshal.Unmarshal(raw, &spacesv1.MetaMap{})
+			err = nestedUnmarshal.Unmarshal(in[r.lo:r.hi], &spacesv1.MetaMap{})
 		} else {
-			err = nestedUnmarshal.Unmarshal(raw, &spacesv1.SpaceSpec{})
+			err = nestedUnmarshal.Unmarshal(in[r.lo:r.hi], &spacesv1.SpaceSpec{})
 		}
 		if err != nil {
 			return fmt.Errorf("decode %v event: %w: %w", k, ErrMalformed, err)
@@ -281,21 +288,21 @@ func newEvent(k Kind) Event {
 	return nil
 }
 
-func (d *Decoder) decode(b []byte) (Event, int64, error) {
+func (d *Decoder) decode(in []byte) (Event, int64, error) {
 	d.str = d.str[:0]
-	d.hdr = [4]strRef{}
+	d.hdr = [4]span{}
+	d.clearKind()
 	var (
 		ns   int64
 		kind Kind
 		ev   Event
 	)
-	d.clearKind()
-	for len(b) > 0 {
-		num, typ, v, val, n := consumeField(b)
+	for pos := 0; pos < len(in); {
+		num, typ, v, val, n := consumeField(in[pos:])
 		if n < 0 {
-			return nil, 0, malformed(fmt.Sprintf("field: %v", protowire.ParseError(n)))
+			return nil, 0, malformed(protowire.ParseError(n).Error())
 		}
-		b = b[n:]
+		pos += n
 		switch {
 		case num == 1 && typ == protowire.BytesType:
 			r, err := d.addStr(val, "session_id")
@@ -311,20 +318,26 @@ func (d *Decoder) decode(b []byte) (Event, int64, error) {
 			ns = int64(v)
 		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(KindTelemetrySnapshot) && typ == protowire.BytesType:
 			if k := Kind(num); k != kind {
-				if err := d.resetKind(kind); err != nil {
+				if err := d.resetKind(in, kind); err != nil {
 					return nil, 0, err
 				}
 				kind, ev = k, newEvent(k)
 			}
-			if err := d.decodeBody(ev, val); err != nil {
+			if err := d.decodeBody(ev, val, pos-len(val)); err != nil {
 				return nil, 0, err
 			}
 		}
 	}
+	if !d.strict && !isASCII(d.str) {
+		d.strict = true
+		ev, ns, err := d.decode(in)
+		d.strict = false
+		return ev, ns, err
+	}
 	if ev == nil {
 		return nil, 0, fmt.Errorf("decode event: no kind set: %w", ErrUnknownKind)
 	}
-	if err := d.finish(ev); err != nil {
+	if err := d.finish(ev, in); err != nil {
 		return nil, 0, err
 	}
 	return ev, ns, nil
@@ -348,153 +361,147 @@ func (d *Decoder) decodeRoute(b []byte) error {
 	return nil
 }
 
-// decodeBody decodes (or merges) the kind message b into ev.
-func (d *Decoder) decodeBody(ev Event, b []byte) error {
+func bodyErr(k Kind, n int) error {
+	return malformed(fmt.Sprintf("%v: %v", k, protowire.ParseError(n)))
+}
+
+// str1 handles a kind message's string field 1 (and 2 when two): it
+// reports whether num was one of them.
+func (d *Decoder) str12(num protowire.Number, last protowire.Number, val []byte) (bool, error) {
+	if num < 1 || num > last {
+		return false, nil
+	}
+	r, err := d.addStr(val, "string field")
+	d.sing[num-1] = r
+	return true, err
+}
+
+// decodeBody decodes (or merges) the kind message b, found at offset off
+// of the input, into ev.
+func (d *Decoder) decodeBody(ev Event, b []byte, off int) error {
 	k := ev.Kind()
-	for len(b) > 0 {
-		num, typ, v, val, n := consumeField(b)
+	for pos := 0; pos < len(b); {
+		num, typ, v, val, n := consumeField(b[pos:])
 		if n < 0 {
-			return malformed(fmt.Sprintf("%v: %v", k, protowire.ParseError(n)))
+			return bodyErr(k, n)
 		}
-		b = b[n:]
+		pos += n
+		isBytes, isVarint := typ == protowire.BytesType, typ == protowire.VarintType
 		var err error
 		switch e := ev.(type) {
-		case *EnvConnected:
-			if num == 1 && typ == protowire.BytesType {
-				err = d.setStr(&e.EnvID, val, "env_id")
+		case *EnvConnected, *SessionStarted, *SessionFailed:
+			if isBytes {
+				_, err = d.str12(num, 1, val)
 			}
 		case *ModelConnected:
-		case *SessionStarted:
-			if num == 1 && typ == protowire.BytesType {
-				err = d.setStr(&e.EnvID, val, "env_id")
-			}
 		case *SessionEnded:
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				err = d.setStr(&e.Reason, val, "reason")
-			case num == 2 && typ == protowire.VarintType:
+			case isBytes:
+				_, err = d.str12(num, 1, val)
+			case num == 2 && isVarint:
 				e.TotalSteps = int64(v)
-			case num == 3 && typ == protowire.VarintType:
+			case num == 3 && isVarint:
 				e.TotalEpisodes = int64(v)
-			}
-		case *SessionFailed:
-			if num == 1 && typ == protowire.BytesType {
-				err = d.setStr(&e.Reason, val, "reason")
 			}
 		case *Log:
 			switch {
-			case num == 1 && typ == protowire.VarintType:
+			case num == 1 && isVarint:
 				d.enum = int32(v)
-			case num == 2 && typ == protowire.BytesType:
-				err = d.setStr(&e.Message, val, "message")
-			case num == 3 && typ == protowire.BytesType:
-				d.src, err = d.addStr(val, "source")
+			case num == 2 && isBytes:
+				d.sing[0], err = d.addStr(val, "log message")
+			case num == 3 && isBytes:
+				d.src, err = d.addStr(val, "log source")
 				d.hasSrc = true
 			}
 		case *EpisodeStarted:
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeID, val, "episode_id")
-			case num == 2 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
-			case num == 3 && typ == protowire.VarintType:
+			case isBytes:
+				_, err = d.str12(num, 2, val)
+			case num == 3 && isVarint:
 				e.EpisodeIndex = int64(v)
-			case num == 4 && typ == protowire.VarintType:
+			case num == 4 && isVarint:
 				e.EnvIndex = int32(v)
-			case num == 5 && typ == protowire.VarintType:
+			case num == 5 && isVarint:
 				e.StartedFromAutoReset = v != 0
 			}
 		case *EpisodeCompleted:
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeID, val, "episode_id")
-			case num == 2 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
-			case num == 3 && typ == protowire.VarintType:
+			case num <= 2 && isBytes:
+				_, err = d.str12(num, 2, val)
+			case num == 3 && isVarint:
 				e.EpisodeIndex = int64(v)
-			case num == 4 && typ == protowire.VarintType:
+			case num == 4 && isVarint:
 				e.EnvIndex = int32(v)
-			case num == 5 && typ == protowire.VarintType:
+			case num == 5 && isVarint:
 				e.StepCount = int64(v)
 			case num == 6 && typ == protowire.Fixed64Type:
 				e.CumulativeReward = math.Float64frombits(v)
-			case num == 7 && typ == protowire.VarintType:
+			case num == 7 && isVarint:
 				e.Terminated = v != 0
-			case num == 8 && typ == protowire.VarintType:
+			case num == 8 && isVarint:
 				e.Truncated = v != 0
-			case num == 9 && typ == protowire.VarintType:
+			case num == 9 && isVarint:
 				e.DurationMs = int64(v)
-			case num == 10 && typ == protowire.BytesType:
-				d.nested = append(d.nested, val)
+			case num == 10 && isBytes:
+				d.nested = append(d.nested, span{off + pos - len(val), off + pos})
 			}
 		case *ActionReceived:
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeID, val, "episode_id")
-			case num == 2 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
-			case (num == 3 || num == 4) && typ == protowire.BytesType:
-				var r strRef
-				r, err = d.addStr(val, "episode ids")
-				d.ids[num-3] = append(d.ids[num-3], r)
-			case num == 5 && typ == protowire.VarintType:
+			case num <= 2 && isBytes:
+				_, err = d.str12(num, 2, val)
+			case num <= 4 && isBytes:
+				err = d.addID(num-3, val)
+			case num == 5 && isVarint:
 				e.Step = int64(v)
-			case num == 6 && typ == protowire.VarintType:
+			case num == 6 && isVarint:
 				e.EnvIndex = int32(v)
-			case num == 7 && typ == protowire.BytesType:
-				d.nested = append(d.nested, val)
-			case num == 8 && typ == protowire.BytesType:
-				err = d.decodeValue(val)
+			case num == 7 && isBytes:
+				d.nested = append(d.nested, span{off + pos - len(val), off + pos})
+			case num == 8 && isBytes:
+				err = d.decodeValue(val, off+pos-len(val))
 			}
 		case *StepCompleted:
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeID, val, "episode_id")
-			case num == 2 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
-			case num == 3 && typ == protowire.VarintType:
+			case num <= 2 && isBytes:
+				_, err = d.str12(num, 2, val)
+			case num == 3 && isVarint:
 				e.Step = int64(v)
-			case num == 4 && typ == protowire.VarintType:
+			case num == 4 && isVarint:
 				e.EnvIndex = int32(v)
 			case num == 5 && typ == protowire.Fixed64Type:
 				d.rewards = append(d.rewards, math.Float64frombits(v))
-			case num == 5 && typ == protowire.BytesType:
+			case num == 5 && isBytes:
 				if len(val)%8 != 0 {
 					return malformed("step_completed.rewards: packed length not a multiple of 8")
 				}
 				for ; len(val) > 0; val = val[8:] {
-					x, _ := protowire.ConsumeFixed64(val)
-					d.rewards = append(d.rewards, math.Float64frombits(x))
+					d.rewards = append(d.rewards, math.Float64frombits(binary.LittleEndian.Uint64(val)))
 				}
 			}
 		case *ObservationEmitted:
 			switch {
-			case num == 1 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeID, val, "episode_id")
-			case num == 2 && typ == protowire.BytesType:
-				err = d.setStr(&e.EpisodeRecordID, val, "episode_record_id")
-			case (num == 3 || num == 4) && typ == protowire.BytesType:
-				var r strRef
-				r, err = d.addStr(val, "episode ids")
-				d.ids[num-3] = append(d.ids[num-3], r)
-			case num == 5 && typ == protowire.VarintType:
+			case num <= 2 && isBytes:
+				_, err = d.str12(num, 2, val)
+			case num <= 4 && isBytes:
+				err = d.addID(num-3, val)
+			case num == 5 && isVarint:
 				e.Step = int64(v)
-			case num == 6 && typ == protowire.VarintType:
+			case num == 6 && isVarint:
 				e.EnvIndex = int32(v)
-			case num == 7 && typ == protowire.VarintType:
+			case num == 7 && isVarint:
 				e.IsReset = v != 0
-			case num == 8 && typ == protowire.VarintType:
+			case num == 8 && isVarint:
 				e.NumEnvs = uint32(v)
-			case num == 9 && typ == protowire.BytesType:
-				d.nested = append(d.nested, val)
-			case num == 10 && typ == protowire.BytesType:
-				err = d.decodeValue(val)
+			case num == 9 && isBytes:
+				d.nested = append(d.nested, span{off + pos - len(val), off + pos})
+			case num == 10 && isBytes:
+				err = d.decodeValue(val, off+pos-len(val))
 			}
 		case *TelemetrySnapshot:
 			switch {
-			case num == 1 && typ == protowire.VarintType:
+			case num == 1 && isVarint:
 				d.enum = int32(v)
-			case num == 2 && typ == protowire.BytesType:
+			case num == 2 && isBytes:
 				err = d.decodeRow(val)
 			}
 		}
@@ -505,18 +512,24 @@ func (d *Decoder) decodeBody(ev Event, b []byte) error {
 	return nil
 }
 
-// decodeValue decodes (or merges) a SpaceValue: it keeps the leaves as
-// slices of the input until finish copies them.
-func (d *Decoder) decodeValue(b []byte) error {
+func (d *Decoder) addID(list protowire.Number, val []byte) error {
+	r, err := d.addStr(val, "episode id")
+	d.ids[list] = append(d.ids[list], r)
+	return err
+}
+
+// decodeValue decodes (or merges) a SpaceValue found at offset off of the
+// input: it keeps the leaves as spans until finish copies them.
+func (d *Decoder) decodeValue(b []byte, off int) error {
 	d.value = true
-	for len(b) > 0 {
-		num, typ, _, val, n := consumeField(b)
+	for pos := 0; pos < len(b); {
+		num, typ, _, val, n := consumeField(b[pos:])
 		if n < 0 {
 			return malformed("space value: " + protowire.ParseError(n).Error())
 		}
-		b = b[n:]
+		pos += n
 		if num == 1 && typ == protowire.BytesType {
-			d.leaves = append(d.leaves, val)
+			d.leaves = append(d.leaves, span{off + pos - len(val), off + pos})
 		}
 	}
 	return nil
@@ -541,19 +554,15 @@ func (d *Decoder) decodeRow(b []byte) error {
 		case num == 4 && typ == protowire.VarintType:
 			r.kind = int32(v)
 		case num == 5 && typ == protowire.VarintType:
-			r.row.Count = v
-		case num >= 6 && num <= 9 && typ == protowire.Fixed64Type:
-			f := math.Float64frombits(v)
-			switch num {
-			case 6:
-				r.row.Avg = f
-			case 7:
-				r.row.P50 = f
-			case 8:
-				r.row.P95 = f
-			case 9:
-				r.row.P99 = f
-			}
+			r.count = v
+		case num == 6 && typ == protowire.Fixed64Type:
+			r.avg = math.Float64frombits(v)
+		case num == 7 && typ == protowire.Fixed64Type:
+			r.p50 = math.Float64frombits(v)
+		case num == 8 && typ == protowire.Fixed64Type:
+			r.p95 = math.Float64frombits(v)
+		case num == 9 && typ == protowire.Fixed64Type:
+			r.p99 = math.Float64frombits(v)
 		}
 		if err != nil {
 			return err
@@ -565,7 +574,7 @@ func (d *Decoder) decodeRow(b []byte) error {
 
 // finish decodes the specs and maps, checks enums, and fills in the
 // strings, id lists, leaves and rewards of ev.
-func (d *Decoder) finish(ev Event) error {
+func (d *Decoder) finish(ev Event, in []byte) error {
 	k := ev.Kind()
 	var spec *spacesv1.SpaceSpec
 	var info *spacesv1.MetaMap
@@ -574,15 +583,15 @@ func (d *Decoder) finish(ev Event) error {
 		switch k {
 		case KindEpisodeCompleted:
 			info = &spacesv1.MetaMap{}
-			for _, raw := range d.nested {
-				if err = nestedUnmarshal.Unmarshal(raw, info); err != nil {
+			for _, r := range d.nested {
+				if err = nestedUnmarshal.Unmarshal(in[r.lo:r.hi], info); err != nil {
 					break
 				}
 			}
 		case KindActionReceived:
-			spec, err = d.spec(&d.actSpecs)
+			spec, err = d.spec(&d.actSpecs, in)
 		case KindObservationEmitted:
-			spec, err = d.spec(&d.obsSpecs)
+			spec, err = d.spec(&d.obsSpecs, in)
 		}
 		if err != nil {
 			return fmt.Errorf("decode %v event: %w: %w", k, ErrMalformed, err)
@@ -605,51 +614,49 @@ func (d *Decoder) finish(ev Event) error {
 	}
 
 	s := string(d.str)
-	at := func(r strRef) string { return s[r.lo:r.hi] }
-	for _, f := range d.fixes {
-		*f.dst = at(f.ref)
-	}
+	at := func(r span) string { return s[r.lo:r.hi] }
 	sid := at(d.hdr[0])
 	route := RuntimeEnvContext{EnvID: at(d.hdr[1]), EnvComponentID: at(d.hdr[2]), ModelComponentID: at(d.hdr[3])}
+	s0, s1 := at(d.sing[0]), at(d.sing[1])
 
 	switch e := ev.(type) {
 	case *EnvConnected:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.EnvID = sid, route, s0
 	case *ModelConnected:
 		e.SessionID, e.Route = sid, route
 	case *SessionStarted:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.EnvID = sid, route, s0
 	case *SessionEnded:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.Reason = sid, route, s0
 	case *SessionFailed:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.Reason = sid, route, s0
 	case *Log:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.Message = sid, route, s0
 		e.Level = LogLevel(d.enum)
 		if d.hasSrc {
 			src := at(d.src)
 			e.Source = &src
 		}
 	case *EpisodeStarted:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 	case *EpisodeCompleted:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 		e.FinalInfo = info
 	case *ActionReceived:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(s)
 		e.ActionSpace = spec
-		e.Action = d.leafList()
+		e.Action = d.leafList(in)
 	case *StepCompleted:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 		if len(d.rewards) > 0 {
 			e.Rewards = append([]float64(nil), d.rewards...)
 		}
 	case *ObservationEmitted:
-		e.SessionID, e.Route = sid, route
+		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(s)
 		e.ObservationSpace = spec
-		e.Observation = d.leafList()
+		e.Observation = d.leafList(in)
 	case *TelemetrySnapshot:
 		e.SessionID, e.Route = sid, route
 		e.Snapshot.Horizon = TelemetryHorizon(d.enum)
@@ -657,9 +664,8 @@ func (d *Decoder) finish(ev Event) error {
 			rows := make([]TelemetryRow, len(d.rows))
 			for i := range d.rows {
 				r := &d.rows[i]
-				rows[i] = r.row
-				rows[i].Op, rows[i].Component, rows[i].Metric = at(r.op), at(r.component), at(r.metric)
-				rows[i].Kind = MetricKind(r.kind)
+				rows[i] = TelemetryRow{Op: at(r.op), Component: at(r.component), Metric: at(r.metric),
+					Kind: MetricKind(r.kind), Count: r.count, Avg: r.avg, P50: r.p50, P95: r.p95, P99: r.p99}
 			}
 			e.Snapshot.Rows = rows
 		}
@@ -669,21 +675,21 @@ func (d *Decoder) finish(ev Event) error {
 
 // spec returns the event's spec, reusing a remembered one when its wire
 // bytes are unchanged.
-func (d *Decoder) spec(m *specMemo) (*spacesv1.SpaceSpec, error) {
+func (d *Decoder) spec(m *specMemo, in []byte) (*spacesv1.SpaceSpec, error) {
 	memo := !d.fresh && len(d.nested) == 1
 	if memo {
-		if s := m.lookup(d.nested[0]); s != nil {
+		if s := m.lookup(in[d.nested[0].lo:d.nested[0].hi]); s != nil {
 			return s, nil
 		}
 	}
 	s := &spacesv1.SpaceSpec{}
-	for _, raw := range d.nested {
-		if err := nestedUnmarshal.Unmarshal(raw, s); err != nil {
+	for _, r := range d.nested {
+		if err := nestedUnmarshal.Unmarshal(in[r.lo:r.hi], s); err != nil {
 			return nil, err
 		}
 	}
 	if memo {
-		m.add(d.nested[0], s)
+		m.add(in[d.nested[0].lo:d.nested[0].hi], s)
 	}
 	return s, nil
 }
@@ -712,19 +718,19 @@ func (d *Decoder) idLists(s string) (ids, recordIDs []string) {
 
 // leafList copies the leaves into one new buffer: nil when the SpaceValue
 // was absent, non-nil (and every leaf non-nil) when present.
-func (d *Decoder) leafList() [][]byte {
+func (d *Decoder) leafList(in []byte) [][]byte {
 	if !d.value {
 		return nil
 	}
 	total := 0
-	for _, l := range d.leaves {
-		total += len(l)
+	for _, r := range d.leaves {
+		total += r.hi - r.lo
 	}
 	buf := make([]byte, total)
 	out := make([][]byte, len(d.leaves))
 	off := 0
-	for i, l := range d.leaves {
-		end := off + copy(buf[off:], l)
+	for i, r := range d.leaves {
+		end := off + copy(buf[off:], in[r.lo:r.hi])
 		out[i] = buf[off:end:end]
 		off = end
 	}

@@ -89,19 +89,58 @@ func (z *sizer) str(name, s string) {
 	if s == "" {
 		return
 	}
-	if !utf8.ValidString(s) && z.bad == "" {
+	if orBytes(0, s)&asciiMask != 0 && !utf8.ValidString(s) && z.bad == "" {
 		z.bad = name
 	}
 	z.n += 1 + protowire.SizeBytes(len(s))
 }
 
 func (z *sizer) strs(name string, ss []string) {
+	// Ids are ASCII: OR all their bytes together and check each string
+	// only when some byte is not.
+	var or uint64
+	n := 2 * len(ss) // a one-byte tag and (mostly) a one-byte length each
+	for _, s := range ss {
+		or = orBytes(or, s)
+		n += len(s)
+		if len(s) >= 0x80 {
+			n += protowire.SizeVarint(uint64(len(s))) - 1
+		}
+	}
+	z.n += n
+	if or&asciiMask == 0 {
+		return
+	}
 	for _, s := range ss {
 		if !utf8.ValidString(s) && z.bad == "" {
 			z.bad = name
 		}
-		z.n += 1 + protowire.SizeBytes(len(s))
 	}
+}
+
+// asciiMask has the high bit of every byte set: x&asciiMask == 0 when the
+// bytes ORed into x are all ASCII.
+const asciiMask = 0x8080808080808080
+
+// orBytes ORs the bytes of s, eight at a time, into or.
+func orBytes(or uint64, s string) uint64 {
+	if len(s) < 8 {
+		for i := 0; i < len(s); i++ {
+			or |= uint64(s[i])
+		}
+		return or
+	}
+	for i := 0; i+8 <= len(s); i += 8 {
+		or |= load64(s[i:])
+	}
+	return or | load64(s[len(s)-8:]) // the tail, overlapping
+}
+
+// load64 returns the first 8 bytes of s (len(s) >= 8) as one word.
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 func (z *sizer) varint(v uint64) {
@@ -129,18 +168,24 @@ func appendStr(b []byte, num byte, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = append(b, tag(num, wtBytes))
-	b = protowire.AppendVarint(b, uint64(len(s)))
-	return append(b, s...)
+	return appendBytesField(b, num, s)
 }
 
 func appendStrs(b []byte, num byte, ss []string) []byte {
 	for _, s := range ss {
-		b = append(b, tag(num, wtBytes))
-		b = protowire.AppendVarint(b, uint64(len(s)))
-		b = append(b, s...)
+		b = appendBytesField(b, num, s)
 	}
 	return b
+}
+
+// appendBytesField appends a length-delimited field, even an empty one.
+func appendBytesField[T string | []byte](b []byte, num byte, s T) []byte {
+	if len(s) < 0x80 {
+		b = append(b, tag(num, wtBytes), byte(len(s)))
+	} else {
+		b = protowire.AppendVarint(append(b, tag(num, wtBytes)), uint64(len(s)))
+	}
+	return append(b, s...)
 }
 
 func appendVarint(b []byte, num byte, v uint64) []byte {
@@ -180,9 +225,7 @@ func leavesSize(leaves [][]byte) int {
 func appendLeaves(b []byte, num byte, leaves [][]byte, n int) []byte {
 	b = appendMsg(b, num, n)
 	for _, l := range leaves {
-		b = append(b, tag(1, wtBytes))
-		b = protowire.AppendVarint(b, uint64(len(l)))
-		b = append(b, l...)
+		b = appendBytesField(b, 1, l)
 	}
 	return b
 }

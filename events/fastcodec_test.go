@@ -148,6 +148,9 @@ func TestAppendMarshalInvalidUTF8(t *testing.T) {
 		{"action record id", &ActionReceived{EpisodeRecordID: bad}},
 		{"action ids", &ActionReceived{EpisodeIDs: []string{"a", bad}}},
 		{"action record ids", &ActionReceived{EpisodeRecordIDs: []string{bad}}},
+		{"action long ids", &ActionReceived{EpisodeIDs: []string{"01890a5d-ac96-774b-bcce-b302099a0000", "01890a5d-ac96-774b-bcce-b302099a000\xc3"}}},
+		{"action long id, bad middle", &ActionReceived{EpisodeIDs: []string{"01890a5d-ac96-774b-b\xffce-b302099a0000"}}},
+		{"long episode id", &ActionReceived{EpisodeID: "01890a5d-ac96-774b-bcce-b302099a000\xe2\x82"}},
 		{"action space", &ActionReceived{ActionSpace: &spacesv1.SpaceSpec{Spec: &spacesv1.SpaceSpec_Text{Text: &spacesv1.TextSpec{Charset: bad}}}}},
 		{"step id", &StepCompleted{EpisodeID: bad}},
 		{"step record id", &StepCompleted{EpisodeRecordID: bad}},
@@ -556,4 +559,24 @@ func FuzzDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		agree(t, &d, in)
 	})
+}
+
+// TestASCIIChecks checks the word-at-a-time ASCII tests against a byte
+// loop, for every length up to 40 and every position of a high byte.
+func TestASCIIChecks(t *testing.T) {
+	for n := range 41 {
+		for pos := -1; pos < n; pos++ {
+			b := bytes.Repeat([]byte{'a'}, n)
+			if pos >= 0 {
+				b[pos] = 0x80
+			}
+			want := pos < 0
+			if got := orBytes(0, string(b))&asciiMask == 0; got != want {
+				t.Fatalf("orBytes len %d high byte at %d: ascii %v", n, pos, got)
+			}
+			if got := isASCII(b); got != want {
+				t.Fatalf("isASCII len %d high byte at %d: %v", n, pos, got)
+			}
+		}
+	}
 }
