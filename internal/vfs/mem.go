@@ -1,9 +1,11 @@
 package vfs
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,7 +66,33 @@ func newDirNode() *memNode {
 }
 
 // Crash returns the file system a power cut would leave now; see MemFS.
-func (m *MemFS) Crash() *MemFS {
+func (m *MemFS) Crash() *MemFS { return m.crash(nil) }
+
+// CrashTorn is Crash with torn writes: a file that was only appended to
+// since its last Sync keeps, beyond its synced contents, a random part of
+// what was appended after it (as if some of its pages reached the disk),
+// and in half of such files a random stretch of that part reads as zeroes
+// (pages that did not). The choices come from seed, so a failure can be
+// replayed.
+func (m *MemFS) CrashTorn(seed uint64) *MemFS {
+	rng := rand.New(rand.NewPCG(seed, 0x7043))
+	return m.crash(func(synced, data []byte) []byte {
+		if len(data) <= len(synced) || !bytes.Equal(data[:len(synced)], synced) {
+			return synced
+		}
+		extra := data[len(synced):]
+		keep := slices.Clone(extra[:rng.IntN(len(extra)+1)])
+		if len(keep) > 0 && rng.IntN(2) == 0 {
+			i := rng.IntN(len(keep))
+			clear(keep[i : i+rng.IntN(len(keep)-i)+1])
+		}
+		return append(slices.Clone(synced), keep...)
+	})
+}
+
+// crash builds the crashed file system; torn, when set, picks the durable
+// contents of a file from its synced and current contents.
+func (m *MemFS) crash(torn func(synced, data []byte) []byte) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	seen := make(map[*memNode]*memNode)
@@ -84,7 +112,12 @@ func (m *MemFS) Crash() *MemFS {
 				c.durable[name] = cc
 			}
 		} else {
-			data := slices.Clone(n.synced)
+			var data []byte
+			if torn != nil {
+				data = torn(n.synced, n.data)
+			} else {
+				data = slices.Clone(n.synced)
+			}
 			c = &memNode{mod: n.mod, data: data, synced: data, shared: true}
 			seen[n] = c
 		}

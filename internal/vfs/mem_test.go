@@ -358,3 +358,42 @@ func TestMemConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestMemCrashTorn(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("d")
+	f, _ := m.Create("d/a")
+	f.Write([]byte("synced|"))
+	f.Sync()
+	m.SyncDir("d")
+	f.Write([]byte("unsynced-tail"))
+	g, _ := m.Create("d/b") // rewritten after sync: not append-only
+	g.Write([]byte("old"))
+	g.Sync()
+	m.SyncDir("d")
+	g.Truncate(0)
+	g.Write([]byte("new-longer"))
+	lengths := map[int]bool{}
+	zeroed := false
+	for seed := uint64(0); seed < 200; seed++ {
+		c := m.CrashTorn(seed)
+		a, _ := readFile(c, "d/a")
+		if len(a) < len("synced|") || a[:7] != "synced|" || len(a) > len("synced|unsynced-tail") {
+			t.Fatalf("seed %d: a = %q", seed, a)
+		}
+		for i := 7; i < len(a); i++ {
+			if a[i] == 0 {
+				zeroed = true
+			} else if a[i] != "synced|unsynced-tail"[i] {
+				t.Fatalf("seed %d: a = %q holds bytes never written", seed, a)
+			}
+		}
+		lengths[len(a)] = true
+		if b, _ := readFile(c, "d/b"); b != "old" {
+			t.Fatalf("seed %d: rewritten file b = %q, want its synced contents", seed, b)
+		}
+	}
+	if len(lengths) < 5 || !zeroed {
+		t.Fatalf("torn crashes are not varied: %d lengths, zeroes %v", len(lengths), zeroed)
+	}
+}
