@@ -5,6 +5,14 @@
 // Durability contract of every implementation: data written to a file is
 // durable once File.Sync returns; a created, renamed or removed directory
 // entry is durable once SyncDir of its parent directory returns.
+//
+// Implementations:
+//   - OS (and Default): the operating system, through package os, with
+//     flock(2) locks.
+//   - NewMem: in memory, for tests; MemFS.Crash and MemFS.CrashTorn return
+//     what a power cut would leave (see MemFS for the exact model).
+//   - WithErrors: wraps any FS and fails chosen operations (FailAt,
+//     FailFrom), with errors wrapping ErrInjected.
 package vfs
 
 import (

@@ -3,8 +3,10 @@ package wal
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -130,11 +132,8 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fsys.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("wal: create log directory: %w", err)
-	}
-	if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
-		return nil, fmt.Errorf("wal: sync parent of log directory %s: %w", dir, err)
+	if err := mkdirAllDurable(fsys, dir); err != nil {
+		return nil, err
 	}
 	lock, err := fsys.Lock(filepath.Join(dir, lockName))
 	if err != nil {
@@ -146,6 +145,36 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// mkdirAllDurable creates dir and its missing parents and fsyncs the
+// parent of every directory it created, so that the log directory itself
+// survives a crash.
+func mkdirAllDurable(fsys vfs.FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fsys.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("wal: stat %s: %w", d, err)
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return fmt.Errorf("wal: create log directory: %w", err)
+	}
+	for _, d := range created {
+		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("wal: sync directory %s after creating %s: %w", filepath.Dir(d), d, err)
+		}
+	}
+	return nil
 }
 
 func open(fsys vfs.FS, dir string, opts Options, lock io.Closer) (*Log, error) {

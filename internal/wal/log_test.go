@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -145,5 +146,33 @@ func TestWaitSyncedSurvivesCrash(t *testing.T) {
 	}
 	if errors.Is(err, ErrCorrupt) {
 		t.Fatal(err)
+	}
+}
+
+func TestOSLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ROOT", "_rlrec", "log")
+	l, err := Open(vfs.OS(), dir, Options{SegmentSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(vfs.OS(), dir, Options{}); !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := l.Append(payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l.SyncedPos() != 100 || l.LastPos() != 100 {
+		t.Fatalf("synced %d last %d", l.SyncedPos(), l.LastPos())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if k := checkPrefix(t, vfs.OS(), dir, 100); k != 100 {
+		t.Fatalf("%d records", k)
 	}
 }
