@@ -88,6 +88,16 @@ func (e *encoder) encode(p []byte) (byte, []byte) {
 type decoder struct {
 	buf  []byte
 	zstd *zstd.Decoder
+	// limit is the largest decoded payload accepted; 0 means
+	// MaxRecordSize. Tests lower it.
+	limit int
+}
+
+func (d *decoder) max() int {
+	if d.limit > 0 {
+		return d.limit
+	}
+	return MaxRecordSize
 }
 
 func (d *decoder) decode(typ byte, body []byte) ([]byte, error) {
@@ -99,8 +109,8 @@ func (d *decoder) decode(typ byte, body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: s2 payload: %v", ErrBadRecord, err)
 		}
-		if n > MaxRecordSize {
-			return nil, fmt.Errorf("%w: s2 payload decodes to %d bytes, over the %d limit", ErrBadRecord, n, MaxRecordSize)
+		if n > d.max() {
+			return nil, fmt.Errorf("%w: s2 payload decodes to %d bytes, over the %d limit", ErrBadRecord, n, d.max())
 		}
 		if cap(d.buf) < n {
 			d.buf = make([]byte, n)
@@ -112,7 +122,7 @@ func (d *decoder) decode(typ byte, body []byte) ([]byte, error) {
 		return out, nil
 	case codecZstd:
 		if d.zstd == nil {
-			z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxRecordSize))
+			z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(d.max())))
 			if err != nil {
 				return nil, fmt.Errorf("wal: zstd decoder: %w", err)
 			}

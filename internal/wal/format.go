@@ -28,8 +28,9 @@ const (
 )
 
 // MaxRecordSize is the largest payload Append accepts, and the largest a
-// stored record may decode to.
-const MaxRecordSize = 1 << 30
+// stored record may decode to (256 MiB). Part of the on-disk format: a
+// reader refuses larger records, so do not lower it.
+const MaxRecordSize = 256 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
