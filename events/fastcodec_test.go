@@ -378,15 +378,23 @@ func (w wire) msg(num int, m wire) wire   { return w.bytes(num, m) }
 func (w wire) raw(b ...byte) wire         { return append(w, b...) }
 
 // deepSpec is a SpaceSpec nested through tuples, levels messages deep
-// (SpaceSpec, TupleSpec, SpaceSpec, ...).
+// (SpaceSpec, TupleSpec, SpaceSpec, ...), the innermost empty. It is
+// written outside in, from the sizes of the levels.
 func deepSpec(levels int) wire {
-	var m wire
-	for i := levels; i > 1; i-- {
-		if (i-1)%2 == 1 { // the parent is a SpaceSpec
-			m = wire{}.msg(21, m)
-		} else {
-			m = wire{}.msg(1, m)
+	field := func(i int) protowire.Number { // of level i's child in level i
+		if i%2 == 1 { // a SpaceSpec: its tuple
+			return 21
 		}
+		return 1 // a TupleSpec: its spaces
+	}
+	size := make([]int, levels+2) // size[i]: the body of level i
+	for i := levels - 1; i >= 1; i-- {
+		size[i] = protowire.SizeTag(field(i)) + protowire.SizeBytes(size[i+1])
+	}
+	var m wire
+	for i := 1; i < levels; i++ {
+		m = protowire.AppendTag(m, field(i), protowire.BytesType)
+		m = protowire.AppendVarint(m, uint64(size[i+1]))
 	}
 	return m
 }
