@@ -21,6 +21,9 @@
 // A Pos numbers records: the first record of a log is 1 and each later one
 // has the next number, across segments, so positions compare with <. Pos 0
 // means "no record". Each segment header stores the Pos of its first record.
+// When Open cuts a damaged tail, the positions of the records it cut are
+// given to the next records appended (a torn tail held nothing that was
+// reported durable).
 //
 // # Segment files
 //

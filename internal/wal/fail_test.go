@@ -239,8 +239,15 @@ func TestOpenLocksAndClose(t *testing.T) {
 	if _, err := Open(fsys, testDir, Options{}); !errors.Is(err, vfs.ErrLocked) {
 		t.Fatalf("second open: %v, want ErrLocked", err)
 	}
+	pos, err := l.Append([]byte("last words"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if err := l.WaitSynced(context.Background(), pos); err != nil {
+		t.Fatalf("WaitSynced after Close for a record Close synced: %v", err)
 	}
 	if _, err := l.Append(nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append after close: %v", err)

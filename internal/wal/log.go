@@ -98,6 +98,7 @@ type Log struct {
 	synced     Pos    // last durable
 	syncWanted bool
 	closed     bool
+	stopped    bool          // the writer goroutine has exited
 	err        error         // sticky write or sync failure
 	progress   chan struct{} // closed and replaced after every batch
 
@@ -319,6 +320,10 @@ func (l *Log) WaitSynced(ctx context.Context, pos Pos) error {
 			l.mu.Unlock()
 			return fmt.Errorf("wal: wait for position %d: only %d records appended", pos, last)
 		}
+		if l.stopped {
+			l.mu.Unlock()
+			return fmt.Errorf("wal: wait for position %d: %w", pos, ErrClosed)
+		}
 		l.syncWanted = true
 		ch := l.progress
 		l.mu.Unlock()
@@ -360,7 +365,8 @@ func (l *Log) SyncedPos() Pos {
 }
 
 // Close writes and fsyncs everything appended, closes the files and
-// releases the lock. It returns the log's failure, if any.
+// releases the lock. It returns the log's failure, if any; closing a
+// closed Log returns ErrClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {

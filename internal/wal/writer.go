@@ -12,6 +12,13 @@ import (
 // every SyncInterval and at Close.
 func (l *Log) run() {
 	defer close(l.done)
+	defer func() {
+		l.mu.Lock()
+		l.stopped = true
+		close(l.progress)
+		l.progress = make(chan struct{})
+		l.mu.Unlock()
+	}()
 	t := time.NewTicker(l.opts.SyncInterval)
 	defer t.Stop()
 	for {
