@@ -352,3 +352,30 @@ func decodeF32(b []byte) []float32 {
 	}
 	return out
 }
+
+// BenchmarkStepsEpisodeFile writes one 200-step cartpole episode file per
+// op: the per-file cost the recorder pays for every episode.
+func BenchmarkStepsEpisodeFile(b *testing.B) {
+	c := cartpoleCase()
+	f, err := NewStepsFormat(mustCompile(b, c.obs), mustCompile(b, c.act), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := benchRows(c)[:200]
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w, err := f.Create(discardFS{}, "steps", "s", "e")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range rows {
+			if err := w.Write(&rows[j]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := w.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(rows))/b.Elapsed().Seconds(), "rows/s")
+}

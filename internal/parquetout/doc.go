@@ -32,6 +32,6 @@
 //
 // A StepsWriter buffers at most one row group, bounded by Config.RowGroupRows
 // and Config.RowGroupBytes, so an episode of any length streams through
-// bounded memory; rows are handed to parquet-go in batches of 64 rows or
+// bounded memory; rows are handed to parquet-go in batches of 256 rows or
 // 1 MiB, which also bounds page overshoot.
 package parquetout

@@ -2,6 +2,7 @@ package parquetout
 
 import (
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -66,6 +67,7 @@ type StepsFormat struct {
 	cfg       Config
 	spaces    spaceJSON
 	blobPaths [][]string
+	pool      sync.Pool // of *stepsBuffers
 }
 
 // NewStepsFormat returns the steps format for the given observation and
@@ -115,20 +117,16 @@ func (f *StepsFormat) Table() *schema.StepsTable { return f.table }
 // handed to parquet-go; batchRows bounds the rows of a batch. parquet-go
 // checks page sizes once per batch, so these also bound page overshoot.
 const (
-	arenaSize = 1 << 20
-	batchRows = 64
+	arenaStart = 64 << 10
+	arenaSize  = 1 << 20
+	batchRows  = 256
 )
 
 // StepsWriter writes one steps part file. It is not safe for concurrent use.
 type StepsWriter struct {
 	f    *StepsFormat
 	part *Part
-	pw   *parquet.Writer
-
-	rowBuf  []pendingRow    // rows not yet handed to parquet-go
-	leafBuf [][]byte        // their typed leaves, row-major
-	arena   []byte          // copies of the bytes those rows reference
-	scratch []parquet.Value // one column of the batch
+	stepsBuffers
 	pending int
 
 	groupRows  int64
@@ -141,23 +139,38 @@ type StepsWriter struct {
 // Create starts a steps part file in dir (see CreatePart) for the given
 // session and episode record.
 func (f *StepsFormat) Create(fsys vfs.FS, dir, sessionID, episodeRecordID string) (*StepsWriter, error) {
-	kv := keyValues(schema.TableSteps, sessionID, episodeRecordID, f.spaces)
-	opts, err := f.cfg.writerOptions(f.blobPaths, kv)
-	if err != nil {
-		return nil, err
-	}
 	part, err := CreatePart(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, f.table.Schema)
-	w := &StepsWriter{
-		f:     f,
-		part:  part,
-		pw:    parquet.NewWriter(part, opts...),
-		arena: make([]byte, 0, arenaSize),
+	w := &StepsWriter{f: f, part: part}
+	if st, ok := f.pool.Get().(*stepsBuffers); ok {
+		w.stepsBuffers = *st
+		w.pw.Reset(part)
+	} else {
+		opts, err := f.cfg.writerOptions(f.blobPaths, keyValues(schema.TableSteps, sessionID, episodeRecordID, f.spaces))
+		if err != nil {
+			part.Abort()
+			return nil, err
+		}
+		w.pw = parquet.NewWriter(part, append(opts, f.table.Schema)...)
+		w.arena = make([]byte, 0, arenaStart)
 	}
+	w.pw.SetKeyValueMetadata(schema.MetaSessionID, sessionID)
+	w.pw.SetKeyValueMetadata(schema.MetaEpisodeRecordID, episodeRecordID)
 	return w, nil
+}
+
+// stepsBuffers is what a StepsWriter allocates once and its StepsFormat
+// recycles across files: a parquet-go writer (reset for each file) and the
+// batch buffers. Writing one short episode per file, building these anew
+// cost more than the rows themselves.
+type stepsBuffers struct {
+	pw      *parquet.Writer
+	rowBuf  []pendingRow    // rows not yet handed to parquet-go
+	leafBuf [][]byte        // their typed leaves, row-major
+	arena   []byte          // copies of the bytes those rows reference
+	scratch []parquet.Value // one column of the batch
 }
 
 // Path returns the final path of the file.
@@ -191,8 +204,8 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		if err := w.writePending(); err != nil {
 			return err
 		}
-		if copyBytes > cap(w.arena) {
-			w.arena = make([]byte, 0, copyBytes)
+		if copyBytes > cap(w.arena) || cap(w.arena) < arenaSize {
+			w.arena = make([]byte, 0, max(copyBytes, min(2*cap(w.arena), arenaSize)))
 		}
 	}
 
@@ -476,7 +489,7 @@ func (w *StepsWriter) Commit() (string, error) {
 		return "", w.err
 	}
 	w.done = true
-	w.release()
+	w.recycle()
 	if err := w.part.Commit(); err != nil {
 		return "", err
 	}
@@ -492,5 +505,16 @@ func (w *StepsWriter) Abort() error {
 }
 
 func (w *StepsWriter) release() {
-	w.rowBuf, w.leafBuf, w.arena, w.scratch = nil, nil, nil, nil
+	w.stepsBuffers = stepsBuffers{}
+}
+
+// recycle hands the writer's buffers back to its format after a clean
+// Commit (a writer that failed or was aborted mid-file is dropped instead).
+func (w *StepsWriter) recycle() {
+	clear(w.rowBuf)
+	clear(w.leafBuf)
+	clear(w.scratch)
+	st := &stepsBuffers{pw: w.pw, rowBuf: w.rowBuf[:0], leafBuf: w.leafBuf[:0], arena: w.arena[:0], scratch: w.scratch[:0]}
+	w.f.pool.Put(st)
+	w.release()
 }

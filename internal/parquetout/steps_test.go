@@ -115,3 +115,65 @@ func TestStepsCartpoleRoundTrip(t *testing.T) {
 	}
 	_ = parquet.Value{}
 }
+
+// TestStepsWriterReuse writes several files with one format: the recycled
+// writer must carry nothing from one file into the next.
+func TestStepsWriterReuse(t *testing.T) {
+	fsys, root := osFS(t)
+	f, err := NewStepsFormat(mustCompile(t, sBox(dtF32, 4)), mustCompile(t, sDiscrete(dtI64, 2)), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []struct {
+		session, episode string
+		rows             int
+		abort            bool
+	}{
+		{"a", "ep-000001", 300, false},
+		{"a", "ep-000002", 7, true},
+		{"b", "ep-000003", 3, false},
+		{"b", "ep-000004", 0, false},
+		{"c", "ep-000005", 1, false},
+	}
+	for _, fl := range files {
+		dir := filepath.Join(root, fl.session, fl.episode)
+		w, err := f.Create(fsys, dir, fl.session, fl.episode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < fl.rows; i++ {
+			o := f32s(float32(i), 0, 0, 0)
+			r := StepRow{EpisodeID: fl.episode, Step: int64(i), ObservationLeaves: [][]byte{o}, ActionLeaves: [][]byte{i64le(1)}}
+			if err := w.Write(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fl.abort {
+			if err := w.Abort(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		path, err := w.Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf := openParquet(t, path)
+		if got, _ := pf.Lookup(schema.MetaSessionID); got != fl.session {
+			t.Errorf("%s: session metadata %q", fl.episode, got)
+		}
+		if got, _ := pf.Lookup(schema.MetaEpisodeRecordID); got != fl.episode {
+			t.Errorf("%s: episode metadata %q", fl.episode, got)
+		}
+		rows := readRows(t, pf)
+		if len(rows) != fl.rows {
+			t.Fatalf("%s: %d rows, want %d", fl.episode, len(rows), fl.rows)
+		}
+		for i, row := range rows {
+			if string(row[colEpisodeID][0].ByteArray()) != fl.episode || row[colStep][0].Int64() != int64(i) ||
+				row[schema.NumFixedStepsColumns][0].Float() != float32(i) {
+				t.Fatalf("%s row %d: %v %v", fl.episode, i, row[colEpisodeID], row[colStep])
+			}
+		}
+	}
+}
