@@ -23,6 +23,11 @@ package events
 // Space specs and FinalInfo maps are decoded by protobuf-go, with the
 // recursion limit they would have inside the event.
 //
+// UTF-8: strings are copied into one scratch buffer as they are read; when
+// the whole buffer is ASCII (ids always are) every string is valid, and
+// otherwise the message is decoded again checking each string, so the
+// common case costs one word-at-a-time pass.
+//
 // Memory: one decode makes a handful of exact-size allocations: the event,
 // one string holding every string of the event (each field is a substring),
 // one []string for both id lists, one []byte holding every payload leaf
@@ -365,8 +370,8 @@ func bodyErr(k Kind, n int) error {
 	return malformed(fmt.Sprintf("%v: %v", k, protowire.ParseError(n)))
 }
 
-// str1 handles a kind message's string field 1 (and 2 when two): it
-// reports whether num was one of them.
+// str12 keeps a kind message's string field 1 (or 2, when last is 2);
+// it reports whether num was one of them.
 func (d *Decoder) str12(num protowire.Number, last protowire.Number, val []byte) (bool, error) {
 	if num < 1 || num > last {
 		return false, nil
