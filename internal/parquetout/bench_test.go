@@ -76,7 +76,7 @@ func imageBytes(seed int) []byte {
 }
 
 func imageCase() benchCase {
-	frames := make([][]byte, 16)
+	frames := make([][]byte, 256)
 	for i := range frames {
 		frames[i] = imageBytes(i)
 	}
@@ -356,8 +356,14 @@ func decodeF32(b []byte) []float32 {
 // BenchmarkStepsEpisodeFile writes one 200-step cartpole episode file per
 // op: the per-file cost the recorder pays for every episode.
 func BenchmarkStepsEpisodeFile(b *testing.B) {
+	for _, codec := range []string{CompressionZstd, CompressionSnappy, CompressionNone} {
+		b.Run(codec, func(b *testing.B) { benchStepsEpisodeFile(b, Config{Compression: codec}) })
+	}
+}
+
+func benchStepsEpisodeFile(b *testing.B, cfg Config) {
 	c := cartpoleCase()
-	f, err := NewStepsFormat(mustCompile(b, c.obs), mustCompile(b, c.act), Config{})
+	f, err := NewStepsFormat(mustCompile(b, c.obs), mustCompile(b, c.act), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -378,4 +384,25 @@ func BenchmarkStepsEpisodeFile(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(rows))/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkEpisodesFile writes one one-row episodes file per op, as the
+// recorder does for every episode.
+func BenchmarkEpisodesFile(b *testing.B) {
+	for _, codec := range []string{CompressionZstd, CompressionSnappy, CompressionNone} {
+		b.Run(codec, func(b *testing.B) { benchEpisodesFile(b, Config{Compression: codec}) })
+	}
+}
+
+func benchEpisodesFile(b *testing.B, cfg Config) {
+	t0 := time.Now()
+	rows := []schema.EpisodeRow{{EpisodeID: benchEpisodeID, EpisodeIndex: 1, Status: schema.EpisodeCompleted,
+		StepCount: new(int64), StartedAt: t0, EndedAt: &t0, FinalInfo: new(string)}}
+	meta := Metadata{SessionID: "s", EpisodeRecordID: "ep-000001", ObservationSpace: sBox(dtF32, 4), ActionSpace: sDiscrete(dtI64, 2)}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := WriteTable(discardFS{}, "episodes", meta, cfg, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

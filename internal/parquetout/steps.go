@@ -120,6 +120,9 @@ const (
 	arenaStart = 64 << 10
 	arenaSize  = 1 << 20
 	batchRows  = 256
+	// directRowBytes is the size from which a row is not copied but
+	// written through at once.
+	directRowBytes = 16 << 10
 )
 
 // StepsWriter writes one steps part file. It is not safe for concurrent use.
@@ -128,6 +131,7 @@ type StepsWriter struct {
 	part *Part
 	stepsBuffers
 	pending int
+	direct  bool // the row being written references the caller's buffers
 
 	groupRows  int64
 	groupBytes int64
@@ -200,11 +204,16 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		return err
 	}
 	copyBytes += n + len(r.ObservationBlob) + len(r.ActionBlob)
-	if len(w.arena)+copyBytes > cap(w.arena) {
+	// A large row (images) goes to parquet-go on its own, straight from the
+	// caller's buffers: parquet-go copies it into its column buffers
+	// anyway, and a copy into the arena first would double the memory
+	// traffic.
+	w.direct = copyBytes >= directRowBytes
+	if w.direct || len(w.arena)+copyBytes > cap(w.arena) {
 		if err := w.writePending(); err != nil {
 			return err
 		}
-		if copyBytes > cap(w.arena) || cap(w.arena) < arenaSize {
+		if !w.direct && (copyBytes > cap(w.arena) || cap(w.arena) < arenaSize) {
 			w.arena = make([]byte, 0, max(copyBytes, min(2*cap(w.arena), arenaSize)))
 		}
 	}
@@ -235,7 +244,7 @@ func (w *StepsWriter) Write(r *StepRow) error {
 	switch {
 	case w.groupRows >= w.f.cfg.RowGroupRows || w.groupBytes >= w.f.cfg.RowGroupBytes:
 		return w.Flush()
-	case w.pending >= batchRows:
+	case w.direct || w.pending >= batchRows:
 		return w.writePending()
 	}
 	return nil
@@ -245,7 +254,7 @@ func (w *StepsWriter) Write(r *StepRow) error {
 const fixedRowBytes = 64
 
 // checkLeaves validates one side's leaves against its columns and returns
-// how many of their bytes a row keeps by reference (and so copies).
+// their total size (a row keeps copies of them until its batch is written).
 func checkLeaves(cols []schema.TypedColumn, leaves [][]byte, side string) (int, error) {
 	if leaves == nil {
 		return 0, nil
@@ -262,12 +271,10 @@ func checkLeaves(cols []schema.TypedColumn, leaves [][]byte, side string) (int, 
 			if !utf8.Valid(b) {
 				return 0, fmt.Errorf("%w: column %s", ErrLeafText, c.Name)
 			}
-			n += len(b)
 		case int64(len(b)) != c.Leaf.Stride:
 			return 0, fmt.Errorf("%w: column %s has %d bytes, want %d", ErrLeafSize, c.Name, len(b), c.Leaf.Stride)
-		case c.Form == schema.FormBinary:
-			n += len(b)
 		}
+		n += len(b)
 	}
 	return n, nil
 }
@@ -299,8 +306,15 @@ func (w *StepsWriter) keepOptional(b []byte) []byte {
 }
 
 // keep copies b into the arena, returning a non-nil slice also for an
-// empty b; the caller made sure it fits.
+// empty b; the caller made sure it fits. For a direct row it returns b
+// itself.
 func (w *StepsWriter) keep(b []byte) []byte {
+	if w.direct {
+		if b == nil {
+			return noBytes
+		}
+		return b
+	}
 	start := len(w.arena)
 	w.arena = append(w.arena, b...)
 	return w.arena[start:len(w.arena):len(w.arena)]
@@ -321,6 +335,9 @@ func (w *StepsWriter) keepLeaves(n int, leaves [][]byte) {
 		w.leafBuf = append(w.leafBuf, w.keep(b))
 	}
 }
+
+// noBytes is an empty leaf, which unlike nil does not mean null.
+var noBytes = []byte{}
 
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 

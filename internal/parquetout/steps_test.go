@@ -9,6 +9,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -174,6 +175,72 @@ func TestStepsWriterReuse(t *testing.T) {
 				row[schema.NumFixedStepsColumns][0].Float() != float32(i) {
 				t.Fatalf("%s row %d: %v %v", fl.episode, i, row[colEpisodeID], row[colStep])
 			}
+		}
+	}
+}
+
+// TestStepsLargeRows mixes rows written straight through (images) with
+// batched ones, reusing the caller's buffers after every Write.
+func TestStepsLargeRows(t *testing.T) {
+	mem := vfs.NewMem()
+	obs := mustCompile(t, sDict([]string{"img", "say"}, sBox(dtU8, 84, 84, 3), sText()))
+	f, err := NewStepsFormat(obs, mustCompile(t, sDiscrete(dtI64, 6)), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.Create(mem, "/d", "s", "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := make([]byte, 84*84*3)
+	const n = 40
+	for i := 0; i < n; i++ {
+		for j := range img {
+			img[j] = byte(i + j)
+		}
+		r := StepRow{EpisodeID: "e", Step: int64(i), ActionLeaves: [][]byte{i64le(int64(i))}}
+		if i%3 != 2 { // every third row has no observation and is batched
+			r.ObservationBlob = blobOf(img)
+			r.ObservationLeaves = [][]byte{img, nil} // an empty Text leaf, not a null one
+		}
+		if err := w.Write(&r); err != nil {
+			t.Fatal(err)
+		}
+		for j := range img {
+			img[j] = 0xAA // the caller reuses its buffer
+		}
+	}
+	path, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := readRows(t, openMem(t, mem, path))
+	if len(rows) != n {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for i, row := range rows {
+		imgCol, sayCol := row[schema.NumFixedStepsColumns], row[schema.NumFixedStepsColumns+1]
+		if row[colStep][0].Int64() != int64(i) || row[schema.NumFixedStepsColumns+2][0].Int64() != int64(i) {
+			t.Fatalf("row %d: step %v action %v", i, row[colStep], row[schema.NumFixedStepsColumns+2])
+		}
+		if i%3 == 2 {
+			if !imgCol[0].IsNull() || !sayCol[0].IsNull() || !row[colObservationBlob][0].IsNull() {
+				t.Fatalf("row %d: observation not null", i)
+			}
+			continue
+		}
+		want := make([]byte, len(img))
+		for j := range want {
+			want[j] = byte(i + j)
+		}
+		if !bytes.Equal(imgCol[0].ByteArray(), want) {
+			t.Fatalf("row %d: image differs", i)
+		}
+		if !bytes.Equal(row[colObservationBlob][0].ByteArray(), blobOf(want)) {
+			t.Fatalf("row %d: blob differs", i)
+		}
+		if sayCol[0].IsNull() || len(sayCol[0].ByteArray()) != 0 {
+			t.Fatalf("row %d: empty text became %v", i, sayCol[0])
 		}
 	}
 }

@@ -2,6 +2,7 @@ package parquetout
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -34,6 +35,7 @@ func tableOf[T Row]() (string, [][]string) {
 type TableWriter[T Row] struct {
 	part      *Part
 	w         *parquet.GenericWriter[T]
+	pool      *sync.Pool
 	rowsLimit int64
 	groupRows int64
 	rows      int64
@@ -53,7 +55,8 @@ func CreateTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config) (*Ta
 			return nil, err
 		}
 	}
-	opts, err := cfg.writerOptions(blobs, keyValues(table, meta.SessionID, meta.EpisodeRecordID, spaces))
+	kv := keyValues(table, meta.SessionID, meta.EpisodeRecordID, spaces)
+	opts, err := cfg.writerOptions(blobs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +64,33 @@ func CreateTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config) (*Ta
 	if err != nil {
 		return nil, err
 	}
-	return &TableWriter[T]{
-		part:      part,
-		w:         parquet.NewGenericWriter[T](part, opts...),
-		rowsLimit: cfg.RowGroupRows,
-	}, nil
+	key := tablePoolKey{table: table, cfg: cfg, spaces: spaces.has}
+	pool, _ := tablePools.LoadOrStore(key, new(sync.Pool))
+	w := &TableWriter[T]{part: part, rowsLimit: cfg.RowGroupRows, pool: pool.(*sync.Pool)}
+	if pw, ok := w.pool.Get().(*parquet.GenericWriter[T]); ok {
+		w.w = pw
+		w.w.Reset(part)
+	} else {
+		w.w = parquet.NewGenericWriter[T](part, opts...)
+	}
+	// Every file of one pool key sets the same keys, so none is left over
+	// from a recycled writer's previous file.
+	for _, e := range kv {
+		w.w.SetKeyValueMetadata(e.key, e.value)
+	}
+	return w, nil
+}
+
+// tablePools recycles the parquet-go writers of the fixed tables, one pool
+// per table, configuration and set of metadata keys: the recorder writes
+// one small episodes file per episode, and a new writer costs more than
+// its row.
+var tablePools sync.Map // tablePoolKey -> *sync.Pool
+
+type tablePoolKey struct {
+	table  string
+	cfg    Config
+	spaces [2]bool
 }
 
 // Path returns the final path of the file.
@@ -114,6 +139,7 @@ func (w *TableWriter[T]) Commit() (string, error) {
 		return "", w.err
 	}
 	w.done = true
+	w.pool.Put(w.w)
 	if err := w.part.Commit(); err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,20 @@ func TestEpisodesTable(t *testing.T) {
 	js, _ := pf.Lookup(schema.MetaActionSpace)
 	if spec, err := schema.ParseSpecJSON([]byte(js)); err != nil || spec.GetDiscrete().GetN() != 2 {
 		t.Errorf("action space metadata %q: %v", js, err)
+	}
+	// A second file reuses the writer: its metadata and rows are its own.
+	dir2 := hive.Dir(root, schema.TableEpisodes, "s2", "ep-000002")
+	path2, err := WriteTable(fsys, dir2, Metadata{SessionID: "s2", EpisodeRecordID: "ep-000002", ObservationSpace: spec, ActionSpace: spec}, Config{}, rows[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got2, pf2 := readTable[schema.EpisodeRow](t, path2)
+	if !reflect.DeepEqual(got2, rows[1:]) {
+		t.Fatalf("second file rows differ:\n got %+v\nwant %+v", got2, rows[1:])
+	}
+	checkMeta(t, pf2, map[string]string{schema.MetaSessionID: "s2", schema.MetaEpisodeRecordID: "ep-000002"})
+	if js, _ := pf2.Lookup(schema.MetaActionSpace); !strings.Contains(js, "box") {
+		t.Errorf("second file action space %q", js)
 	}
 	for _, name := range []string{schema.ColStepCount, schema.ColSuccess, schema.ColEndedAt, schema.ColFinalInfo, schema.ColFinalObservationBlob} {
 		c, ok := pf.Schema().Lookup(name)
