@@ -64,6 +64,8 @@ const (
 type StepsFormat struct {
 	table     *schema.StepsTable
 	typed     []*schema.TypedColumn // observation then action columns
+	hasObs    bool                  // a side without a layout ignores its leaves
+	hasAct    bool
 	cfg       Config
 	spaces    spaceJSON
 	blobPaths [][]string
@@ -71,8 +73,8 @@ type StepsFormat struct {
 }
 
 // NewStepsFormat returns the steps format for the given observation and
-// action layouts (nil for a side with no typed columns and no space in the
-// metadata).
+// action layouts. A nil layout gives that side no typed columns and no
+// space in the metadata, and StepsWriter.Write then ignores its leaves.
 func NewStepsFormat(obs, act *schema.Layout, cfg Config) (*StepsFormat, error) {
 	cfg = cfg.withDefaults()
 	if _, err := codecFor(cfg.Compression); err != nil {
@@ -82,7 +84,7 @@ func NewStepsFormat(obs, act *schema.Layout, cfg Config) (*StepsFormat, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &StepsFormat{table: table, cfg: cfg}
+	f := &StepsFormat{table: table, cfg: cfg, hasObs: obs != nil, hasAct: act != nil}
 	if f.spaces, err = newSpaceJSON(layoutSpec(obs), layoutSpec(act)); err != nil {
 		return nil, err
 	}
@@ -195,11 +197,18 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		return w.err
 	}
 	t := w.f.table
-	copyBytes, err := checkLeaves(t.Observation, r.ObservationLeaves, schema.ColObservation)
+	obsLeaves, actLeaves := r.ObservationLeaves, r.ActionLeaves
+	if !w.f.hasObs {
+		obsLeaves = nil
+	}
+	if !w.f.hasAct {
+		actLeaves = nil
+	}
+	copyBytes, err := checkLeaves(t.Observation, obsLeaves, schema.ColObservation)
 	if err != nil {
 		return err
 	}
-	n, err := checkLeaves(t.Action, r.ActionLeaves, schema.ColAction)
+	n, err := checkLeaves(t.Action, actLeaves, schema.ColAction)
 	if err != nil {
 		return err
 	}
@@ -234,8 +243,8 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		recordedAt:   r.RecordedAt.UnixMicro(),
 	}
 	w.rowBuf = append(w.rowBuf, pr)
-	w.keepLeaves(len(t.Observation), r.ObservationLeaves)
-	w.keepLeaves(len(t.Action), r.ActionLeaves)
+	w.keepLeaves(len(t.Observation), obsLeaves)
+	w.keepLeaves(len(t.Action), actLeaves)
 
 	w.pending++
 	w.rows++
