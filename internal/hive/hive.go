@@ -15,10 +15,10 @@
 // directory anyway, but an escaped value is then a safe path segment on its
 // own too, and both readers decode it back.
 //
-// The empty value encodes as "" and gives the segment "key=". DuckDB reads
-// an empty partition value as NULL and pyarrow as an empty string or null,
-// so callers should not use "" as an id they want to query by; the path is
-// still a single, valid segment inside ROOT.
+// The empty value encodes as "" and gives the segment "key=", still a
+// single valid segment inside ROOT. DuckDB 1.5 reads it back as the empty
+// string (checked, as were "..", "/", "%", spaces and UTF-8 ids); other
+// readers may take it for null, so ids meant for querying should not be "".
 package hive
 
 import (
