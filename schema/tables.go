@@ -99,6 +99,11 @@ const (
 	ColTotalEpisodes    = "total_episodes"
 	ColEpisodesRecorded = "episodes_recorded"
 	ColDroppedSteps     = "dropped_steps"
+	// ColProblems counts the session's input that did not fit the
+	// recording (unknown ids, slabs that do not split, ...), and
+	// ColProblemSummary lists them as "kind=count" pairs.
+	ColProblems       = "problems"
+	ColProblemSummary = "problem_summary"
 )
 
 // Column names of the logs and telemetry tables.
@@ -180,6 +185,8 @@ type SessionRow struct {
 	EpisodesRecorded int64      `parquet:"episodes_recorded"`
 	StepsRecorded    int64      `parquet:"steps_recorded"`
 	DroppedSteps     int64      `parquet:"dropped_steps"`
+	Problems         int64      `parquet:"problems"`
+	ProblemSummary   *string    `parquet:"problem_summary,optional"`
 }
 
 // LogRow is one row of the logs table. level is "debug", "info", "warn" or

@@ -211,6 +211,7 @@ func TestRowStructTags(t *testing.T) {
 		{"sessions", SessionsSchema, []string{
 			ColEnvID, ColEnvComponentID, ColModelComponentID, ColStatus, ColReason, ColTotalSteps,
 			ColTotalEpisodes, ColStartedAt, ColEndedAt, ColEpisodesRecorded, ColStepsRecorded, ColDroppedSteps,
+			ColProblems, ColProblemSummary,
 		}},
 		{"logs", LogsSchema, []string{ColTime, ColLevel, ColMessage, ColSource}},
 		{"telemetry", TelemetrySchema, []string{

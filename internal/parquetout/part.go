@@ -121,14 +121,23 @@ type Part struct {
 // CreatePart creates dir and its missing parents (making their entries
 // durable before it returns), picks the next part number in dir, and opens
 // its temp file for writing.
-func CreatePart(fsys vfs.FS, dir string) (*Part, error) {
+func CreatePart(fsys vfs.FS, dir string) (*Part, error) { return CreatePartAt(fsys, dir, -1) }
+
+// CreatePartAt is CreatePart with an explicit part number n (n < 0 picks
+// the next one). On Commit, part n replaces a file of the same number: the
+// recorder numbers its writes deterministically so that a write redone
+// after a crash replaces, never duplicates, the file it may have finished.
+func CreatePartAt(fsys vfs.FS, dir string, n int) (*Part, error) {
 	if err := mkdirDurable(fsys, dir); err != nil {
 		return nil, err
 	}
-	n, err := NextPart(fsys, dir)
-	if err != nil {
-		return nil, err
+	if n < 0 {
+		var err error
+		if n, err = NextPart(fsys, dir); err != nil {
+			return nil, err
+		}
 	}
+	var err error
 	p := &Part{
 		fsys:  fsys,
 		dir:   dir,

@@ -145,7 +145,12 @@ type StepsWriter struct {
 // Create starts a steps part file in dir (see CreatePart) for the given
 // session and episode record.
 func (f *StepsFormat) Create(fsys vfs.FS, dir, sessionID, episodeRecordID string) (*StepsWriter, error) {
-	part, err := CreatePart(fsys, dir)
+	return f.CreateAt(fsys, dir, -1, sessionID, episodeRecordID)
+}
+
+// CreateAt is Create with an explicit part number (see CreatePartAt).
+func (f *StepsFormat) CreateAt(fsys vfs.FS, dir string, n int, sessionID, episodeRecordID string) (*StepsWriter, error) {
+	part, err := CreatePartAt(fsys, dir, n)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,12 @@ type TableWriter[T Row] struct {
 // CreateTable starts a part file of T's table in dir. meta's
 // EpisodeRecordID and spaces are used for the episodes table only.
 func CreateTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config) (*TableWriter[T], error) {
+	return CreateTableAt[T](fsys, dir, -1, meta, cfg)
+}
+
+// CreateTableAt is CreateTable with an explicit part number (see
+// CreatePartAt).
+func CreateTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config) (*TableWriter[T], error) {
 	cfg = cfg.withDefaults()
 	table, blobs := tableOf[T]()
 	var spaces spaceJSON
@@ -60,7 +66,7 @@ func CreateTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config) (*Ta
 	if err != nil {
 		return nil, err
 	}
-	part, err := CreatePart(fsys, dir)
+	part, err := CreatePartAt(fsys, dir, n)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +162,13 @@ func (w *TableWriter[T]) Abort() error {
 // WriteTable writes rows as one new part file of T's table in dir and
 // returns its path.
 func WriteTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config, rows []T) (string, error) {
-	w, err := CreateTable[T](fsys, dir, meta, cfg)
+	return WriteTableAt(fsys, dir, -1, meta, cfg, rows)
+}
+
+// WriteTableAt is WriteTable with an explicit part number (see
+// CreatePartAt).
+func WriteTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config, rows []T) (string, error) {
+	w, err := CreateTableAt[T](fsys, dir, n, meta, cfg)
 	if err != nil {
 		return "", err
 	}
