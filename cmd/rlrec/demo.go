@@ -2,16 +2,149 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/sim"
 )
 
-// Placeholder until the command is built.
+// demoOptions are the demo command's flags.
+type demoOptions struct {
+	out  string
+	seed uint64
+}
+
+var demoFlags demoOptions
+
 var cmdDemo = &Command{
 	Name:      "demo",
-	UsageLine: "demo",
-	Short:     "(not built yet)",
-	Long:      "Not built yet.",
-	Run: func(ctx context.Context, env *Env, args []string) error {
-		return errors.New("not built yet")
+	UsageLine: "demo [--out DIR] [--seed X]",
+	Short:     "record simulated sessions and show how to open them",
+	Long: `Demo runs four simulated rlmesh sessions at once into one recorder: a
+16-lane cartpole session and a 4-lane pick-place session (84x84x3 camera
+images and a text instruction), each under both autoreset modes
+(next-step and disabled). It prints what it wrote and the DuckDB and pandas
+one-liners that open it.
+
+The recording goes to DIR (default ./rlrec-demo). Running the demo again adds
+new sessions beside the old ones.
+
+Example:
+
+  rlrec demo
+  rlrec demo --out /tmp/demo && rlrec demo --out /tmp/demo`,
+	SetFlags: func(fs *flag.FlagSet) {
+		demoFlags = demoOptions{}
+		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory")
+		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed of the simulated sessions")
 	},
+	Run: runDemo,
+}
+
+// demoSessions are the sessions the demo records.
+func demoSessions(seed uint64) []sim.Config {
+	return []sim.Config{
+		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 200, Seed: seed, TelemetryInterval: 200 * time.Millisecond},
+		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 200, Seed: seed + 1, TelemetryInterval: 200 * time.Millisecond},
+		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, MaxEpisodeSteps: 60, Seed: seed + 2},
+		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 12, MaxEpisodeSteps: 60, Seed: seed + 3},
+	}
+}
+
+func runDemo(ctx context.Context, env *Env, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	root := demoFlags.out
+	start := time.Now()
+	rec, err := recorder.Open(root, recorder.WithLogger(env.Logger))
+	if err != nil {
+		return err
+	}
+	sums, runErr := sim.RunSessions(ctx, rec, demoSessions(demoFlags.seed))
+	if err := rec.Close(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("simulated sessions: %w", runErr)
+	}
+	elapsed := time.Since(start)
+
+	var laneSteps, episodes int64
+	for _, s := range sums {
+		laneSteps += s.LaneSteps
+		episodes += s.Episodes
+	}
+	w := env.Stdout
+	fmt.Fprintf(w, "Recorded %d simulated sessions (%d episodes, %d lane-steps) into %s in %.1fs.\n\n",
+		len(sums), episodes, laneSteps, root, elapsed.Seconds())
+	for i, s := range sums {
+		c := demoSessions(demoFlags.seed)[i]
+		fmt.Fprintf(w, "  session %s  %-10s %2d lanes  autoreset %-9s  %d episodes\n", s.SessionID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
+	}
+	fmt.Fprintln(w)
+	if err := printTableSizes(env, root); err != nil {
+		return err
+	}
+	// Steps files of different spaces have different typed columns, so
+	// the steps query reads one session; the episodes table is the same
+	// everywhere.
+	episodesSrc := fmt.Sprintf("read_parquet('%s/episodes/**/*.parquet', hive_partitioning=true)", root)
+	fmt.Fprintf(w, "\nOpen it in DuckDB:\n\n")
+	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, status, count(*) AS episodes, avg(cumulative_reward) AS mean_return FROM %s GROUP BY ALL ORDER BY ALL\"\n", episodesSrc)
+	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/**/*.parquet', hive_partitioning=true) ORDER BY ALL LIMIT 10\"\n", root, sums[0].SessionID)
+	fmt.Fprintf(w, "\nOr in pandas:\n\n")
+	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/episodes')[['session_id','episode_record_id','status','cumulative_reward']])\"\n", root)
+	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/steps/session_id=%s').head())\"\n", root, sums[0].SessionID)
+	return nil
+}
+
+// printTableSizes prints the number of files and bytes of each table.
+func printTableSizes(env *Env, root string) error {
+	type size struct{ files, bytes int64 }
+	sizes := map[string]*size{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), "_") && rel != "." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(d.Name(), ".parquet") || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		table := strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
+		if sizes[table] == nil {
+			sizes[table] = &size{}
+		}
+		sizes[table].files++
+		sizes[table].bytes += info.Size()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", root, err)
+	}
+	tables := make([]string, 0, len(sizes))
+	for t := range sizes {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, t := range tables {
+		fmt.Fprintf(env.Stdout, "  %-10s %5d files %10.1f KiB\n", t, sizes[t].files, float64(sizes[t].bytes)/1024)
+	}
+	return nil
 }

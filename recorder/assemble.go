@@ -1,0 +1,691 @@
+package recorder
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Session and episode statuses, as the tables store them.
+const (
+	statusOpen    = "open"
+	statusEnded   = "ended"
+	statusFailed  = "failed"
+	statusCrashed = "crashed"
+
+	episodeCompleted  = "completed"
+	episodeIncomplete = "incomplete"
+)
+
+// The assembler turns one session's events into step rows and episode rows,
+// following the recording semantics of the design contract:
+//
+//   - Per lane, the last observation emitted is the one the next action is
+//     computed from.
+//   - An ActionReceived opens one step row for every lane whose id names an
+//     open episode; the following StepCompleted fills its reward.
+//   - An EpisodeCompleted marks that episode's last row and completes it; the
+//     episode is finalised once the session's next observation has been seen
+//     (under NEXT_STEP autoreset that observation carries the terminal
+//     observation, kept as final_observation_blob) or the session ends.
+//   - Anything that does not fit is counted in the session row and logged,
+//     never silently dropped, and never stops the rest of the recording.
+//
+// The assembler does no I/O: finished episodes and sessions are handed to an
+// output through the out callbacks.
+
+// stepRow is one step of one episode. Its blobs are sub-slices of the
+// episode's arena.
+type stepRow struct {
+	step, sessionStep int64
+	obsOff, obsLen    int // obsLen < 0: no observation (null)
+	actOff, actLen    int
+	reward            float64
+	isFirst, isLast   bool
+	terminated        bool
+	truncated         bool
+	recordedAt        time.Time
+}
+
+// episode is one lane episode being assembled.
+type episode struct {
+	id, recordID string
+	index        int64
+	envIndex     int32
+	autoReset    bool
+	startedAt    time.Time
+	lastAt       time.Time
+
+	nextStep      int64
+	stepsRecorded int64
+	rewardSum     float64
+
+	// rows not yet handed to the output, with their payload bytes in arena.
+	rows  []stepRow
+	arena []byte
+	// flushedRows counts rows already handed out (streamed).
+	flushedRows int64
+
+	completed  bool
+	completion *events.EpisodeCompleted // nil until completed
+	endedAt    time.Time
+	finalObs   []byte // nil: none emitted
+
+	// firstPos is the log position of the episode's first record; the log
+	// is kept from there until the episode is durable.
+	firstPos uint64
+
+	// file is the episode's steps file once rows are handed to the writer.
+	file *episodeFile
+}
+
+// lane is the per-lane state of a session.
+type lane struct {
+	// obs is the lane's last observation in blob form; obsRecord names the
+	// episode it was emitted for.
+	obs       []byte
+	obsRecord string
+	hasObs    bool
+}
+
+// problemKind names a class of input that did not fit, for the session row
+// and the log.
+type problemKind string
+
+const (
+	probUnknownEpisode   problemKind = "unknown_episode"
+	probDuplicateStart   problemKind = "duplicate_episode_start"
+	probDuplicateEnd     problemKind = "duplicate_episode_completion"
+	probBadSlab          problemKind = "bad_slab"
+	probBadSpec          problemKind = "bad_space_spec"
+	probLaneCount        problemKind = "lane_count_mismatch"
+	probRewardWithout    problemKind = "step_completed_without_action"
+	probMissingReward    problemKind = "action_without_step_completed"
+	probAfterEnd         problemKind = "event_after_session_end"
+	probLaneOutOfRange   problemKind = "env_index_out_of_range"
+	probMissingPayload   problemKind = "missing_payload"
+	probDuplicateSession problemKind = "duplicate_session_start"
+)
+
+// session is the assembly state of one session.
+type session struct {
+	id        string
+	route     events.RuntimeEnvContext
+	envID     string
+	status    string
+	reason    string
+	started   bool
+	startedAt time.Time
+	endedAt   time.Time
+	lastAt    time.Time
+
+	totalSteps, totalEpisodes int64
+	hasTotals                 bool
+
+	// ended is set by SessionEnded or SessionFailed; finalTelemetry once
+	// the final session-horizon snapshot has arrived.
+	ended             bool
+	finalTelemetry    bool
+	sawFinalTelemetry bool
+
+	episodes map[string]*episode // open, or completed and not yet finalised
+	done     map[string]struct{} // finalised record ids
+	lanes    []lane
+
+	// pending holds, per lane of the last ActionReceived, the episode whose
+	// row awaits its reward (nil if the lane's step was dropped).
+	pending     []*episode
+	havePending bool
+
+	obsSpec, actSpec     *spacesv1.SpaceSpec
+	obsLayout, actLayout *schema.Layout
+	obsSpecJSON          string
+	actSpecJSON          string
+
+	episodesRecorded int64
+	stepsRecorded    int64
+	droppedSteps     int64
+	problems         map[problemKind]int64
+
+	logs      []logRow
+	telemetry []telemetryRow
+
+	// toFinalize lists completed episodes awaiting the next observation.
+	toFinalize []*episode
+
+	firstPos uint64
+
+	// writes counts the session's file writes handed to the writer; q
+	// orders them.
+	writes int
+	q      serial
+
+	// scratch for lane splitting
+	split [][][]byte
+}
+
+// problemCount is the number of input problems counted in s.
+func (s *session) problemCount() int64 {
+	var n int64
+	for _, c := range s.problems {
+		n += c
+	}
+	return n
+}
+
+// problemSummary renders the counted problems as "kind=count" pairs in kind
+// order, or "" when there were none.
+func (s *session) problemSummary() string {
+	kinds := make([]string, 0, len(s.problems))
+	for k := range s.problems {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	var b []byte
+	for i, k := range kinds {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, k...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, s.problems[problemKind(k)], 10)
+	}
+	return string(b)
+}
+
+type logRow struct {
+	time    time.Time
+	level   string
+	message string
+	source  *string
+}
+
+type telemetryRow struct {
+	time    time.Time
+	horizon string
+	row     events.TelemetryRow
+}
+
+// output receives what the assembler finishes. Ownership of the episode or
+// session passes to the callee.
+type output interface {
+	// stepsFull is called when an open episode's buffered rows exceed the
+	// row budget; the callee takes ep.rows and ep.arena (and must reset
+	// them) so they can be streamed to storage.
+	stepsFull(s *session, ep *episode)
+	// episodeDone hands over a finished episode (completed or incomplete).
+	episodeDone(s *session, ep *episode, status string)
+	// sessionDone hands over a finished session with its logs and
+	// telemetry.
+	sessionDone(s *session)
+	// newSession is called for a session seen for the first time, with
+	// its first event, before the event is applied.
+	newSession(s *session, first events.Event)
+	// problem reports input that did not fit.
+	problem(s *session, kind problemKind, detail string)
+}
+
+// assembler holds the state of every session it has seen.
+type assembler struct {
+	sessions map[string]*session
+	out      output
+	// episodeBudget is the arena bytes all open episodes may hold together
+	// before their rows are streamed out; open counts open episodes.
+	episodeBudget int
+	open          int
+}
+
+// minEpisodeBuffer is the least an open episode may buffer before its rows
+// are streamed out, however many episodes are open.
+const minEpisodeBuffer = 256 << 10
+
+func newAssembler(out output, episodeBudget int) *assembler {
+	return &assembler{sessions: make(map[string]*session), out: out, episodeBudget: episodeBudget}
+}
+
+// maxEpisodeBuffer is the number of arena bytes one open episode may hold
+// before its rows are streamed out.
+func (a *assembler) maxEpisodeBuffer() int {
+	return max(a.episodeBudget/max(a.open, 1), minEpisodeBuffer)
+}
+
+// sortedSessions lists the sessions in id order.
+func (a *assembler) sortedSessions() []*session {
+	ids := make([]string, 0, len(a.sessions))
+	for id := range a.sessions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]*session, len(ids))
+	for i, id := range ids {
+		out[i] = a.sessions[id]
+	}
+	return out
+}
+
+// sessionFor returns the session of an event, creating it on first sight.
+func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *session {
+	id, route := ev.Header()
+	s := a.sessions[id]
+	if s == nil {
+		s = &session{
+			id:        id,
+			route:     route,
+			status:    statusOpen,
+			startedAt: at,
+			episodes:  make(map[string]*episode),
+			done:      make(map[string]struct{}),
+			problems:  make(map[problemKind]int64),
+			firstPos:  pos,
+		}
+		a.sessions[id] = s
+		a.out.newSession(s, ev)
+	}
+	s.lastAt = at
+	return s
+}
+
+func (a *assembler) problem(s *session, kind problemKind, format string, args ...any) {
+	s.problems[kind]++
+	a.out.problem(s, kind, fmt.Sprintf(format, args...))
+}
+
+// apply folds one event into the state. at is the event's recording time
+// and pos its log position.
+func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
+	s := a.sessionFor(ev, at, pos)
+	if s.ended && s.finalTelemetry {
+		// Only late telemetry (and logs) are expected after a session's
+		// files are written: they go to further part files. Anything else
+		// is counted.
+		switch e := ev.(type) {
+		case *events.TelemetrySnapshot:
+			a.telemetry(s, e, at)
+			return
+		case *events.Log:
+			s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source})
+			a.out.sessionDone(s)
+			return
+		}
+		a.problem(s, probAfterEnd, "%s after the session ended", ev.Kind())
+		return
+	}
+	switch e := ev.(type) {
+	case *events.EnvConnected, *events.ModelConnected:
+		// Recorded in the session's log position only; nothing to assemble.
+	case *events.SessionStarted:
+		if s.started {
+			a.problem(s, probDuplicateSession, "second SessionStarted")
+			return
+		}
+		s.started = true
+		s.startedAt = at
+		s.envID = e.EnvID
+		s.route = e.Route
+	case *events.SessionEnded:
+		s.totalSteps, s.totalEpisodes, s.hasTotals = e.TotalSteps, e.TotalEpisodes, true
+		a.endSession(s, statusEnded, e.Reason, at)
+		if s.sawFinalTelemetry {
+			// The final snapshot came first (not the runtime's order, but
+			// nothing else is to come).
+			s.finalTelemetry = true
+			a.out.sessionDone(s)
+		}
+	case *events.SessionFailed:
+		a.endSession(s, statusFailed, e.Reason, at)
+		// The final telemetry precedes SessionFailed.
+		s.finalTelemetry = true
+		a.out.sessionDone(s)
+	case *events.Log:
+		s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source})
+	case *events.TelemetrySnapshot:
+		a.telemetry(s, e, at)
+	case *events.EpisodeStarted:
+		a.episodeStarted(s, e, at, pos)
+	case *events.EpisodeCompleted:
+		a.episodeCompleted(s, e, at)
+	case *events.ActionReceived:
+		a.actionReceived(s, e, at)
+	case *events.StepCompleted:
+		a.stepCompleted(s, e)
+	case *events.ObservationEmitted:
+		a.observationEmitted(s, e, at)
+	}
+}
+
+func (a *assembler) telemetry(s *session, e *events.TelemetrySnapshot, at time.Time) {
+	h := e.Snapshot.Horizon.String()
+	for _, r := range e.Snapshot.Rows {
+		s.telemetry = append(s.telemetry, telemetryRow{time: at, horizon: h, row: r})
+	}
+	switch {
+	case s.ended && s.finalTelemetry:
+		// Late rows (a window snapshot in flight at the end): written as a
+		// further part file of the session's telemetry.
+		a.out.sessionDone(s)
+	case e.Snapshot.Horizon == events.HorizonSession:
+		s.sawFinalTelemetry = true
+		if s.ended {
+			s.finalTelemetry = true
+			a.out.sessionDone(s)
+		}
+	}
+}
+
+// endSession finalises every episode of s: completed ones as completed,
+// open ones as incomplete.
+func (a *assembler) endSession(s *session, status, reason string, at time.Time) {
+	if s.ended {
+		a.problem(s, probAfterEnd, "second session end (%s)", status)
+		return
+	}
+	s.ended = true
+	s.status = status
+	s.reason = reason
+	s.endedAt = at
+	a.closePending(s)
+	a.finalizeCompleted(s)
+	for _, ep := range sortedOpen(s) {
+		a.finishEpisode(s, ep, episodeIncomplete)
+	}
+}
+
+// finishOpen finalises every episode of a session that will get no more
+// events (recovery after a crash, or Close), and the session itself.
+func (a *assembler) finishOpen(s *session, status string, at time.Time) {
+	if s.ended {
+		if !s.finalTelemetry {
+			s.finalTelemetry = true
+			a.out.sessionDone(s)
+		}
+		return
+	}
+	a.endSession(s, status, "", at)
+	s.finalTelemetry = true
+	a.out.sessionDone(s)
+}
+
+func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time.Time, pos uint64) {
+	if _, dup := s.episodes[e.EpisodeRecordID]; dup || e.EpisodeRecordID == "" {
+		a.problem(s, probDuplicateStart, "EpisodeStarted for %q (episode %s) which is already open or has no record id", e.EpisodeRecordID, e.EpisodeID)
+		return
+	}
+	if _, dup := s.done[e.EpisodeRecordID]; dup {
+		a.problem(s, probDuplicateStart, "EpisodeStarted for %q which was already recorded", e.EpisodeRecordID)
+		return
+	}
+	a.open++
+	s.episodes[e.EpisodeRecordID] = &episode{
+		id:        e.EpisodeID,
+		recordID:  e.EpisodeRecordID,
+		index:     e.EpisodeIndex,
+		envIndex:  e.EnvIndex,
+		autoReset: e.StartedFromAutoReset,
+		startedAt: at,
+		lastAt:    at,
+		firstPos:  pos,
+	}
+}
+
+func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at time.Time) {
+	ep := s.episodes[e.EpisodeRecordID]
+	if ep == nil {
+		if _, done := s.done[e.EpisodeRecordID]; done {
+			a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
+		} else {
+			a.problem(s, probUnknownEpisode, "EpisodeCompleted for %q (episode %s), which never started", e.EpisodeRecordID, e.EpisodeID)
+		}
+		return
+	}
+	if ep.completed {
+		a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
+		return
+	}
+	ep.completed = true
+	c := *e
+	ep.completion = &c
+	ep.endedAt = at
+	ep.lastAt = at
+	if n := len(ep.rows); n > 0 && ep.rows[n-1].step == ep.nextStep-1 {
+		r := &ep.rows[n-1]
+		r.isLast, r.terminated, r.truncated = true, e.Terminated, e.Truncated
+	}
+	s.toFinalize = append(s.toFinalize, ep)
+}
+
+// layoutFor compiles spec, reusing the session's cached layout while the
+// spec is unchanged.
+func (a *assembler) layoutFor(s *session, spec *spacesv1.SpaceSpec, obs bool) (*schema.Layout, bool) {
+	cached, layout := s.actSpec, s.actLayout
+	if obs {
+		cached, layout = s.obsSpec, s.obsLayout
+	}
+	if spec == nil {
+		return nil, false
+	}
+	if layout != nil && (spec == cached || proto.Equal(spec, cached)) {
+		return layout, true
+	}
+	l, err := schema.Compile(spec)
+	if err != nil {
+		a.problem(s, probBadSpec, "invalid space spec: %v", err)
+		return nil, false
+	}
+	js, _ := schema.SpecJSON(spec)
+	if obs {
+		s.obsSpec, s.obsLayout, s.obsSpecJSON = spec, l, string(js)
+	} else {
+		s.actSpec, s.actLayout, s.actSpecJSON = spec, l, string(js)
+	}
+	return l, true
+}
+
+func (a *assembler) split(s *session, kind string, step int64, layout *schema.Layout, slabs [][]byte, n int) ([][][]byte, bool) {
+	lanes, err := blob.SplitLanesInto(s.split, layout, slabs, n)
+	if err != nil {
+		a.problem(s, probBadSlab, "%s at step %d: %v", kind, step, err)
+		return nil, false
+	}
+	s.split = lanes
+	return lanes, true
+}
+
+func (s *session) lane(i int) *lane {
+	for len(s.lanes) <= i {
+		s.lanes = append(s.lanes, lane{})
+	}
+	return &s.lanes[i]
+}
+
+func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted, at time.Time) {
+	n := int(e.NumEnvs)
+	defer a.finalizeCompleted(s)
+	if len(e.EpisodeRecordIDs) != n {
+		a.problem(s, probLaneCount, "ObservationEmitted at step %d: %d record ids for num_envs %d", e.Step, len(e.EpisodeRecordIDs), n)
+		return
+	}
+	if e.Observation == nil {
+		a.problem(s, probMissingPayload, "ObservationEmitted at step %d has no observation", e.Step)
+		return
+	}
+	layout, ok := a.layoutFor(s, e.ObservationSpace, true)
+	if !ok {
+		return
+	}
+	lanes, ok := a.split(s, "observation", e.Step, layout, e.Observation, n)
+	if !ok {
+		return
+	}
+	for i, rid := range e.EpisodeRecordIDs {
+		if rid == "" {
+			continue
+		}
+		ep := s.episodes[rid]
+		if ep == nil {
+			if _, done := s.done[rid]; !done {
+				a.problem(s, probUnknownEpisode, "observation at step %d for lane %d names %q, which never started", e.Step, i, rid)
+			}
+			continue
+		}
+		if ep.completed {
+			// An observation after completion is the terminal observation.
+			if ep.finalObs == nil {
+				ep.finalObs = blob.Append(make([]byte, 0, blobSize(lanes[i])), lanes[i])
+			}
+			continue
+		}
+		l := s.lane(i)
+		l.obs = blob.Append(l.obs[:0], lanes[i])
+		l.obsRecord = rid
+		l.hasObs = true
+		ep.lastAt = at
+	}
+}
+
+func blobSize(leaves [][]byte) int {
+	n := 0
+	for _, l := range leaves {
+		n += len(l) + 11
+	}
+	return n
+}
+
+func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
+	a.closePending(s)
+	n := len(e.EpisodeRecordIDs)
+	if e.Action == nil {
+		a.problem(s, probMissingPayload, "ActionReceived at step %d has no action", e.Step)
+		return
+	}
+	layout, ok := a.layoutFor(s, e.ActionSpace, false)
+	if !ok {
+		return
+	}
+	lanes, ok := a.split(s, "action", e.Step, layout, e.Action, n)
+	if !ok {
+		return
+	}
+	if cap(s.pending) < n {
+		s.pending = make([]*episode, n)
+	}
+	s.pending = s.pending[:n]
+	s.havePending = true
+	for i, rid := range e.EpisodeRecordIDs {
+		s.pending[i] = nil
+		ep := s.episodes[rid]
+		if ep == nil || ep.completed {
+			// A step that belongs to no episode: the lane has none, or
+			// (under NEXT_STEP autoreset) it still names the episode that
+			// completed on the previous step.
+			s.droppedSteps++
+			if ep == nil && rid != "" {
+				if _, done := s.done[rid]; !done {
+					a.problem(s, probUnknownEpisode, "action at step %d for lane %d names %q, which never started", e.Step, i, rid)
+				}
+			}
+			continue
+		}
+		if len(ep.arena) > a.maxEpisodeBuffer() && len(ep.rows) > 0 {
+			a.out.stepsFull(s, ep)
+		}
+		row := stepRow{
+			step:        ep.nextStep,
+			sessionStep: e.Step,
+			obsLen:      -1,
+			isFirst:     ep.nextStep == 0,
+			recordedAt:  at,
+		}
+		if l := s.lane(i); l.hasObs && l.obsRecord == rid {
+			row.obsOff = len(ep.arena)
+			ep.arena = append(ep.arena, l.obs...)
+			row.obsLen = len(l.obs)
+			// The observation is consumed by this action.
+			l.hasObs = false
+		}
+		row.actOff = len(ep.arena)
+		ep.arena = blob.Append(ep.arena, lanes[i])
+		row.actLen = len(ep.arena) - row.actOff
+		ep.rows = append(ep.rows, row)
+		ep.nextStep++
+		ep.stepsRecorded++
+		ep.lastAt = at
+		s.stepsRecorded++
+		s.pending[i] = ep
+	}
+}
+
+// closePending counts a previous action whose StepCompleted never came.
+func (a *assembler) closePending(s *session) {
+	if !s.havePending {
+		return
+	}
+	s.havePending = false
+	for _, ep := range s.pending {
+		if ep != nil {
+			a.problem(s, probMissingReward, "a step of %s got no StepCompleted; its reward is recorded as 0", ep.recordID)
+			return
+		}
+	}
+}
+
+func (a *assembler) stepCompleted(s *session, e *events.StepCompleted) {
+	if !s.havePending {
+		a.problem(s, probRewardWithout, "StepCompleted at step %d without a preceding ActionReceived", e.Step)
+		return
+	}
+	s.havePending = false
+	if len(e.Rewards) != len(s.pending) {
+		a.problem(s, probLaneCount, "StepCompleted at step %d: %d rewards for %d lanes", e.Step, len(e.Rewards), len(s.pending))
+	}
+	for i, ep := range s.pending {
+		if ep == nil || i >= len(e.Rewards) {
+			continue
+		}
+		r := e.Rewards[i]
+		ep.rows[len(ep.rows)-1].reward = r
+		ep.rewardSum += r
+	}
+}
+
+// finalizeCompleted hands every completed episode to the output.
+func (a *assembler) finalizeCompleted(s *session) {
+	for _, ep := range s.toFinalize {
+		a.finishEpisode(s, ep, episodeCompleted)
+	}
+	s.toFinalize = s.toFinalize[:0]
+}
+
+func (a *assembler) finishEpisode(s *session, ep *episode, status string) {
+	if _, ok := s.episodes[ep.recordID]; !ok {
+		return
+	}
+	delete(s.episodes, ep.recordID)
+	a.open--
+	s.done[ep.recordID] = struct{}{}
+	if ep.endedAt.IsZero() {
+		ep.endedAt = ep.lastAt
+	}
+	s.episodesRecorded++
+	a.out.episodeDone(s, ep, status)
+}
+
+// sortedOpen lists a session's unfinished episodes by record index.
+func sortedOpen(s *session) []*episode {
+	eps := make([]*episode, 0, len(s.episodes))
+	for _, ep := range s.episodes {
+		eps = append(eps, ep)
+	}
+	for i := 1; i < len(eps); i++ {
+		for j := i; j > 0 && eps[j].index < eps[j-1].index; j-- {
+			eps[j], eps[j-1] = eps[j-1], eps[j]
+		}
+	}
+	return eps
+}

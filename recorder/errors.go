@@ -1,0 +1,17 @@
+package recorder
+
+import "errors"
+
+// Sentinel errors of package recorder; match them with errors.Is.
+var (
+	// ErrClosed is returned by a hook, Flush or Close called after Close.
+	ErrClosed = errors.New("recorder: closed")
+	// ErrLocked is returned by Open when another recorder holds the ROOT.
+	ErrLocked = errors.New("recorder: root is locked by another recorder")
+	// ErrInvalidOption is returned by Open for an option out of range.
+	ErrInvalidOption = errors.New("recorder: invalid option")
+	// ErrFailed wraps the first write or sync error after which the
+	// recorder stops accepting events: fsync errors cannot be retried
+	// safely.
+	ErrFailed = errors.New("recorder: failed")
+)

@@ -1,0 +1,141 @@
+package recorder
+
+import (
+	"encoding/base64"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// success derives an episode's success from its final_info as the runtime
+// does: key "is_success", else "success"; a bool as is, an integer != 0, a
+// number != 0.0. ok is false when neither key holds such a value.
+func success(info *spacesv1.MetaMap) (value, ok bool) {
+	if info == nil {
+		return false, false
+	}
+	for _, key := range []string{"is_success", "success"} {
+		v, found := info.GetEntries()[key]
+		if !found {
+			continue
+		}
+		switch k := v.GetKind().(type) {
+		case *spacesv1.MetaValue_Bool:
+			return k.Bool, true
+		case *spacesv1.MetaValue_Integer:
+			return k.Integer != 0, true
+		case *spacesv1.MetaValue_Number:
+			return k.Number != 0, true
+		}
+	}
+	return false, false
+}
+
+// metaJSON renders a MetaMap as JSON text for the final_info column: an
+// object with keys sorted, integers and numbers as JSON numbers (NaN and
+// infinities as the strings "NaN", "Infinity", "-Infinity"), text as a
+// string, bytes as a base64 string, lists as arrays, maps as objects. A nil
+// map renders as "" (the column is then null).
+func metaJSON(m *spacesv1.MetaMap) string {
+	if m == nil {
+		return ""
+	}
+	return string(appendMetaMap(nil, m))
+}
+
+func appendMetaMap(dst []byte, m *spacesv1.MetaMap) []byte {
+	keys := make([]string, 0, len(m.GetEntries()))
+	for k := range m.GetEntries() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendMetaValue(dst, m.GetEntries()[k])
+	}
+	return append(dst, '}')
+}
+
+func appendMetaValue(dst []byte, v *spacesv1.MetaValue) []byte {
+	switch k := v.GetKind().(type) {
+	case *spacesv1.MetaValue_Integer:
+		return strconv.AppendInt(dst, k.Integer, 10)
+	case *spacesv1.MetaValue_Number:
+		return appendJSONFloat(dst, k.Number)
+	case *spacesv1.MetaValue_Text:
+		return appendJSONString(dst, k.Text)
+	case *spacesv1.MetaValue_Bool:
+		return strconv.AppendBool(dst, k.Bool)
+	case *spacesv1.MetaValue_Bytes:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, k.Bytes)
+		return append(dst, '"')
+	case *spacesv1.MetaValue_List:
+		dst = append(dst, '[')
+		for i, item := range k.List.GetItems() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendMetaValue(dst, item)
+		}
+		return append(dst, ']')
+	case *spacesv1.MetaValue_Map:
+		return appendMetaMap(dst, k.Map)
+	}
+	return append(dst, "null"...)
+}
+
+func appendJSONFloat(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, "\ufffd"...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,127 @@
+package recorder
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+)
+
+// SyncPolicy says when a hook call returns relative to the durability of
+// its event.
+type SyncPolicy int
+
+const (
+	// SyncGroup returns as soon as the event is queued; the log is synced
+	// in groups every SyncInterval. Flush and Close make everything durable.
+	SyncGroup SyncPolicy = 1
+	// SyncEach returns only once the event is durable in the log.
+	SyncEach SyncPolicy = 2
+)
+
+// Compression is the codec of the Parquet files.
+type Compression string
+
+// Parquet codecs a Recorder can write.
+const (
+	CompressionZstd   Compression = "zstd"
+	CompressionSnappy Compression = "snappy"
+	CompressionNone   Compression = "none"
+)
+
+// options is the validated configuration of a Recorder.
+type options struct {
+	syncPolicy     SyncPolicy
+	syncInterval   time.Duration
+	memoryBudget   int64
+	compression    Compression
+	rowGroupRows   int
+	typedThreshold int
+	clock          func() time.Time
+	logger         *slog.Logger
+	fs             vfs.FS
+	salvage        bool
+	workers        int
+}
+
+func defaultOptions() options {
+	return options{
+		syncPolicy:     SyncGroup,
+		syncInterval:   100 * time.Millisecond,
+		memoryBudget:   256 << 20,
+		compression:    CompressionZstd,
+		rowGroupRows:   64 * 1024,
+		typedThreshold: 4096,
+		clock:          time.Now,
+		logger:         slog.New(slog.DiscardHandler),
+		fs:             vfs.OS(),
+		workers:        2,
+	}
+}
+
+// validate checks the options once, at Open.
+func (o *options) validate() error {
+	switch {
+	case o.syncPolicy != SyncGroup && o.syncPolicy != SyncEach:
+		return fmt.Errorf("sync policy %d: %w", o.syncPolicy, ErrInvalidOption)
+	case o.syncInterval <= 0:
+		return fmt.Errorf("sync interval %v must be positive: %w", o.syncInterval, ErrInvalidOption)
+	case o.memoryBudget < 16<<20:
+		return fmt.Errorf("memory budget %d bytes is below the 16 MiB minimum: %w", o.memoryBudget, ErrInvalidOption)
+	case o.compression != CompressionZstd && o.compression != CompressionSnappy && o.compression != CompressionNone:
+		return fmt.Errorf("compression %q (want zstd, snappy or none): %w", o.compression, ErrInvalidOption)
+	case o.rowGroupRows <= 0:
+		return fmt.Errorf("row group size %d rows must be positive: %w", o.rowGroupRows, ErrInvalidOption)
+	case o.typedThreshold <= 0:
+		return fmt.Errorf("typed column threshold %d bytes must be positive: %w", o.typedThreshold, ErrInvalidOption)
+	case o.clock == nil || o.logger == nil || o.fs == nil:
+		return fmt.Errorf("nil clock, logger or file system: %w", ErrInvalidOption)
+	case o.workers <= 0:
+		return fmt.Errorf("%d writer workers: %w", o.workers, ErrInvalidOption)
+	}
+	return nil
+}
+
+// Option configures a Recorder.
+type Option func(*options)
+
+// WithSyncPolicy sets when hooks return (default SyncGroup).
+func WithSyncPolicy(p SyncPolicy) Option { return func(o *options) { o.syncPolicy = p } }
+
+// WithSyncInterval sets the group-commit interval (default 100 ms).
+func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.syncInterval = d } }
+
+// WithMemoryBudget bounds the memory the recorder holds for queued events
+// and unwritten rows (default 256 MiB); when it is full, hooks wait.
+func WithMemoryBudget(bytes int64) Option { return func(o *options) { o.memoryBudget = bytes } }
+
+// WithCompression sets the Parquet codec (default zstd).
+func WithCompression(c Compression) Option { return func(o *options) { o.compression = c } }
+
+// WithRowGroupRows bounds the rows of one Parquet row group (default 65536).
+func WithRowGroupRows(n int) Option { return func(o *options) { o.rowGroupRows = n } }
+
+// WithTypedColumnThreshold sets the per-lane leaf size above which a typed
+// column holds the raw leaf bytes instead of decoded values (default 4 KiB).
+func WithTypedColumnThreshold(bytes int) Option {
+	return func(o *options) { o.typedThreshold = bytes }
+}
+
+// WithClock sets the clock that stamps events (default time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// WithLogger sets the logger for what the recorder reports (problems in the
+// input, recovery); by default nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithFS sets the file system all files are written through (default the
+// operating system's).
+func WithFS(fsys vfs.FS) Option { return func(o *options) { o.fs = fsys } }
+
+// WithSalvage lets recovery cut a log at corruption inside a sealed segment,
+// losing what follows it, instead of refusing to open.
+func WithSalvage(on bool) Option { return func(o *options) { o.salvage = on } }
+
+// WithWriters sets how many goroutines write Parquet files (default 2).
+func WithWriters(n int) Option { return func(o *options) { o.workers = n } }

@@ -1,0 +1,91 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Records of the recorder's log. Each log record starts with one byte that
+// says what follows:
+//
+//	recEvent        an rlrec.events.v1.Event protobuf message: one hook
+//	                event as it was handed over, with its recording time
+//	recEpisodeDone  a marker: the files of one episode are durable
+//	recSessionDone  a marker: the k-th write of one session's files
+//	                (session row, logs, telemetry) is durable
+//	recSessionWrite the k-th write of one session's files was handed to
+//	                the writer (logged right after the event that caused
+//	                it, so that recovery numbers late writes as they were)
+//
+// A marker's body is protobuf wire data: field 1 the session id (bytes),
+// field 2 the episode record id (episodes) or field 3 the write number k
+// (sessions, varint). Markers let recovery skip work already done; they
+// carry no data of their own. These values are part of the on-disk format:
+// do not change them.
+const (
+	recEvent        byte = 1
+	recEpisodeDone  byte = 2
+	recSessionDone  byte = 3
+	recSessionWrite byte = 4
+)
+
+var errBadMarker = errors.New("malformed marker record")
+
+func appendEpisodeMarker(dst []byte, session, record string) []byte {
+	dst = append(dst, recEpisodeDone)
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	dst = protowire.AppendString(dst, session)
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+	return protowire.AppendString(dst, record)
+}
+
+func appendSessionMarker(dst []byte, typ byte, session string, write int) []byte {
+	dst = append(dst, typ)
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	dst = protowire.AppendString(dst, session)
+	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+	return protowire.AppendVarint(dst, uint64(write))
+}
+
+// marker is a decoded marker record.
+type marker struct {
+	session string
+	record  string
+	write   int
+}
+
+func parseMarker(b []byte) (marker, error) {
+	var m marker
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeString(b)
+			if n < 0 {
+				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
+			}
+			m.session, b = v, b[n:]
+		case num == 2 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeString(b)
+			if n < 0 {
+				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
+			}
+			m.record, b = v, b[n:]
+		case num == 3 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
+			}
+			m.write, b = int(v), b[n:]
+		default:
+			return m, fmt.Errorf("%w: unexpected field %d", errBadMarker, num)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,424 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
+	"golang.org/x/sync/semaphore"
+)
+
+// Paths under ROOT that belong to the recorder itself. Readers skip paths
+// that start with "_".
+const (
+	stateDir = "_rlrec"
+	logDir   = "log"
+	lockName = "LOCK"
+)
+
+// Recorder records the events of any number of concurrent sessions under
+// one ROOT. It implements events.Hooks and is safe for concurrent use.
+type Recorder struct {
+	root string
+	opts options
+	fs   vfs.FS
+	lock interface{ Close() error }
+	log  *wal.Log
+
+	// mu guards closed and the queue's lifetime: hooks hold it shared while
+	// they hand an event over; Close takes it exclusively to close the queue.
+	mu     sync.RWMutex
+	closed bool
+	queue  chan item
+	// queueBudget bounds the bytes of events queued for the pipeline.
+	queueBudget *semaphore.Weighted
+	queueMax    int64
+	bufs        sync.Pool
+
+	pipelineDone chan struct{}
+	// asm is touched only by the pipeline goroutine, and by Open and Close
+	// when the pipeline is not running.
+	asm          *assembler
+	dec          events.Decoder
+	sinceReclaim int
+	w            *writer
+
+	failure atomic.Pointer[error]
+
+	recovered RecoveryReport
+}
+
+// item is one unit of work for the pipeline: an encoded log record, or a
+// barrier (buf nil) that reports the last log position.
+type item struct {
+	buf    *[]byte
+	charge int64
+	wait   *waiter
+}
+
+// waiter lets a hook or Flush wait for the pipeline.
+type waiter struct {
+	pos  wal.Pos
+	err  error
+	done chan struct{}
+}
+
+var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
+
+// Open opens (creating it if needed) the output ROOT, takes its lock, and
+// recovers whatever a previous recorder left in the log: completed episodes
+// get their files, open ones are written as incomplete and their sessions
+// as crashed. It then accepts events.
+func Open(root string, opts ...Option) (*Recorder, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	r := &Recorder{root: root, opts: o, fs: o.fs}
+	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	state := filepath.Join(root, stateDir)
+	if err := r.fs.MkdirAll(state); err != nil {
+		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
+	}
+	lock, err := r.fs.Lock(filepath.Join(state, lockName))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("open %s: %w (%v); close the other recorder or choose another directory", root, ErrLocked, err)
+		}
+		return nil, fmt.Errorf("open %s: lock: %w", root, err)
+	}
+	r.lock = lock
+	if err := r.start(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Recorder) start() error {
+	o := &r.opts
+	dir := filepath.Join(r.root, stateDir, logDir)
+	if err := r.fs.MkdirAll(dir); err != nil {
+		return fmt.Errorf("open %s: create %s: %w", r.root, dir, err)
+	}
+	r.w = newWriter(r)
+	r.asm = newAssembler(r.w, int(min(o.memoryBudget/4, 1<<30)))
+	if err := r.recover(); err != nil {
+		r.w.stop()
+		return err
+	}
+	l, err := wal.Open(r.fs, dir, wal.Options{
+		SyncInterval: o.syncInterval,
+		MaxPending:   int(min(o.memoryBudget/8, 64<<20)),
+		Salvage:      o.salvage,
+		Logger:       o.logger,
+	})
+	if err != nil {
+		r.w.stop()
+		return fmt.Errorf("open %s: log: %w", r.root, err)
+	}
+	r.log = l
+	r.queueMax = max(o.memoryBudget/4, 1<<20)
+	r.queueBudget = semaphore.NewWeighted(r.queueMax)
+	r.queue = make(chan item, 4096)
+	r.pipelineDone = make(chan struct{})
+	go r.pipeline()
+	return nil
+}
+
+// err returns the error that failed the recorder, or nil.
+func (r *Recorder) err() error {
+	if p := r.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records the first write or sync error; the recorder then refuses
+// further events, since what it was handed can no longer be made durable.
+func (r *Recorder) fail(err error) {
+	err = fmt.Errorf("%w: %w", ErrFailed, err)
+	if r.failure.CompareAndSwap(nil, &err) {
+		r.opts.logger.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", r.root, "err", err)
+	}
+}
+
+// submit is the hook path: encode the event into a log record, queue it for
+// the pipeline, and (under SyncEach) wait until it is durable.
+func (r *Recorder) submit(ctx context.Context, ev events.Event) error {
+	return r.RecordAt(ctx, ev, r.opts.clock())
+}
+
+// RecordAt hands over an event observed at time t (the recording time its
+// rows get), as a hook does with the recorder's clock. Ingesting a recorded
+// stream uses it to keep the stream's times.
+func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
+	if ev == nil {
+		return fmt.Errorf("record: %w", events.ErrNilEvent)
+	}
+	bp := r.bufs.Get().(*[]byte)
+	b, err := events.AppendMarshal(append((*bp)[:0], recEvent), ev, t)
+	if err != nil {
+		r.bufs.Put(bp)
+		sid, _ := ev.Header()
+		return fmt.Errorf("record %s of session %q: %w", ev.Kind(), sid, err)
+	}
+	*bp = b
+	charge := min(int64(len(b)), r.queueMax)
+	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
+		r.bufs.Put(bp)
+		return err
+	}
+	it := item{buf: bp, charge: charge}
+	if r.opts.syncPolicy == SyncEach {
+		it.wait = waiters.Get().(*waiter)
+	}
+	if err := r.enqueue(ctx, it); err != nil {
+		r.queueBudget.Release(charge)
+		r.bufs.Put(bp)
+		return err
+	}
+	if it.wait == nil {
+		return nil
+	}
+	return r.await(ctx, it.wait, true)
+}
+
+// enqueue hands an item to the pipeline.
+func (r *Recorder) enqueue(ctx context.Context, it item) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if err := r.err(); err != nil {
+		return err
+	}
+	select {
+	case r.queue <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// await waits for the pipeline to process w's item, then, if sync is set,
+// until its log position is durable.
+func (r *Recorder) await(ctx context.Context, w *waiter, sync bool) error {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		// The pipeline still owns w; it is not returned to the pool.
+		return ctx.Err()
+	}
+	pos, err := w.pos, w.err
+	waiters.Put(w)
+	if err != nil {
+		return err
+	}
+	if sync && pos > 0 {
+		return r.log.WaitSynced(ctx, pos)
+	}
+	return nil
+}
+
+// pipeline appends each queued record to the log, then folds its event
+// into the assembly state. It is the only goroutine that touches the
+// assembler while the recorder is open.
+func (r *Recorder) pipeline() {
+	defer close(r.pipelineDone)
+	for it := range r.queue {
+		var pos wal.Pos
+		var err error
+		if it.buf != nil {
+			pos, err = r.process(*it.buf)
+			r.queueBudget.Release(it.charge)
+			if cap(*it.buf) <= 1<<20 {
+				r.bufs.Put(it.buf)
+			}
+		} else {
+			pos = r.log.LastPos()
+		}
+		if it.wait != nil {
+			it.wait.pos, it.wait.err = pos, err
+			it.wait.done <- struct{}{}
+		}
+	}
+}
+
+// process logs one record and applies its event.
+func (r *Recorder) process(rec []byte) (wal.Pos, error) {
+	if err := r.err(); err != nil {
+		return 0, err
+	}
+	pos, err := r.log.Append(rec)
+	if err != nil {
+		err = fmt.Errorf("append to log: %w", err)
+		r.fail(err)
+		return 0, r.err()
+	}
+	ev, t, err := r.dec.Decode(rec[1:])
+	if err != nil {
+		// The hook encoded it a moment ago: this is a bug, not bad input.
+		return pos, fmt.Errorf("decode logged event at %d: %w", pos, err)
+	}
+	r.asm.apply(ev, t, uint64(pos))
+	if r.sinceReclaim++; r.sinceReclaim >= reclaimEvery {
+		r.sinceReclaim = 0
+		r.reclaim()
+	}
+	return pos, nil
+}
+
+// reclaimEvery is how many events the pipeline handles between looks for
+// log segments it can remove.
+const reclaimEvery = 4096
+
+// reclaim removes the log segments that hold only records of writes that
+// are durable: everything before the first record of the oldest session
+// not yet handed to the writer and of the oldest write still in flight.
+func (r *Recorder) reclaim() {
+	if r.log.Segments() < 2 {
+		return
+	}
+	keep := uint64(r.log.LastPos())
+	for _, s := range r.asm.sessions {
+		if !s.finalTelemetry && s.firstPos < keep {
+			keep = s.firstPos
+		}
+	}
+	if l := r.w.minLive(); l != 0 && l < keep {
+		keep = l
+	}
+	if err := r.log.RemoveBefore(wal.Pos(keep)); err != nil {
+		r.fail(fmt.Errorf("reclaim log space: %w", err))
+	}
+}
+
+// Flush returns once every event handed over before it was called is
+// durable in the log.
+func (r *Recorder) Flush(ctx context.Context) error {
+	w := waiters.Get().(*waiter)
+	if err := r.enqueue(ctx, item{wait: w}); err != nil {
+		waiters.Put(w)
+		return err
+	}
+	if err := r.await(ctx, w, true); err != nil {
+		return err
+	}
+	return r.err()
+}
+
+// Close stops accepting events, makes everything handed over durable,
+// writes the files of every episode and session still open (open episodes
+// as incomplete, their sessions with status "open"), and releases the lock.
+// After a clean Close the log is empty.
+func (r *Recorder) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ErrClosed
+	}
+	r.closed = true
+	close(r.queue)
+	r.mu.Unlock()
+	<-r.pipelineDone
+
+	errs := []error{r.err()}
+	if r.err() == nil {
+		now := r.opts.clock()
+		for _, s := range r.asm.sortedSessions() {
+			r.asm.finishOpen(s, statusOpen, now)
+		}
+	}
+	errs = append(errs, r.w.stop())
+	if err := errors.Join(errs...); err == nil {
+		errs = append(errs, r.log.Close())
+		if errs[len(errs)-1] == nil {
+			errs = append(errs, r.clearLog())
+		}
+	} else {
+		r.log.Close()
+	}
+	errs = append(errs, r.lock.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close %s: %w", r.root, err)
+	}
+	return nil
+}
+
+// clearLog removes the log's segments once everything in them is in
+// Parquet files, so the next Open has nothing to recover.
+func (r *Recorder) clearLog() error {
+	dir := filepath.Join(r.root, stateDir, logDir)
+	entries, err := r.fs.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("clear log: %w", err)
+	}
+	for _, e := range entries {
+		if err := r.fs.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("clear log: %w", err)
+		}
+	}
+	return r.fs.SyncDir(dir)
+}
+
+// The events.Hooks methods: each hands its event to the recorder.
+
+var _ events.Hooks = (*Recorder)(nil)
+
+func (r *Recorder) OnEnvConnected(ctx context.Context, ev *events.EnvConnected) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnModelConnected(ctx context.Context, ev *events.ModelConnected) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnSessionStarted(ctx context.Context, ev *events.SessionStarted) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnSessionEnded(ctx context.Context, ev *events.SessionEnded) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnSessionFailed(ctx context.Context, ev *events.SessionFailed) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnLog(ctx context.Context, ev *events.Log) error { return r.submit(ctx, ev) }
+
+func (r *Recorder) OnEpisodeStarted(ctx context.Context, ev *events.EpisodeStarted) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnEpisodeCompleted(ctx context.Context, ev *events.EpisodeCompleted) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnActionReceived(ctx context.Context, ev *events.ActionReceived) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnObservationEmitted(ctx context.Context, ev *events.ObservationEmitted) error {
+	return r.submit(ctx, ev)
+}
+
+func (r *Recorder) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySnapshot) error {
+	return r.submit(ctx, ev)
+}

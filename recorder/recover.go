@@ -1,0 +1,152 @@
+package recorder
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/wal"
+)
+
+// RecoveryReport says what Open found in the log a previous recorder left
+// and what it rebuilt from it.
+type RecoveryReport struct {
+	// Records is the number of intact log records replayed.
+	Records int64
+	// Sessions is the number of sessions found in the log; Crashed of them
+	// had not ended and are recorded with status "crashed".
+	Sessions, Crashed int
+	// Completed and Incomplete count the episodes written by recovery.
+	Completed, Incomplete int
+	// Skipped counts episodes whose files were already durable.
+	Skipped int
+	// Damage describes a torn or corrupt log tail that was cut; it is the
+	// zero value when the log was intact.
+	Damage wal.RepairReport
+}
+
+// Recovered returns the report of the recovery Open ran.
+func (r *Recorder) Recovered() RecoveryReport { return r.recovered }
+
+// recover replays a log left by a previous recorder, writes every episode
+// and session in it that is not yet durable, and empties the log. Writing is
+// idempotent (each partition's files are numbered by the order of writes in
+// its session, and a rewrite replaces a file with the same rows), so a crash
+// during recovery is recovered by the next Open.
+func (r *Recorder) recover() error {
+	dir := filepath.Join(r.root, stateDir, logDir)
+	rep, err := wal.Repair(r.fs, dir, r.opts.salvage, r.opts.logger)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to cut the log at the damage, losing what follows it", r.root, err, r.root)
+	}
+	r.recovered.Damage = rep
+	if rep.Records == 0 {
+		return nil
+	}
+	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
+
+	// Pass 1: the markers say which writes are already durable.
+	done, err := r.readMarkers(dir)
+	if err != nil {
+		return err
+	}
+	r.w.skip = done
+
+	// Pass 2: rebuild the sessions from their events.
+	rd, err := wal.NewReader(r.fs, dir)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
+	defer rd.Close()
+	var last time.Time
+	var dec events.Decoder
+	for rd.Next() {
+		rec := rd.Record()
+		if len(rec) == 0 || rec[0] != recEvent {
+			continue
+		}
+		r.recovered.Records++
+		ev, t, err := dec.Decode(rec[1:])
+		if err != nil {
+			// A record that passed its checksum but does not decode was
+			// written by a different version: report it, keep going.
+			r.opts.logger.Error("skipping an undecodable log record", "root", r.root, "pos", rd.Pos(), "err", err)
+			continue
+		}
+		if t.After(last) {
+			last = t
+		}
+		r.asm.apply(ev, t, uint64(rd.Pos()))
+	}
+	if err := rd.Err(); err != nil {
+		return fmt.Errorf("recover %s: read log: %w", r.root, err)
+	}
+	for _, s := range r.asm.sortedSessions() {
+		r.recovered.Sessions++
+		if !s.ended {
+			r.recovered.Crashed++
+		}
+		r.asm.finishOpen(s, statusCrashed, last)
+	}
+	if err := r.w.wait(); err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
+	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
+	r.w.skip = nil
+	r.asm = newAssembler(r.w, r.asm.episodeBudget)
+	if err := r.clearLog(); err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
+	r.opts.logger.Info("recovered", "root", r.root, "sessions", r.recovered.Sessions, "crashed", r.recovered.Crashed,
+		"completed_episodes", r.recovered.Completed, "incomplete_episodes", r.recovered.Incomplete)
+	return nil
+}
+
+// doneSet holds the writes the markers in a log say are durable.
+type doneSet struct {
+	episodes map[[2]string]bool
+	sessions map[sessionWrite]bool
+	// firstWrite is the number of the first session write logged for
+	// each session.
+	firstWrite map[string]int
+}
+
+type sessionWrite struct {
+	session string
+	write   int
+}
+
+func (r *Recorder) readMarkers(dir string) (*doneSet, error) {
+	done := &doneSet{episodes: make(map[[2]string]bool), sessions: make(map[sessionWrite]bool), firstWrite: make(map[string]int)}
+	rd, err := wal.NewReader(r.fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("recover %s: %w", r.root, err)
+	}
+	defer rd.Close()
+	for rd.Next() {
+		rec := rd.Record()
+		if len(rec) == 0 || rec[0] == recEvent {
+			continue
+		}
+		m, err := parseMarker(rec[1:])
+		if err != nil {
+			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
+			continue
+		}
+		switch rec[0] {
+		case recEpisodeDone:
+			done.episodes[[2]string{m.session, m.record}] = true
+		case recSessionDone:
+			done.sessions[sessionWrite{m.session, m.write}] = true
+		case recSessionWrite:
+			if _, ok := done.firstWrite[m.session]; !ok {
+				done.firstWrite[m.session] = m.write
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return nil, fmt.Errorf("recover %s: read log: %w", r.root, err)
+	}
+	return done, nil
+}

@@ -1,0 +1,489 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// writer is the assembler's output: it writes finished episodes and
+// sessions as Parquet part files on a pool of goroutines, appends a marker
+// to the log once a write is durable, and reclaims log space.
+//
+// Part numbers are deterministic: an episode's steps and episodes files are
+// part 0 of their partitions, and the k-th write of a session's files
+// (k = 0 at its end, then one per batch of late telemetry or logs) is part k
+// of the sessions, logs and telemetry partitions. Recovery therefore
+// rewrites exactly the files a crash may have left unfinished, replacing
+// rather than duplicating any that did land.
+type writer struct {
+	r    *Recorder
+	fs   vfs.FS
+	root string
+	cfg  parquetout.Config
+	log  *slog.Logger
+	pool *pool
+
+	// skip holds the writes recovery found durable (nil when live).
+	skip *doneSet
+
+	mu      sync.Mutex
+	formats map[[2]*schema.Layout]*parquetout.StepsFormat
+	// live maps each write in flight (an episode or a session write) to
+	// the first log position it was built from.
+	live       map[any]uint64
+	firstErr   error
+	completed  int
+	incomplete int
+	skipped    int
+}
+
+func newWriter(r *Recorder) *writer {
+	return &writer{
+		r:    r,
+		fs:   r.fs,
+		root: r.root,
+		cfg: parquetout.Config{
+			Compression:     string(r.opts.compression),
+			RowGroupRows:    int64(r.opts.rowGroupRows),
+			RowGroupBytes:   min(r.opts.memoryBudget/16, 32<<20),
+			BinaryThreshold: r.opts.typedThreshold,
+		},
+		log:     r.opts.logger,
+		pool:    newPool(r.opts.workers),
+		formats: make(map[[2]*schema.Layout]*parquetout.StepsFormat),
+		live:    make(map[any]uint64),
+	}
+}
+
+// fail records a write error. The data stays in the log, so the next Open
+// recovers it; the recorder stops accepting events meanwhile.
+func (w *writer) fail(err error) {
+	w.mu.Lock()
+	if w.firstErr == nil {
+		w.firstErr = err
+	}
+	w.mu.Unlock()
+	w.r.fail(err)
+}
+
+func (w *writer) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.firstErr
+}
+
+// wait returns once every write submitted so far has finished.
+func (w *writer) wait() error {
+	w.pool.wait()
+	return w.err()
+}
+
+// stop waits for every write and ends the pool.
+func (w *writer) stop() error {
+	w.pool.stop()
+	return w.err()
+}
+
+func (w *writer) counts() (completed, incomplete, skipped int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.completed, w.incomplete, w.skipped
+}
+
+func (w *writer) format(obs, act *schema.Layout) (*parquetout.StepsFormat, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := [2]*schema.Layout{obs, act}
+	if f := w.formats[key]; f != nil {
+		return f, nil
+	}
+	f, err := parquetout.NewStepsFormat(obs, act, w.cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.formats[key] = f
+	return f, nil
+}
+
+// episodeFile is the state of one episode's steps file while it is
+// written; only the episode's serial queue touches it.
+type episodeFile struct {
+	q      serial
+	format *parquetout.StepsFormat
+	steps  *parquetout.StepsWriter
+	row    parquetout.StepRow
+	leaves [2][][]byte
+}
+
+// rowsJob is a batch of an episode's rows with the bytes they reference.
+type rowsJob struct {
+	sid      string
+	obs, act *schema.Layout
+	rows     []stepRow
+	arena    []byte
+}
+
+func (w *writer) takeRows(s *session, ep *episode) rowsJob {
+	j := rowsJob{sid: s.id, obs: s.obsLayout, act: s.actLayout, rows: ep.rows, arena: ep.arena}
+	ep.rows, ep.arena = nil, nil
+	ep.flushedRows += int64(len(j.rows))
+	return j
+}
+
+func (w *writer) fileOf(ep *episode) *episodeFile {
+	if ep.file == nil {
+		ep.file = &episodeFile{}
+		w.mu.Lock()
+		w.live[ep] = ep.firstPos
+		w.mu.Unlock()
+	}
+	return ep.file
+}
+
+// stepsFull streams an open episode's buffered rows to its steps file.
+func (w *writer) stepsFull(s *session, ep *episode) {
+	if w.skip != nil && w.skip.episodes[[2]string{s.id, ep.recordID}] {
+		// Recovery: this episode is already durable; drop its rows.
+		ep.rows, ep.arena = ep.rows[:0], ep.arena[:0]
+		return
+	}
+	f := w.fileOf(ep)
+	j := w.takeRows(s, ep)
+	meta := episodeMeta{sid: s.id, rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	w.pool.submit(&f.q, func() {
+		if err := w.writeRows(f, meta, j); err != nil {
+			w.fail(err)
+		}
+	})
+}
+
+// episodeMeta is what a steps row needs to know of its episode.
+type episodeMeta struct {
+	sid, rid, id string
+	index        int64
+	env          int32
+}
+
+func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
+	if w.err() != nil {
+		return nil
+	}
+	if f.steps == nil {
+		format, err := w.format(j.obs, j.act)
+		if err != nil {
+			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+		}
+		dir := hive.Dir(w.root, schema.TableSteps, m.sid, m.rid)
+		if f.steps, err = format.CreateAt(w.fs, dir, 0, m.sid, m.rid); err != nil {
+			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+		}
+		f.format = format
+	}
+	row := &f.row
+	row.EpisodeID, row.EpisodeIndex, row.EnvIndex = m.id, m.index, m.env
+	for i := range j.rows {
+		r := &j.rows[i]
+		row.Step, row.SessionStep = r.step, r.sessionStep
+		row.Reward = r.reward
+		row.IsFirst, row.IsLast, row.Terminated, row.Truncated = r.isFirst, r.isLast, r.terminated, r.truncated
+		row.RecordedAt = r.recordedAt
+		row.ObservationBlob, row.ObservationLeaves = nil, nil
+		if r.obsLen >= 0 {
+			row.ObservationBlob = j.arena[r.obsOff : r.obsOff+r.obsLen]
+			leaves, err := blob.DecodeInto(f.leaves[0][:0], row.ObservationBlob)
+			if err != nil {
+				return fmt.Errorf("steps of session %q episode %s step %d: observation: %w", m.sid, m.rid, r.step, err)
+			}
+			f.leaves[0], row.ObservationLeaves = leaves, leaves
+		}
+		row.ActionBlob = j.arena[r.actOff : r.actOff+r.actLen]
+		leaves, err := blob.DecodeInto(f.leaves[1][:0], row.ActionBlob)
+		if err != nil {
+			return fmt.Errorf("steps of session %q episode %s step %d: action: %w", m.sid, m.rid, r.step, err)
+		}
+		f.leaves[1], row.ActionLeaves = leaves, leaves
+		if err := f.steps.Write(row); err != nil {
+			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+		}
+	}
+	return nil
+}
+
+// episodeDone writes a finished episode: the rest of its steps, then its
+// episodes row, which is the commit point of the episode.
+func (w *writer) episodeDone(s *session, ep *episode, status string) {
+	key := [2]string{s.id, ep.recordID}
+	if w.skip != nil && w.skip.episodes[key] {
+		w.mu.Lock()
+		w.skipped++
+		w.mu.Unlock()
+		return
+	}
+	f := w.fileOf(ep)
+	j := w.takeRows(s, ep)
+	row := episodeRow(s, ep, status)
+	meta := parquetout.Metadata{SessionID: s.id, EpisodeRecordID: ep.recordID}
+	if s.obsLayout != nil {
+		meta.ObservationSpace = s.obsLayout.Spec
+	}
+	if s.actLayout != nil {
+		meta.ActionSpace = s.actLayout.Spec
+	}
+	em := episodeMeta{sid: s.id, rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	w.pool.submit(&f.q, func() {
+		err := w.writeEpisode(f, em, j, row, meta)
+		w.mu.Lock()
+		delete(w.live, ep)
+		if err == nil {
+			if status == episodeCompleted {
+				w.completed++
+			} else {
+				w.incomplete++
+			}
+		}
+		w.mu.Unlock()
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		w.marker(appendEpisodeMarker(nil, em.sid, em.rid))
+	})
+}
+
+func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, j rowsJob, row schema.EpisodeRow, meta parquetout.Metadata) error {
+	if err := w.writeRows(f, m, j); err != nil {
+		if f.steps != nil {
+			f.steps.Abort()
+		}
+		return err
+	}
+	if f.steps != nil {
+		if _, err := f.steps.Commit(); err != nil {
+			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+		}
+	}
+	dir := hive.Dir(w.root, schema.TableEpisodes, m.sid, m.rid)
+	if _, err := parquetout.WriteTableAt(w.fs, dir, 0, meta, w.cfg, []schema.EpisodeRow{row}); err != nil {
+		return fmt.Errorf("episode row of session %q episode %s: %w", m.sid, m.rid, err)
+	}
+	return nil
+}
+
+func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {
+	row := schema.EpisodeRow{
+		EpisodeID:            ep.id,
+		EpisodeIndex:         ep.index,
+		EnvIndex:             ep.envIndex,
+		EnvID:                s.envID,
+		EnvComponentID:       s.route.EnvComponentID,
+		ModelComponentID:     s.route.ModelComponentID,
+		StartedFromAutoReset: ep.autoReset,
+		Status:               status,
+		StepsRecorded:        ep.stepsRecorded,
+		RewardSum:            ep.rewardSum,
+		StartedAt:            ep.startedAt,
+		FinalObservationBlob: ep.finalObs,
+	}
+	if c := ep.completion; c != nil {
+		row.StepCount = &c.StepCount
+		row.CumulativeReward = &c.CumulativeReward
+		row.Terminated, row.Truncated = c.Terminated, c.Truncated
+		row.DurationMs = &c.DurationMs
+		if v, ok := success(c.FinalInfo); ok {
+			row.Success = &v
+		}
+		if c.FinalInfo != nil {
+			js := metaJSON(c.FinalInfo)
+			row.FinalInfo = &js
+		}
+		end := ep.endedAt
+		row.EndedAt = &end
+	}
+	return row
+}
+
+// sessionDone writes a session's files: at its end the logs, telemetry and
+// session row (the commit point), later any late telemetry or logs.
+func (w *writer) sessionDone(s *session) {
+	k := s.writes
+	s.writes++
+	if l := w.r.log; l != nil {
+		if _, err := l.Append(appendSessionMarker(nil, recSessionWrite, s.id, k)); err != nil {
+			w.fail(fmt.Errorf("append session write record: %w", err))
+			return
+		}
+	}
+	if w.skip != nil && w.skip.sessions[sessionWrite{s.id, k}] {
+		s.logs, s.telemetry = nil, nil
+		return
+	}
+	logs := make([]schema.LogRow, len(s.logs))
+	for i, l := range s.logs {
+		logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source}
+	}
+	tele := make([]schema.TelemetryRow, len(s.telemetry))
+	for i, t := range s.telemetry {
+		r := t.row
+		tele[i] = schema.TelemetryRow{Time: t.time, Horizon: t.horizon, Op: r.Op, Component: r.Component, Metric: r.Metric,
+			Kind: r.Kind.String(), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99}
+	}
+	s.logs, s.telemetry = nil, nil
+	var row *schema.SessionRow
+	if k == 0 {
+		row = sessionRow(s)
+		if s.problemCount() > 0 {
+			w.log.Warn("session recorded with problems in its input", "session", s.id, "problems", s.problemSummary(), "dropped_steps", s.droppedSteps)
+		}
+	}
+	sid := s.id
+	token := new(byte)
+	w.mu.Lock()
+	w.live[token] = s.firstPos
+	w.mu.Unlock()
+	w.pool.submit(&s.q, func() {
+		err := w.writeSession(sid, k, row, logs, tele)
+		w.mu.Lock()
+		delete(w.live, token)
+		w.mu.Unlock()
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		w.marker(appendSessionMarker(nil, recSessionDone, sid, k))
+	})
+}
+
+func (w *writer) writeSession(sid string, k int, row *schema.SessionRow, logs []schema.LogRow, tele []schema.TelemetryRow) error {
+	meta := parquetout.Metadata{SessionID: sid}
+	if len(logs) > 0 || k == 0 {
+		dir := hive.SessionDir(w.root, schema.TableLogs, sid)
+		if _, err := parquetout.WriteTableAt(w.fs, dir, k, meta, w.cfg, logs); err != nil {
+			return fmt.Errorf("logs of session %q: %w", sid, err)
+		}
+	}
+	if len(tele) > 0 || k == 0 {
+		dir := hive.SessionDir(w.root, schema.TableTelemetry, sid)
+		if _, err := parquetout.WriteTableAt(w.fs, dir, k, meta, w.cfg, tele); err != nil {
+			return fmt.Errorf("telemetry of session %q: %w", sid, err)
+		}
+	}
+	if row != nil {
+		dir := hive.SessionDir(w.root, schema.TableSessions, sid)
+		if _, err := parquetout.WriteTableAt(w.fs, dir, 0, meta, w.cfg, []schema.SessionRow{*row}); err != nil {
+			return fmt.Errorf("session row of session %q: %w", sid, err)
+		}
+	}
+	return nil
+}
+
+func sessionRow(s *session) *schema.SessionRow {
+	row := &schema.SessionRow{
+		EnvID:            s.envID,
+		EnvComponentID:   s.route.EnvComponentID,
+		ModelComponentID: s.route.ModelComponentID,
+		Status:           s.status,
+		StartedAt:        s.startedAt,
+		EpisodesRecorded: s.episodesRecorded,
+		StepsRecorded:    s.stepsRecorded,
+		DroppedSteps:     s.droppedSteps,
+		Problems:         s.problemCount(),
+	}
+	if s.reason != "" {
+		reason := s.reason
+		row.Reason = &reason
+	}
+	if s.hasTotals {
+		steps, eps := s.totalSteps, s.totalEpisodes
+		row.TotalSteps, row.TotalEpisodes = &steps, &eps
+	}
+	if summary := s.problemSummary(); summary != "" {
+		row.ProblemSummary = &summary
+	}
+	if s.status != statusOpen || !s.endedAt.IsZero() {
+		end := s.endedAt
+		if end.IsZero() {
+			end = s.lastAt
+		}
+		row.EndedAt = &end
+	}
+	return row
+}
+
+// newSession numbers the file writes of a session seen for the first time.
+// A session whose files exist already (recorded before the log was
+// reclaimed, or by an earlier recorder) continues their part numbers: its
+// first event, when it is late telemetry or a log line, makes it a finished
+// session receiving late data.
+func (w *writer) newSession(s *session, first events.Event) {
+	late := first.Kind() == events.KindTelemetrySnapshot || first.Kind() == events.KindLog
+	if w.skip != nil {
+		if k, ok := w.skip.firstWrite[s.id]; ok && late {
+			s.writes, s.ended, s.finalTelemetry = k, true, true
+			return
+		}
+		if !late {
+			// Replayed from its start: writes are numbered from 0 again
+			// and replace what a crash may have left.
+			return
+		}
+	}
+	n := 0
+	for _, table := range []string{schema.TableSessions, schema.TableLogs, schema.TableTelemetry} {
+		p, err := parquetout.NextPart(w.fs, hive.SessionDir(w.root, table, s.id))
+		if err == nil && p > n {
+			n = p
+		}
+	}
+	if n == 0 {
+		return
+	}
+	s.writes = n
+	if late {
+		s.ended, s.finalTelemetry = true, true
+		return
+	}
+	w.log.Warn("session id already recorded under this root; its new files get further part numbers", "session", s.id, "first_part", n)
+}
+
+// problem logs input that did not fit; the assembler counts it.
+func (w *writer) problem(s *session, kind problemKind, detail string) {
+	w.log.Warn("input did not fit the recording; counted and skipped", "session", s.id, "problem", string(kind), "detail", detail)
+}
+
+// marker appends a durability marker to the log.
+func (w *writer) marker(rec []byte) {
+	l := w.r.log
+	if l == nil {
+		// Recovery: the log is emptied once it is replayed.
+		return
+	}
+	if _, err := l.Append(rec); err != nil {
+		if !errors.Is(err, ErrClosed) {
+			w.fail(fmt.Errorf("append marker: %w", err))
+		}
+		return
+	}
+}
+
+// minLive returns the first log position an unfinished episode being
+// written still needs, or 0 if none.
+func (w *writer) minLive() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var m uint64
+	for _, p := range w.live {
+		if m == 0 || p < m {
+			m = p
+		}
+	}
+	return m
+}
