@@ -1,0 +1,68 @@
+// Package recorder records rlmesh sessions durably: *Recorder implements
+// events.Hooks and turns the events of any number of concurrent sessions
+// into rlrec's Parquet output under one ROOT (see the README for the layout
+// and the tables).
+//
+// # Usage
+//
+//	rec, err := recorder.Open(root)          // recovers what a crash left
+//	runtime.SetHooks(rec)                    // or sim.Run(ctx, rec, cfg)
+//	...
+//	err = rec.Flush(ctx)                     // everything so far is durable
+//	err = rec.Close(ctx)                     // writes the rest, unlocks ROOT
+//
+// # Data flow
+//
+//	hook call ──encode──▶ queue ──▶ pipeline ──append──▶ log (_rlrec/log)
+//	                                   │                   ▲  group fsync
+//	                                   ▼                   │  markers
+//	                              assembler ──jobs──▶ writers ──▶ Parquet
+//
+// A hook encodes its event (with its recording time) into a log record and
+// queues it; it returns at once (SyncGroup) or once the record is fsynced
+// (SyncEach). One pipeline goroutine appends each record to the log before
+// anything else happens to it, then folds the event into the per-session
+// assembly state (recording semantics: see assemble.go). Finished episodes
+// and sessions become jobs for a pool of writer goroutines (both cores):
+// each episode's jobs run in order on its own queue, different episodes in
+// parallel. Long episodes stream their rows to the steps file in row groups,
+// so memory does not grow with episode length.
+//
+// # Durability
+//
+// Every event is in the log before it is assembled. A Parquet file appears
+// under its final name only complete (temp name, fsync, rename, directory
+// fsync). An episode's episodes file is its commit point; once it and the
+// steps file are durable the writer logs a marker record. Log segments are
+// removed once every episode and session with records in them is durable
+// and marked. A clean Close empties the log.
+//
+// Part numbers are deterministic (an episode's files are part 0; the k-th
+// write of a session's sessions, logs and telemetry files is part k), so
+// recovery, which replays the whole log and rewrites whatever is not marked
+// durable, replaces rather than duplicates a file a crash let land before
+// its marker. After a crash, Open replays the log: completed episodes get
+// their files, open ones are written with status "incomplete" and every
+// step that reached the log, and their sessions get status "crashed". A torn
+// log tail is cut and reported; corruption inside a sealed segment stops
+// Open unless WithSalvage is set.
+//
+// A session's records are kept in the log until the session ends and its
+// files are durable, so a crash mid-session loses none of it; the cost is
+// log space proportional to the longest-running open session.
+//
+// # Memory
+//
+// The memory budget (WithMemoryBudget) is split: a quarter bounds the
+// events queued for the pipeline (hooks wait when it is full:
+// back-pressure, never loss), a quarter the rows buffered by open episodes
+// (beyond it their rows stream to their steps files), an eighth the log's
+// unwritten bytes, and a sixteenth each writer's row group.
+//
+// # Concurrency
+//
+// A Recorder is safe for concurrent use. Events of one session must be
+// handed over in order (the runtime calls hooks one at a time per session);
+// telemetry may interleave. Only one Recorder can hold a ROOT: Open takes an
+// exclusive lock under ROOT/_rlrec that also excludes other processes.
+package recorder
