@@ -53,7 +53,7 @@ func appendSpace(dst []byte, spec *spacesv1.SpaceSpec, layout *schema.Layout, le
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = AppendJSONString(dst, k)
 			dst = append(dst, ':')
 			dst = appendSpace(dst, s.Dict.GetSpaces()[i], layout, leaves, next)
 		}
@@ -73,7 +73,7 @@ func appendSpace(dst []byte, spec *spacesv1.SpaceSpec, layout *schema.Layout, le
 	*next++
 	switch lf.Kind {
 	case schema.KindText:
-		return appendJSONString(dst, string(b))
+		return AppendJSONString(dst, string(b))
 	case schema.KindMultiBinary:
 		dst, _ = appendNested(dst, lf.Shape, spacesv1.DataType_DATA_TYPE_BOOL, 1, b)
 		return dst
@@ -128,16 +128,20 @@ func appendElem(dst []byte, dt spacesv1.DataType, b []byte) []byte {
 	case spacesv1.DataType_DATA_TYPE_INT64:
 		return strconv.AppendInt(dst, int64(le.Uint64(b)), 10)
 	case spacesv1.DataType_DATA_TYPE_FLOAT16:
-		return appendFloat(dst, float64(Float16ToFloat32(le.Uint16(b))), 32)
+		return AppendJSONFloat(dst, float64(Float16ToFloat32(le.Uint16(b))), 32)
 	case spacesv1.DataType_DATA_TYPE_FLOAT32:
-		return appendFloat(dst, float64(math.Float32frombits(le.Uint32(b))), 32)
+		return AppendJSONFloat(dst, float64(math.Float32frombits(le.Uint32(b))), 32)
 	case spacesv1.DataType_DATA_TYPE_FLOAT64:
-		return appendFloat(dst, math.Float64frombits(le.Uint64(b)), 64)
+		return AppendJSONFloat(dst, math.Float64frombits(le.Uint64(b)), 64)
 	}
 	return append(dst, "null"...)
 }
 
-func appendFloat(dst []byte, f float64, bitSize int) []byte {
+// AppendJSONFloat appends f as a JSON number in the shortest form that
+// round-trips at bitSize (32 or 64), or, for NaN and the infinities, as the
+// strings "NaN", "Infinity" and "-Infinity". It is the float rendering of
+// every JSON rlrec writes.
+func AppendJSONFloat(dst []byte, f float64, bitSize int) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(dst, `"NaN"`...)
@@ -151,10 +155,10 @@ func appendFloat(dst []byte, f float64, bitSize int) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string: quotes, backslashes and
+// AppendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, invalid UTF-8 replaced by U+FFFD, everything
 // else as is.
-func appendJSONString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
 		c := s[i]

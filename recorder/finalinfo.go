@@ -2,11 +2,10 @@ package recorder
 
 import (
 	"encoding/base64"
-	"math"
 	"sort"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
@@ -57,7 +56,7 @@ func appendMetaMap(dst []byte, m *spacesv1.MetaMap) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = blob.AppendJSONString(dst, k)
 		dst = append(dst, ':')
 		dst = appendMetaValue(dst, m.GetEntries()[k])
 	}
@@ -69,9 +68,9 @@ func appendMetaValue(dst []byte, v *spacesv1.MetaValue) []byte {
 	case *spacesv1.MetaValue_Integer:
 		return strconv.AppendInt(dst, k.Integer, 10)
 	case *spacesv1.MetaValue_Number:
-		return appendJSONFloat(dst, k.Number)
+		return blob.AppendJSONFloat(dst, k.Number, 64)
 	case *spacesv1.MetaValue_Text:
-		return appendJSONString(dst, k.Text)
+		return blob.AppendJSONString(dst, k.Text)
 	case *spacesv1.MetaValue_Bool:
 		return strconv.AppendBool(dst, k.Bool)
 	case *spacesv1.MetaValue_Bytes:
@@ -91,51 +90,4 @@ func appendMetaValue(dst []byte, v *spacesv1.MetaValue) []byte {
 		return appendMetaMap(dst, k.Map)
 	}
 	return append(dst, "null"...)
-}
-
-func appendJSONFloat(dst []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
-}
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, "\ufffd"...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
 }
