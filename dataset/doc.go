@@ -1,0 +1,51 @@
+// Package dataset reads an rlrec ROOT (DESIGN.md "Output layout"): it lists
+// sessions, episodes and files, reads the sessions, episodes, logs and
+// telemetry rows, and iterates an episode's steps in step order with their
+// observations and actions decoded through the space specs stored in the
+// files.
+//
+// # Usage
+//
+//	d, err := dataset.Open(root)               // lists directories only
+//	for _, sid := range d.SessionIDs() {
+//		eps, err := d.Episodes(sid)             // reads the small episodes files
+//		...
+//	}
+//	st, err := d.Steps(sid, "ep-000001")        // or dataset.OpenStepsFile(path)
+//	defer st.Close()
+//	for st.Next() {
+//		s := st.Step()                          // valid until the next Next
+//		js, err := st.AppendObservationJSON(nil)
+//	}
+//	err = st.Err()
+//
+// # Contract
+//
+//   - Open is cheap: it walks the partition directories of the five tables
+//     (ROOT/<table>/session_id=S[/episode_record_id=E]/part-N.parquet),
+//     decodes the percent-encoded partition values (internal/hive) and stats
+//     the part files; it reads no file contents, so a ROOT of any size opens
+//     in the time a directory listing takes. Names starting with "_" or "."
+//     (the recorder's _rlrec state, temp files .part-N.parquet.tmp) and
+//     files ending in ".tmp" are skipped; anything else that does not fit
+//     the layout is skipped too and listed by Strays, for a checker to
+//     report.
+//   - A partition may hold several part files (data that arrived after the
+//     partition was first written); readers union them in part order.
+//   - Steps reads only the 13 fixed columns of a steps file (column
+//     projection), one row group at a time, so memory is bounded by the row
+//     group, not the episode; typed observation/action columns are never
+//     read: values are decoded from the blobs, which are exact. An
+//     episode's part files are read in order of their first step (part
+//     files of one episode hold disjoint step ranges; a checker verifies
+//     that).
+//   - Space specs come from each file's key-value metadata
+//     (rlrec.observation_space, rlrec.action_space), so a single copied
+//     steps or episodes file decodes on its own (OpenStepsFile).
+//   - Files whose rlrec.schema_version is not SchemaVersion are refused with
+//     an error wrapping ErrSchemaVersion. Every error names the file (a
+//     *FileError) and says what to do.
+//
+// A Dataset is a snapshot of the listing at Open; it is safe for concurrent
+// use. A Steps iterator is not.
+package dataset

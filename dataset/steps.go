@@ -1,0 +1,490 @@
+package dataset
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// Step is one row of the steps table (its fixed columns). Slices and the
+// struct itself are valid until the iterator's next Next or Close.
+type Step struct {
+	EpisodeID    string
+	EpisodeIndex int64
+	EnvIndex     int32
+	Step         int64
+	SessionStep  int64
+	// ObservationBlob is nil when the column is null (no observation was
+	// seen before the action); a value with zero leaves is non-nil and
+	// empty. ActionBlob likewise.
+	ObservationBlob []byte
+	ActionBlob      []byte
+	Reward          float64
+	IsFirst         bool
+	IsLast          bool
+	Terminated      bool
+	Truncated       bool
+	RecordedAt      time.Time
+}
+
+// fixed columns of the steps table, in file order.
+var fixedColumns = [...]struct {
+	name string
+	kind parquet.Kind
+}{
+	{schema.ColEpisodeID, parquet.ByteArray},
+	{schema.ColEpisodeIndex, parquet.Int64},
+	{schema.ColEnvIndex, parquet.Int32},
+	{schema.ColStep, parquet.Int64},
+	{schema.ColSessionStep, parquet.Int64},
+	{schema.ColObservationBlob, parquet.ByteArray},
+	{schema.ColActionBlob, parquet.ByteArray},
+	{schema.ColReward, parquet.Double},
+	{schema.ColIsFirst, parquet.Boolean},
+	{schema.ColIsLast, parquet.Boolean},
+	{schema.ColTerminated, parquet.Boolean},
+	{schema.ColTruncated, parquet.Boolean},
+	{schema.ColRecordedAt, parquet.Int64},
+}
+
+const (
+	cEpisodeID = iota
+	cEpisodeIndex
+	cEnvIndex
+	cStep
+	cSessionStep
+	cObs
+	cAct
+	cReward
+	cIsFirst
+	cIsLast
+	cTerminated
+	cTruncated
+	cRecordedAt
+	numFixed
+)
+
+// Steps iterates steps rows in step order, scanner style:
+//
+//	for st.Next() { s := st.Step() ... }
+//	if err := st.Err(); err != nil { ... }
+//
+// It reads the fixed columns of one row group at a time.
+type Steps struct {
+	paths []string
+	next  int // index in paths of the next file to open
+
+	f      *parquetFile
+	cols   [numFixed]int // column index of each fixed column in f
+	spaces Spaces
+	rg     int // next row group of f
+	// rows of the current row group, column by column
+	vals [numFixed][]parquet.Value
+	n, i int   // rows in the group, next row
+	base int64 // file row of the group's first row
+	row  int64 // file row of the current step
+	step Step
+
+	err error
+
+	obsLeaves, actLeaves [][]byte
+}
+
+// Steps returns an iterator over an episode's steps, across its part
+// files. An episode with no steps file is ErrNotFound.
+func (d *Dataset) Steps(sessionID, episodeRecordID string) (*Steps, error) {
+	files := d.byPartition[schema.TableSteps][sessionID][episodeRecordID]
+	if len(files) == 0 {
+		return nil, fmt.Errorf("session %q episode %q: %w: no steps file in %s (an episode that recorded no step has none); run 'rlrec inspect %s --session %s' for the list",
+			sessionID, episodeRecordID, ErrNotFound, d.root, d.root, sessionID)
+	}
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	if len(paths) > 1 {
+		if err := sortByFirstStep(paths); err != nil {
+			return nil, err
+		}
+	}
+	s := &Steps{paths: paths}
+	if err := s.openNext(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenStepsFile returns an iterator over the rows of one steps file,
+// decodable on its own: the spaces come from its metadata.
+func OpenStepsFile(path string) (*Steps, error) {
+	s := &Steps{paths: []string{path}}
+	if err := s.openNext(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// sortByFirstStep orders an episode's part files by the minimum of their
+// step column (from the row group statistics; part order when absent).
+func sortByFirstStep(paths []string) error {
+	first := make(map[string]int64, len(paths))
+	for _, p := range paths {
+		f, err := openFile(p)
+		if err != nil {
+			return err
+		}
+		min := int64(-1)
+		if leaf, ok := f.pf.Schema().Lookup(schema.ColStep); ok {
+			for _, rg := range f.pf.Metadata().RowGroups {
+				st := rg.Columns[leaf.ColumnIndex].MetaData.Statistics
+				if len(st.MinValue) == 8 {
+					v := int64(binary.LittleEndian.Uint64(st.MinValue))
+					if min < 0 || v < min {
+						min = v
+					}
+				}
+			}
+		}
+		f.Close()
+		first[p] = min
+	}
+	sort.SliceStable(paths, func(i, j int) bool { return first[paths[i]] < first[paths[j]] })
+	return nil
+}
+
+// openNext closes the current file and opens the next one.
+func (s *Steps) openNext() error {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	if s.next >= len(s.paths) {
+		return io.EOF
+	}
+	path := s.paths[s.next]
+	s.next++
+	f, err := openFile(path)
+	if err != nil {
+		return err
+	}
+	sch := f.pf.Schema()
+	for i, c := range fixedColumns {
+		leaf, ok := sch.Lookup(c.name)
+		if !ok || leaf.Node.Type().Kind() != c.kind {
+			f.Close()
+			return fileErr(path, -1, fmt.Errorf("%w: %s (want %v); not a steps file of this schema version", ErrColumn, c.name, c.kind))
+		}
+		s.cols[i] = leaf.ColumnIndex
+	}
+	sp, err := f.spaces()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	s.f, s.spaces, s.rg, s.n, s.i, s.base = f, sp, 0, 0, 0, 0
+	return nil
+}
+
+// Next advances to the next step. It returns false at the end or on an
+// error (see Err).
+func (s *Steps) Next() bool {
+	if s.err != nil {
+		return false
+	}
+	for s.i >= s.n {
+		if s.f == nil {
+			return false
+		}
+		if s.rg >= len(s.f.pf.RowGroups()) {
+			if err := s.openNext(); err != nil {
+				if err != io.EOF {
+					s.err = err
+				}
+				return false
+			}
+			continue
+		}
+		if err := s.readGroup(); err != nil {
+			s.err = err
+			return false
+		}
+	}
+	s.fill(s.i)
+	s.row = s.base + int64(s.i)
+	s.i++
+	return true
+}
+
+// readGroup reads the fixed columns of the next row group.
+func (s *Steps) readGroup() error {
+	groups := s.f.pf.RowGroups()
+	rg := groups[s.rg]
+	s.base += int64(s.n)
+	s.rg++
+	n := int(rg.NumRows())
+	chunks := rg.ColumnChunks()
+	for c := range numFixed {
+		vals, err := readColumn(chunks[s.cols[c]], s.vals[c][:0])
+		if err != nil {
+			return fileErr(s.f.path, s.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].name, s.rg-1, err))
+		}
+		if len(vals) != n {
+			return fileErr(s.f.path, s.base, fmt.Errorf("%w: column %s of row group %d has %d values for %d rows", ErrColumn, fixedColumns[c].name, s.rg-1, len(vals), n))
+		}
+		s.vals[c] = vals
+	}
+	s.n, s.i = n, 0
+	return nil
+}
+
+// readColumn appends the values of a flat column chunk to dst. Byte array
+// values are copied out of the pages (one buffer per page), so they stay
+// valid after the page is released.
+func readColumn(cc parquet.ColumnChunk, dst []parquet.Value) ([]parquet.Value, error) {
+	pages := cc.Pages()
+	defer pages.Close()
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+		start := len(dst)
+		want := int(p.NumValues())
+		dst = growValues(dst, want)
+		r := p.Values()
+		got := 0
+		for got < want {
+			k, err := r.ReadValues(dst[start+got : start+want])
+			got += k
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				parquet.Release(p)
+				return dst, err
+			}
+			if k == 0 {
+				break
+			}
+		}
+		dst = dst[:start+got]
+		if p.Type().Kind() == parquet.ByteArray {
+			copyByteArrays(dst[start:])
+		}
+		parquet.Release(p)
+	}
+}
+
+func growValues(dst []parquet.Value, n int) []parquet.Value {
+	if cap(dst)-len(dst) < n {
+		grown := make([]parquet.Value, len(dst), len(dst)+n+len(dst)/2)
+		copy(grown, dst)
+		dst = grown
+	}
+	return dst[:len(dst)+n]
+}
+
+// copyByteArrays moves the bytes of vals into one new buffer.
+func copyByteArrays(vals []parquet.Value) {
+	total := 0
+	for i := range vals {
+		total += len(vals[i].ByteArray())
+	}
+	buf := make([]byte, 0, total)
+	for i := range vals {
+		v := &vals[i]
+		if v.IsNull() {
+			continue
+		}
+		b := v.ByteArray()
+		off := len(buf)
+		buf = append(buf, b...)
+		nv := parquet.ByteArrayValue(buf[off:len(buf):len(buf)])
+		*v = nv.Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
+	}
+}
+
+var emptyBlob = []byte{}
+
+func (s *Steps) fill(i int) {
+	st := &s.step
+	if id := s.vals[cEpisodeID][i].ByteArray(); string(id) != st.EpisodeID {
+		st.EpisodeID = string(id)
+	}
+	st.EpisodeIndex = s.vals[cEpisodeIndex][i].Int64()
+	st.EnvIndex = s.vals[cEnvIndex][i].Int32()
+	st.Step = s.vals[cStep][i].Int64()
+	st.SessionStep = s.vals[cSessionStep][i].Int64()
+	st.ObservationBlob = blobOf(s.vals[cObs][i])
+	st.ActionBlob = blobOf(s.vals[cAct][i])
+	st.Reward = s.vals[cReward][i].Double()
+	st.IsFirst = s.vals[cIsFirst][i].Boolean()
+	st.IsLast = s.vals[cIsLast][i].Boolean()
+	st.Terminated = s.vals[cTerminated][i].Boolean()
+	st.Truncated = s.vals[cTruncated][i].Boolean()
+	st.RecordedAt = time.UnixMicro(s.vals[cRecordedAt][i].Int64()).UTC()
+}
+
+func blobOf(v parquet.Value) []byte {
+	if v.IsNull() {
+		return nil
+	}
+	if b := v.ByteArray(); b != nil {
+		return b
+	}
+	return emptyBlob
+}
+
+// Step returns the current step; it is valid until the next Next or Close.
+func (s *Steps) Step() *Step { return &s.step }
+
+// Err returns the error that stopped Next, nil at a clean end.
+func (s *Steps) Err() error { return s.err }
+
+// Close releases the open file. It is safe to call more than once.
+func (s *Steps) Close() error {
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	s.next = len(s.paths)
+	s.n, s.i = 0, 0
+	return err
+}
+
+// Path returns the file the current step was read from, and Row its
+// 0-based row in that file.
+func (s *Steps) Path() string {
+	if s.f == nil {
+		if s.next > 0 && s.next <= len(s.paths) {
+			return s.paths[s.next-1]
+		}
+		return ""
+	}
+	return s.f.path
+}
+
+// Row returns the 0-based row of the current step in its file.
+func (s *Steps) Row() int64 { return s.row }
+
+// Spaces returns the spaces of the current file (before the first Next,
+// of the first file).
+func (s *Steps) Spaces() Spaces { return s.spaces }
+
+// Metadata returns a key-value metadata entry of the current file.
+func (s *Steps) Metadata(key string) (string, bool) {
+	if s.f == nil {
+		return "", false
+	}
+	return s.f.pf.Lookup(key)
+}
+
+// ObservationLeaves decodes the current step's observation blob into its
+// leaves (sub-slices of the blob, valid until the next Next); nil when the
+// observation is null. The leaf count is checked against the space.
+func (s *Steps) ObservationLeaves() ([][]byte, error) {
+	var err error
+	s.obsLeaves, err = s.leaves(s.obsLeaves, s.step.ObservationBlob, s.spaces.Observation, "observation")
+	return s.obsLeaves, err
+}
+
+// ActionLeaves is ObservationLeaves for the action.
+func (s *Steps) ActionLeaves() ([][]byte, error) {
+	var err error
+	s.actLeaves, err = s.leaves(s.actLeaves, s.step.ActionBlob, s.spaces.Action, "action")
+	return s.actLeaves, err
+}
+
+func (s *Steps) leaves(dst [][]byte, b []byte, l *schema.Layout, side string) ([][]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	leaves, err := blob.DecodeInto(dst[:0], b)
+	if err != nil {
+		return nil, s.rowErr(fmt.Errorf("%w: %s blob: %w", ErrSpace, side, err))
+	}
+	if l != nil && len(leaves) != len(l.Leaves) {
+		return nil, s.rowErr(fmt.Errorf("%w: %s blob has %d leaves, its space %d", ErrSpace, side, len(leaves), len(l.Leaves)))
+	}
+	return leaves, nil
+}
+
+func (s *Steps) rowErr(err error) error { return fileErr(s.Path(), s.row, err) }
+
+// AppendObservationJSON appends the current observation as JSON (see
+// blob.AppendJSON), or null when it is null.
+func (s *Steps) AppendObservationJSON(dst []byte) ([]byte, error) {
+	leaves, err := s.ObservationLeaves()
+	if err != nil {
+		return dst, err
+	}
+	return s.appendJSON(dst, leaves, s.step.ObservationBlob == nil, s.spaces.Observation, "observation")
+}
+
+// AppendActionJSON appends the current action as JSON, or null.
+func (s *Steps) AppendActionJSON(dst []byte) ([]byte, error) {
+	leaves, err := s.ActionLeaves()
+	if err != nil {
+		return dst, err
+	}
+	return s.appendJSON(dst, leaves, s.step.ActionBlob == nil, s.spaces.Action, "action")
+}
+
+func (s *Steps) appendJSON(dst []byte, leaves [][]byte, null bool, l *schema.Layout, side string) ([]byte, error) {
+	if null {
+		return append(dst, "null"...), nil
+	}
+	if l == nil {
+		return dst, s.rowErr(fmt.Errorf("%w for the %s", ErrNoSpace, side))
+	}
+	out, err := blob.AppendJSON(dst, l, leaves)
+	if err != nil {
+		return dst, s.rowErr(fmt.Errorf("%w: %s: %w", ErrSpace, side, err))
+	}
+	return out, nil
+}
+
+// ObservationValues decodes the current observation into one Go value per
+// leaf, in the layout's leaf order (see blob.DecodeLeaf); nil when null.
+func (s *Steps) ObservationValues() ([]any, error) {
+	leaves, err := s.ObservationLeaves()
+	if err != nil || leaves == nil {
+		return nil, err
+	}
+	return s.values(leaves, s.spaces.Observation, "observation")
+}
+
+// ActionValues is ObservationValues for the action.
+func (s *Steps) ActionValues() ([]any, error) {
+	leaves, err := s.ActionLeaves()
+	if err != nil || leaves == nil {
+		return nil, err
+	}
+	return s.values(leaves, s.spaces.Action, "action")
+}
+
+func (s *Steps) values(leaves [][]byte, l *schema.Layout, side string) ([]any, error) {
+	if l == nil {
+		return nil, s.rowErr(fmt.Errorf("%w for the %s", ErrNoSpace, side))
+	}
+	out := make([]any, len(leaves))
+	for i := range leaves {
+		v, err := blob.DecodeLeaf(&l.Leaves[i], leaves[i])
+		if err != nil {
+			return nil, s.rowErr(fmt.Errorf("%w: %s leaf %q: %w", ErrSpace, side, l.Leaves[i].Path, err))
+		}
+		out[i] = v
+	}
+	return out, nil
+}
