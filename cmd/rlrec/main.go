@@ -52,6 +52,8 @@ var commands = []*Command{
 	cmdDemo,
 	cmdSimulate,
 	cmdIngest,
+	cmdVerify,
+	cmdRecover,
 }
 
 // usageError marks an error in how the command was invoked (exit status 2).

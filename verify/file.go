@@ -1,0 +1,160 @@
+package verify
+
+import (
+	"fmt"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// Advice shared by several checks.
+const (
+	fixDamaged = "the file is damaged: run 'rlrec recover ROOT' if the log still holds this data, otherwise move the file out of ROOT (one bad file makes a whole DuckDB scan fail) and re-record it"
+	fixForeign = "rlrec did not write this file as it is now; move it out of ROOT, or restore it from a copy"
+)
+
+// fileCheck collects what checking one file found.
+type fileCheck struct {
+	v        *verifier
+	f        *fileEntry
+	problems []Problem
+	more     int
+	rows     int64
+
+	// One of these is set when the file was read far enough.
+	steps   *stepsSum
+	episode *episodeSum
+	session *sessionSum
+}
+
+func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any) {
+	if len(c.problems) >= c.v.opts.MaxProblemsPerFile {
+		c.more++
+		return
+	}
+	c.problems = append(c.problems, Problem{Check: check, Path: c.f.rel, Row: row, Message: fmt.Sprintf(format, args...), Fix: fix})
+}
+
+// checkFile opens one part file and runs the checks of its table.
+func (v *verifier) checkFile(f *fileEntry) *fileCheck {
+	c := &fileCheck{v: v, f: f}
+	defer func() {
+		// parquet-go may panic on a damaged page; report it as damage.
+		if r := recover(); r != nil {
+			c.add(CheckFile, -1, fixDamaged, "reading the file failed: %v", r)
+			c.steps, c.episode, c.session = nil, nil, nil
+		}
+	}()
+	file, err := v.fs.Open(f.path)
+	if err != nil {
+		c.add(CheckFile, -1, "check the file's permissions", "cannot open: %v", err)
+		return c
+	}
+	defer file.Close()
+	pf, err := parquet.OpenFile(file, f.size, parquet.SkipBloomFilters(true))
+	if err != nil {
+		c.add(CheckFile, -1, fixDamaged, "not a readable Parquet file (truncated or damaged footer): %v", err)
+		return c
+	}
+	if !c.checkMeta(pf) {
+		return c
+	}
+	switch f.table {
+	case schema.TableSteps:
+		c.checkSteps(pf)
+	case schema.TableEpisodes:
+		c.checkEpisodes(pf)
+	case schema.TableSessions:
+		c.checkSessions(pf)
+	case schema.TableLogs:
+		checkFixed[schema.LogRow](c, pf, schema.LogsSchema)
+	case schema.TableTelemetry:
+		checkFixed[schema.TelemetryRow](c, pf, schema.TelemetrySchema)
+	}
+	return c
+}
+
+// checkMeta checks the key-value metadata and the partition path. It
+// reports false when the file cannot be read further (unknown version).
+func (c *fileCheck) checkMeta(pf *parquet.File) bool {
+	ver, ok := pf.Lookup(schema.MetaSchemaVersion)
+	switch {
+	case !ok:
+		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", schema.MetaSchemaVersion)
+	case ver != schema.SchemaVersion:
+		c.add(CheckSchemaVersion, -1, "read it with the rlrec version that wrote it, or move it out of ROOT",
+			"schema version %q is not the known version %q", ver, schema.SchemaVersion)
+		return false
+	}
+	sid, ok := pf.Lookup(schema.MetaSessionID)
+	if !ok {
+		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", schema.MetaSessionID)
+	} else if sid != c.f.sid {
+		c.add(CheckPartition, -1, "move the file to the partition its metadata names, or restore the directory's name",
+			"the path says session_id %q, the metadata %s %q", c.f.sid, schema.MetaSessionID, sid)
+	}
+	if !episodeTable(c.f.table) {
+		return true
+	}
+	erid, ok := pf.Lookup(schema.MetaEpisodeRecordID)
+	if !ok {
+		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", schema.MetaEpisodeRecordID)
+	} else if erid != c.f.erid {
+		c.add(CheckPartition, -1, "move the file to the partition its metadata names, or restore the directory's name",
+			"the path says episode_record_id %q, the metadata %s %q", c.f.erid, schema.MetaEpisodeRecordID, erid)
+	}
+	return true
+}
+
+// space parses and compiles the space stored under key; nil when absent
+// or broken (broken is reported).
+func (c *fileCheck) space(pf *parquet.File, key string) (*schema.Layout, string) {
+	js, ok := pf.Lookup(key)
+	if !ok {
+		return nil, ""
+	}
+	spec, err := schema.ParseSpecJSON([]byte(js))
+	if err != nil {
+		c.add(CheckMetadata, -1, fixForeign, "%s does not parse: %v", key, err)
+		return nil, js
+	}
+	l, err := compile(spec)
+	if err != nil {
+		c.add(CheckMetadata, -1, fixForeign, "%s is not a valid space: %v", key, err)
+		return nil, js
+	}
+	return l, js
+}
+
+func compile(spec *spacesv1.SpaceSpec) (*schema.Layout, error) { return schema.Compile(spec) }
+
+// checkLeaves checks a decoded blob against its layout: leaf count, fixed
+// leaf sizes, text UTF-8. It returns whether the leaves fit.
+func (c *fileCheck) checkLeaves(row int64, what string, l *schema.Layout, leaves [][]byte) bool {
+	if len(leaves) != len(l.Leaves) {
+		c.add(CheckBlob, row, fixDamaged, "%s blob has %d leaves, its space %d", what, len(leaves), len(l.Leaves))
+		return false
+	}
+	for i := range l.Leaves {
+		leaf := &l.Leaves[i]
+		if leaf.Fixed() {
+			if int64(len(leaves[i])) != leaf.Stride {
+				c.add(CheckBlob, row, fixDamaged, "%s blob leaf %d (%s) has %d bytes, its space %d", what, i, leafName(leaf), len(leaves[i]), leaf.Stride)
+				return false
+			}
+		} else if !validUTF8(leaves[i]) {
+			c.add(CheckBlob, row, fixDamaged, "%s blob leaf %d (%s) is text but not valid UTF-8", what, i, leafName(leaf))
+			return false
+		}
+	}
+	return true
+}
+
+func leafName(l *schema.Leaf) string {
+	if l.Path == "" {
+		return l.String()
+	}
+	return l.Path + ": " + l.String()
+}

@@ -1,0 +1,82 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
+)
+
+// Paths of the recorder's own state under ROOT (recorder package: stateDir,
+// logDir, lockName).
+const (
+	stateDir = "_rlrec"
+	logDir   = "log"
+	lockName = "LOCK"
+)
+
+// checkLock reports whether a recorder holds ROOT's lock, trying it and
+// releasing it at once. A missing lock file means no recorder ever held it;
+// it is not created.
+func (v *verifier) checkLock() bool {
+	name := filepath.Join(v.root, stateDir, lockName)
+	if _, err := v.fs.Stat(name); err != nil {
+		return false
+	}
+	l, err := v.fs.Lock(name)
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			v.add(Problem{Check: CheckLock, Path: v.rel(name), Row: -1,
+				Message: "a recorder is writing this ROOT (it holds the lock): files may be missing or in progress, and temp files and the log are not checked",
+				Fix:     "verify again after the recorder has closed"})
+			return true
+		}
+		v.add(Problem{Check: CheckLock, Path: v.rel(name), Row: -1, Message: "cannot try the lock: " + err.Error(),
+			Fix: "check the permissions of ROOT/_rlrec"})
+		return false
+	}
+	l.Close()
+	return false
+}
+
+// checkLog reads the log read-only: a clean close leaves no records.
+func (v *verifier) checkLog() {
+	dir := filepath.Join(v.root, stateDir, logDir)
+	if _, err := v.fs.Stat(dir); err != nil {
+		return
+	}
+	r, err := wal.NewReader(v.fs, dir)
+	if err != nil {
+		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1, Message: "cannot read the log: " + err.Error(),
+			Fix: "run 'rlrec recover ROOT', which repairs the log and writes what it holds"})
+		return
+	}
+	defer r.Close()
+	var n int64
+	for r.Next() {
+		n++
+	}
+	if n > 0 {
+		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1,
+			Message: fmt.Sprintf("the log holds %d records: a recorder did not close cleanly (crash or kill), so episodes and sessions may be missing or unfinished", n),
+			Fix:     "run 'rlrec recover ROOT' to write them"})
+	}
+	err = r.Err()
+	var ce *wal.CorruptionError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Last:
+		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
+			Message: fmt.Sprintf("the log ends in a torn tail at offset %d (%v), as a crash leaves it", ce.Offset, ce.Err),
+			Fix:     "run 'rlrec recover ROOT': it cuts the tail (nothing in it was reported durable) and writes the rest"})
+	case errors.As(err, &ce):
+		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
+			Message: fmt.Sprintf("the log is corrupt inside a sealed segment at offset %d (%v); the records after it cannot be read", ce.Offset, ce.Err),
+			Fix:     "run 'rlrec recover --salvage ROOT' to cut the log at the damage, losing the records after it"})
+	default:
+		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1, Message: "cannot read the log: " + err.Error(),
+			Fix: "check the permissions of ROOT/_rlrec/log, then run 'rlrec recover ROOT'"})
+	}
+}
