@@ -1,0 +1,871 @@
+package dataset
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// ReplayReport says what ReplayEvents had to infer.
+type ReplayReport struct {
+	// Events is the number of events emitted.
+	Events int
+	// Lanes is N, the lane count of the batches (1 + the highest
+	// env_index of the session's episodes).
+	Lanes int
+	// Batches is the number of ActionReceived events emitted;
+	// HiddenBatches of them rebuild batches that recorded no row (every
+	// lane dropped), from the session's dropped_steps.
+	Batches, HiddenBatches int
+	// Notes lists what could not be rebuilt exactly, for the user.
+	Notes []string
+}
+
+// ReplayEvents rebuilds the hook event stream a session was recorded from
+// and hands each event, with the time it was recorded at, to emit (events
+// and their slices are reused after emit returns). Recording the emitted
+// stream again (rlrec ingest) gives tables equal to the session's, row for
+// row, for a session that ended or failed.
+//
+// # How the stream is rebuilt
+//
+// A batch step is the set of steps rows with equal recorded_at and
+// session_step (one ActionReceived stamped them all), ordered by
+// recorded_at; N is 1 + the highest env_index among the session's
+// episodes, and a row's lane is its episode's env_index. Each batch gives:
+//
+//   - an ObservationEmitted with the observation of every lane whose row
+//     has one, and the terminal observation (final_observation_blob) of
+//     any lane whose episode completed before it; a lane with neither gets
+//     the zero value of the space under the id "" (the recorder skips
+//     it). When a lane has both, the terminal observation goes out in an
+//     ObservationEmitted of its own first;
+//   - an ActionReceived of N lanes, the lanes without a row carrying the
+//     zero action under the id of the lane's completed episode (or ""),
+//     which the recorder counts as a dropped step, as it did originally;
+//   - a StepCompleted with the rows' rewards (0 for other lanes). When the
+//     session failed with action_without_step_completed in its problems,
+//     the last batch gets none, as originally.
+//
+// EpisodeStarted events go out at started_at, at the latest just before
+// the episode's first batch; EpisodeCompleted (for every episode with a
+// step_count) at ended_at, at the earliest just after its last batch, with
+// final_info parsed by ParseFinalInfo. Logs and telemetry snapshots (rows
+// with equal time and horizon, in file order) go out at their time.
+// SessionStarted opens the stream; SessionEnded or SessionFailed (from the
+// sessions row) closes the episode events. Events at equal times keep
+// the runtime's order.
+//
+// Batches in which every lane was dropped (under next-step autoreset,
+// the step after all lanes finished together) recorded no row. When the
+// session's dropped_steps exceeds the dropped lanes of the visible
+// batches by N per batch at which every lane's row is its episode's last,
+// one all-dropped batch is rebuilt after each of those; otherwise the
+// missing dropped steps are emitted as one batch of that many "" lanes
+// at the end, so dropped_steps still agrees.
+//
+// What cannot be rebuilt: sessions with status crashed or open replay
+// without a closing event (recording the stream again gives status
+// "open" and a new ended_at); problems other than dropped steps and a
+// missing StepCompleted (unknown ids, bad slabs) are not re-created; a
+// null action_blob replays as the zero action. Notes in the report say
+// when any of these applies.
+//
+// Memory: the fixed columns of the session's rows without their blobs
+// (about 60 bytes a row) plus one open steps file per lane.
+func (d *Dataset) ReplayEvents(sessionID string, emit func(ev events.Event, at time.Time) error) (ReplayReport, error) {
+	var rep ReplayReport
+	s, err := d.Session(sessionID)
+	if err != nil {
+		return rep, err
+	}
+	row := s.Row()
+	if row == nil {
+		return rep, fmt.Errorf("session %q has no sessions row in %s; run 'rlrec recover %s' first", sessionID, d.root, d.root)
+	}
+	eps, err := d.Episodes(sessionID)
+	if err != nil {
+		return rep, err
+	}
+	logs, err := d.Logs(sessionID)
+	if err != nil {
+		return rep, err
+	}
+	tele, err := d.Telemetry(sessionID)
+	if err != nil {
+		return rep, err
+	}
+	sp, err := d.SessionSpaces(sessionID)
+	if err != nil {
+		return rep, err
+	}
+	r := &replayer{d: d, sid: sessionID, row: row, spaces: sp, emit: emit, rep: &rep}
+	if err := r.plan(eps); err != nil {
+		return rep, err
+	}
+	err = r.run(logs, tele)
+	r.closeAll()
+	return rep, err
+}
+
+// replayEpisode is one episode being replayed.
+type replayEpisode struct {
+	row       schema.EpisodeRow
+	rid       string
+	first     int // index of its first and last batch; -1 without rows
+	last      int
+	rows      int64
+	iter      *Steps
+	completed bool // its EpisodeCompleted has gone out
+}
+
+// laneRow is one steps row of a batch.
+type laneRow struct {
+	ep     *replayEpisode
+	lane   int32
+	step   int64
+	reward float64
+	hasObs bool
+}
+
+type replayBatch struct {
+	t      time.Time
+	sstep  int64
+	rows   []laneRow
+	hidden bool
+}
+
+// item is an event placed in a slot (before batch slot, or after the last).
+type item struct {
+	slot int
+	t    time.Time
+	// sortT is t, or later for the closing event (see run).
+	sortT time.Time
+	rank  int
+	seq   int
+	ev    events.Event
+	ep    *replayEpisode // EpisodeCompleted: the episode
+	// hidden: an all-dropped batch rebuilt at this place
+	hidden int
+}
+
+// Ranks order events at equal times as the runtime does.
+const (
+	rankSessionStarted = iota
+	rankEpisodeStarted
+	rankEpisodeCompleted
+	rankHiddenBatch
+	rankLogTelemetry
+	rankSessionEnded
+	rankSessionFailed
+)
+
+type replayer struct {
+	d      *Dataset
+	sid    string
+	row    *schema.SessionRow
+	spaces Spaces
+	emit   func(events.Event, time.Time) error
+	rep    *ReplayReport
+
+	route   events.RuntimeEnvContext
+	n       int
+	eps     []*replayEpisode
+	byLane  [][]*replayEpisode // episodes of each lane in index order
+	batches []*replayBatch
+	items   []item
+
+	// pendingFinal holds, per lane, an episode whose terminal observation
+	// is still to go out.
+	pendingFinal []*replayEpisode
+	// lastStarted is, per lane, the latest episode started so far.
+	lastStarted []*replayEpisode
+
+	zeroObs, zeroAct [][]byte
+	laneBuf          [][][]byte
+	idBuf, ridBuf    []string
+	rewards          []float64
+}
+
+func (r *replayer) note(format string, args ...any) {
+	r.rep.Notes = append(r.rep.Notes, fmt.Sprintf(format, args...))
+}
+
+// plan reads the fixed columns of every episode's steps and builds the
+// batches and the slots of the other events.
+func (r *replayer) plan(rows []Episode) error {
+	r.route = events.RuntimeEnvContext{EnvID: r.row.EnvID, EnvComponentID: r.row.EnvComponentID, ModelComponentID: r.row.ModelComponentID}
+	r.n = 1
+	for _, e := range rows {
+		if e.Row.EnvIndex < 0 || e.Row.EnvIndex >= blob.MaxLanes {
+			return fmt.Errorf("%s: env_index %d out of range; the episode cannot be replayed", e.Path, e.Row.EnvIndex)
+		}
+		r.n = max(r.n, int(e.Row.EnvIndex)+1)
+	}
+	r.rep.Lanes = r.n
+	r.byLane = make([][]*replayEpisode, r.n)
+	r.pendingFinal = make([]*replayEpisode, r.n)
+	r.lastStarted = make([]*replayEpisode, r.n)
+
+	type key struct {
+		t     int64
+		sstep int64
+	}
+	index := map[key][]int{}
+	for _, e := range rows {
+		ep := &replayEpisode{row: e.Row, rid: e.EpisodeRecordID, first: -1, last: -1}
+		r.eps = append(r.eps, ep)
+		r.byLane[e.Row.EnvIndex] = append(r.byLane[e.Row.EnvIndex], ep)
+		if len(r.d.byPartition[schema.TableSteps][r.sid][e.EpisodeRecordID]) == 0 {
+			continue
+		}
+		st, err := r.d.Steps(r.sid, e.EpisodeRecordID)
+		if err != nil {
+			return err
+		}
+		for st.Next() {
+			s := st.Step()
+			lane := e.Row.EnvIndex
+			k := key{s.RecordedAt.UnixMicro(), s.SessionStep}
+			var b *replayBatch
+			for _, bi := range index[k] {
+				if !r.batches[bi].hasLane(lane) {
+					b = r.batches[bi]
+					break
+				}
+			}
+			if b == nil {
+				b = &replayBatch{t: s.RecordedAt, sstep: s.SessionStep}
+				index[k] = append(index[k], len(r.batches))
+				r.batches = append(r.batches, b)
+			}
+			if s.ActionBlob == nil {
+				r.note("%s row %d: null action_blob replays as the zero action", st.Path(), st.Row())
+			}
+			b.rows = append(b.rows, laneRow{ep: ep, lane: lane, step: s.Step, reward: s.Reward, hasObs: s.ObservationBlob != nil})
+			ep.rows++
+		}
+		err = st.Err()
+		st.Close()
+		if err != nil {
+			return err
+		}
+	}
+	sortBatches(r.batches)
+	for bi, b := range r.batches {
+		sort.Slice(b.rows, func(i, j int) bool { return b.rows[i].lane < b.rows[j].lane })
+		for _, lr := range b.rows {
+			if lr.ep.first < 0 {
+				lr.ep.first = bi
+			}
+			lr.ep.last = bi
+		}
+	}
+	// Each episode's rows must come in step order across the batches.
+	next := map[*replayEpisode]int64{}
+	for _, b := range r.batches {
+		for _, lr := range b.rows {
+			if lr.step != next[lr.ep] {
+				return fmt.Errorf("session %q episode %s: steps are not consecutive in recording order (step %d where %d was due); run 'rlrec verify %s'",
+					r.sid, lr.ep.rid, lr.step, next[lr.ep], r.d.root)
+			}
+			next[lr.ep]++
+		}
+	}
+	r.planHidden()
+	r.planItems()
+	var err error
+	if r.spaces.Observation != nil {
+		r.zeroObs = zeroLeaves(r.spaces.Observation)
+	}
+	if r.spaces.Action != nil {
+		r.zeroAct = zeroLeaves(r.spaces.Action)
+	} else if len(r.batches) > 0 {
+		err = fmt.Errorf("session %q has steps but no action space in its files' metadata; it cannot be replayed", r.sid)
+	}
+	return err
+}
+
+func (b *replayBatch) hasLane(lane int32) bool {
+	for _, lr := range b.rows {
+		if lr.lane == lane {
+			return true
+		}
+	}
+	return false
+}
+
+// sortBatches orders batches by time, then by their rows' position in
+// their episodes (for batches stamped in the same microsecond).
+func sortBatches(bs []*replayBatch) {
+	minKey := func(b *replayBatch) (int64, int64) {
+		ei, st := int64(1<<62), int64(1<<62)
+		for _, lr := range b.rows {
+			if lr.ep.row.EpisodeIndex < ei || lr.ep.row.EpisodeIndex == ei && lr.step < st {
+				ei, st = lr.ep.row.EpisodeIndex, lr.step
+			}
+		}
+		return ei, st
+	}
+	sort.SliceStable(bs, func(i, j int) bool {
+		if !bs[i].t.Equal(bs[j].t) {
+			return bs[i].t.Before(bs[j].t)
+		}
+		ei, si := minKey(bs[i])
+		ej, sj := minKey(bs[j])
+		if ei != ej {
+			return ei < ej
+		}
+		return si < sj
+	})
+}
+
+// slotBefore returns the number of batches stamped before t (strictly, or
+// also at t when incl).
+func (r *replayer) slotOf(t time.Time, incl bool) int {
+	return sort.Search(len(r.batches), func(i int) bool {
+		if incl {
+			return r.batches[i].t.After(t)
+		}
+		return !r.batches[i].t.Before(t)
+	})
+}
+
+// planHidden works out the all-dropped batches that recorded no row.
+func (r *replayer) planHidden() {
+	var visible int64
+	for _, b := range r.batches {
+		visible += int64(r.n - len(b.rows))
+	}
+	deficit := r.row.DroppedSteps - visible
+	if deficit <= 0 {
+		if deficit < 0 {
+			r.note("the session counted %d dropped steps, the batches replayed drop %d: the replayed session's dropped_steps will differ", r.row.DroppedSteps, visible)
+		}
+		return
+	}
+	var cands []int
+	for bi, b := range r.batches {
+		if len(b.rows) != r.n {
+			continue
+		}
+		all := true
+		for _, lr := range b.rows {
+			all = all && lr.step == lr.ep.rows-1 && lr.ep.row.StepCount != nil
+		}
+		if all {
+			cands = append(cands, bi)
+		}
+	}
+	n := int64(r.n)
+	switch {
+	case deficit == n*int64(len(cands)):
+	case len(cands) > 0 && cands[len(cands)-1] == len(r.batches)-1 && deficit == n*int64(len(cands)-1):
+		cands = cands[:len(cands)-1]
+	default:
+		r.items = append(r.items, item{slot: len(r.batches), t: r.row.StartedAt, rank: rankHiddenBatch, hidden: int(deficit)})
+		r.note("%d dropped steps could not be placed; they are replayed as one batch of that many lanes at the end", deficit)
+		return
+	}
+	for _, bi := range cands {
+		// Just after the episodes of batch bi completed.
+		var t time.Time
+		for _, lr := range r.batches[bi].rows {
+			if e := lr.ep.row.EndedAt; e != nil && e.After(t) {
+				t = *e
+			}
+		}
+		r.items = append(r.items, item{slot: bi + 1, t: t, rank: rankHiddenBatch, hidden: r.n})
+	}
+}
+
+func (r *replayer) planItems() {
+	row := r.row
+	r.items = append(r.items, item{slot: 0, t: row.StartedAt, rank: rankSessionStarted,
+		ev: &events.SessionStarted{SessionID: r.sid, Route: r.route, EnvID: row.EnvID}})
+	last := len(r.batches)
+	for _, ep := range r.eps {
+		e := &ep.row
+		slot := r.slotOf(e.StartedAt, false)
+		if ep.first >= 0 {
+			slot = min(slot, ep.first)
+		}
+		r.items = append(r.items, item{slot: slot, t: e.StartedAt, rank: rankEpisodeStarted, ep: ep,
+			ev: &events.EpisodeStarted{SessionID: r.sid, Route: r.route, EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
+				EpisodeIndex: e.EpisodeIndex, EnvIndex: e.EnvIndex, StartedFromAutoReset: e.StartedFromAutoReset}})
+		if e.StepCount == nil {
+			continue
+		}
+		end := e.StartedAt
+		if e.EndedAt != nil {
+			end = *e.EndedAt
+		}
+		slot = r.slotOf(end, true)
+		if ep.last >= 0 {
+			slot = max(slot, ep.last+1)
+		}
+		c := &events.EpisodeCompleted{SessionID: r.sid, Route: r.route, EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
+			EpisodeIndex: e.EpisodeIndex, EnvIndex: e.EnvIndex, StepCount: *e.StepCount,
+			Terminated: e.Terminated, Truncated: e.Truncated}
+		if e.CumulativeReward != nil {
+			c.CumulativeReward = *e.CumulativeReward
+		}
+		if e.DurationMs != nil {
+			c.DurationMs = *e.DurationMs
+		}
+		if e.FinalInfo != nil {
+			m, err := ParseFinalInfo(*e.FinalInfo)
+			if err != nil {
+				r.note("episode %s: %v; replayed without final_info", ep.rid, err)
+			} else {
+				c.FinalInfo = m
+			}
+		}
+		r.items = append(r.items, item{slot: slot, t: end, rank: rankEpisodeCompleted, ep: ep, ev: c})
+	}
+	switch row.Status {
+	case schema.SessionEnded, schema.SessionFailed:
+		end := row.StartedAt
+		if row.EndedAt != nil {
+			end = *row.EndedAt
+		}
+		var ev events.Event
+		rank := rankSessionEnded
+		if row.Status == schema.SessionEnded {
+			se := &events.SessionEnded{SessionID: r.sid, Route: r.route}
+			if row.Reason != nil {
+				se.Reason = *row.Reason
+			}
+			if row.TotalSteps != nil {
+				se.TotalSteps = *row.TotalSteps
+			}
+			if row.TotalEpisodes != nil {
+				se.TotalEpisodes = *row.TotalEpisodes
+			}
+			ev = se
+		} else {
+			sf := &events.SessionFailed{SessionID: r.sid, Route: r.route}
+			if row.Reason != nil {
+				sf.Reason = *row.Reason
+			}
+			ev, rank = sf, rankSessionFailed
+		}
+		r.items = append(r.items, item{slot: last, t: end, rank: rank, ev: ev})
+	default:
+		r.note("session status %q: replayed without a closing event; recording the stream again gives status %q", row.Status, schema.SessionOpen)
+	}
+	if row.Problems > 0 {
+		var other []string
+		for _, kv := range strings.Fields(derefString(row.ProblemSummary)) {
+			if !strings.HasPrefix(kv, "action_without_step_completed=") {
+				other = append(other, kv)
+			}
+		}
+		if len(other) > 0 {
+			r.note("problems %s are not re-created by the replay", strings.Join(other, " "))
+		}
+	}
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// logAndTelemetryItems places the logs and telemetry snapshots.
+func (r *replayer) logAndTelemetryItems(logs []schema.LogRow, tele []schema.TelemetryRow) error {
+	for _, l := range logs {
+		lv, ok := parseLevel(l.Level)
+		if !ok {
+			return fmt.Errorf("session %q: log level %q unknown; run 'rlrec verify %s'", r.sid, l.Level, r.d.root)
+		}
+		r.items = append(r.items, item{slot: r.slotOf(l.Time, false), t: l.Time, rank: rankLogTelemetry,
+			ev: &events.Log{SessionID: r.sid, Route: r.route, Level: lv, Message: l.Message, Source: l.Source}})
+	}
+	for i := 0; i < len(tele); {
+		j := i
+		for j < len(tele) && tele[j].Time.Equal(tele[i].Time) && tele[j].Horizon == tele[i].Horizon {
+			j++
+		}
+		h, ok := parseHorizon(tele[i].Horizon)
+		if !ok {
+			return fmt.Errorf("session %q: telemetry horizon %q unknown; run 'rlrec verify %s'", r.sid, tele[i].Horizon, r.d.root)
+		}
+		snap := events.Snapshot{Horizon: h, Rows: make([]events.TelemetryRow, 0, j-i)}
+		for _, t := range tele[i:j] {
+			k, ok := parseMetricKind(t.Kind)
+			if !ok {
+				return fmt.Errorf("session %q: telemetry kind %q unknown; run 'rlrec verify %s'", r.sid, t.Kind, r.d.root)
+			}
+			snap.Rows = append(snap.Rows, events.TelemetryRow{Op: t.Op, Component: t.Component, Metric: t.Metric, Kind: k,
+				Count: uint64(t.Count), Avg: t.Avg, P50: t.P50, P95: t.P95, P99: t.P99})
+		}
+		r.items = append(r.items, item{slot: r.slotOf(tele[i].Time, false), t: tele[i].Time, rank: rankLogTelemetry,
+			ev: &events.TelemetrySnapshot{SessionID: r.sid, Route: r.route, Snapshot: snap}})
+		i = j
+	}
+	return nil
+}
+
+func parseLevel(s string) (events.LogLevel, bool) {
+	for _, l := range []events.LogLevel{events.LogDebug, events.LogInfo, events.LogWarn, events.LogError} {
+		if l.String() == s {
+			return l, true
+		}
+	}
+	return 0, false
+}
+
+func parseHorizon(s string) (events.TelemetryHorizon, bool) {
+	for _, h := range []events.TelemetryHorizon{events.HorizonWindow, events.HorizonSession} {
+		if h.String() == s {
+			return h, true
+		}
+	}
+	return 0, false
+}
+
+func parseMetricKind(s string) (events.MetricKind, bool) {
+	for _, k := range []events.MetricKind{events.MetricDurationMs, events.MetricBytes, events.MetricCount} {
+		if k.String() == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// zeroLeaves is the zero value of a space: zero bytes for fixed leaves,
+// empty text.
+func zeroLeaves(l *schema.Layout) [][]byte {
+	out := make([][]byte, len(l.Leaves))
+	for i, lf := range l.Leaves {
+		if lf.Fixed() {
+			out[i] = make([]byte, lf.Stride)
+		} else {
+			out[i] = []byte{}
+		}
+	}
+	return out
+}
+
+// run emits everything in order.
+func (r *replayer) run(logs []schema.LogRow, tele []schema.TelemetryRow) error {
+	if err := r.logAndTelemetryItems(logs, tele); err != nil {
+		return err
+	}
+	for i := range r.items {
+		r.items[i].seq = i
+	}
+	// Within a slot: by time, then rank, then plan order. The session's
+	// closing event sorts after every episode event and hidden batch of the
+	// last slot, whatever their times; logs and telemetry by time.
+	closing := func(it *item) bool { return it.rank == rankSessionEnded || it.rank == rankSessionFailed }
+	var endT time.Time
+	for i := range r.items {
+		it := &r.items[i]
+		it.sortT = it.t
+		if it.slot == len(r.batches) && (it.ep != nil || it.hidden > 0) && it.t.After(endT) {
+			endT = it.t
+		}
+	}
+	for i := range r.items {
+		if it := &r.items[i]; closing(it) && endT.After(it.t) {
+			it.sortT = endT
+		}
+	}
+	sort.SliceStable(r.items, func(i, j int) bool {
+		a, b := &r.items[i], &r.items[j]
+		if a.slot != b.slot {
+			return a.slot < b.slot
+		}
+		if !a.sortT.Equal(b.sortT) {
+			return a.sortT.Before(b.sortT)
+		}
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return a.seq < b.seq
+	})
+	r.laneBuf = make([][][]byte, r.n)
+	r.idBuf = make([]string, r.n)
+	r.ridBuf = make([]string, r.n)
+	r.rewards = make([]float64, r.n)
+	k := 0
+	for bi := 0; bi <= len(r.batches); bi++ {
+		for ; k < len(r.items) && r.items[k].slot == bi; k++ {
+			it := &r.items[k]
+			if closing(it) {
+				// Terminal observations still due go out before the end.
+				if err := r.emitObservation(nil); err != nil {
+					return err
+				}
+			}
+			if err := r.emitItem(it); err != nil {
+				return err
+			}
+		}
+		if bi < len(r.batches) {
+			if err := r.emitBatch(r.batches[bi], bi == len(r.batches)-1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *replayer) send(ev events.Event, t time.Time) error {
+	r.rep.Events++
+	return r.emit(ev, t)
+}
+
+func (r *replayer) emitItem(it *item) error {
+	if it.hidden > 0 {
+		return r.emitHidden(it.hidden, it.t)
+	}
+	switch e := it.ev.(type) {
+	case *events.EpisodeStarted:
+		r.lastStarted[e.EnvIndex] = it.ep
+	case *events.EpisodeCompleted:
+		it.ep.completed = true
+		if it.ep.row.FinalObservationBlob != nil {
+			lane := it.ep.row.EnvIndex
+			if r.pendingFinal[lane] != nil {
+				// Two terminal observations due on one lane: the first
+				// goes out now.
+				if err := r.emitObservation(nil); err != nil {
+					return err
+				}
+			}
+			r.pendingFinal[lane] = it.ep
+		}
+	}
+	return r.send(it.ev, it.t)
+}
+
+// emitObservation emits one ObservationEmitted: the batch rows'
+// observations (b may be nil) and the pending terminal observations. A
+// lane with both gets its terminal observation in an event of its own
+// first.
+func (r *replayer) emitObservation(b *replayBatch) error {
+	conflict := false
+	has := false
+	for _, p := range r.pendingFinal {
+		has = has || p != nil
+	}
+	if b != nil {
+		for _, lr := range b.rows {
+			if lr.hasObs {
+				has = true
+				conflict = conflict || r.pendingFinal[lr.lane] != nil
+			}
+		}
+	}
+	if !has {
+		return nil
+	}
+	if conflict {
+		if err := r.emitObservation(nil); err != nil {
+			return err
+		}
+	}
+	if r.spaces.Observation == nil {
+		return fmt.Errorf("session %q has observations but no observation space in its files' metadata; it cannot be replayed", r.sid)
+	}
+	eps := make([]*replayEpisode, r.n)
+	lanes := r.laneBuf
+	for i := range lanes {
+		lanes[i] = r.zeroObs
+		r.idBuf[i], r.ridBuf[i] = "", ""
+	}
+	var t time.Time
+	isReset := false
+	var step int64
+	for lane, p := range r.pendingFinal {
+		if p == nil {
+			continue
+		}
+		leaves, err := blob.Decode(p.row.FinalObservationBlob)
+		if err != nil {
+			return fmt.Errorf("session %q episode %s: final_observation_blob: %w; run 'rlrec verify %s'", r.sid, p.rid, err, r.d.root)
+		}
+		lanes[lane], eps[lane] = leaves, p
+		r.pendingFinal[lane] = nil
+		if p.row.EndedAt != nil && p.row.EndedAt.After(t) {
+			t = *p.row.EndedAt
+		}
+	}
+	if b != nil {
+		t = b.t
+		for _, lr := range b.rows {
+			if !lr.hasObs {
+				continue
+			}
+			s, err := r.stepOf(lr)
+			if err != nil {
+				return err
+			}
+			leaves, err := s.ObservationLeaves()
+			if err != nil {
+				return err
+			}
+			lanes[lr.lane], eps[lr.lane] = leaves, lr.ep
+			isReset = isReset || lr.step == 0
+			if lr.lane == 0 {
+				step = lr.step
+			}
+		}
+	}
+	for i, ep := range eps {
+		if ep != nil {
+			r.idBuf[i], r.ridBuf[i] = ep.row.EpisodeID, ep.rid
+		}
+	}
+	slabs, err := blob.JoinLanesLayout(r.spaces.Observation, lanes)
+	if err != nil {
+		return fmt.Errorf("session %q: observation lanes do not join: %w; run 'rlrec verify %s'", r.sid, err, r.d.root)
+	}
+	return r.send(&events.ObservationEmitted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
+		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: step, IsReset: isReset, NumEnvs: uint32(r.n),
+		ObservationSpace: r.spaces.Observation.Spec, Observation: slabs}, t)
+}
+
+// stepOf advances the row's episode iterator to the row (opening it at its
+// first row) and returns the iterator positioned on it.
+func (r *replayer) stepOf(lr laneRow) (*Steps, error) {
+	ep := lr.ep
+	if ep.iter == nil {
+		st, err := r.d.Steps(r.sid, ep.rid)
+		if err != nil {
+			return nil, err
+		}
+		ep.iter = st
+		if !st.Next() {
+			return nil, r.stepsChanged(ep, st.Err())
+		}
+	}
+	if ep.iter.Step().Step != lr.step {
+		if !ep.iter.Next() {
+			return nil, r.stepsChanged(ep, ep.iter.Err())
+		}
+	}
+	if ep.iter.Step().Step != lr.step {
+		return nil, r.stepsChanged(ep, nil)
+	}
+	return ep.iter, nil
+}
+
+func (r *replayer) stepsChanged(ep *replayEpisode, err error) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("session %q episode %s: its steps changed while replaying; run the replay again", r.sid, ep.rid)
+}
+
+// emitBatch emits a batch's observation, action and rewards.
+func (r *replayer) emitBatch(b *replayBatch, last bool) error {
+	r.rep.Batches++
+	if err := r.emitObservation(b); err != nil {
+		return err
+	}
+	lanes := r.laneBuf
+	for i := range lanes {
+		lanes[i] = r.zeroAct
+		r.idBuf[i], r.ridBuf[i] = "", ""
+		r.rewards[i] = 0
+		// A lane without a row names its completed episode, as under
+		// next-step autoreset; the recorder drops the step.
+		if ep := r.lastStarted[i]; ep != nil && ep.completed {
+			r.idBuf[i], r.ridBuf[i] = ep.row.EpisodeID, ep.rid
+		}
+	}
+	for _, lr := range b.rows {
+		s, err := r.stepOf(lr)
+		if err != nil {
+			return err
+		}
+		if s.Step().ActionBlob != nil {
+			leaves, err := s.ActionLeaves()
+			if err != nil {
+				return err
+			}
+			lanes[lr.lane] = leaves
+		}
+		r.idBuf[lr.lane], r.ridBuf[lr.lane] = lr.ep.row.EpisodeID, lr.ep.rid
+		r.rewards[lr.lane] = lr.reward
+	}
+	slabs, err := blob.JoinLanesLayout(r.spaces.Action, lanes)
+	if err != nil {
+		return fmt.Errorf("session %q: action lanes do not join: %w; run 'rlrec verify %s'", r.sid, err, r.d.root)
+	}
+	if err := r.send(&events.ActionReceived{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
+		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: b.sstep, ActionSpace: r.spaces.Action.Spec, Action: slabs}, b.t); err != nil {
+		return err
+	}
+	for _, lr := range b.rows {
+		if lr.step == lr.ep.rows-1 {
+			lr.ep.iter.Close()
+			lr.ep.iter = nil
+		}
+	}
+	if last && r.row.Status != schema.SessionEnded && strings.Contains(derefString(r.row.ProblemSummary), "action_without_step_completed=") {
+		return nil
+	}
+	return r.send(&events.StepCompleted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
+		Step: b.sstep, Rewards: r.rewards}, b.t)
+}
+
+// emitHidden emits an all-dropped batch of n lanes.
+func (r *replayer) emitHidden(n int, t time.Time) error {
+	if r.spaces.Action == nil {
+		return nil
+	}
+	if err := r.emitObservation(nil); err != nil {
+		return err
+	}
+	for n > 0 {
+		k := min(n, blob.MaxLanes)
+		n -= k
+		r.rep.Batches++
+		r.rep.HiddenBatches++
+		lanes := make([][][]byte, k)
+		ids := make([]string, k)
+		rids := make([]string, k)
+		for i := range lanes {
+			lanes[i] = r.zeroAct
+			if i < len(r.lastStarted) {
+				if ep := r.lastStarted[i]; ep != nil && ep.completed {
+					ids[i], rids[i] = ep.row.EpisodeID, ep.rid
+				}
+			}
+		}
+		slabs, err := blob.JoinLanesLayout(r.spaces.Action, lanes)
+		if err != nil {
+			return err
+		}
+		if err := r.send(&events.ActionReceived{SessionID: r.sid, Route: r.route, EpisodeID: ids[0], EpisodeRecordID: rids[0],
+			EpisodeIDs: ids, EpisodeRecordIDs: rids, Step: 0, ActionSpace: r.spaces.Action.Spec, Action: slabs}, t); err != nil {
+			return err
+		}
+		if err := r.send(&events.StepCompleted{SessionID: r.sid, Route: r.route, EpisodeID: ids[0], EpisodeRecordID: rids[0],
+			Rewards: make([]float64, k)}, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *replayer) closeAll() {
+	for _, ep := range r.eps {
+		if ep.iter != nil {
+			ep.iter.Close()
+			ep.iter = nil
+		}
+	}
+}
