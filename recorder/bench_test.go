@@ -1,0 +1,967 @@
+package recorder
+
+// Benchmarks of the recorder against the targets in BENCHMARKS.md. They use
+// the OS file system under b.TempDir(), the simulator (package sim) or
+// hand-built events as the driver, and report ratios measured in the same
+// run. Run them as BENCHMARKS.md says (-count 5 or more, medians).
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/snappy"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+	"github.com/rlrec/rlrec/sim"
+)
+
+// ---------------------------------------------------------------------------
+// Hand-built events
+
+const benchSession = "0190c0de-0000-7000-8000-000000000001"
+
+var benchRoute = events.RuntimeEnvContext{EnvID: "bench", EnvComponentID: "env/bench", ModelComponentID: "model/bench"}
+
+var (
+	benchF32Box = func(shape ...int64) *spacesv1.SpaceSpec {
+		return &spacesv1.SpaceSpec{Shape: shape, Dtype: spacesv1.DataType_DATA_TYPE_FLOAT32,
+			Spec: &spacesv1.SpaceSpec_Box{Box: &spacesv1.BoxSpec{Bounds: &spacesv1.BoxSpec_Unbounded{Unbounded: true}}}}
+	}
+	benchU8Box = func(shape ...int64) *spacesv1.SpaceSpec {
+		return &spacesv1.SpaceSpec{Shape: shape, Dtype: spacesv1.DataType_DATA_TYPE_UINT8,
+			Spec: &spacesv1.SpaceSpec_Box{Box: &spacesv1.BoxSpec{Bounds: &spacesv1.BoxSpec_Uniform{
+				Uniform: &spacesv1.UniformBounds{Low: []byte{0}, High: []byte{255}}}}}}
+	}
+	benchDiscrete = &spacesv1.SpaceSpec{Dtype: spacesv1.DataType_DATA_TYPE_INT64,
+		Spec: &spacesv1.SpaceSpec_Discrete{Discrete: &spacesv1.DiscreteSpec{N: 2}}}
+)
+
+// benchDriver delivers the events of one session by hand, in the runtime's
+// order, with one observation and one action spec pointer and reused slabs
+// and id slices (as the runtime and the simulator do).
+type benchDriver struct {
+	h        events.Hooks
+	sid      string
+	n        int
+	obsSpec  *spacesv1.SpaceSpec
+	obs      [][]byte
+	act      [][]byte
+	ids      []string
+	rids     []string
+	rewards  []float64
+	next     int64 // next episode record number
+	step     int64
+	laneStep []int64
+	evAct    events.ActionReceived
+	evStep   events.StepCompleted
+	evObs    events.ObservationEmitted
+}
+
+func newBenchDriver(h events.Hooks, sid string, n int, obsSpec *spacesv1.SpaceSpec, obsLaneBytes int) *benchDriver {
+	d := &benchDriver{h: h, sid: sid, n: n, obsSpec: obsSpec,
+		obs: [][]byte{make([]byte, n*obsLaneBytes)}, act: [][]byte{make([]byte, n*8)},
+		ids: make([]string, n), rids: make([]string, n), rewards: make([]float64, n), laneStep: make([]int64, n)}
+	fillFrames(d.obs[0], obsLaneBytes, 0)
+	return d
+}
+
+// fillFrames fills each lane of slab with a frame shaped like a rendered
+// scene (flat bands, a small noisy sprite that moves with seed), so that it
+// compresses like a camera image; small leaves get float-like bytes.
+func fillFrames(slab []byte, lane, seed int) {
+	r := rand.New(rand.NewPCG(uint64(seed), 3))
+	for off := 0; off+lane <= len(slab); off += lane {
+		f := slab[off : off+lane]
+		for i := range f {
+			f[i] = byte(i / 4096 * 37)
+		}
+		start := (seed * 997) % max(lane-512, 1)
+		for i := start; i < min(start+512, lane); i++ {
+			f[i] = byte(r.Uint32())
+		}
+	}
+}
+
+func (d *benchDriver) ctx() context.Context { return context.Background() }
+
+func (d *benchDriver) start() {
+	must(d.h.OnSessionStarted(d.ctx(), &events.SessionStarted{SessionID: d.sid, Route: benchRoute, EnvID: benchRoute.EnvID}))
+	for i := range d.n {
+		d.startEpisode(i, false)
+	}
+	d.observe()
+}
+
+func (d *benchDriver) startEpisode(lane int, auto bool) {
+	d.next++
+	d.ids[lane] = fmt.Sprintf("0190c0de-%04x-7000-8000-%012x", lane, d.next)
+	d.rids[lane] = fmt.Sprintf("ep-%06d", d.next)
+	d.laneStep[lane] = 0
+	must(d.h.OnEpisodeStarted(d.ctx(), &events.EpisodeStarted{SessionID: d.sid, Route: benchRoute,
+		EpisodeID: d.ids[lane], EpisodeRecordID: d.rids[lane], EpisodeIndex: d.next, EnvIndex: int32(lane),
+		StartedFromAutoReset: auto}))
+}
+
+func (d *benchDriver) observe() {
+	d.evObs = events.ObservationEmitted{SessionID: d.sid, Route: benchRoute, EpisodeID: d.ids[0], EpisodeRecordID: d.rids[0],
+		EpisodeIDs: d.ids, EpisodeRecordIDs: d.rids, Step: d.laneStep[0], NumEnvs: uint32(d.n),
+		ObservationSpace: d.obsSpec, Observation: d.obs}
+	must(d.h.OnObservationEmitted(d.ctx(), &d.evObs))
+}
+
+func (d *benchDriver) action() {
+	d.step++
+	binary.LittleEndian.PutUint64(d.act[0], uint64(d.step&1))
+	d.evAct = events.ActionReceived{SessionID: d.sid, Route: benchRoute, EpisodeID: d.ids[0], EpisodeRecordID: d.rids[0],
+		EpisodeIDs: d.ids, EpisodeRecordIDs: d.rids, Step: d.laneStep[0] + 1, ActionSpace: benchDiscrete, Action: d.act}
+	must(d.h.OnActionReceived(d.ctx(), &d.evAct))
+}
+
+func (d *benchDriver) stepDone() {
+	for i := range d.rewards {
+		d.rewards[i] = 1
+		d.laneStep[i]++
+	}
+	d.evStep = events.StepCompleted{SessionID: d.sid, Route: benchRoute, EpisodeID: d.ids[0], EpisodeRecordID: d.rids[0],
+		Step: d.laneStep[0], Rewards: d.rewards}
+	must(d.h.OnStepCompleted(d.ctx(), &d.evStep))
+}
+
+// steps runs k full steps (action, reward, observation) on every lane.
+func (d *benchDriver) steps(k int) {
+	for range k {
+		d.action()
+		d.stepDone()
+		d.observe()
+	}
+}
+
+// complete completes lane's episode (terminated) and starts the next one
+// at once (disabled autoreset: the next observation is a reset one).
+func (d *benchDriver) complete(lane int) {
+	must(d.h.OnEpisodeCompleted(d.ctx(), &events.EpisodeCompleted{SessionID: d.sid, Route: benchRoute,
+		EpisodeID: d.ids[lane], EpisodeRecordID: d.rids[lane], EpisodeIndex: d.next, EnvIndex: int32(lane),
+		Terminated: true, StepCount: d.laneStep[lane], CumulativeReward: float64(d.laneStep[lane])}))
+}
+
+func (d *benchDriver) end() {
+	must(d.h.OnSessionEnded(d.ctx(), &events.SessionEnded{SessionID: d.sid, Route: benchRoute, Reason: "done",
+		TotalSteps: d.step}))
+	must(d.h.OnTelemetrySnapshot(d.ctx(), &events.TelemetrySnapshot{SessionID: d.sid, Route: benchRoute,
+		Snapshot: events.Snapshot{Horizon: events.HorizonSession}}))
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func percentile(sorted []int64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return float64(sorted[min(int(float64(len(sorted))*p), len(sorted)-1)])
+}
+
+func openBench(b *testing.B, dir string, opts ...Option) *Recorder {
+	b.Helper()
+	r, err := Open(dir, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+func closeBench(b *testing.B, r *Recorder) {
+	b.Helper()
+	if err := r.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Hook path
+
+// BenchmarkHookCall calls the step hooks of one open session in a tight
+// loop with hand-built events; one op is one hook call. The recorder runs
+// on the OS file system, so the pipeline, log and writers work behind the
+// hooks as they would live, and allocs/op counts every goroutine's
+// allocations per hook call (an upper bound on the hook's own). p50-ns and
+// p99-ns are per-call latencies. For image8, copy-ns is a plain copy of
+// the same payload measured in the same loop, and hook/copy their ratio of
+// medians.
+func BenchmarkHookCall(b *testing.B) {
+	b.Run("cartpole16", func(b *testing.B) {
+		r := openBench(b, b.TempDir())
+		defer closeBench(b, r)
+		d := newBenchDriver(r, benchSession, 16, benchF32Box(4), 16)
+		d.start()
+		lat := make([]int64, 0, 1<<20)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			t0 := time.Now()
+			switch i % 3 {
+			case 0:
+				d.action()
+			case 1:
+				d.stepDone()
+			case 2:
+				d.observe()
+			}
+			if len(lat) < cap(lat) {
+				lat = append(lat, int64(time.Since(t0)))
+			}
+			if i%(3*200) == 599 {
+				// End the lanes' episodes every 200 steps so rows do not
+				// pile up in one episode.
+				b.StopTimer()
+				for l := range d.n {
+					d.complete(l)
+				}
+				for l := range d.n {
+					d.startEpisode(l, true)
+				}
+				d.observe()
+				b.StartTimer()
+			}
+		}
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(percentile(lat, 0.5), "p50-ns")
+		b.ReportMetric(percentile(lat, 0.99), "p99-ns")
+	})
+	b.Run("image8", func(b *testing.B) {
+		r := openBench(b, b.TempDir())
+		defer closeBench(b, r)
+		const lane = 84 * 84 * 3
+		d := newBenchDriver(r, benchSession, 8, benchU8Box(84, 84, 3), lane)
+		d.start()
+		dst := make([]byte, 8*lane)
+		var hook, cp []int64
+		b.SetBytes(8 * lane)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			// An action and its reward between observations keep the
+			// session's events realistic; only the observation is timed.
+			b.StopTimer()
+			d.action()
+			d.stepDone()
+			if i%60 == 59 {
+				for l := range d.n {
+					d.complete(l)
+					d.startEpisode(l, true)
+				}
+			}
+			b.StartTimer()
+			t0 := time.Now()
+			d.observe()
+			t1 := time.Now()
+			copy(dst, d.obs[0])
+			t2 := time.Now()
+			hook = append(hook, int64(t1.Sub(t0)))
+			cp = append(cp, int64(t2.Sub(t1)))
+		}
+		b.StopTimer()
+		slices.Sort(hook)
+		slices.Sort(cp)
+		b.ReportMetric(percentile(hook, 0.5), "p50-ns")
+		b.ReportMetric(percentile(hook, 0.99), "p99-ns")
+		b.ReportMetric(percentile(cp, 0.5), "copy-ns")
+		b.ReportMetric(percentile(hook, 0.5)/percentile(cp, 0.5), "hook/copy")
+	})
+}
+
+// timedHooks wraps a Hooks and records the latency of every step hook.
+type timedHooks struct {
+	events.Hooks
+	act, step, obs, cp []int64
+	dst                []byte
+}
+
+func (t *timedHooks) OnActionReceived(ctx context.Context, ev *events.ActionReceived) error {
+	t0 := time.Now()
+	err := t.Hooks.OnActionReceived(ctx, ev)
+	t.act = append(t.act, int64(time.Since(t0)))
+	return err
+}
+
+func (t *timedHooks) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) error {
+	t0 := time.Now()
+	err := t.Hooks.OnStepCompleted(ctx, ev)
+	t.step = append(t.step, int64(time.Since(t0)))
+	return err
+}
+
+func (t *timedHooks) OnObservationEmitted(ctx context.Context, ev *events.ObservationEmitted) error {
+	t0 := time.Now()
+	err := t.Hooks.OnObservationEmitted(ctx, ev)
+	t1 := time.Now()
+	t.obs = append(t.obs, int64(t1.Sub(t0)))
+	if t.dst != nil {
+		// A plain copy of the same payload, for the ratio.
+		off := 0
+		for _, s := range ev.Observation {
+			if off+len(s) > len(t.dst) {
+				t.dst = append(t.dst, make([]byte, off+len(s)-len(t.dst))...)
+			}
+			off += copy(t.dst[off:], s)
+		}
+		t.cp = append(t.cp, int64(time.Since(t1)))
+	}
+	return err
+}
+
+// BenchmarkHookLatency drives the recorder with the simulator (one op is
+// one session) and reports the latency distribution of each step hook.
+func BenchmarkHookLatency(b *testing.B) {
+	for _, bc := range []struct {
+		env   string
+		lanes int
+		eps   int64
+	}{
+		{"cartpole", 16, 400},
+		{"pick-place", 8, 80},
+	} {
+		b.Run(fmt.Sprintf("%s/n=%d", bc.env, bc.lanes), func(b *testing.B) {
+			th := &timedHooks{}
+			if bc.env == "pick-place" {
+				th.dst = make([]byte, 0, 1<<20)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				r := openBench(b, filepath.Join(b.TempDir(), strconv.Itoa(i)))
+				th.Hooks = r
+				cfg := sim.Config{Env: bc.env, NumEnvs: bc.lanes, Autoreset: sim.AutoresetNextStep,
+					MaxEpisodes: bc.eps, MaxEpisodeSteps: 200, Seed: uint64(i + 1)}
+				if _, err := sim.Run(context.Background(), th, cfg); err != nil {
+					b.Fatal(err)
+				}
+				closeBench(b, r)
+			}
+			for _, l := range []struct {
+				name string
+				v    []int64
+			}{{"act", th.act}, {"step", th.step}, {"obs", th.obs}} {
+				slices.Sort(l.v)
+				b.ReportMetric(percentile(l.v, 0.5), l.name+"-p50-ns")
+				b.ReportMetric(percentile(l.v, 0.99), l.name+"-p99-ns")
+			}
+			if th.dst != nil {
+				slices.Sort(th.cp)
+				b.ReportMetric(percentile(th.cp, 0.5), "copy-p50-ns")
+				b.ReportMetric(percentile(th.obs, 0.5)/percentile(th.cp, 0.5), "obs/copy")
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Throughput
+
+// benchStep is the fixed steps columns plus cartpole's typed columns as a
+// plain parquet-go row type: the bare baseline.
+type benchStep struct {
+	EpisodeID       string    `parquet:"episode_id,dict"`
+	EpisodeIndex    int64     `parquet:"episode_index"`
+	EnvIndex        int32     `parquet:"env_index"`
+	Step            int64     `parquet:"step"`
+	SessionStep     int64     `parquet:"session_step"`
+	ObservationBlob []byte    `parquet:"observation_blob,optional,plain"`
+	ActionBlob      []byte    `parquet:"action_blob,optional,plain"`
+	Reward          float64   `parquet:"reward"`
+	IsFirst         bool      `parquet:"is_first"`
+	IsLast          bool      `parquet:"is_last"`
+	Terminated      bool      `parquet:"terminated"`
+	Truncated       bool      `parquet:"truncated"`
+	RecordedAt      int64     `parquet:"recorded_at,timestamp(microsecond:utc)"`
+	Observation     []float32 `parquet:"observation,optional,list"`
+	Action          *int64    `parquet:"action,optional"`
+}
+
+// benchImageStep is the same for pick-place: Dict{image, state,
+// instruction} observations (the image, above the typed-column threshold,
+// is a binary column) and a Box(7) float32 action.
+type benchImageStep struct {
+	EpisodeID       string    `parquet:"episode_id,dict"`
+	EpisodeIndex    int64     `parquet:"episode_index"`
+	EnvIndex        int32     `parquet:"env_index"`
+	Step            int64     `parquet:"step"`
+	SessionStep     int64     `parquet:"session_step"`
+	ObservationBlob []byte    `parquet:"observation_blob,optional,plain"`
+	ActionBlob      []byte    `parquet:"action_blob,optional,plain"`
+	Reward          float64   `parquet:"reward"`
+	IsFirst         bool      `parquet:"is_first"`
+	IsLast          bool      `parquet:"is_last"`
+	Terminated      bool      `parquet:"terminated"`
+	Truncated       bool      `parquet:"truncated"`
+	RecordedAt      int64     `parquet:"recorded_at,timestamp(microsecond:utc)"`
+	ObsImage        []byte    `parquet:"observation.image,optional,plain"`
+	ObsState        []float32 `parquet:"observation.state,optional,list"`
+	ObsInstruction  *string   `parquet:"observation.instruction,optional"`
+	Action          []float32 `parquet:"action,optional,list"`
+}
+
+// rowCollector builds the steps rows of a simulated session the simple
+// way, for the bare writer: every lane's last observation and each action,
+// split per lane (cartpole: 1 leaf of 16 B; pick-place: image, state,
+// text).
+type rowCollector struct {
+	events.NoopHooks
+	limit  int
+	obs    [][][]byte // per lane, leaves
+	rows   []benchStep
+	images []benchImageStep
+	image  bool
+}
+
+func f32sOf(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func (c *rowCollector) OnObservationEmitted(_ context.Context, ev *events.ObservationEmitted) error {
+	n := int(ev.NumEnvs)
+	c.obs = make([][][]byte, n)
+	for i := range n {
+		var leaves [][]byte
+		for k, s := range ev.Observation {
+			if c.image && k == 2 {
+				// Text slab: [u64 count][u64 len x count][bodies].
+				cnt := int(binary.LittleEndian.Uint64(s))
+				off := 8 + 8*cnt
+				for j := 0; j < i; j++ {
+					off += int(binary.LittleEndian.Uint64(s[8+8*j:]))
+				}
+				ln := int(binary.LittleEndian.Uint64(s[8+8*i:]))
+				leaves = append(leaves, slices.Clone(s[off:off+ln]))
+				continue
+			}
+			w := len(s) / n
+			leaves = append(leaves, slices.Clone(s[i*w:(i+1)*w]))
+		}
+		c.obs[i] = leaves
+	}
+	return nil
+}
+
+func (c *rowCollector) OnActionReceived(_ context.Context, ev *events.ActionReceived) error {
+	n := len(ev.EpisodeRecordIDs)
+	now := time.Now().UnixMicro()
+	for i := range n {
+		if len(c.rows)+len(c.images) >= c.limit {
+			return nil
+		}
+		w := len(ev.Action[0]) / n
+		act := slices.Clone(ev.Action[0][i*w : (i+1)*w])
+		var obs [][]byte
+		if i < len(c.obs) {
+			obs = c.obs[i]
+		}
+		if c.image {
+			row := benchImageStep{EpisodeID: ev.EpisodeIDs[i], EpisodeIndex: 1, EnvIndex: int32(i), Step: ev.Step,
+				SessionStep: ev.Step, ObservationBlob: blob.Encode(obs), ActionBlob: blob.Encode([][]byte{act}),
+				RecordedAt: now, Action: f32sOf(act)}
+			if len(obs) == 3 {
+				txt := string(obs[2])
+				row.ObsImage, row.ObsState, row.ObsInstruction = obs[0], f32sOf(obs[1]), &txt
+			}
+			c.images = append(c.images, row)
+			continue
+		}
+		a := int64(binary.LittleEndian.Uint64(act))
+		row := benchStep{EpisodeID: ev.EpisodeIDs[i], EpisodeIndex: 1, EnvIndex: int32(i), Step: ev.Step,
+			SessionStep: ev.Step, ObservationBlob: blob.Encode(obs), ActionBlob: blob.Encode([][]byte{act}),
+			RecordedAt: now, Action: &a}
+		if len(obs) == 1 {
+			row.Observation = f32sOf(obs[0])
+		}
+		c.rows = append(c.rows, row)
+	}
+	return nil
+}
+
+func benchCodec(c Compression) compress.Codec {
+	switch c {
+	case CompressionZstd:
+		return &zstd.Codec{Level: zstd.SpeedFastest}
+	case CompressionSnappy:
+		return &snappy.Codec{}
+	}
+	return &parquet.Uncompressed
+}
+
+// writeBare writes n rows cycling through rows with a bare parquet-go
+// GenericWriter into one file under dir and fsyncs it once.
+func writeBare[T any](b *testing.B, dir string, rows []T, n int, codec compress.Codec, cfg parquet.WriterOption) {
+	f, err := os.Create(filepath.Join(dir, "bare.parquet"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[T](f, parquet.Compression(codec), cfg,
+		parquet.MaxRowsPerRowGroup(64*1024),
+		parquet.SkipPageStatistics(schema.ColObservationBlob), parquet.SkipPageBounds(schema.ColObservationBlob),
+		parquet.SkipPageStatistics(schema.ColActionBlob), parquet.SkipPageBounds(schema.ColActionBlob))
+	const batch = 64
+	for done := 0; done < n; {
+		off := done % len(rows)
+		k := min(batch, n-done, len(rows)-off)
+		if _, err := w.Write(rows[off : off+k]); err != nil {
+			b.Fatal(err)
+		}
+		done += k
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+}
+
+// noSyncFS is the OS file system with every fsync skipped: the nosync
+// throughput variants use it to show the CPU-bound ceiling on a machine
+// whose fsyncs cost nothing. It is not durable and not a target figure.
+type noSyncFS struct{ vfs.FS }
+
+type noSyncFile struct{ vfs.File }
+
+func (noSyncFile) Sync() error { return nil }
+
+func (f noSyncFS) Create(name string) (vfs.File, error) {
+	file, err := f.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{file}, nil
+}
+
+func (f noSyncFS) OpenAppend(name string) (vfs.File, error) {
+	file, err := f.FS.OpenAppend(name)
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{file}, nil
+}
+
+func (noSyncFS) SyncDir(string) error { return nil }
+
+// BenchmarkThroughput records simulated sessions end to end (sim.Run into
+// a fresh recorder, then Close; one op is one session) and, in the same
+// iteration, runs the same session into events.NoopHooks and writes the
+// same number of rows with a bare parquet-go writer of the same columns.
+//
+// Reported: lane-steps/s of the recorder with the simulator's own cost
+// subtracted (net), without it (gross), the simulator alone, the bare
+// writer's rows/s and the ratio net/bare; for pick-place also MB/s of
+// observation payload (net and bare).
+func BenchmarkThroughput(b *testing.B) {
+	for _, bc := range []struct {
+		env   string
+		lanes int
+		eps   int64
+		codec Compression
+
+		nosync bool
+	}{
+		{"cartpole", 16, 1000, CompressionZstd, false},
+		{"cartpole", 16, 1000, CompressionSnappy, false},
+		{"pick-place", 8, 160, CompressionZstd, false},
+		{"pick-place", 8, 160, CompressionSnappy, false},
+		{"cartpole", 16, 1000, CompressionZstd, true},
+		{"pick-place", 8, 160, CompressionZstd, true},
+	} {
+		name := fmt.Sprintf("%s/n=%d/%s", bc.env, bc.lanes, bc.codec)
+		if bc.nosync {
+			name += "/nosync"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := sim.Config{Env: bc.env, NumEnvs: bc.lanes, Autoreset: sim.AutoresetNextStep,
+				MaxEpisodes: bc.eps, MaxEpisodeSteps: 200, Seed: 1}
+			image := bc.env == "pick-place"
+			col := &rowCollector{limit: 1 << 22, image: image}
+			if image {
+				col.limit = 4096
+			}
+			if _, err := sim.Run(context.Background(), col, cfg); err != nil {
+				b.Fatal(err)
+			}
+			obsBytes := 0.0
+			if image {
+				r := col.images[0]
+				obsBytes = float64(len(r.ObservationBlob))
+			}
+			var tSim, tRec, tBare time.Duration
+			var laneSteps int64
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				cfg.Seed = uint64(i + 1)
+				t0 := time.Now()
+				s1, err := sim.Run(context.Background(), events.NoopHooks{}, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				dir := filepath.Join(b.TempDir(), strconv.Itoa(i))
+				opts := []Option{WithCompression(bc.codec)}
+				if bc.nosync {
+					opts = append(opts, WithFS(noSyncFS{vfs.OS()}))
+				}
+				r := openBench(b, dir, opts...)
+				s2, err := sim.Run(context.Background(), r, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				closeBench(b, r)
+				t2 := time.Now()
+				if s1.LaneSteps != s2.LaneSteps {
+					b.Fatalf("runs differ: %d and %d lane-steps", s1.LaneSteps, s2.LaneSteps)
+				}
+				n := int(s2.LaneSteps)
+				if image {
+					writeBare(b, dir, col.images, n, benchCodec(bc.codec), parquet.PageBufferSize(256<<10))
+				} else {
+					writeBare(b, dir, col.rows, n, benchCodec(bc.codec), parquet.PageBufferSize(256<<10))
+				}
+				t3 := time.Now()
+				tSim += t1.Sub(t0)
+				tRec += t2.Sub(t1)
+				tBare += t3.Sub(t2)
+				laneSteps += s2.LaneSteps
+				os.RemoveAll(dir)
+			}
+			ls := float64(laneSteps)
+			net := ls / (tRec - tSim).Seconds()
+			bare := ls / tBare.Seconds()
+			b.ReportMetric(net, "net-lane-steps/s")
+			b.ReportMetric(ls/tRec.Seconds(), "gross-lane-steps/s")
+			b.ReportMetric(ls/tSim.Seconds(), "sim-lane-steps/s")
+			b.ReportMetric(bare, "bare-rows/s")
+			b.ReportMetric(net/bare, "net/bare")
+			if image {
+				b.ReportMetric(net*obsBytes/1e6, "net-obsMB/s")
+				b.ReportMetric(bare*obsBytes/1e6, "bare-obsMB/s")
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Finalisation
+
+// BenchmarkFinalize records 1,000-step episodes on one lane (one op is one
+// episode) and measures the time from the EpisodeCompleted hook call to
+// the episode's episodes file existing under its final name.
+func BenchmarkFinalize(b *testing.B) {
+	root := b.TempDir()
+	r := openBench(b, root)
+	defer closeBench(b, r)
+	d := newBenchDriver(r, benchSession, 1, benchF32Box(4), 16)
+	d.start()
+	var lat []int64
+	for b.Loop() {
+		d.steps(1000)
+		rid := d.rids[0]
+		file := filepath.Join(hive.Dir(root, schema.TableEpisodes, benchSession, rid), "part-00000.parquet")
+		t0 := time.Now()
+		d.complete(0)
+		d.startEpisode(0, true)
+		d.observe()
+		for {
+			if _, err := os.Stat(file); err == nil {
+				break
+			}
+			if time.Since(t0) > 10*time.Second {
+				b.Fatalf("%s did not appear within 10 s", file)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		lat = append(lat, int64(time.Since(t0)))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(percentile(lat, 0.5)/1e6, "p50-ms")
+	b.ReportMetric(percentile(lat, 0.95)/1e6, "p95-ms")
+}
+
+// ---------------------------------------------------------------------------
+// Recovery
+
+func dirBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+func copyDir(b *testing.B, src, dst string) {
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		t := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(t, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(t, data, 0o644)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkRecovery measures Open on a ROOT whose log a recorder left
+// without Close: 16-lane cartpole sessions (hand-built events) with
+// 200-step episodes whose completed episodes were written and marked; the
+// log (kept whole while the sessions are open) is copied while the
+// recorder is open, after Flush and once its writers are idle. One op is
+// one Open of a fresh copy (the copy is made outside the timer and is in
+// the page cache). Reported: log MB/s (segment bytes on disk) and records
+// replayed per second.
+func BenchmarkRecovery(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		lanes int
+		obs   *spacesv1.SpaceSpec
+		leaf  int
+		steps int
+	}{
+		{"cartpole16", 16, benchF32Box(4), 16, 40000},
+		{"image8", 8, benchU8Box(84, 84, 3), 84 * 84 * 3, 2000},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			src := b.TempDir()
+			r := openBench(b, src)
+			d := newBenchDriver(r, benchSession, bc.lanes, bc.obs, bc.leaf)
+			d.start()
+			for i := 0; i < bc.steps; i += 200 {
+				d.steps(200)
+				for l := range d.n {
+					d.complete(l)
+					d.startEpisode(l, true)
+				}
+				d.observe()
+			}
+			d.steps(100) // open episodes at the crash
+			if err := r.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.w.wait(); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.Flush(context.Background()); err != nil { // the markers
+				b.Fatal(err)
+			}
+			saved := filepath.Join(b.TempDir(), "saved")
+			copyDir(b, filepath.Join(src, stateDir, logDir), saved)
+			closeBench(b, r)
+			os.Remove(filepath.Join(saved, "LOCK"))
+			logBytes := dirBytes(b, saved)
+			var total time.Duration
+			var records int64
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				root := filepath.Join(b.TempDir(), strconv.Itoa(i))
+				copyDir(b, saved, filepath.Join(root, stateDir, logDir))
+				b.StartTimer()
+				t0 := time.Now()
+				rr := openBench(b, root)
+				total += time.Since(t0)
+				b.StopTimer()
+				records += rr.Recovered().Records
+				if rr.Recovered().Crashed != 1 {
+					b.Fatalf("recovered %+v, want one crashed session", rr.Recovered())
+				}
+				closeBench(b, rr)
+				os.RemoveAll(root)
+				b.StartTimer()
+			}
+			b.SetBytes(logBytes)
+			b.ReportMetric(float64(logBytes)*float64(b.N)/total.Seconds()/1e6, "log-MB/s")
+			b.ReportMetric(float64(records)/total.Seconds(), "records/s")
+			b.ReportMetric(float64(logBytes)/1e6, "log-MB")
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Memory (in a child process, so that VmHWM is the workload's own)
+
+const memChildEnv = "RLREC_BENCH_MEMORY_CHILD"
+
+// TestMain runs the memory workload when started as its child process.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(memChildEnv); spec != "" {
+		if err := memoryChild(spec, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// memResult is what the child reports.
+type memResult struct {
+	Budget   int64   `json:"budget"`
+	Bytes    int64   `json:"bytes"`
+	HWM      int64   `json:"hwm"`
+	RSS      []int64 `json:"rss"` // VmRSS after each eighth of the workload
+	Seconds  float64 `json:"seconds"`
+	Baseline int64   `json:"baseline"` // VmHWM before Open
+}
+
+func procStatus(field string) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return -1
+}
+
+// memoryChild runs "image:<bytes>" (one lane, 224x224x3 frames, one
+// episode of bytes of observations) or "open:<episodes>:<bytes>" (that
+// many lanes with open 84x84x3 episodes, bytes in all) into a recorder
+// with the default 256 MiB budget.
+func memoryChild(spec string, out io.Writer) error {
+	parts := strings.Split(spec, ":")
+	dir, err := os.MkdirTemp("", "rlrec-mem")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	res := memResult{Budget: defaultOptions().memoryBudget, Baseline: procStatus("VmHWM")}
+	r, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	var d *benchDriver
+	var total int64
+	switch parts[0] {
+	case "image":
+		total, _ = strconv.ParseInt(parts[1], 10, 64)
+		d = newBenchDriver(r, benchSession, 1, benchU8Box(224, 224, 3), 224*224*3)
+	case "open":
+		n, _ := strconv.Atoi(parts[1])
+		total, _ = strconv.ParseInt(parts[2], 10, 64)
+		d = newBenchDriver(r, benchSession, n, benchU8Box(84, 84, 3), 84*84*3)
+	default:
+		return fmt.Errorf("bad spec %q", spec)
+	}
+	t0 := time.Now()
+	d.start()
+	perStep := int64(len(d.obs[0]))
+	steps := total / perStep
+	for i := int64(0); i < steps; i++ {
+		if i%16 == 0 {
+			fillFrames(d.obs[0], len(d.obs[0])/d.n, int(i))
+		}
+		d.steps(1)
+		if (i+1)%max(steps/8, 1) == 0 {
+			runtime.GC()
+			res.RSS = append(res.RSS, procStatus("VmRSS"))
+		}
+	}
+	for l := range d.n {
+		d.complete(l)
+	}
+	d.end()
+	if err := r.Close(context.Background()); err != nil {
+		return err
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	res.Bytes = steps * perStep
+	res.HWM = procStatus("VmHWM")
+	return json.NewEncoder(out).Encode(res)
+}
+
+// BenchmarkMemory runs each memory workload in a child process (one op is
+// one workload) and reports its peak RSS (VmHWM) against the memory budget
+// (256 MiB): hwm-MiB, over-budget-MiB (peak minus budget; the target is at
+// most 64) and the spread of RSS samples taken after each eighth of the
+// workload (flat-MiB: max minus min over the last six samples).
+func BenchmarkMemory(b *testing.B) {
+	for _, bc := range []struct{ name, spec string }{
+		{"image-episode-512MiB", "image:" + strconv.Itoa(512<<20)},
+		{"image-episode-2GiB", "image:" + strconv.Itoa(2<<30)},
+		{"open-episodes-256", "open:256:" + strconv.Itoa(1<<30)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var res memResult
+			for b.Loop() {
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), memChildEnv+"="+bc.spec, "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
+				cmd.Stderr = os.Stderr
+				outb, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("child %s: %v", bc.spec, err)
+				}
+				if err := json.Unmarshal(outb, &res); err != nil {
+					b.Fatalf("child output %q: %v", outb, err)
+				}
+			}
+			const mib = 1 << 20
+			b.ReportMetric(float64(res.HWM)/mib, "hwm-MiB")
+			b.ReportMetric(float64(res.HWM-res.Budget)/mib, "over-budget-MiB")
+			b.ReportMetric(float64(res.Bytes)/mib/res.Seconds, "MiB/s")
+			if len(res.RSS) >= 8 {
+				tail := res.RSS[2:]
+				b.ReportMetric(float64(slices.Max(tail)-slices.Min(tail))/mib, "flat-MiB")
+			}
+			var s []string
+			for _, v := range res.RSS {
+				s = append(s, strconv.FormatInt(v/mib, 10))
+			}
+			b.Logf("%s: rss after each eighth (MiB): %s; hwm %d MiB", bc.name, strings.Join(s, " "), res.HWM/mib)
+		})
+	}
+}
