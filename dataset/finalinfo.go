@@ -103,4 +103,3 @@ func metaValue(v any) (*spacesv1.MetaValue, error) {
 	}
 	return nil, fmt.Errorf("unexpected JSON value %T", v)
 }
-

@@ -52,6 +52,8 @@ var commands = []*Command{
 	cmdDemo,
 	cmdSimulate,
 	cmdIngest,
+	cmdInspect,
+	cmdReplay,
 	cmdVerify,
 	cmdRecover,
 }

@@ -1,0 +1,490 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// inspectOptions are the inspect command's flags.
+type inspectOptions struct {
+	session string
+	episode string
+	json    bool
+}
+
+var inspectFlags inspectOptions
+
+var cmdInspect = &Command{
+	Name:      "inspect",
+	UsageLine: "inspect ROOT [--session S] [--episode E] [--json]",
+	Short:     "summarise the sessions, episodes, spaces and files of a ROOT",
+	Long: `Inspect summarises a ROOT: its tables (files and bytes), its sessions
+(status, environment, episodes, steps, reward, dropped steps and the input
+problems the recorder counted), and stray files readers skip. With
+--session it adds that session's spaces and episodes (length, return,
+terminated/truncated/success, status); with --episode as well, only that
+episode, with its final info. On a terminal each session shows a
+sparkline of its episode returns.
+
+--json prints the same as one JSON object with fixed field names, sorted
+sessions and episodes, and null for values the tables hold as null:
+
+  {"root", "tables": [{"table", "files", "bytes"}],
+   "strays": [{"path", "reason"}],
+   "sessions": [{"session_id", "status", "reason", "env_id",
+     "env_component_id", "model_component_id", "started_at", "ended_at",
+     "total_steps", "total_episodes", "episodes_recorded",
+     "episodes_completed", "episodes_incomplete", "steps_recorded",
+     "dropped_steps", "problems", "problem_summary", "reward_sum",
+     "mean_return",
+     "spaces": {"observation": [{"path", "space"}], "action": [...]},
+     "episodes": [{"episode_record_id", "episode_id", "episode_index",
+       "env_index", "status", "started_from_auto_reset", "step_count",
+       "steps_recorded", "return", "reward_sum", "terminated",
+       "truncated", "success", "duration_ms", "started_at", "ended_at",
+       "final_info"}]}]}
+
+"spaces" and "episodes" are present with --session only; "return" is the
+runtime's cumulative_reward, "mean_return" its mean over completed
+episodes. Times are RFC 3339 in UTC.
+
+Example:
+
+  rlrec inspect data
+  rlrec inspect data --session 0190a1b2-... --episode ep-000003
+  rlrec inspect data --json | jq '.sessions[] | {session_id, status}'`,
+	SetFlags: func(fs *flag.FlagSet) {
+		inspectFlags = inspectOptions{}
+		bindInspectFlags(fs, &inspectFlags)
+	},
+	Run: runInspect,
+}
+
+// bindInspectFlags registers the flags with f's current values as
+// defaults.
+func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
+	fs.StringVar(&f.session, "session", f.session, "show this session's spaces and episodes")
+	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only this episode record id")
+	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
+}
+
+// parseAfterArgs parses flags that follow positional arguments ("ROOT
+// --session S"; package flag stops at the first positional one) and
+// returns the positional arguments. bind registers the command's flags
+// with their current values as defaults.
+func parseAfterArgs(args []string, bind func(fs *flag.FlagSet)) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if a := args[0]; a == "--" {
+			pos = append(pos, args[1:]...)
+			break
+		} else if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			args = args[1:]
+			continue
+		}
+		fs := flag.NewFlagSet("", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		bind(fs)
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%v", err)
+		}
+		args = fs.Args()
+	}
+	return pos, nil
+}
+
+// inspectReport is the --json output. Field names are the documented
+// contract: do not change them.
+type inspectReport struct {
+	Root     string           `json:"root"`
+	Tables   []inspectTable   `json:"tables"`
+	Strays   []inspectStray   `json:"strays"`
+	Sessions []inspectSession `json:"sessions"`
+}
+
+type inspectTable struct {
+	Table string `json:"table"`
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
+}
+
+type inspectStray struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+type inspectSession struct {
+	SessionID          string           `json:"session_id"`
+	Status             string           `json:"status"`
+	Reason             *string          `json:"reason"`
+	EnvID              string           `json:"env_id"`
+	EnvComponentID     string           `json:"env_component_id"`
+	ModelComponentID   string           `json:"model_component_id"`
+	StartedAt          *string          `json:"started_at"`
+	EndedAt            *string          `json:"ended_at"`
+	TotalSteps         *int64           `json:"total_steps"`
+	TotalEpisodes      *int64           `json:"total_episodes"`
+	EpisodesRecorded   int64            `json:"episodes_recorded"`
+	EpisodesCompleted  int64            `json:"episodes_completed"`
+	EpisodesIncomplete int64            `json:"episodes_incomplete"`
+	StepsRecorded      int64            `json:"steps_recorded"`
+	DroppedSteps       int64            `json:"dropped_steps"`
+	Problems           int64            `json:"problems"`
+	ProblemSummary     *string          `json:"problem_summary"`
+	RewardSum          float64          `json:"reward_sum"`
+	MeanReturn         *float64         `json:"mean_return"`
+	Spaces             *inspectSpaces   `json:"spaces,omitempty"`
+	Episodes           []inspectEpisode `json:"episodes,omitempty"`
+
+	returns []float64
+}
+
+type inspectSpaces struct {
+	Observation []inspectLeaf `json:"observation"`
+	Action      []inspectLeaf `json:"action"`
+}
+
+type inspectLeaf struct {
+	Path  string `json:"path"`
+	Space string `json:"space"`
+}
+
+type inspectEpisode struct {
+	EpisodeRecordID      string   `json:"episode_record_id"`
+	EpisodeID            string   `json:"episode_id"`
+	EpisodeIndex         int64    `json:"episode_index"`
+	EnvIndex             int32    `json:"env_index"`
+	Status               string   `json:"status"`
+	StartedFromAutoReset bool     `json:"started_from_auto_reset"`
+	StepCount            *int64   `json:"step_count"`
+	StepsRecorded        int64    `json:"steps_recorded"`
+	Return               *float64 `json:"return"`
+	RewardSum            float64  `json:"reward_sum"`
+	Terminated           bool     `json:"terminated"`
+	Truncated            bool     `json:"truncated"`
+	Success              *bool    `json:"success"`
+	DurationMs           *int64   `json:"duration_ms"`
+	StartedAt            string   `json:"started_at"`
+	EndedAt              *string  `json:"ended_at"`
+	FinalInfo            *string  `json:"final_info"`
+}
+
+func runInspect(ctx context.Context, env *Env, args []string) error {
+	args, err := parseAfterArgs(args, func(fs *flag.FlagSet) { bindInspectFlags(fs, &inspectFlags) })
+	if err != nil {
+		return err
+	}
+	f := inspectFlags
+	if len(args) != 1 {
+		return usagef("want one ROOT argument, got %d", len(args))
+	}
+	if f.episode != "" && f.session == "" {
+		return usagef("--episode needs --session")
+	}
+	d, err := dataset.Open(args[0])
+	if err != nil {
+		return err
+	}
+	rep, err := buildInspect(d, f)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		return nil
+	}
+	return printInspect(env.Stdout, rep, f, env.IsTerminal)
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func fmtTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := fmtTime(*t)
+	return &s
+}
+
+func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) {
+	rep := &inspectReport{Root: d.Root(), Tables: []inspectTable{}, Strays: []inspectStray{}, Sessions: []inspectSession{}}
+	for _, t := range dataset.Tables {
+		it := inspectTable{Table: t}
+		for _, file := range d.Files(t) {
+			it.Files++
+			it.Bytes += file.Size
+		}
+		rep.Tables = append(rep.Tables, it)
+	}
+	for _, s := range d.Strays() {
+		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: s.Reason})
+	}
+	ids := d.SessionIDs()
+	if f.session != "" {
+		if !d.HasSession(f.session) {
+			return nil, fmt.Errorf("session %q is not in %s; run 'rlrec inspect %s' for the list", f.session, d.Root(), d.Root())
+		}
+		ids = []string{f.session}
+	}
+	for _, id := range ids {
+		s, err := d.Session(id)
+		if err != nil {
+			return nil, err
+		}
+		is := inspectSession{SessionID: id, Status: "(no session row)"}
+		if row := s.Row(); row != nil {
+			is.Status, is.Reason, is.EnvID = row.Status, row.Reason, row.EnvID
+			is.EnvComponentID, is.ModelComponentID = row.EnvComponentID, row.ModelComponentID
+			st := fmtTime(row.StartedAt)
+			is.StartedAt, is.EndedAt = &st, fmtTimePtr(row.EndedAt)
+			is.TotalSteps, is.TotalEpisodes = row.TotalSteps, row.TotalEpisodes
+			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = row.EpisodesRecorded, row.StepsRecorded, row.DroppedSteps
+			is.Problems, is.ProblemSummary = row.Problems, row.ProblemSummary
+		}
+		eps, err := d.Episodes(id)
+		if err != nil {
+			return nil, err
+		}
+		var sum float64
+		var n int
+		for _, e := range eps {
+			r := &e.Row
+			is.RewardSum += r.RewardSum
+			if r.Status == schema.EpisodeCompleted {
+				is.EpisodesCompleted++
+			} else {
+				is.EpisodesIncomplete++
+			}
+			if r.CumulativeReward != nil {
+				sum += *r.CumulativeReward
+				n++
+				is.returns = append(is.returns, *r.CumulativeReward)
+			}
+			if f.session == "" || f.episode != "" && e.EpisodeRecordID != f.episode {
+				continue
+			}
+			is.Episodes = append(is.Episodes, inspectEpisode{
+				EpisodeRecordID: e.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: r.EpisodeIndex, EnvIndex: r.EnvIndex,
+				Status: r.Status, StartedFromAutoReset: r.StartedFromAutoReset, StepCount: r.StepCount, StepsRecorded: r.StepsRecorded,
+				Return: r.CumulativeReward, RewardSum: r.RewardSum, Terminated: r.Terminated, Truncated: r.Truncated,
+				Success: r.Success, DurationMs: r.DurationMs, StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
+				FinalInfo: r.FinalInfo,
+			})
+		}
+		if n > 0 {
+			m := sum / float64(n)
+			is.MeanReturn = &m
+		}
+		if f.episode != "" && len(is.Episodes) == 0 {
+			return nil, fmt.Errorf("session %q has no episode %q in %s; run 'rlrec inspect %s --session %s' for the list",
+				id, f.episode, d.Root(), d.Root(), id)
+		}
+		if f.session != "" {
+			sp, err := d.SessionSpaces(id)
+			if err != nil {
+				return nil, err
+			}
+			is.Spaces = &inspectSpaces{Observation: leavesOf(sp.Observation), Action: leavesOf(sp.Action)}
+			if is.Episodes == nil {
+				is.Episodes = []inspectEpisode{}
+			}
+		}
+		rep.Sessions = append(rep.Sessions, is)
+	}
+	return rep, nil
+}
+
+func leavesOf(l *schema.Layout) []inspectLeaf {
+	out := []inspectLeaf{}
+	if l == nil {
+		return out
+	}
+	for _, lf := range l.Leaves {
+		out = append(out, inspectLeaf{Path: lf.Path, Space: lf.String()})
+	}
+	return out
+}
+
+func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, terminal bool) error {
+	fmt.Fprintf(w, "ROOT %s\n\n", rep.Root)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "TABLE\tFILES\tBYTES\n")
+	for _, t := range rep.Tables {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Table, t.Files, humanBytes(t.Bytes))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "SESSION\tSTATUS\tENV\tEPISODES\tINCOMPLETE\tSTEPS\tDROPPED\tREWARD\tMEAN RETURN\tPROBLEMS\n")
+	for _, s := range rep.Sessions {
+		mean := "-"
+		if s.MeanReturn != nil {
+			mean = fmtFloat(*s.MeanReturn)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", s.SessionID, s.Status, s.EnvID,
+			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(s.RewardSum), mean, s.Problems)
+	}
+	tw.Flush()
+	if terminal {
+		fmt.Fprintf(w, "\nreturns per episode:\n")
+		for _, s := range rep.Sessions {
+			fmt.Fprintf(w, "  %s  %s\n", s.SessionID, sparkline(s.returns, 60))
+		}
+	}
+	var problems []string
+	for _, s := range rep.Sessions {
+		if s.Problems > 0 {
+			problems = append(problems, fmt.Sprintf("session %s: %d input problems: %s", s.SessionID, s.Problems, derefStr(s.ProblemSummary)))
+		}
+		if s.EpisodesIncomplete > 0 {
+			problems = append(problems, fmt.Sprintf("session %s: %d incomplete episodes (status %s)", s.SessionID, s.EpisodesIncomplete, s.Status))
+		}
+		if s.Reason != nil && s.Status != schema.SessionEnded {
+			problems = append(problems, fmt.Sprintf("session %s: %s: %s", s.SessionID, s.Status, *s.Reason))
+		}
+	}
+	for _, st := range rep.Strays {
+		problems = append(problems, fmt.Sprintf("stray %s: %s", st.Path, st.Reason))
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "\nproblems:\n")
+		for _, p := range problems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if f.session == "" {
+		return nil
+	}
+	s := rep.Sessions[0]
+	fmt.Fprintf(w, "\nspaces of session %s:\n", s.SessionID)
+	printSpace(w, "observation", s.Spaces.Observation)
+	printSpace(w, "action", s.Spaces.Action)
+	fmt.Fprintf(w, "\n")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "EPISODE\tLANE\tSTATUS\tLENGTH\tRETURN\tTERMINATED\tTRUNCATED\tSUCCESS\tAUTO-RESET\n")
+	for _, e := range s.Episodes {
+		ret := "-"
+		if e.Return != nil {
+			ret = fmtFloat(*e.Return)
+		}
+		success := "-"
+		if e.Success != nil {
+			success = fmt.Sprint(*e.Success)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%t\t%t\t%s\t%t\n", e.EpisodeRecordID, e.EnvIndex, e.Status, e.StepsRecorded, ret,
+			e.Terminated, e.Truncated, success, e.StartedFromAutoReset)
+	}
+	tw.Flush()
+	if f.episode != "" {
+		e := s.Episodes[0]
+		fmt.Fprintf(w, "\nepisode %s (%s): started %s", e.EpisodeRecordID, e.EpisodeID, e.StartedAt)
+		if e.EndedAt != nil {
+			fmt.Fprintf(w, ", ended %s", *e.EndedAt)
+		}
+		if e.DurationMs != nil {
+			fmt.Fprintf(w, ", %d ms", *e.DurationMs)
+		}
+		fmt.Fprintf(w, "\n  final info: %s\n", derefStrOr(e.FinalInfo, "(none)"))
+	}
+	return nil
+}
+
+// printSpace prints a space's leaves as a tree: "image: Box(84,84,3) uint8"
+// under its dict keys and tuple indices.
+func printSpace(w io.Writer, side string, leaves []inspectLeaf) {
+	if len(leaves) == 0 {
+		fmt.Fprintf(w, "  %s: (none recorded)\n", side)
+		return
+	}
+	if len(leaves) == 1 && leaves[0].Path == "" {
+		fmt.Fprintf(w, "  %s: %s\n", side, leaves[0].Space)
+		return
+	}
+	fmt.Fprintf(w, "  %s:\n", side)
+	var prev []string
+	for _, l := range leaves {
+		parts := strings.Split(l.Path, ".")
+		common := 0
+		for common < len(prev)-1 && common < len(parts)-1 && prev[common] == parts[common] {
+			common++
+		}
+		for i := common; i < len(parts)-1; i++ {
+			fmt.Fprintf(w, "  %s  %s:\n", strings.Repeat("  ", i), parts[i])
+		}
+		fmt.Fprintf(w, "  %s  %s: %s\n", strings.Repeat("  ", len(parts)-1), parts[len(parts)-1], l.Space)
+		prev = parts
+	}
+}
+
+func derefStr(s *string) string { return derefStrOr(s, "") }
+
+func derefStrOr(s *string, or string) string {
+	if s == nil {
+		return or
+	}
+	return *s
+}
+
+func fmtFloat(f float64) string { return fmt.Sprintf("%.4g", f) }
+
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// sparkline renders values as block characters, averaged into at most
+// width buckets.
+func sparkline(vals []float64, width int) string {
+	if len(vals) == 0 {
+		return "(no returns)"
+	}
+	buckets := vals
+	if len(vals) > width {
+		buckets = make([]float64, width)
+		for i := range buckets {
+			lo, hi := i*len(vals)/width, (i+1)*len(vals)/width
+			var s float64
+			for _, v := range vals[lo:hi] {
+				s += v
+			}
+			buckets[i] = s / float64(hi-lo)
+		}
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range buckets {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	const bars = "▁▂▃▄▅▆▇█"
+	runes := []rune(bars)
+	var b strings.Builder
+	for _, v := range buckets {
+		i := 0
+		if hi > lo {
+			i = int((v - lo) / (hi - lo) * float64(len(runes)-1))
+		}
+		b.WriteRune(runes[i])
+	}
+	return fmt.Sprintf("%s  min %s max %s", b.String(), fmtFloat(lo), fmtFloat(hi))
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// replayOptions are the replay command's flags.
+type replayOptions struct {
+	session string
+	episode string
+	format  string
+	out     string
+}
+
+var replayFlags replayOptions
+
+var cmdReplay = &Command{
+	Name:      "replay",
+	UsageLine: "replay ROOT --session S [--episode E] [--format jsonl|events|arrow] [-o FILE]",
+	Short:     "stream a session's steps decoded, as events, or as Arrow",
+	Long: `Replay reads the steps of one session (or of one episode with --episode),
+in episode record id order and step order within each episode, and writes
+them to standard output or to FILE (written under a temporary name, then
+renamed).
+
+Formats (--format):
+  jsonl   one JSON object per step (the default):
+            {"session_id", "episode_record_id", "episode_id", "step",
+             "session_step", "reward", "is_first", "is_last", "terminated",
+             "truncated", "recorded_at" (RFC 3339, nanoseconds, UTC),
+             "observation", "action"}
+          observation and action decoded from the blobs with the space
+          specs stored in the files (Dict as an object, Tuple as an array,
+          arrays nested by shape, Text as a string, NaN and infinities as
+          the strings "NaN", "Infinity", "-Infinity"); null when none was
+          recorded.
+  events  the hook event stream the session was recorded from, as a
+          length-delimited protobuf stream with the recorded times (the
+          input of 'rlrec ingest'): recording it again gives equal tables.
+          Whole sessions only (no --episode). What had to be inferred is
+          reported on standard error.
+  arrow   an Arrow IPC stream of the steps rows: session_id,
+          episode_record_id and the steps table's fixed columns (blobs as
+          binary, recorded_at as timestamp[us, UTC]); the typed columns are
+          left out, the blobs hold the exact values.
+
+Example:
+
+  rlrec replay data --session 0190a1b2-... --episode ep-000003 | head
+  rlrec replay data --session 0190a1b2-... --format events | rlrec ingest --out copy -
+  rlrec replay data --session 0190a1b2-... --format arrow -o steps.arrows`,
+	SetFlags: func(fs *flag.FlagSet) {
+		replayFlags = replayOptions{format: "jsonl"}
+		bindReplayFlags(fs, &replayFlags)
+	},
+	Run: runReplay,
+}
+
+// bindReplayFlags registers the flags with f's current values as defaults.
+func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
+	fs.StringVar(&f.session, "session", f.session, "session id (required)")
+	fs.StringVar(&f.episode, "episode", f.episode, "episode record id (default: every episode of the session)")
+	fs.StringVar(&f.format, "format", f.format, "output format: jsonl, events or arrow")
+	fs.StringVar(&f.out, "o", f.out, "output `FILE` (default: standard output)")
+}
+
+func runReplay(ctx context.Context, env *Env, args []string) error {
+	args, err := parseAfterArgs(args, func(fs *flag.FlagSet) { bindReplayFlags(fs, &replayFlags) })
+	if err != nil {
+		return err
+	}
+	f := replayFlags
+	if len(args) != 1 {
+		return usagef("want one ROOT argument, got %d", len(args))
+	}
+	if f.session == "" {
+		return usagef("--session is required; 'rlrec inspect %s' lists the sessions", args[0])
+	}
+	switch f.format {
+	case "jsonl", "arrow":
+	case "events":
+		if f.episode != "" {
+			return usagef("--format events replays whole sessions; leave out --episode")
+		}
+	default:
+		return usagef("--format %q: want jsonl, events or arrow", f.format)
+	}
+	d, err := dataset.Open(args[0])
+	if err != nil {
+		return err
+	}
+	if !d.HasSession(f.session) {
+		return fmt.Errorf("session %q is not in %s; run 'rlrec inspect %s' for the list", f.session, args[0], args[0])
+	}
+	var rids []string
+	if f.episode != "" {
+		if len(d.PartitionFiles(schema.TableSteps, f.session, f.episode)) == 0 {
+			return fmt.Errorf("session %q episode %q has no steps in %s; run 'rlrec inspect %s --session %s' for the list",
+				f.session, f.episode, args[0], args[0], f.session)
+		}
+		rids = []string{f.episode}
+	} else {
+		for _, rid := range d.EpisodeRecordIDs(f.session) {
+			if len(d.PartitionFiles(schema.TableSteps, f.session, rid)) > 0 {
+				rids = append(rids, rid)
+			}
+		}
+	}
+	write := func(w io.Writer) (struct{}, error) {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		var err error
+		switch f.format {
+		case "jsonl":
+			err = replayJSONL(ctx, bw, d, f.session, rids)
+		case "events":
+			err = replayEvents(ctx, env, bw, d, f.session)
+		case "arrow":
+			err = replayArrow(ctx, bw, d, f.session, rids)
+		}
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := bw.Flush(); err != nil {
+			return struct{}{}, fmt.Errorf("write output: %w", err)
+		}
+		return struct{}{}, nil
+	}
+	if f.out == "" || f.out == "-" {
+		_, err = write(env.Stdout)
+		return err
+	}
+	_, err = writeFileAtomic(vfs.OS(), f.out, write)
+	return err
+}
+
+// replayJSONL writes one JSON line per step.
+func replayJSONL(ctx context.Context, w io.Writer, d *dataset.Dataset, sid string, rids []string) error {
+	var line []byte
+	for _, rid := range rids {
+		st, err := d.Steps(sid, rid)
+		if err != nil {
+			return err
+		}
+		prefix := append(append(append([]byte(`{"session_id":`), jsonString(sid)...), `,"episode_record_id":`...), jsonString(rid)...)
+		for st.Next() {
+			if err := ctx.Err(); err != nil {
+				st.Close()
+				return err
+			}
+			s := st.Step()
+			line = append(line[:0], prefix...)
+			line = append(line, `,"episode_id":`...)
+			line = blob.AppendJSONString(line, s.EpisodeID)
+			line = fmt.Appendf(line, `,"step":%d,"session_step":%d,"reward":`, s.Step, s.SessionStep)
+			line = blob.AppendJSONFloat(line, s.Reward, 64)
+			line = fmt.Appendf(line, `,"is_first":%t,"is_last":%t,"terminated":%t,"truncated":%t,"recorded_at":"%s","observation":`,
+				s.IsFirst, s.IsLast, s.Terminated, s.Truncated, s.RecordedAt.UTC().Format(time.RFC3339Nano))
+			if line, err = st.AppendObservationJSON(line); err != nil {
+				st.Close()
+				return err
+			}
+			line = append(line, `,"action":`...)
+			if line, err = st.AppendActionJSON(line); err != nil {
+				st.Close()
+				return err
+			}
+			line = append(line, '}', '\n')
+			if _, err := w.Write(line); err != nil {
+				st.Close()
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+		err = st.Err()
+		st.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jsonString(s string) []byte { return blob.AppendJSONString(nil, s) }
+
+// replayEvents writes the session's rebuilt event stream.
+func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset, sid string) error {
+	sw := events.NewStreamWriter(w)
+	rep, err := d.ReplayEvents(sid, func(ev events.Event, at time.Time) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return sw.WriteAt(ev, at)
+	})
+	if err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(env.Stderr, "rlrec replay: note: %s\n", n)
+	}
+	fmt.Fprintf(env.Stderr, "replayed session %s: %d events, %d lanes, %d batches (%d rebuilt from dropped_steps)\n",
+		sid, rep.Events, rep.Lanes, rep.Batches, rep.HiddenBatches)
+	return nil
+}
+
+// arrowStepsSchema is the schema of replay --format arrow.
+var arrowStepsSchema = arrow.NewSchema([]arrow.Field{
+	{Name: schema.ColSessionID, Type: arrow.BinaryTypes.String},
+	{Name: schema.ColEpisodeRecordID, Type: arrow.BinaryTypes.String},
+	{Name: schema.ColEpisodeID, Type: arrow.BinaryTypes.String},
+	{Name: schema.ColEpisodeIndex, Type: arrow.PrimitiveTypes.Int64},
+	{Name: schema.ColEnvIndex, Type: arrow.PrimitiveTypes.Int32},
+	{Name: schema.ColStep, Type: arrow.PrimitiveTypes.Int64},
+	{Name: schema.ColSessionStep, Type: arrow.PrimitiveTypes.Int64},
+	{Name: schema.ColObservationBlob, Type: arrow.BinaryTypes.Binary, Nullable: true},
+	{Name: schema.ColActionBlob, Type: arrow.BinaryTypes.Binary, Nullable: true},
+	{Name: schema.ColReward, Type: arrow.PrimitiveTypes.Float64},
+	{Name: schema.ColIsFirst, Type: arrow.FixedWidthTypes.Boolean},
+	{Name: schema.ColIsLast, Type: arrow.FixedWidthTypes.Boolean},
+	{Name: schema.ColTerminated, Type: arrow.FixedWidthTypes.Boolean},
+	{Name: schema.ColTruncated, Type: arrow.FixedWidthTypes.Boolean},
+	{Name: schema.ColRecordedAt, Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+}, nil)
+
+// arrowBatchRows is the number of rows per Arrow record batch.
+const arrowBatchRows = 4096
+
+// replayArrow writes the steps as an Arrow IPC stream.
+func replayArrow(ctx context.Context, w io.Writer, d *dataset.Dataset, sid string, rids []string) error {
+	mem := memory.NewGoAllocator()
+	iw := ipc.NewWriter(w, ipc.WithSchema(arrowStepsSchema), ipc.WithAllocator(mem))
+	b := array.NewRecordBuilder(mem, arrowStepsSchema)
+	defer b.Release()
+	flush := func() error {
+		if b.Field(0).Len() == 0 {
+			return nil
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		if err := iw.Write(rec); err != nil {
+			return fmt.Errorf("write arrow stream: %w", err)
+		}
+		return nil
+	}
+	for _, rid := range rids {
+		st, err := d.Steps(sid, rid)
+		if err != nil {
+			return err
+		}
+		for st.Next() {
+			if err := ctx.Err(); err != nil {
+				st.Close()
+				return err
+			}
+			s := st.Step()
+			b.Field(0).(*array.StringBuilder).Append(sid)
+			b.Field(1).(*array.StringBuilder).Append(rid)
+			b.Field(2).(*array.StringBuilder).Append(s.EpisodeID)
+			b.Field(3).(*array.Int64Builder).Append(s.EpisodeIndex)
+			b.Field(4).(*array.Int32Builder).Append(s.EnvIndex)
+			b.Field(5).(*array.Int64Builder).Append(s.Step)
+			b.Field(6).(*array.Int64Builder).Append(s.SessionStep)
+			for i, bl := range [][]byte{s.ObservationBlob, s.ActionBlob} {
+				bb := b.Field(7 + i).(*array.BinaryBuilder)
+				if bl == nil {
+					bb.AppendNull()
+				} else {
+					bb.Append(bl)
+				}
+			}
+			b.Field(9).(*array.Float64Builder).Append(s.Reward)
+			b.Field(10).(*array.BooleanBuilder).Append(s.IsFirst)
+			b.Field(11).(*array.BooleanBuilder).Append(s.IsLast)
+			b.Field(12).(*array.BooleanBuilder).Append(s.Terminated)
+			b.Field(13).(*array.BooleanBuilder).Append(s.Truncated)
+			b.Field(14).(*array.TimestampBuilder).Append(arrow.Timestamp(s.RecordedAt.UnixMicro()))
+			if b.Field(0).Len() >= arrowBatchRows {
+				if err := flush(); err != nil {
+					st.Close()
+					return err
+				}
+			}
+		}
+		err = st.Err()
+		st.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if err := iw.Close(); err != nil {
+		return fmt.Errorf("finish arrow stream: %w", err)
+	}
+	return nil
+}
