@@ -68,9 +68,6 @@ func (c *fileCheck) checkSteps(pf *parquet.File) {
 	if (obsJS != "" && obs == nil) || (actJS != "" && act == nil) {
 		return // reported; the columns cannot be checked without the spaces
 	}
-	if act == nil {
-		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata: the action blobs cannot be decoded", schema.MetaActionSpace)
-	}
 	table, err := stepsTable(pf, obs, act)
 	if err != nil {
 		c.add(CheckSchema, -1, fixForeign, "the stored spaces give no steps schema: %v", err)

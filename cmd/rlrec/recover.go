@@ -103,6 +103,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	if len(d.SegmentsRemoved) > 0 {
 		fmt.Fprintf(w, ", %d segment files removed", len(d.SegmentsRemoved))
 	}
-	_, err := fmt.Fprintln(w)
-	return err
+	fmt.Fprintln(w)
+	if d.Salvaged {
+		fmt.Fprintf(w, "  the records after the damage are lost: sessions recovered from the cut log may disagree with files written before the crash; run 'rlrec verify %s' to list them\n", root)
+	}
+	return nil
 }
