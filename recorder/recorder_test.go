@@ -571,8 +571,9 @@ func checkTables(t testing.TB, tb *tables, ta *tally, want expect) {
 		} else if sr.EpisodesRecorded != int64(len(s.episodes)) || sr.DroppedSteps != s.dropped || sr.StepsRecorded != s.laneStepsRecorded {
 			t.Errorf("session %s: episodes_recorded %d dropped %d steps %d, want %d %d %d", sid, sr.EpisodesRecorded, sr.DroppedSteps, sr.StepsRecorded, len(s.episodes), s.dropped, s.laneStepsRecorded)
 		}
-		if s.failed && sr.ProblemSummary != nil && *sr.ProblemSummary == "action_without_step_completed=1" {
-			// The failing step's action never got its StepCompleted.
+		if !s.ended && sr.ProblemSummary != nil && *sr.ProblemSummary == "action_without_step_completed=1" {
+			// The failing (or crashing) step's action never got its
+			// StepCompleted.
 		} else if sr.Problems != 0 || sr.ProblemSummary != nil {
 			t.Errorf("session %s: problems %d %v in well-formed input", sid, sr.Problems, sr.ProblemSummary)
 		}
