@@ -292,4 +292,3 @@ func TestRecoverCrashDuringRecovery(t *testing.T) {
 		})
 	}
 }
-
