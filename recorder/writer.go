@@ -174,8 +174,10 @@ type episodeMeta struct {
 }
 
 func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
-	if w.err() != nil {
-		return nil
+	if err := w.err(); err != nil {
+		// An earlier write failed: this episode must not be committed
+		// (its episodes row and marker written) without its steps.
+		return fmt.Errorf("steps of session %q episode %s: not written after an earlier failure: %w", m.sid, m.rid, err)
 	}
 	if f.steps == nil {
 		format, err := w.format(j.obs, j.act)
