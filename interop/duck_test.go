@@ -1,0 +1,128 @@
+package interop
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+)
+
+// openDuck opens an in-memory DuckDB database for one test.
+func openDuck(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatalf("open duckdb: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// row is one result row by column name.
+type row map[string]any
+
+// query runs q and returns every row, failing the test on any error.
+func query(t *testing.T, db *sql.DB, q string) []row {
+	t.Helper()
+	out, err := tryQuery(db, q)
+	if err != nil {
+		t.Fatalf("duckdb: %v\nquery: %s", err, q)
+	}
+	return out
+}
+
+func tryQuery(db *sql.DB, q string) ([]row, error) {
+	rows, err := db.Query(q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []row
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		r := make(row, len(cols))
+		for i, c := range cols {
+			r[c] = vals[i]
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// lit quotes s as a SQL string literal.
+func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// ident quotes s as a SQL identifier (typed column names contain dots).
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// scan is the read_parquet call over a glob of one table, with partition
+// columns taken from the path.
+func scan(glob string, extra ...string) string {
+	args := append([]string{lit(glob), "hive_partitioning=true"}, extra...)
+	return "read_parquet(" + strings.Join(args, ", ") + ")"
+}
+
+// tableGlob is ROOT/<table>/**/*.parquet.
+func tableGlob(root, table string) string {
+	return filepath.Join(root, table, "**", "*.parquet")
+}
+
+// sessionGlob is the glob of one session's files of a table.
+func sessionGlob(root, table, sessionID string) string {
+	return filepath.Join(root, table, "session_id="+escape(sessionID), "**", "*.parquet")
+}
+
+// escape percent-encodes a partition value as DESIGN.md specifies: every
+// byte outside A-Za-z0-9-_.~ becomes %XX (uppercase). It is written here
+// from the contract, not taken from the recorder, so the layout is checked
+// independently.
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_', c == '~':
+			b.WriteByte(c)
+		case c == '.' && s != "." && s != "..":
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// asInt64 converts a DuckDB integer result (or nil) for comparisons.
+func asInt64(t *testing.T, v any) int64 {
+	t.Helper()
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int8:
+		return int64(x)
+	case uint64:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	}
+	t.Fatalf("value %v (%T) is not an integer", v, v)
+	return 0
+}

@@ -1,0 +1,333 @@
+package interop
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTableRowCounts reads every table of the shared ROOT with one DuckDB
+// glob each and compares the row counts with what the simulator emitted.
+func TestTableRowCounts(t *testing.T) {
+	fx := getFixture(t)
+	db := openDuck(t)
+	var episodes, steps, logs, telemetry int64
+	for _, s := range fx.sessions {
+		episodes += int64(len(s.episodes))
+		logs += s.logs
+		telemetry += s.telemetry
+		for _, e := range s.episodes {
+			steps += e.actions
+		}
+	}
+	cases := []struct {
+		name  string
+		table string
+		extra []string
+		want  int64
+	}{
+		{"sessions", "sessions", nil, int64(len(fx.sessions))},
+		{"episodes", "episodes", nil, episodes},
+		{"logs", "logs", nil, logs},
+		{"telemetry", "telemetry", nil, telemetry},
+		// Sessions of different envs have different typed columns, so the
+		// whole steps table needs union_by_name.
+		{"steps of every session", "steps", []string{"union_by_name=true"}, steps},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := query(t, db, "SELECT count(*) AS n, count(DISTINCT session_id) AS sessions FROM "+scan(tableGlob(fx.root, tc.table), tc.extra...))
+			if got := asInt64(t, rows[0]["n"]); got != tc.want {
+				t.Errorf("%s: %d rows, simulator emitted %d", tc.table, got, tc.want)
+			}
+			if got := asInt64(t, rows[0]["sessions"]); got != int64(len(fx.sessions)) {
+				t.Errorf("%s: %d distinct session_id values, want %d", tc.table, got, len(fx.sessions))
+			}
+		})
+	}
+}
+
+// TestSessionsTable checks each session row against the simulator.
+func TestSessionsTable(t *testing.T) {
+	fx := getFixture(t)
+	db := openDuck(t)
+	rows := query(t, db, "SELECT * FROM "+scan(tableGlob(fx.root, "sessions")))
+	byID := make(map[string]row, len(rows))
+	for _, r := range rows {
+		byID[r["session_id"].(string)] = r
+	}
+	for _, id := range sortedKeys(fx.sessions) {
+		s := fx.sessions[id]
+		t.Run(id, func(t *testing.T) {
+			r, ok := byID[id]
+			if !ok {
+				t.Fatalf("no sessions row for %q (rows for %v)", id, sortedKeys(byID))
+			}
+			var steps, dropped int64 = 0, s.dropped
+			for _, e := range s.episodes {
+				steps += e.actions
+			}
+			checkEq(t, "status", r["status"], s.status)
+			checkEq(t, "env_id", r["env_id"], s.route.EnvID)
+			checkEq(t, "env_component_id", r["env_component_id"], s.route.EnvComponentID)
+			checkEq(t, "model_component_id", r["model_component_id"], s.route.ModelComponentID)
+			checkEq(t, "episodes_recorded", r["episodes_recorded"], int64(len(s.episodes)))
+			checkEq(t, "steps_recorded", r["steps_recorded"], steps)
+			checkEq(t, "dropped_steps", r["dropped_steps"], dropped)
+			// The only input problem the simulator produces is the action
+			// of a failing env step, which gets no StepCompleted.
+			checkEq(t, "problems", r["problems"], s.unanswered)
+			if s.unanswered > 0 {
+				checkEq(t, "problem_summary", r["problem_summary"], fmt.Sprintf("action_without_step_completed=%d", s.unanswered))
+			} else {
+				checkEq(t, "problem_summary", r["problem_summary"], nil)
+			}
+			if (s.status == "failed") != (s.unanswered > 0) {
+				t.Errorf("fixture: session %s has status %s and %d unanswered actions", id, s.status, s.unanswered)
+			}
+			if s.reason != "" {
+				checkEq(t, "reason", r["reason"], s.reason)
+			}
+			if s.ended != nil {
+				checkEq(t, "total_steps", r["total_steps"], s.ended.TotalSteps)
+				checkEq(t, "total_episodes", r["total_episodes"], s.ended.TotalEpisodes)
+			} else {
+				checkEq(t, "total_steps", r["total_steps"], nil)
+				checkEq(t, "total_episodes", r["total_episodes"], nil)
+			}
+			if _, ok := r["ended_at"].(time.Time); !ok {
+				t.Errorf("ended_at = %v (%T), want a time for a finished session", r["ended_at"], r["ended_at"])
+			}
+		})
+	}
+}
+
+// TestEpisodesTable checks each episode row against the simulator's
+// EpisodeStarted/EpisodeCompleted and the actions it delivered.
+func TestEpisodesTable(t *testing.T) {
+	fx := getFixture(t)
+	db := openDuck(t)
+	rows := query(t, db, "SELECT * FROM "+scan(tableGlob(fx.root, "episodes")))
+	byKey := make(map[string]row, len(rows))
+	for _, r := range rows {
+		k := r["session_id"].(string) + "/" + r["episode_record_id"].(string)
+		if _, dup := byKey[k]; dup {
+			t.Errorf("episode %s has more than one row", k)
+		}
+		byKey[k] = r
+	}
+	for _, id := range sortedKeys(fx.sessions) {
+		s := fx.sessions[id]
+		t.Run(id, func(t *testing.T) {
+			var completed, incomplete int
+			for _, rid := range s.order {
+				e := s.episodes[rid]
+				r, ok := byKey[id+"/"+rid]
+				if !ok {
+					t.Errorf("episode %s: no episodes row", rid)
+					continue
+				}
+				ctx := "episode " + rid
+				checkEq(t, ctx+" episode_id", r["episode_id"], e.episodeID)
+				checkEq(t, ctx+" episode_index", r["episode_index"], e.index)
+				checkEq(t, ctx+" env_index", r["env_index"], e.envIndex)
+				checkEq(t, ctx+" env_id", r["env_id"], s.route.EnvID)
+				checkEq(t, ctx+" started_from_auto_reset", r["started_from_auto_reset"], e.autoReset)
+				checkEq(t, ctx+" steps_recorded", r["steps_recorded"], e.actions)
+				checkFloat(t, ctx+" reward_sum", r["reward_sum"], e.rewardSum)
+				if c := e.completed; c != nil {
+					completed++
+					checkEq(t, ctx+" status", r["status"], "completed")
+					checkEq(t, ctx+" step_count", r["step_count"], c.StepCount)
+					checkFloat(t, ctx+" cumulative_reward", r["cumulative_reward"], c.CumulativeReward)
+					checkEq(t, ctx+" terminated", r["terminated"], c.Terminated)
+					checkEq(t, ctx+" truncated", r["truncated"], c.Truncated)
+					checkEq(t, ctx+" duration_ms", r["duration_ms"], c.DurationMs)
+					if c.StepCount != e.actions {
+						t.Errorf("%s: simulator reported step_count %d but delivered %d actions for it", ctx, c.StepCount, e.actions)
+					}
+					checkFloat(t, ctx+" reward_sum vs cumulative_reward", r["reward_sum"], c.CumulativeReward)
+					if fi, ok := r["final_info"].(string); e.finalInfo && (!ok || !json.Valid([]byte(fi))) {
+						t.Errorf("%s: final_info = %v (%T), want JSON text", ctx, r["final_info"], r["final_info"])
+					} else if !e.finalInfo && r["final_info"] != nil {
+						t.Errorf("%s: final_info = %v, want null (the runtime sent none)", ctx, r["final_info"])
+					}
+					if e.finalObsSeen {
+						if b, ok := r["final_observation_blob"].([]byte); !ok || len(b) == 0 {
+							t.Errorf("%s: final_observation_blob = %v, want the terminal observation", ctx, r["final_observation_blob"])
+						}
+					} else {
+						checkEq(t, ctx+" final_observation_blob", r["final_observation_blob"], nil)
+					}
+				} else {
+					incomplete++
+					checkEq(t, ctx+" status", r["status"], "incomplete")
+					checkEq(t, ctx+" step_count", r["step_count"], nil)
+					checkEq(t, ctx+" cumulative_reward", r["cumulative_reward"], nil)
+				}
+			}
+			if completed == 0 || incomplete == 0 {
+				t.Errorf("session has %d completed and %d incomplete episodes; the fixture should give both", completed, incomplete)
+			}
+			var n int
+			for k := range byKey {
+				if strings.HasPrefix(k, id+"/") {
+					n++
+				}
+			}
+			if n != len(s.episodes) {
+				t.Errorf("%d episodes rows, simulator started %d episodes", n, len(s.episodes))
+			}
+		})
+	}
+}
+
+// TestStepsPerSession reads each session's steps alone and checks, per
+// episode, the row count, the step numbering, the reward sum and the
+// first/last flags against the simulator and the episodes table.
+func TestStepsPerSession(t *testing.T) {
+	fx := getFixture(t)
+	db := openDuck(t)
+	episodes := query(t, db, "SELECT session_id, episode_record_id, status, terminated, truncated FROM "+scan(tableGlob(fx.root, "episodes")))
+	epRow := make(map[string]row, len(episodes))
+	for _, r := range episodes {
+		epRow[r["session_id"].(string)+"/"+r["episode_record_id"].(string)] = r
+	}
+	for _, id := range sortedKeys(fx.sessions) {
+		s := fx.sessions[id]
+		t.Run(id, func(t *testing.T) {
+			src := scan(sessionGlob(fx.root, "steps", id))
+			aggs := query(t, db, `SELECT episode_record_id, any_value(session_id) AS sid, count(*) AS n, sum(reward) AS rewards,
+				count(*) FILTER (is_first) AS firsts, count(*) FILTER (is_first AND step = 0) AS first_at_0,
+				count(*) FILTER (is_last) AS lasts, min(step) AS lo, max(step) AS hi, count(DISTINCT step) AS distinct_steps,
+				arg_max(is_last, step) AS last_is_last, arg_max(terminated, step) AS last_terminated, arg_max(truncated, step) AS last_truncated,
+				count(*) FILTER ((terminated OR truncated) AND NOT is_last) AS flags_before_last,
+				count(DISTINCT episode_id) AS episode_ids, any_value(episode_id) AS episode_id
+				FROM `+src+` GROUP BY episode_record_id`)
+			seen := make(map[string]bool, len(aggs))
+			for _, a := range aggs {
+				rid := a["episode_record_id"].(string)
+				seen[rid] = true
+				ctx := "episode " + rid
+				checkEq(t, ctx+" session_id", a["sid"], id)
+				e := s.episodes[rid]
+				if e == nil {
+					t.Errorf("%s: steps rows for an episode the simulator never started", ctx)
+					continue
+				}
+				n := asInt64(t, a["n"])
+				checkEq(t, ctx+" rows", n, e.actions)
+				checkEq(t, ctx+" episode_id", a["episode_id"], e.episodeID)
+				checkEq(t, ctx+" distinct episode_id", a["episode_ids"], int64(1))
+				checkFloat(t, ctx+" sum(reward)", a["rewards"], e.rewardSum)
+				checkEq(t, ctx+" is_first rows", a["firsts"], int64(1))
+				checkEq(t, ctx+" is_first at step 0", a["first_at_0"], int64(1))
+				checkEq(t, ctx+" min(step)", a["lo"], int64(0))
+				checkEq(t, ctx+" max(step)", a["hi"], n-1)
+				checkEq(t, ctx+" distinct steps", a["distinct_steps"], n)
+				checkEq(t, ctx+" terminated/truncated rows before the last", a["flags_before_last"], int64(0))
+				ep := epRow[id+"/"+rid]
+				if ep == nil {
+					t.Errorf("%s: steps rows but no episodes row", ctx)
+					continue
+				}
+				if c := e.completed; c != nil {
+					checkFloat(t, ctx+" sum(reward) vs cumulative_reward", a["rewards"], c.CumulativeReward)
+					checkEq(t, ctx+" rows vs step_count", n, c.StepCount)
+					checkEq(t, ctx+" is_last rows", a["lasts"], int64(1))
+					checkEq(t, ctx+" is_last on the last row", a["last_is_last"], true)
+					checkEq(t, ctx+" terminated on the last row", a["last_terminated"], ep["terminated"])
+					checkEq(t, ctx+" truncated on the last row", a["last_truncated"], ep["truncated"])
+				} else {
+					checkEq(t, ctx+" is_last rows of an incomplete episode", a["lasts"], int64(0))
+					checkEq(t, ctx+" terminated on the last row", a["last_terminated"], false)
+					checkEq(t, ctx+" truncated on the last row", a["last_truncated"], false)
+				}
+			}
+			for rid, e := range s.episodes {
+				if e.actions > 0 && !seen[rid] {
+					t.Errorf("episode %s: %d actions delivered, no steps rows", rid, e.actions)
+				}
+			}
+		})
+	}
+}
+
+// TestStepsUnionByName reads the steps of all sessions of one env with
+// union_by_name and checks the rows add up and the typed columns are the
+// same set for every session of that env.
+func TestStepsUnionByName(t *testing.T) {
+	fx := getFixture(t)
+	db := openDuck(t)
+	byEnv := map[string][]string{}
+	for _, id := range sortedKeys(fx.sessions) {
+		env := fx.configs[id].Env
+		byEnv[env] = append(byEnv[env], id)
+	}
+	for _, env := range sortedKeys(byEnv) {
+		ids := byEnv[env]
+		t.Run(env, func(t *testing.T) {
+			if len(ids) < 2 {
+				t.Fatalf("fixture has %d sessions of %s, want >= 2", len(ids), env)
+			}
+			var globs []string
+			var want int64
+			for _, id := range ids {
+				globs = append(globs, lit(sessionGlob(fx.root, "steps", id)))
+				for _, e := range fx.sessions[id].episodes {
+					want += e.actions
+				}
+			}
+			src := "read_parquet([" + strings.Join(globs, ", ") + "], hive_partitioning=true, union_by_name=true)"
+			rows := query(t, db, "SELECT session_id, count(*) AS n, count(*) FILTER (action_blob IS NULL) AS no_action FROM "+src+" GROUP BY session_id")
+			var got int64
+			for _, r := range rows {
+				got += asInt64(t, r["n"])
+				checkEq(t, fmt.Sprint(r["session_id"], " rows without action_blob"), r["no_action"], int64(0))
+			}
+			if got != want || len(rows) != len(ids) {
+				t.Errorf("union_by_name over %v: %d rows in %d sessions, want %d rows in %d", ids, got, len(rows), want, len(ids))
+			}
+			// Every session of one env has the same columns, so a plain
+			// (positional) scan works too.
+			plain := "read_parquet([" + strings.Join(globs, ", ") + "], hive_partitioning=true)"
+			n := query(t, db, "SELECT count(*) AS n FROM "+plain)
+			checkEq(t, "rows without union_by_name", n[0]["n"], want)
+		})
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// checkEq compares a DuckDB value with the expected one, widening integer
+// types so that int32 columns compare with int32 expectations exactly.
+func checkEq(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v (%T), want %v (%T)", what, got, got, want, want)
+	}
+}
+
+// checkFloat compares a DOUBLE with a relative tolerance.
+func checkFloat(t *testing.T, what string, got any, want float64) {
+	t.Helper()
+	g, ok := got.(float64)
+	if !ok {
+		t.Errorf("%s = %v (%T), want %v", what, got, got, want)
+		return
+	}
+	if math.Abs(g-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.17g, want %.17g", what, g, want)
+	}
+}

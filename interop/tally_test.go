@@ -1,0 +1,209 @@
+package interop
+
+import (
+	"context"
+	"sync"
+
+	"github.com/rlrec/rlrec/events"
+)
+
+// tally forwards every event to the recorder it wraps and keeps its own
+// account of what the runtime emitted, so the output can be checked against
+// what was handed over rather than against the recorder's own counters.
+type tally struct {
+	next events.Hooks
+
+	mu       sync.Mutex
+	sessions map[string]*sessionTally
+}
+
+type sessionTally struct {
+	id       string
+	env      string
+	route    events.RuntimeEnvContext
+	status   string // "open", "ended" or "failed"
+	reason   string
+	ended    *events.SessionEnded
+	episodes map[string]*episodeTally // by episode record id
+	order    []string                 // record ids in start order
+	// lastAction is the record id each lane's latest ActionReceived
+	// named, for mapping StepCompleted rewards.
+	lastAction []string
+	dropped    int64 // lane actions naming a completed episode
+	// pending is set between an ActionReceived and its StepCompleted;
+	// unanswered counts actions the session ended or failed without a
+	// StepCompleted for (the recorder reports them as problems).
+	pending    bool
+	unanswered int64
+	logs       int64
+	telemetry  int64 // telemetry rows
+}
+
+type episodeTally struct {
+	recordID     string
+	episodeID    string
+	index        int64
+	envIndex     int32
+	autoReset    bool
+	completed    *events.EpisodeCompleted
+	finalInfo    bool    // EpisodeCompleted carried a final_info
+	actions      int64   // lane actions while the episode was open: its step rows
+	rewardSum    float64 // rewards of those actions
+	finalObsSeen bool    // an observation arrived for it after completion
+}
+
+func newTally(next events.Hooks) *tally {
+	return &tally{next: next, sessions: make(map[string]*sessionTally)}
+}
+
+func (t *tally) session(id string) *sessionTally {
+	s := t.sessions[id]
+	if s == nil {
+		s = &sessionTally{id: id, status: "open", episodes: make(map[string]*episodeTally)}
+		t.sessions[id] = s
+	}
+	return s
+}
+
+// snapshot returns a deep enough copy of the tally to compare against
+// while the recording goes on.
+func (t *tally) snapshot() map[string]*sessionTally {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]*sessionTally, len(t.sessions))
+	for id, s := range t.sessions {
+		c := *s
+		c.episodes = make(map[string]*episodeTally, len(s.episodes))
+		for rid, e := range s.episodes {
+			ec := *e
+			c.episodes[rid] = &ec
+		}
+		c.order = append([]string(nil), s.order...)
+		c.lastAction = nil
+		out[id] = &c
+	}
+	return out
+}
+
+func (t *tally) OnEnvConnected(ctx context.Context, ev *events.EnvConnected) error {
+	return t.next.OnEnvConnected(ctx, ev)
+}
+
+func (t *tally) OnModelConnected(ctx context.Context, ev *events.ModelConnected) error {
+	return t.next.OnModelConnected(ctx, ev)
+}
+
+func (t *tally) OnSessionStarted(ctx context.Context, ev *events.SessionStarted) error {
+	t.mu.Lock()
+	s := t.session(ev.SessionID)
+	s.env, s.route = ev.EnvID, ev.Route
+	t.mu.Unlock()
+	return t.next.OnSessionStarted(ctx, ev)
+}
+
+func (t *tally) OnSessionEnded(ctx context.Context, ev *events.SessionEnded) error {
+	t.mu.Lock()
+	s := t.session(ev.SessionID)
+	s.status, s.reason = "ended", ev.Reason
+	c := *ev
+	s.ended = &c
+	t.mu.Unlock()
+	return t.next.OnSessionEnded(ctx, ev)
+}
+
+func (t *tally) OnSessionFailed(ctx context.Context, ev *events.SessionFailed) error {
+	t.mu.Lock()
+	s := t.session(ev.SessionID)
+	s.status, s.reason = "failed", ev.Reason
+	if s.pending {
+		s.unanswered++
+		s.pending = false
+	}
+	t.mu.Unlock()
+	return t.next.OnSessionFailed(ctx, ev)
+}
+
+func (t *tally) OnLog(ctx context.Context, ev *events.Log) error {
+	t.mu.Lock()
+	t.session(ev.SessionID).logs++
+	t.mu.Unlock()
+	return t.next.OnLog(ctx, ev)
+}
+
+func (t *tally) OnEpisodeStarted(ctx context.Context, ev *events.EpisodeStarted) error {
+	t.mu.Lock()
+	s := t.session(ev.SessionID)
+	s.episodes[ev.EpisodeRecordID] = &episodeTally{
+		recordID: ev.EpisodeRecordID, episodeID: ev.EpisodeID, index: ev.EpisodeIndex,
+		envIndex: ev.EnvIndex, autoReset: ev.StartedFromAutoReset,
+	}
+	s.order = append(s.order, ev.EpisodeRecordID)
+	t.mu.Unlock()
+	return t.next.OnEpisodeStarted(ctx, ev)
+}
+
+func (t *tally) OnEpisodeCompleted(ctx context.Context, ev *events.EpisodeCompleted) error {
+	t.mu.Lock()
+	if e := t.session(ev.SessionID).episodes[ev.EpisodeRecordID]; e != nil {
+		c := *ev
+		e.finalInfo = ev.FinalInfo != nil
+		c.FinalInfo = nil
+		e.completed = &c
+	}
+	t.mu.Unlock()
+	return t.next.OnEpisodeCompleted(ctx, ev)
+}
+
+func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived) error {
+	t.mu.Lock()
+	s := t.session(ev.SessionID)
+	s.lastAction = append(s.lastAction[:0], ev.EpisodeRecordIDs...)
+	s.pending = true
+	for i, rid := range ev.EpisodeRecordIDs {
+		e := s.episodes[rid]
+		switch {
+		case e == nil:
+		case e.completed != nil:
+			s.dropped++
+			s.lastAction[i] = ""
+		default:
+			e.actions++
+		}
+	}
+	t.mu.Unlock()
+	return t.next.OnActionReceived(ctx, ev)
+}
+
+func (t *tally) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) error {
+	t.mu.Lock()
+	s := t.session(ev.SessionID)
+	s.pending = false
+	for i, r := range ev.Rewards {
+		if i < len(s.lastAction) {
+			if e := s.episodes[s.lastAction[i]]; e != nil {
+				e.rewardSum += r
+			}
+		}
+	}
+	t.mu.Unlock()
+	return t.next.OnStepCompleted(ctx, ev)
+}
+
+func (t *tally) OnObservationEmitted(ctx context.Context, ev *events.ObservationEmitted) error {
+	t.mu.Lock()
+	s := t.session(ev.SessionID)
+	for _, rid := range ev.EpisodeRecordIDs {
+		if e := s.episodes[rid]; e != nil && e.completed != nil {
+			e.finalObsSeen = true
+		}
+	}
+	t.mu.Unlock()
+	return t.next.OnObservationEmitted(ctx, ev)
+}
+
+func (t *tally) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySnapshot) error {
+	t.mu.Lock()
+	t.session(ev.SessionID).telemetry += int64(len(ev.Snapshot.Rows))
+	t.mu.Unlock()
+	return t.next.OnTelemetrySnapshot(ctx, ev)
+}
