@@ -21,6 +21,7 @@ import (
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -784,3 +785,122 @@ func keys[V any](m map[string]V) []string {
 }
 
 var _ = fmt.Sprintf
+
+// badScript builds the events of one session around one good episode
+// (ep-000001, lane 0, two steps) into which bad input is mixed.
+func badScript(sid string, bad func(sid string) []events.Event) []events.Event {
+	obsSpec := &spacesv1.SpaceSpec{Shape: []int64{1}, Dtype: spacesv1.DataType_DATA_TYPE_FLOAT32,
+		Spec: &spacesv1.SpaceSpec_Box{Box: &spacesv1.BoxSpec{Bounds: &spacesv1.BoxSpec_Unbounded{Unbounded: true}}}}
+	actSpec := &spacesv1.SpaceSpec{Dtype: spacesv1.DataType_DATA_TYPE_INT64,
+		Spec: &spacesv1.SpaceSpec_Discrete{Discrete: &spacesv1.DiscreteSpec{N: 2}}}
+	one := []string{"ep-000001"}
+	obs := func(step int64) events.Event {
+		return &events.ObservationEmitted{SessionID: sid, EpisodeRecordIDs: one, Step: step, NumEnvs: 1,
+			ObservationSpace: obsSpec, Observation: [][]byte{{0, 0, 0x80, 0x3f}}}
+	}
+	act := func(step int64) events.Event {
+		return &events.ActionReceived{SessionID: sid, EpisodeRecordIDs: one, Step: step, ActionSpace: actSpec,
+			Action: [][]byte{{1, 0, 0, 0, 0, 0, 0, 0}}}
+	}
+	evs := []events.Event{
+		&events.SessionStarted{SessionID: sid, EnvID: "env"},
+		&events.EpisodeStarted{SessionID: sid, EpisodeID: "e1", EpisodeRecordID: "ep-000001", EpisodeIndex: 1},
+		obs(0), act(1), &events.StepCompleted{SessionID: sid, Step: 1, Rewards: []float64{1}}, obs(1),
+	}
+	evs = append(evs, bad(sid)...)
+	return append(evs, act(2), &events.StepCompleted{SessionID: sid, Step: 2, Rewards: []float64{2}},
+		&events.EpisodeCompleted{SessionID: sid, EpisodeRecordID: "ep-000001", StepCount: 2, CumulativeReward: 3, Terminated: true},
+		obs(2),
+		&events.SessionEnded{SessionID: sid, Reason: "done", TotalSteps: 2, TotalEpisodes: 1},
+		&events.TelemetrySnapshot{SessionID: sid, Snapshot: events.Snapshot{Horizon: events.HorizonSession}})
+}
+
+func TestBadInputEndToEnd(t *testing.T) {
+	actSpec := &spacesv1.SpaceSpec{Dtype: spacesv1.DataType_DATA_TYPE_INT64,
+		Spec: &spacesv1.SpaceSpec_Discrete{Discrete: &spacesv1.DiscreteSpec{N: 2}}}
+	none := func(string) []events.Event { return nil }
+	cases := []struct {
+		name    string
+		sid     string
+		bad     func(sid string) []events.Event
+		problem string // a kind in problem_summary; "" for none
+	}{
+		{"session id with dot-dot", "../../x", none, ""},
+		{"absolute session id", "/etc", none, ""},
+		{"session id with slash", "a/b", none, ""},
+		{"session id with NUL", "a\x00b", none, ""},
+		{"session id with percent and equals", "%2e%2e=..", none, ""},
+		{"episode record id that escapes", "s-rid", func(sid string) []events.Event {
+			return []events.Event{&events.EpisodeStarted{SessionID: sid, EpisodeRecordID: "../../../../evil", EpisodeIndex: 9, EnvIndex: 0}}
+		}, ""},
+		{"duplicated completion", "s-dup", func(sid string) []events.Event {
+			c := &events.EpisodeCompleted{SessionID: sid, EpisodeRecordID: "ep-000009"}
+			return []events.Event{c, c}
+		}, "unknown_episode"},
+		{"reward before any action", "s-order", func(sid string) []events.Event {
+			return []events.Event{&events.StepCompleted{SessionID: sid, Step: 5, Rewards: []float64{1}}}
+		}, "step_completed_without_action"},
+		{"second SessionStarted", "s-restart", func(sid string) []events.Event {
+			return []events.Event{&events.SessionStarted{SessionID: sid}}
+		}, "duplicate_session_start"},
+		{"wrong lane count", "s-lanes", func(sid string) []events.Event {
+			return []events.Event{&events.ObservationEmitted{SessionID: sid, EpisodeRecordIDs: []string{"ep-000001"}, NumEnvs: 3,
+				Observation: [][]byte{{1}}}}
+		}, "lane_count_mismatch"},
+		{"garbage slab", "s-garbage", func(sid string) []events.Event {
+			return []events.Event{&events.ActionReceived{SessionID: sid, EpisodeRecordIDs: []string{"ep-000001"}, Step: 9,
+				ActionSpace: actSpec, Action: [][]byte{{1, 2, 3}}}}
+		}, "bad_slab"},
+		{"oversized slab", "s-big", func(sid string) []events.Event {
+			return []events.Event{&events.ActionReceived{SessionID: sid, EpisodeRecordIDs: []string{"ep-000001"}, Step: 9,
+				ActionSpace: actSpec, Action: [][]byte{make([]byte, 8<<20)}}}
+		}, "bad_slab"},
+		{"missing spec", "s-nospec", func(sid string) []events.Event {
+			return []events.Event{&events.ActionReceived{SessionID: sid, EpisodeRecordIDs: []string{"ep-000001"}, Step: 9,
+				Action: [][]byte{make([]byte, 8)}}}
+		}, ""},
+	}
+	parent := t.TempDir()
+	root := filepath.Join(parent, "deep", "root")
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		for i, ev := range badScript(tc.sid, tc.bad) {
+			if err := events.Dispatch(context.Background(), rec, ev); err != nil {
+				// A clean error is allowed for an event that cannot be
+				// encoded; the recorder must not have failed.
+				if errors.Is(err, recorder.ErrFailed) {
+					t.Fatalf("%s: event %d (%s) failed the recorder: %v", tc.name, i, ev.Kind(), err)
+				}
+			}
+		}
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	// Nothing outside ROOT.
+	for _, f := range walkFiles(t, vfs.OS(), parent, parent) {
+		if !strings.HasPrefix(f, filepath.Join("deep", "root")+string(filepath.Separator)) {
+			t.Errorf("file %s written outside ROOT", f)
+		}
+	}
+	tb := readTables(t, vfs.OS(), root)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sr := sessionOf(t, tb, tc.sid)
+			if sr.Status != schema.SessionEnded {
+				t.Errorf("status %s", sr.Status)
+			}
+			if tc.problem != "" && (sr.Problems == 0 || sr.ProblemSummary == nil || !strings.Contains(*sr.ProblemSummary, tc.problem+"=")) {
+				t.Errorf("problems %d %v, want %s counted", sr.Problems, sr.ProblemSummary, tc.problem)
+			}
+			rows := tb.steps[[2]string{tc.sid, "ep-000001"}]
+			er := tb.episodes[[2]string{tc.sid, "ep-000001"}]
+			if len(rows) != 2 || len(er) != 1 || er[0].Status != schema.EpisodeCompleted || er[0].RewardSum != 3 {
+				t.Errorf("the good episode: %d rows, episodes %+v", len(rows), er)
+			}
+		})
+	}
+}
