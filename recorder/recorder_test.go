@@ -904,3 +904,69 @@ func TestBadInputEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+func TestLateTelemetry(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "root")
+	const sid = "late"
+	window := func(op string) *events.TelemetrySnapshot {
+		return &events.TelemetrySnapshot{SessionID: sid, Snapshot: events.Snapshot{Horizon: events.HorizonWindow,
+			Rows: []events.TelemetryRow{{Op: op, Metric: "latency", Kind: events.MetricDurationMs, Count: 1}}}}
+	}
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []events.Event{
+		&events.SessionStarted{SessionID: sid, EnvID: "env"},
+		window("early"),
+		&events.SessionEnded{SessionID: sid, Reason: "done"},
+		&events.TelemetrySnapshot{SessionID: sid, Snapshot: events.Snapshot{Horizon: events.HorizonSession,
+			Rows: []events.TelemetryRow{{Op: "final", Kind: events.MetricCount, Count: 2}}}},
+		window("late-1"),
+	} {
+		if err := events.Dispatch(ctx, rec, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tb := readTables(t, vfs.OS(), root)
+	before := sessionOf(t, tb, sid)
+	if got := tb.parts[[2]string{schema.TableTelemetry, sid}]; fmt.Sprint(got) != "[0 1]" {
+		t.Fatalf("telemetry parts %v, want [0 1]", got)
+	}
+	if got := len(tb.telemetry[sid]); got != 3 {
+		t.Fatalf("%d telemetry rows, want 3", got)
+	}
+
+	// A late snapshot after the ROOT was closed and reopened.
+	rec, err = recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.OnTelemetrySnapshot(ctx, window("late-2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tb = readTables(t, vfs.OS(), root)
+	if got := tb.parts[[2]string{schema.TableTelemetry, sid}]; fmt.Sprint(got) != "[0 1 2]" {
+		t.Fatalf("telemetry parts %v, want [0 1 2]", got)
+	}
+	if got := tb.parts[[2]string{schema.TableSessions, sid}]; fmt.Sprint(got) != "[0]" {
+		t.Fatalf("sessions parts %v, want [0]", got)
+	}
+	if after := sessionOf(t, tb, sid); js(after) != js(before) {
+		t.Fatalf("the sessions row changed:\n%s\n%s", js(before), js(after))
+	}
+	var ops []string
+	for _, r := range tb.telemetry[sid] {
+		ops = append(ops, r.Op)
+	}
+	if fmt.Sprint(ops) != "[early final late-1 late-2]" {
+		t.Fatalf("telemetry ops %v", ops)
+	}
+}
