@@ -250,10 +250,17 @@ func newAssembler(out output, episodeBudget int) *assembler {
 	return &assembler{sessions: make(map[string]*session), out: out, episodeBudget: episodeBudget}
 }
 
+// maxStreamChunk is the most one open episode buffers before its rows are
+// streamed out, however few episodes are open. Chunks of this size keep a
+// long image episode's live memory small (its arena would otherwise grow
+// by doubling towards the whole budget) without changing its files: row
+// groups are cut by the steps writer, not by chunks.
+const maxStreamChunk = 4 << 20
+
 // maxEpisodeBuffer is the number of arena bytes one open episode may hold
 // before its rows are streamed out.
 func (a *assembler) maxEpisodeBuffer() int {
-	return max(a.episodeBudget/max(a.open, 1), minEpisodeBuffer)
+	return min(max(a.episodeBudget/max(a.open, 1), minEpisodeBuffer), maxStreamChunk)
 }
 
 // sortedSessions lists the sessions in id order.

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -909,6 +910,13 @@ func memoryChild(spec string, out io.Writer) error {
 		if (i+1)%max(steps/8, 1) == 0 {
 			runtime.GC()
 			res.RSS = append(res.RSS, procStatus("VmRSS"))
+		}
+	}
+	if p := os.Getenv("RLREC_BENCH_HEAPPROFILE"); p != "" {
+		// Before Close: what the workload holds at its peak.
+		if f, err := os.Create(p); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
 		}
 	}
 	for l := range d.n {

@@ -40,7 +40,7 @@ type Recorder struct {
 	// queueBudget bounds the bytes of events queued for the pipeline.
 	queueBudget *semaphore.Weighted
 	queueMax    int64
-	bufs        sync.Pool
+	bufs        bufPool
 
 	pipelineDone chan struct{}
 	// asm is touched only by the pipeline goroutine, and by Open and Close
@@ -85,7 +85,7 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{root: root, opts: o, fs: o.fs}
-	r.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
+	r.bufs.max = max(o.memoryBudget/32, 1<<20)
 	state := filepath.Join(root, stateDir)
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
@@ -166,17 +166,18 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 	if ev == nil {
 		return fmt.Errorf("record: %w", events.ErrNilEvent)
 	}
-	bp := r.bufs.Get().(*[]byte)
+	bp := r.bufs.get()
 	b, err := events.AppendMarshal(append((*bp)[:0], recEvent), ev, t)
 	if err != nil {
-		r.bufs.Put(bp)
+		r.bufs.put(bp)
 		sid, _ := ev.Header()
 		return fmt.Errorf("record %s of session %q: %w", ev.Kind(), sid, err)
 	}
 	*bp = b
-	charge := min(int64(len(b)), r.queueMax)
+	// The charge is the buffer's capacity: what it holds in memory.
+	charge := min(int64(cap(b)), r.queueMax)
 	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
-		r.bufs.Put(bp)
+		r.bufs.put(bp)
 		return err
 	}
 	it := item{buf: bp, charge: charge}
@@ -185,7 +186,7 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 	}
 	if err := r.enqueue(ctx, it); err != nil {
 		r.queueBudget.Release(charge)
-		r.bufs.Put(bp)
+		r.bufs.put(bp)
 		return err
 	}
 	if it.wait == nil {
@@ -243,9 +244,7 @@ func (r *Recorder) pipeline() {
 		if it.buf != nil {
 			pos, err = r.process(*it.buf)
 			r.queueBudget.Release(it.charge)
-			if cap(*it.buf) <= 1<<20 {
-				r.bufs.Put(it.buf)
-			}
+			r.bufs.put(it.buf)
 		} else {
 			pos = r.log.LastPos()
 		}

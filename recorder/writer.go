@@ -1,10 +1,12 @@
 package recorder
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"unsafe"
 
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
@@ -12,6 +14,7 @@ import (
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
+	"golang.org/x/sync/semaphore"
 )
 
 // writer is the assembler's output: it writes finished episodes and
@@ -32,6 +35,13 @@ type writer struct {
 	log  *slog.Logger
 	pool *pool
 
+	// rows bounds the bytes of episode rows handed to the pool and not yet
+	// written: the pipeline waits for room (and hooks, in turn, for the
+	// pipeline), so a writer slower than the driver holds no more than
+	// rowsMax of rows in its queues.
+	rows    *semaphore.Weighted
+	rowsMax int64
+
 	// skip holds the writes recovery found durable (nil when live).
 	skip *doneSet
 
@@ -47,6 +57,7 @@ type writer struct {
 }
 
 func newWriter(r *Recorder) *writer {
+	rowsMax := max(r.opts.memoryBudget/8, 1<<20)
 	return &writer{
 		r:    r,
 		fs:   r.fs,
@@ -59,6 +70,8 @@ func newWriter(r *Recorder) *writer {
 		},
 		log:     r.opts.logger,
 		pool:    newPool(r.opts.workers),
+		rows:    semaphore.NewWeighted(rowsMax),
+		rowsMax: rowsMax,
 		formats: make(map[[2]*schema.Layout]*parquetout.StepsFormat),
 		live:    make(map[any]uint64),
 	}
@@ -130,12 +143,18 @@ type rowsJob struct {
 	obs, act *schema.Layout
 	rows     []stepRow
 	arena    []byte
+	charge   int64 // held in writer.rows until the rows are written
 }
 
+// takeRows takes an episode's buffered rows for a job, waiting until the
+// rows in flight leave room for them; the job releases j.charge once they
+// are written.
 func (w *writer) takeRows(s *session, ep *episode) rowsJob {
 	j := rowsJob{sid: s.id, obs: s.obsLayout, act: s.actLayout, rows: ep.rows, arena: ep.arena}
 	ep.rows, ep.arena = nil, nil
 	ep.flushedRows += int64(len(j.rows))
+	j.charge = min(int64(len(j.arena)+len(j.rows)*int(unsafe.Sizeof(stepRow{}))), w.rowsMax)
+	w.rows.Acquire(context.Background(), j.charge)
 	return j
 }
 
@@ -160,7 +179,9 @@ func (w *writer) stepsFull(s *session, ep *episode) {
 	j := w.takeRows(s, ep)
 	meta := episodeMeta{sid: s.id, rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
 	w.pool.submit(&f.q, func() {
-		if err := w.writeRows(f, meta, j); err != nil {
+		err := w.writeRows(f, meta, j)
+		w.rows.Release(j.charge)
+		if err != nil {
 			w.fail(err)
 		}
 	})
@@ -243,6 +264,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 	em := episodeMeta{sid: s.id, rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
 	w.pool.submit(&f.q, func() {
 		err := w.writeEpisode(f, em, j, row, meta)
+		w.rows.Release(j.charge)
 		w.mu.Lock()
 		delete(w.live, ep)
 		if err == nil {
