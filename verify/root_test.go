@@ -88,7 +88,7 @@ func crashCopy(t testing.TB, dst string, stream []byte, n int) {
 // stopped changing, so a copy does not catch a Parquet write midway.
 func waitQuiet(t testing.TB, root string) {
 	t.Helper()
-	prev := ""
+	prev := "\x00" // differs from any listing: look at least twice
 	for range 200 {
 		cur := listing(t, root)
 		if cur == prev && !strings.Contains(cur, ".tmp") {

@@ -63,7 +63,7 @@ func crashedRoot(t *testing.T, stream []byte, n int) string {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "live")
 	rec := recordPrefix(t, src, stream, n)
-	prev := ""
+	prev := "\x00" // differs from any listing: look at least twice
 	for i := 0; ; i++ {
 		cur := treeListing(t, src)
 		if cur == prev && !strings.Contains(cur, ".tmp") {
