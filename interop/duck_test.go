@@ -25,17 +25,17 @@ func openDuck(t *testing.T) *sql.DB {
 type row map[string]any
 
 // query runs q and returns every row, failing the test on any error.
-func query(t *testing.T, db *sql.DB, q string) []row {
+func query(t *testing.T, db *sql.DB, q string, args ...any) []row {
 	t.Helper()
-	out, err := tryQuery(db, q)
+	out, err := tryQuery(db, q, args...)
 	if err != nil {
-		t.Fatalf("duckdb: %v\nquery: %s", err, q)
+		t.Fatalf("duckdb: %v\nquery: %s\nargs: %q", err, q, args)
 	}
 	return out
 }
 
-func tryQuery(db *sql.DB, q string) ([]row, error) {
-	rows, err := db.Query(q)
+func tryQuery(db *sql.DB, q string, args ...any) ([]row, error) {
+	rows, err := db.Query(q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,8 @@ func tryQuery(db *sql.DB, q string) ([]row, error) {
 	return out, rows.Err()
 }
 
-// lit quotes s as a SQL string literal.
+// lit quotes s as a SQL string literal. DuckDB's parser ends a query at a
+// NUL byte, so ids that may hold one are passed as parameters instead.
 func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // ident quotes s as a SQL identifier (typed column names contain dots).
