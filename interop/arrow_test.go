@@ -1,0 +1,234 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// readArrow reads a whole Parquet file with arrow-go's pqarrow into rows
+// keyed by column name, with the Go types duckdb-go returns, and returns
+// the Arrow schema and the file's key-value metadata too.
+func readArrow(t *testing.T, path string) (*arrow.Schema, []row, map[string]string) {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatalf("arrow-go: open %s: %v", path, err)
+	}
+	defer pf.Close()
+	kv := map[string]string{}
+	for _, e := range pf.MetaData().KeyValueMetadata() {
+		if e.Value != nil {
+			kv[e.Key] = *e.Value
+		}
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatalf("arrow-go: reader for %s: %v", path, err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatalf("arrow-go: read %s: %v", path, err)
+	}
+	defer tbl.Release()
+	rows := make([]row, tbl.NumRows())
+	for i := range rows {
+		rows[i] = row{}
+	}
+	for c := 0; c < int(tbl.NumCols()); c++ {
+		col := tbl.Column(c)
+		n := 0
+		for _, chunk := range col.Data().Chunks() {
+			for i := 0; i < chunk.Len(); i++ {
+				rows[n][col.Name()] = arrowValue(t, chunk, i)
+				n++
+			}
+		}
+	}
+	return tbl.Schema(), rows, kv
+}
+
+// arrowValue converts element i of arr to the Go value duckdb-go gives for
+// the same Parquet column.
+func arrowValue(t *testing.T, arr arrow.Array, i int) any {
+	t.Helper()
+	if arr.IsNull(i) {
+		return nil
+	}
+	switch a := arr.(type) {
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Int8:
+		return a.Value(i)
+	case *array.Int16:
+		return a.Value(i)
+	case *array.Int32:
+		return a.Value(i)
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Uint8:
+		return a.Value(i)
+	case *array.Uint16:
+		return a.Value(i)
+	case *array.Uint32:
+		return a.Value(i)
+	case *array.Uint64:
+		return a.Value(i)
+	case *array.Float32:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.String:
+		return a.Value(i)
+	case *array.Binary:
+		return append([]byte{}, a.Value(i)...)
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return a.Value(i).ToTime(unit)
+	case *array.List:
+		lo, hi := a.ValueOffsets(i)
+		out := make([]any, 0, hi-lo)
+		for j := lo; j < hi; j++ {
+			out = append(out, arrowValue(t, a.ListValues(), int(j)))
+		}
+		return out
+	}
+	t.Fatalf("arrow type %s not handled", arr.DataType())
+	return nil
+}
+
+// sameDeep compares two converted values: floats by bits, times by
+// instant, lists element-wise.
+func sameDeep(a, b any) bool {
+	switch x := a.(type) {
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameDeep(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && string(x) == string(y)
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	case float32:
+		y, ok := b.(float32)
+		return ok && math.Float32bits(x) == math.Float32bits(y)
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return a == b
+}
+
+// TestArrowReader opens steps and episodes files with arrow-go's Parquet
+// reader and checks the Arrow column types, that the values equal what
+// DuckDB reads from the same file, and that the typed columns equal the
+// decoded blobs.
+func TestArrowReader(t *testing.T) {
+	fx := getFixture(t)
+	db := openDuck(t)
+	list := func(elem arrow.DataType) string { return arrow.ListOf(elem).String() }
+	ts := (&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}).String()
+	cases := []struct {
+		name    string
+		table   string
+		session string
+		types   map[string]string // column -> Arrow type, as DataType.String()
+	}{
+		{"cartpole steps", "steps", "cartpole-next", map[string]string{
+			"observation": list(arrow.PrimitiveTypes.Float32), "action": "int64",
+			"recorded_at": ts, "observation_blob": "binary", "action_blob": "binary",
+			"reward": "float64", "is_first": "bool", "env_index": "int32", "episode_id": "utf8",
+		}},
+		{"all-leaves steps", "steps", "all-leaves-next", map[string]string{
+			"observation.uints.0": list(arrow.PrimitiveTypes.Uint8), "observation.uints.3": list(arrow.PrimitiveTypes.Uint64),
+			"observation.ints.0": list(arrow.PrimitiveTypes.Int8), "observation.flag": "bool",
+			"observation.floats.half": list(arrow.PrimitiveTypes.Float32), "observation.floats.double": "float64",
+			"observation.mask": list(arrow.FixedWidthTypes.Boolean), "observation.label": "utf8",
+			"observation.level": "int64", "observation.dice": list(arrow.PrimitiveTypes.Uint16),
+			"action.2": "utf8", "action.3": list(arrow.PrimitiveTypes.Float32), "recorded_at": ts,
+		}},
+		{"pick-place steps", "steps", "pick-place-next", map[string]string{
+			"observation.image": "binary", "observation.state": list(arrow.PrimitiveTypes.Float32),
+			"observation.instruction": "utf8", "action": list(arrow.PrimitiveTypes.Float32), "recorded_at": ts,
+		}},
+		{"pick-place episodes", "episodes", "pick-place-next", map[string]string{
+			"episode_id": "utf8", "episode_index": "int64", "env_index": "int32", "status": "utf8",
+			"step_count": "int64", "cumulative_reward": "float64", "success": "bool",
+			"started_at": ts, "ended_at": ts, "final_info": "utf8", "final_observation_blob": "binary",
+		}},
+		{"all-leaves episodes", "episodes", "all-leaves-failing", map[string]string{
+			"status": "utf8", "step_count": "int64", "started_at": ts, "final_observation_blob": "binary",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(fx.root, tc.table, "session_id="+escape(tc.session), "episode_record_id=ep-000001", "part-00000.parquet")
+			sc, rows, kv := readArrow(t, path)
+			for col, want := range tc.types {
+				fs := sc.FieldIndices(col)
+				if len(fs) != 1 {
+					t.Errorf("column %q: %d fields in the Arrow schema %v", col, len(fs), sc)
+					continue
+				}
+				if got := typeString(sc.Field(fs[0]).Type); got != want {
+					t.Errorf("column %q: Arrow type %s, want %s", col, got, want)
+				}
+			}
+			for _, part := range []string{"session_id", "episode_record_id"} {
+				if sc.HasField(part) {
+					t.Errorf("partition column %s is stored in the file", part)
+				}
+			}
+			checkEq(t, "rlrec.session_id", kv["rlrec.session_id"], tc.session)
+			checkEq(t, "rlrec.episode_record_id", kv["rlrec.episode_record_id"], "ep-000001")
+			specs := specsOf(t, path, kv)
+
+			duck := query(t, db, "SELECT * EXCLUDE (file_row_number) FROM read_parquet("+lit(path)+", file_row_number=true, hive_partitioning=false) ORDER BY file_row_number")
+			if len(duck) != len(rows) || len(rows) == 0 {
+				t.Fatalf("arrow-go read %d rows, DuckDB %d", len(rows), len(duck))
+			}
+			for i, ar := range rows {
+				if len(ar) != len(duck[i]) {
+					t.Errorf("row %d: arrow-go has %d columns, DuckDB %d", i, len(ar), len(duck[i]))
+				}
+				for col, dv := range duck[i] {
+					if av := ar[col]; !sameDeep(av, dv) {
+						t.Errorf("row %d column %q: arrow-go %v (%T), DuckDB %v (%T)", i, col, short(av), av, short(dv), dv)
+					}
+				}
+				if tc.table == "steps" {
+					where := fmt.Sprintf("arrow-go row %d", i)
+					checkSide(t, where, ar, "observation", "observation_blob", specs.obs)
+					checkSide(t, where, ar, "action", "action_blob", specs.act)
+				}
+			}
+		})
+	}
+}
+
+// typeString renders a type without list element names or nullability, so
+// that list<element: float> and list<item: float> compare equal.
+func typeString(dt arrow.DataType) string {
+	if l, ok := dt.(*arrow.ListType); ok {
+		return arrow.ListOf(l.Elem()).String()
+	}
+	return dt.String()
+}
