@@ -9,7 +9,9 @@ import (
 
 // tally forwards every event to the recorder it wraps and keeps its own
 // account of what the runtime emitted, so the output can be checked against
-// what was handed over rather than against the recorder's own counters.
+// what was handed over rather than against the recorder's own counters. An
+// event is counted after the recorder's hook returned, so a snapshot taken
+// before a Flush covers only events that Flush makes durable.
 type tally struct {
 	next events.Hooks
 
@@ -94,24 +96,27 @@ func (t *tally) OnModelConnected(ctx context.Context, ev *events.ModelConnected)
 }
 
 func (t *tally) OnSessionStarted(ctx context.Context, ev *events.SessionStarted) error {
+	err := t.next.OnSessionStarted(ctx, ev)
 	t.mu.Lock()
 	s := t.session(ev.SessionID)
 	s.env, s.route = ev.EnvID, ev.Route
 	t.mu.Unlock()
-	return t.next.OnSessionStarted(ctx, ev)
+	return err
 }
 
 func (t *tally) OnSessionEnded(ctx context.Context, ev *events.SessionEnded) error {
+	err := t.next.OnSessionEnded(ctx, ev)
 	t.mu.Lock()
 	s := t.session(ev.SessionID)
 	s.status, s.reason = "ended", ev.Reason
 	c := *ev
 	s.ended = &c
 	t.mu.Unlock()
-	return t.next.OnSessionEnded(ctx, ev)
+	return err
 }
 
 func (t *tally) OnSessionFailed(ctx context.Context, ev *events.SessionFailed) error {
+	err := t.next.OnSessionFailed(ctx, ev)
 	t.mu.Lock()
 	s := t.session(ev.SessionID)
 	s.status, s.reason = "failed", ev.Reason
@@ -120,17 +125,19 @@ func (t *tally) OnSessionFailed(ctx context.Context, ev *events.SessionFailed) e
 		s.pending = false
 	}
 	t.mu.Unlock()
-	return t.next.OnSessionFailed(ctx, ev)
+	return err
 }
 
 func (t *tally) OnLog(ctx context.Context, ev *events.Log) error {
+	err := t.next.OnLog(ctx, ev)
 	t.mu.Lock()
 	t.session(ev.SessionID).logs++
 	t.mu.Unlock()
-	return t.next.OnLog(ctx, ev)
+	return err
 }
 
 func (t *tally) OnEpisodeStarted(ctx context.Context, ev *events.EpisodeStarted) error {
+	err := t.next.OnEpisodeStarted(ctx, ev)
 	t.mu.Lock()
 	s := t.session(ev.SessionID)
 	s.episodes[ev.EpisodeRecordID] = &episodeTally{
@@ -139,10 +146,11 @@ func (t *tally) OnEpisodeStarted(ctx context.Context, ev *events.EpisodeStarted)
 	}
 	s.order = append(s.order, ev.EpisodeRecordID)
 	t.mu.Unlock()
-	return t.next.OnEpisodeStarted(ctx, ev)
+	return err
 }
 
 func (t *tally) OnEpisodeCompleted(ctx context.Context, ev *events.EpisodeCompleted) error {
+	err := t.next.OnEpisodeCompleted(ctx, ev)
 	t.mu.Lock()
 	if e := t.session(ev.SessionID).episodes[ev.EpisodeRecordID]; e != nil {
 		c := *ev
@@ -151,10 +159,11 @@ func (t *tally) OnEpisodeCompleted(ctx context.Context, ev *events.EpisodeComple
 		e.completed = &c
 	}
 	t.mu.Unlock()
-	return t.next.OnEpisodeCompleted(ctx, ev)
+	return err
 }
 
 func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived) error {
+	err := t.next.OnActionReceived(ctx, ev)
 	t.mu.Lock()
 	s := t.session(ev.SessionID)
 	s.lastAction = append(s.lastAction[:0], ev.EpisodeRecordIDs...)
@@ -171,10 +180,11 @@ func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived)
 		}
 	}
 	t.mu.Unlock()
-	return t.next.OnActionReceived(ctx, ev)
+	return err
 }
 
 func (t *tally) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) error {
+	err := t.next.OnStepCompleted(ctx, ev)
 	t.mu.Lock()
 	s := t.session(ev.SessionID)
 	s.pending = false
@@ -186,10 +196,11 @@ func (t *tally) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) e
 		}
 	}
 	t.mu.Unlock()
-	return t.next.OnStepCompleted(ctx, ev)
+	return err
 }
 
 func (t *tally) OnObservationEmitted(ctx context.Context, ev *events.ObservationEmitted) error {
+	err := t.next.OnObservationEmitted(ctx, ev)
 	t.mu.Lock()
 	s := t.session(ev.SessionID)
 	for _, rid := range ev.EpisodeRecordIDs {
@@ -198,12 +209,13 @@ func (t *tally) OnObservationEmitted(ctx context.Context, ev *events.Observation
 		}
 	}
 	t.mu.Unlock()
-	return t.next.OnObservationEmitted(ctx, ev)
+	return err
 }
 
 func (t *tally) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySnapshot) error {
+	err := t.next.OnTelemetrySnapshot(ctx, ev)
 	t.mu.Lock()
 	t.session(ev.SessionID).telemetry += int64(len(ev.Snapshot.Rows))
 	t.mu.Unlock()
-	return t.next.OnTelemetrySnapshot(ctx, ev)
+	return err
 }
