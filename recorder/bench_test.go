@@ -33,7 +33,6 @@ import (
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 	"github.com/rlrec/rlrec/sim"
@@ -550,37 +549,15 @@ func writeBare[T any](b *testing.B, dir string, rows []T, n int, codec compress.
 	os.Remove(f.Name())
 }
 
-// noSyncFS is the OS file system with every fsync skipped: the nosync
-// throughput variants use it to show the CPU-bound ceiling on a machine
-// whose fsyncs cost nothing. It is not durable and not a target figure.
-type noSyncFS struct{ vfs.FS }
-
-type noSyncFile struct{ vfs.File }
-
-func (noSyncFile) Sync() error { return nil }
-
-func (f noSyncFS) Create(name string) (vfs.File, error) {
-	file, err := f.FS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return noSyncFile{file}, nil
-}
-
-func (f noSyncFS) OpenAppend(name string) (vfs.File, error) {
-	file, err := f.FS.OpenAppend(name)
-	if err != nil {
-		return nil, err
-	}
-	return noSyncFile{file}, nil
-}
-
-func (noSyncFS) SyncDir(string) error { return nil }
-
 // BenchmarkThroughput records simulated sessions end to end (sim.Run into
 // a fresh recorder, then Close; one op is one session) and, in the same
 // iteration, runs the same session into events.NoopHooks and writes the
 // same number of rows with a bare parquet-go writer of the same columns.
+//
+// The shm variants record into a ROOT on the tmpfs /dev/shm (the bare
+// writer still writes to disk): the recorder's CPU-bound ceiling where
+// file creation and fsync cost next to nothing. They are not target
+// figures; they show what limits the disk ones.
 //
 // Reported: lane-steps/s of the recorder with the simulator's own cost
 // subtracted (net), without it (gross), the simulator alone, the bare
@@ -593,7 +570,7 @@ func BenchmarkThroughput(b *testing.B) {
 		eps   int64
 		codec Compression
 
-		nosync bool
+		shm   bool
 	}{
 		{"cartpole", 16, 1000, CompressionZstd, false},
 		{"cartpole", 16, 1000, CompressionSnappy, false},
@@ -603,10 +580,18 @@ func BenchmarkThroughput(b *testing.B) {
 		{"pick-place", 8, 160, CompressionZstd, true},
 	} {
 		name := fmt.Sprintf("%s/n=%d/%s", bc.env, bc.lanes, bc.codec)
-		if bc.nosync {
-			name += "/nosync"
+		if bc.shm {
+			name += "/shm"
 		}
 		b.Run(name, func(b *testing.B) {
+			shm := ""
+			if bc.shm {
+				var err error
+				if shm, err = os.MkdirTemp("/dev/shm", "rlrec-bench"); err != nil {
+					b.Fatalf("the shm variants need a tmpfs at /dev/shm: %v", err)
+				}
+				defer os.RemoveAll(shm)
+			}
 			cfg := sim.Config{Env: bc.env, NumEnvs: bc.lanes, Autoreset: sim.AutoresetNextStep,
 				MaxEpisodes: bc.eps, MaxEpisodeSteps: 200, Seed: 1}
 			image := bc.env == "pick-place"
@@ -634,11 +619,10 @@ func BenchmarkThroughput(b *testing.B) {
 				}
 				t1 := time.Now()
 				dir := filepath.Join(b.TempDir(), strconv.Itoa(i))
-				opts := []Option{WithCompression(bc.codec)}
-				if bc.nosync {
-					opts = append(opts, WithFS(noSyncFS{vfs.OS()}))
+				if bc.shm {
+					dir = filepath.Join(shm, strconv.Itoa(i))
 				}
-				r := openBench(b, dir, opts...)
+				r := openBench(b, dir, WithCompression(bc.codec))
 				s2, err := sim.Run(context.Background(), r, cfg)
 				if err != nil {
 					b.Fatal(err)
@@ -972,4 +956,43 @@ func BenchmarkMemory(b *testing.B) {
 			b.Logf("%s: rss after each eighth (MiB): %s; hwm %d MiB", bc.name, strings.Join(s, " "), res.HWM/mib)
 		})
 	}
+}
+
+// BenchmarkThroughputLongEpisodes records one 16-lane cartpole-shaped
+// session of hand-built events with 10,000-step episodes (one op is one
+// session of 20,000 batch steps, then Close), so that the per-episode file
+// cost is spread over many rows: it measures the hook, pipeline, log and
+// steps-writer path. The same driver into events.NoopHooks is timed in
+// the same iteration and subtracted.
+func BenchmarkThroughputLongEpisodes(b *testing.B) {
+	const lanes, batchSteps, epLen = 16, 20000, 10000
+	run := func(h events.Hooks) {
+		d := newBenchDriver(h, benchSession, lanes, benchF32Box(4), 16)
+		d.start()
+		for i := epLen; i <= batchSteps; i += epLen {
+			d.steps(epLen)
+			for l := range d.n {
+				d.complete(l)
+				d.startEpisode(l, true)
+			}
+			d.observe()
+		}
+		d.end()
+	}
+	var tDrv, tRec time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		run(events.NoopHooks{})
+		t1 := time.Now()
+		r := openBench(b, filepath.Join(b.TempDir(), strconv.Itoa(i)))
+		run(r)
+		closeBench(b, r)
+		tDrv += t1.Sub(t0)
+		tRec += time.Since(t1)
+	}
+	ls := float64(lanes * batchSteps * b.N)
+	b.ReportMetric(ls/(tRec-tDrv).Seconds(), "net-lane-steps/s")
+	b.ReportMetric(ls/tRec.Seconds(), "gross-lane-steps/s")
+	b.ReportMetric(ls/tDrv.Seconds(), "driver-lane-steps/s")
 }
