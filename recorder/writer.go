@@ -146,6 +146,11 @@ type rowsJob struct {
 	charge   int64 // held in writer.rows until the rows are written
 }
 
+// jobOverhead is what a queued episode job is charged beyond its rows: its
+// episode, metadata and closure. It bounds the number of short episodes
+// the pool's unbounded queue can hold.
+const jobOverhead = 2 << 10
+
 // takeRows takes an episode's buffered rows for a job, waiting until the
 // rows in flight leave room for them; the job releases j.charge once they
 // are written.
@@ -153,7 +158,7 @@ func (w *writer) takeRows(s *session, ep *episode) rowsJob {
 	j := rowsJob{sid: s.id, obs: s.obsLayout, act: s.actLayout, rows: ep.rows, arena: ep.arena}
 	ep.rows, ep.arena = nil, nil
 	ep.flushedRows += int64(len(j.rows))
-	j.charge = min(int64(len(j.arena)+len(j.rows)*int(unsafe.Sizeof(stepRow{}))), w.rowsMax)
+	j.charge = min(int64(jobOverhead+len(j.arena)+len(j.rows)*int(unsafe.Sizeof(stepRow{}))), w.rowsMax)
 	w.rows.Acquire(context.Background(), j.charge)
 	return j
 }
@@ -199,6 +204,10 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		// An earlier write failed: this episode must not be committed
 		// (its episodes row and marker written) without its steps.
 		return fmt.Errorf("steps of session %q episode %s: not written after an earlier failure: %w", m.sid, m.rid, err)
+	}
+	if f.steps == nil && len(j.rows) == 0 {
+		// An episode without steps has no steps file.
+		return nil
 	}
 	if f.steps == nil {
 		format, err := w.format(j.obs, j.act)
