@@ -10,6 +10,10 @@ var (
 	ErrLocked = errors.New("recorder: root is locked by another recorder")
 	// ErrInvalidOption is returned by Open for an option out of range.
 	ErrInvalidOption = errors.New("recorder: invalid option")
+	// ErrEventTooLarge is returned by a hook whose event encodes to more
+	// than one log record may hold (256 MiB); the event is not recorded
+	// and the recorder goes on.
+	ErrEventTooLarge = errors.New("recorder: event too large")
 	// ErrFailed wraps the first write or sync error after which the
 	// recorder stops accepting events: fsync errors cannot be retried
 	// safely.

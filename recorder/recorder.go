@@ -174,6 +174,12 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 		return fmt.Errorf("record %s of session %q: %w", ev.Kind(), sid, err)
 	}
 	*bp = b
+	if len(b) > wal.MaxRecordSize {
+		r.bufs.put(bp)
+		sid, _ := ev.Header()
+		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
+			ev.Kind(), sid, len(b), wal.MaxRecordSize, ErrEventTooLarge)
+	}
 	// The charge is the buffer's capacity: what it holds in memory.
 	charge := min(int64(cap(b)), r.queueMax)
 	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
