@@ -7,8 +7,17 @@ import "sync"
 // in parallel. The Parquet files of one episode are written through one
 // queue, so its streamed row groups stay in order, while different
 // episodes are finalised on both cores.
+//
+// submit never blocks: the queues ready to run are an unbounded list, so a
+// writer slower than the driver holds the pipeline back only through the
+// byte budget of the rows in flight (writer.rows), never through a count
+// of queued episodes (a bounded channel made hooks wait on the disk while
+// the memory budget was far from full).
 type pool struct {
-	ready   chan *serial
+	mu      sync.Mutex
+	cond    sync.Cond
+	ready   []*serial // queues with jobs, not running
+	stopped bool
 	wg      sync.WaitGroup // running workers
 	pending sync.WaitGroup // submitted jobs not yet finished
 }
@@ -21,7 +30,8 @@ type serial struct {
 }
 
 func newPool(workers int) *pool {
-	p := &pool{ready: make(chan *serial, 1024)}
+	p := &pool{}
+	p.cond.L = &p.mu
 	for range workers {
 		p.wg.Add(1)
 		go p.work()
@@ -29,8 +39,7 @@ func newPool(workers int) *pool {
 	return p
 }
 
-// submit queues job on q. It blocks only when every worker is busy and the
-// ready list is full, which is back-pressure on the caller.
+// submit queues job on q; it does not block.
 func (p *pool) submit(q *serial, job func()) {
 	p.pending.Add(1)
 	q.mu.Lock()
@@ -39,13 +48,33 @@ func (p *pool) submit(q *serial, job func()) {
 	q.running = true
 	q.mu.Unlock()
 	if start {
-		p.ready <- q
+		p.mu.Lock()
+		p.ready = append(p.ready, q)
+		p.mu.Unlock()
+		p.cond.Signal()
 	}
+}
+
+// next returns the next queue to run, or nil once the pool is stopped and
+// nothing is ready.
+func (p *pool) next() *serial {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.ready) == 0 {
+		if p.stopped {
+			return nil
+		}
+		p.cond.Wait()
+	}
+	q := p.ready[0]
+	p.ready[0] = nil
+	p.ready = p.ready[1:]
+	return q
 }
 
 func (p *pool) work() {
 	defer p.wg.Done()
-	for q := range p.ready {
+	for q := p.next(); q != nil; q = p.next() {
 		for {
 			q.mu.Lock()
 			if len(q.jobs) == 0 {
@@ -69,6 +98,9 @@ func (p *pool) wait() { p.pending.Wait() }
 // stop waits for every job and ends the workers.
 func (p *pool) stop() {
 	p.pending.Wait()
-	close(p.ready)
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.cond.Broadcast()
 	p.wg.Wait()
 }
