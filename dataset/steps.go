@@ -54,22 +54,6 @@ var fixedColumns = [...]struct {
 	{schema.ColRecordedAt, parquet.Int64},
 }
 
-const (
-	cEpisodeID = iota
-	cEpisodeIndex
-	cEnvIndex
-	cStep
-	cSessionStep
-	cObs
-	cAct
-	cReward
-	cIsFirst
-	cIsLast
-	cTerminated
-	cTruncated
-	cRecordedAt
-	numFixed
-)
 
 // Steps iterates steps rows in step order, scanner style:
 //
@@ -82,11 +66,11 @@ type Steps struct {
 	next  int // index in paths of the next file to open
 
 	f      *parquetFile
-	cols   [numFixed]int // column index of each fixed column in f
+	cols   [schema.NumFixedStepsColumns]int // column index of each fixed column in f
 	spaces Spaces
 	rg     int // next row group of f
 	// rows of the current row group, column by column
-	vals [numFixed][]parquet.Value
+	vals [schema.NumFixedStepsColumns][]parquet.Value
 	n, i int   // rows in the group, next row
 	base int64 // file row of the group's first row
 	row  int64 // file row of the current step
@@ -230,7 +214,7 @@ func (s *Steps) readGroup() error {
 	s.rg++
 	n := int(rg.NumRows())
 	chunks := rg.ColumnChunks()
-	for c := range numFixed {
+	for c := range schema.NumFixedStepsColumns {
 		vals, err := readColumn(chunks[s.cols[c]], s.vals[c][:0])
 		if err != nil {
 			return fileErr(s.f.path, s.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].name, s.rg-1, err))
@@ -318,21 +302,21 @@ var emptyBlob = []byte{}
 
 func (s *Steps) fill(i int) {
 	st := &s.step
-	if id := s.vals[cEpisodeID][i].ByteArray(); string(id) != st.EpisodeID {
+	if id := s.vals[schema.StepsColEpisodeID][i].ByteArray(); string(id) != st.EpisodeID {
 		st.EpisodeID = string(id)
 	}
-	st.EpisodeIndex = s.vals[cEpisodeIndex][i].Int64()
-	st.EnvIndex = s.vals[cEnvIndex][i].Int32()
-	st.Step = s.vals[cStep][i].Int64()
-	st.SessionStep = s.vals[cSessionStep][i].Int64()
-	st.ObservationBlob = blobOf(s.vals[cObs][i])
-	st.ActionBlob = blobOf(s.vals[cAct][i])
-	st.Reward = s.vals[cReward][i].Double()
-	st.IsFirst = s.vals[cIsFirst][i].Boolean()
-	st.IsLast = s.vals[cIsLast][i].Boolean()
-	st.Terminated = s.vals[cTerminated][i].Boolean()
-	st.Truncated = s.vals[cTruncated][i].Boolean()
-	st.RecordedAt = time.UnixMicro(s.vals[cRecordedAt][i].Int64()).UTC()
+	st.EpisodeIndex = s.vals[schema.StepsColEpisodeIndex][i].Int64()
+	st.EnvIndex = s.vals[schema.StepsColEnvIndex][i].Int32()
+	st.Step = s.vals[schema.StepsColStep][i].Int64()
+	st.SessionStep = s.vals[schema.StepsColSessionStep][i].Int64()
+	st.ObservationBlob = blobOf(s.vals[schema.StepsColObservationBlob][i])
+	st.ActionBlob = blobOf(s.vals[schema.StepsColActionBlob][i])
+	st.Reward = s.vals[schema.StepsColReward][i].Double()
+	st.IsFirst = s.vals[schema.StepsColIsFirst][i].Boolean()
+	st.IsLast = s.vals[schema.StepsColIsLast][i].Boolean()
+	st.Terminated = s.vals[schema.StepsColTerminated][i].Boolean()
+	st.Truncated = s.vals[schema.StepsColTruncated][i].Boolean()
+	st.RecordedAt = time.UnixMicro(s.vals[schema.StepsColRecordedAt][i].Int64()).UTC()
 }
 
 func blobOf(v parquet.Value) []byte {

@@ -267,6 +267,25 @@ type StepsTable struct {
 	Action      []TypedColumn
 }
 
+// Leaf column indexes of the fixed steps columns, in file order; the typed
+// columns follow from NumFixedStepsColumns on. They are part of the file
+// layout: do not change them.
+const (
+	StepsColEpisodeID       = 0
+	StepsColEpisodeIndex    = 1
+	StepsColEnvIndex        = 2
+	StepsColStep            = 3
+	StepsColSessionStep     = 4
+	StepsColObservationBlob = 5
+	StepsColActionBlob      = 6
+	StepsColReward          = 7
+	StepsColIsFirst         = 8
+	StepsColIsLast          = 9
+	StepsColTerminated      = 10
+	StepsColTruncated       = 11
+	StepsColRecordedAt      = 12
+)
+
 // NumFixedStepsColumns is the number of steps columns before the typed
 // ones.
 const NumFixedStepsColumns = 13

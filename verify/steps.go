@@ -29,22 +29,6 @@ type stepsSum struct {
 	obsSpace, actSpace                        string
 }
 
-// Leaf column indexes of the fixed steps columns (schema.StepsSchema order).
-const (
-	colEpisodeID = iota
-	colEpisodeIndex
-	colEnvIndex
-	colStep
-	colSessionStep
-	colObservationBlob
-	colActionBlob
-	colReward
-	colIsFirst
-	colIsLast
-	colTerminated
-	colTruncated
-	colRecordedAt
-)
 
 // typedCol is a typed column with what reading it needs.
 type typedCol struct {
@@ -78,8 +62,8 @@ func (c *fileCheck) checkSteps(pf *parquet.File) {
 		return
 	}
 	sides := [2]side{
-		{name: "observation", layout: obs, cols: typedCols(pf, table.Observation), blobCol: colObservationBlob},
-		{name: "action", layout: act, cols: typedCols(pf, table.Action), blobCol: colActionBlob},
+		{name: "observation", layout: obs, cols: typedCols(pf, table.Observation), blobCol: schema.StepsColObservationBlob},
+		{name: "action", layout: act, cols: typedCols(pf, table.Action), blobCol: schema.StepsColActionBlob},
 	}
 	sum := &stepsSum{rel: c.f.rel, obsSpace: obsJS, actSpace: actJS}
 	numCols := len(pf.Schema().Columns())
@@ -133,12 +117,12 @@ func (c *fileCheck) checkSteps(pf *parquet.File) {
 
 // stepRow checks the fixed columns of one row.
 func (c *fileCheck) stepRow(sum *stepsSum, row, total int64, cols [][]parquet.Value) {
-	step := one(cols[colStep]).Int64()
-	id := string(one(cols[colEpisodeID]).ByteArray())
-	index := one(cols[colEpisodeIndex]).Int64()
-	env := one(cols[colEnvIndex]).Int32()
-	isFirst := one(cols[colIsFirst]).Boolean()
-	isLast := one(cols[colIsLast]).Boolean()
+	step := one(cols[schema.StepsColStep]).Int64()
+	id := string(one(cols[schema.StepsColEpisodeID]).ByteArray())
+	index := one(cols[schema.StepsColEpisodeIndex]).Int64()
+	env := one(cols[schema.StepsColEnvIndex]).Int32()
+	isFirst := one(cols[schema.StepsColIsFirst]).Boolean()
+	isLast := one(cols[schema.StepsColIsLast]).Boolean()
 	if row == 0 {
 		sum.firstStep = step
 		sum.episodeID, sum.episodeIndex, sum.envIndex = id, index, env
@@ -167,16 +151,16 @@ func (c *fileCheck) stepRow(sum *stepsSum, row, total int64, cols [][]parquet.Va
 		}
 	}
 	sum.lastIsLast = isLast
-	sum.lastTerminated = one(cols[colTerminated]).Boolean()
-	sum.lastTruncated = one(cols[colTruncated]).Boolean()
-	sum.rewardSum += one(cols[colReward]).Double()
+	sum.lastTerminated = one(cols[schema.StepsColTerminated]).Boolean()
+	sum.lastTruncated = one(cols[schema.StepsColTruncated]).Boolean()
+	sum.rewardSum += one(cols[schema.StepsColReward]).Double()
 }
 
 // stepSide checks one side's blob and typed columns in one row.
 func (c *fileCheck) stepSide(s *side, row int64, cols [][]parquet.Value, leaves [][]byte, want, got []uint64) ([][]byte, []uint64, []uint64) {
 	bv := one(cols[s.blobCol])
 	if bv.IsNull() {
-		if s.blobCol == colActionBlob {
+		if s.blobCol == schema.StepsColActionBlob {
 			c.add(CheckBlob, row, fixDamaged, "no action blob: every step has an action")
 		}
 		for i := range s.cols {

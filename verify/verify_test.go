@@ -165,18 +165,18 @@ func TestVerify(t *testing.T) {
 		}},
 		{name: "flipped-blob-byte", golden: true, want: []Check{CheckTyped}, damage: func(t *testing.T, root string) {
 			rewrite(t, cartpoleSteps(t, root), func(rows []parquet.Row, _ map[string]string) []parquet.Row {
-				v := rows[2][colObservationBlob]
+				v := rows[2][schema.StepsColObservationBlob]
 				b := bytes.Clone(v.ByteArray())
 				b[len(b)-1] ^= 0x40
-				rows[2][colObservationBlob] = parquet.ByteArrayValue(b).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
+				rows[2][schema.StepsColObservationBlob] = parquet.ByteArrayValue(b).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
 				return rows
 			})
 		}},
 		{name: "blob-does-not-decode", want: []Check{CheckBlob}, damage: func(t *testing.T, root string) {
 			rewrite(t, cartpoleSteps(t, root), func(rows []parquet.Row, _ map[string]string) []parquet.Row {
-				v := rows[1][colActionBlob]
+				v := rows[1][schema.StepsColActionBlob]
 				b := append(bytes.Clone(v.ByteArray()), 0x12)
-				rows[1][colActionBlob] = parquet.ByteArrayValue(b).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
+				rows[1][schema.StepsColActionBlob] = parquet.ByteArrayValue(b).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
 				return rows
 			})
 		}},
@@ -304,7 +304,7 @@ func TestMaxProblemsPerFile(t *testing.T) {
 	p := cartpoleSteps(t, root)
 	rewrite(t, p, func(rows []parquet.Row, _ map[string]string) []parquet.Row {
 		for _, r := range rows {
-			r[colIsFirst] = parquet.BooleanValue(true).Level(0, 0, colIsFirst)
+			r[schema.StepsColIsFirst] = parquet.BooleanValue(true).Level(0, 0, schema.StepsColIsFirst)
 		}
 		return rows
 	})

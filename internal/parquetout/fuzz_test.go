@@ -64,7 +64,7 @@ func FuzzStepsWrite(f *testing.F) {
 			t.Fatalf("%d rows, want %d", len(rows), len(want))
 		}
 		for i, row := range rows {
-			if !bytes.Equal(row[colObservationBlob][0].ByteArray(), want[i]) {
+			if !bytes.Equal(row[schema.StepsColObservationBlob][0].ByteArray(), want[i]) {
 				t.Fatalf("row %d blob differs", i)
 			}
 			if got := len(row); got != schema.NumFixedStepsColumns+len(obs.Leaves) {

@@ -41,22 +41,6 @@ type StepRow struct {
 	ActionLeaves      [][]byte
 }
 
-// Steps columns in file order (their leaf column indexes).
-const (
-	colEpisodeID = iota
-	colEpisodeIndex
-	colEnvIndex
-	colStep
-	colSessionStep
-	colObservationBlob
-	colActionBlob
-	colReward
-	colIsFirst
-	colIsLast
-	colTerminated
-	colTruncated
-	colRecordedAt
-)
 
 // StepsFormat is the steps file format for one pair of spaces: the schema,
 // the metadata and the writer settings, computed once and shared by every
@@ -366,55 +350,55 @@ func (w *StepsWriter) writePending() error {
 	for c := 0; c < len(cols); c++ {
 		s := w.scratch[:0]
 		switch c {
-		case colEpisodeID:
+		case schema.StepsColEpisodeID:
 			for i := range rows {
 				s = append(s, parquet.ByteArrayValue(stringBytes(rows[i].episodeID)))
 			}
-		case colEpisodeIndex:
+		case schema.StepsColEpisodeIndex:
 			for i := range rows {
 				s = append(s, parquet.Int64Value(rows[i].episodeIndex))
 			}
-		case colEnvIndex:
+		case schema.StepsColEnvIndex:
 			for i := range rows {
 				s = append(s, parquet.Int32Value(rows[i].envIndex))
 			}
-		case colStep:
+		case schema.StepsColStep:
 			for i := range rows {
 				s = append(s, parquet.Int64Value(rows[i].step))
 			}
-		case colSessionStep:
+		case schema.StepsColSessionStep:
 			for i := range rows {
 				s = append(s, parquet.Int64Value(rows[i].sessionStep))
 			}
-		case colObservationBlob:
+		case schema.StepsColObservationBlob:
 			for i := range rows {
 				s = appendOptionalBytes(s, rows[i].obsBlob)
 			}
-		case colActionBlob:
+		case schema.StepsColActionBlob:
 			for i := range rows {
 				s = appendOptionalBytes(s, rows[i].actBlob)
 			}
-		case colReward:
+		case schema.StepsColReward:
 			for i := range rows {
 				s = append(s, parquet.DoubleValue(rows[i].reward))
 			}
-		case colIsFirst:
+		case schema.StepsColIsFirst:
 			for i := range rows {
 				s = append(s, parquet.BooleanValue(rows[i].isFirst))
 			}
-		case colIsLast:
+		case schema.StepsColIsLast:
 			for i := range rows {
 				s = append(s, parquet.BooleanValue(rows[i].isLast))
 			}
-		case colTerminated:
+		case schema.StepsColTerminated:
 			for i := range rows {
 				s = append(s, parquet.BooleanValue(rows[i].terminated))
 			}
-		case colTruncated:
+		case schema.StepsColTruncated:
 			for i := range rows {
 				s = append(s, parquet.BooleanValue(rows[i].truncated))
 			}
-		case colRecordedAt:
+		case schema.StepsColRecordedAt:
 			for i := range rows {
 				s = append(s, parquet.Int64Value(rows[i].recordedAt))
 			}

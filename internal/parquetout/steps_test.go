@@ -76,25 +76,25 @@ func TestStepsCartpoleRoundTrip(t *testing.T) {
 	}
 	rows := readRows(t, pf)
 	for i, row := range rows {
-		if got := string(row[colEpisodeID][0].ByteArray()); got != "0190c0de-7a3b-7c2d-8e9f-0123456789ab" {
+		if got := string(row[schema.StepsColEpisodeID][0].ByteArray()); got != "0190c0de-7a3b-7c2d-8e9f-0123456789ab" {
 			t.Errorf("row %d episode_id %q", i, got)
 		}
-		if row[colStep][0].Int64() != int64(i) || row[colSessionStep][0].Int64() != int64(i+1) || row[colEnvIndex][0].Int32() != 3 {
-			t.Errorf("row %d: step %v session_step %v env_index %v", i, row[colStep], row[colSessionStep], row[colEnvIndex])
+		if row[schema.StepsColStep][0].Int64() != int64(i) || row[schema.StepsColSessionStep][0].Int64() != int64(i+1) || row[schema.StepsColEnvIndex][0].Int32() != 3 {
+			t.Errorf("row %d: step %v session_step %v env_index %v", i, row[schema.StepsColStep], row[schema.StepsColSessionStep], row[schema.StepsColEnvIndex])
 		}
-		if got := row[colReward][0].Double(); got != float64(i)/2 {
+		if got := row[schema.StepsColReward][0].Double(); got != float64(i)/2 {
 			t.Errorf("row %d reward %v", i, got)
 		}
-		if row[colIsFirst][0].Boolean() != (i == 0) || row[colIsLast][0].Boolean() != (i == n-1) {
+		if row[schema.StepsColIsFirst][0].Boolean() != (i == 0) || row[schema.StepsColIsLast][0].Boolean() != (i == n-1) {
 			t.Errorf("row %d flags", i)
 		}
-		if got, want := row[colRecordedAt][0].Int64(), t0.Add(time.Duration(i)*time.Millisecond).UnixMicro(); got != want {
+		if got, want := row[schema.StepsColRecordedAt][0].Int64(), t0.Add(time.Duration(i)*time.Millisecond).UnixMicro(); got != want {
 			t.Errorf("row %d recorded_at %d want %d", i, got, want)
 		}
 		obsCol := row[schema.NumFixedStepsColumns]
 		if i == 4 {
-			if !row[colObservationBlob][0].IsNull() || len(obsCol) != 1 || !obsCol[0].IsNull() {
-				t.Errorf("row 4: observation not null: %v %v", row[colObservationBlob], obsCol)
+			if !row[schema.StepsColObservationBlob][0].IsNull() || len(obsCol) != 1 || !obsCol[0].IsNull() {
+				t.Errorf("row 4: observation not null: %v %v", row[schema.StepsColObservationBlob], obsCol)
 			}
 		} else {
 			want := []float32{float32(i), -1.5, float32(math.Inf(1)), 0}
@@ -106,8 +106,8 @@ func TestStepsCartpoleRoundTrip(t *testing.T) {
 					t.Errorf("row %d observation[%d] = %v want %v", i, j, v.Float(), want[j])
 				}
 			}
-			if !bytes.Equal(row[colObservationBlob][0].ByteArray()[2:], f32s(want...)) {
-				t.Errorf("row %d observation_blob %x", i, row[colObservationBlob][0].ByteArray())
+			if !bytes.Equal(row[schema.StepsColObservationBlob][0].ByteArray()[2:], f32s(want...)) {
+				t.Errorf("row %d observation_blob %x", i, row[schema.StepsColObservationBlob][0].ByteArray())
 			}
 		}
 		if got := row[schema.NumFixedStepsColumns+1][0].Int64(); got != int64(i%2) {
@@ -171,9 +171,9 @@ func TestStepsWriterReuse(t *testing.T) {
 			t.Fatalf("%s: %d rows, want %d", fl.episode, len(rows), fl.rows)
 		}
 		for i, row := range rows {
-			if string(row[colEpisodeID][0].ByteArray()) != fl.episode || row[colStep][0].Int64() != int64(i) ||
+			if string(row[schema.StepsColEpisodeID][0].ByteArray()) != fl.episode || row[schema.StepsColStep][0].Int64() != int64(i) ||
 				row[schema.NumFixedStepsColumns][0].Float() != float32(i) {
-				t.Fatalf("%s row %d: %v %v", fl.episode, i, row[colEpisodeID], row[colStep])
+				t.Fatalf("%s row %d: %v %v", fl.episode, i, row[schema.StepsColEpisodeID], row[schema.StepsColStep])
 			}
 		}
 	}
@@ -220,11 +220,11 @@ func TestStepsLargeRows(t *testing.T) {
 	}
 	for i, row := range rows {
 		imgCol, sayCol := row[schema.NumFixedStepsColumns], row[schema.NumFixedStepsColumns+1]
-		if row[colStep][0].Int64() != int64(i) || row[schema.NumFixedStepsColumns+2][0].Int64() != int64(i) {
-			t.Fatalf("row %d: step %v action %v", i, row[colStep], row[schema.NumFixedStepsColumns+2])
+		if row[schema.StepsColStep][0].Int64() != int64(i) || row[schema.NumFixedStepsColumns+2][0].Int64() != int64(i) {
+			t.Fatalf("row %d: step %v action %v", i, row[schema.StepsColStep], row[schema.NumFixedStepsColumns+2])
 		}
 		if i%3 == 2 {
-			if !imgCol[0].IsNull() || !sayCol[0].IsNull() || !row[colObservationBlob][0].IsNull() {
+			if !imgCol[0].IsNull() || !sayCol[0].IsNull() || !row[schema.StepsColObservationBlob][0].IsNull() {
 				t.Fatalf("row %d: observation not null", i)
 			}
 			continue
@@ -236,7 +236,7 @@ func TestStepsLargeRows(t *testing.T) {
 		if !bytes.Equal(imgCol[0].ByteArray(), want) {
 			t.Fatalf("row %d: image differs", i)
 		}
-		if !bytes.Equal(row[colObservationBlob][0].ByteArray(), blobOf(want)) {
+		if !bytes.Equal(row[schema.StepsColObservationBlob][0].ByteArray(), blobOf(want)) {
 			t.Fatalf("row %d: blob differs", i)
 		}
 		if sayCol[0].IsNull() || len(sayCol[0].ByteArray()) != 0 {

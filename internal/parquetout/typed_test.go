@@ -185,13 +185,13 @@ func TestStepsTypedColumns(t *testing.T) {
 		t.Fatalf("observation.cam: %v %v", ok, cam.Node)
 	}
 	chunks := pf.Metadata().RowGroups[0].Columns
-	for _, idx := range []int{cam.ColumnIndex, colObservationBlob, colActionBlob} {
+	for _, idx := range []int{cam.ColumnIndex, schema.StepsColObservationBlob, schema.StepsColActionBlob} {
 		st := chunks[idx].MetaData.Statistics
 		if len(st.MinValue) != 0 || len(st.MaxValue) != 0 {
 			t.Errorf("column %v has bounds of %d and %d bytes", chunks[idx].MetaData.PathInSchema, len(st.MinValue), len(st.MaxValue))
 		}
 	}
-	if st := chunks[colStep].MetaData.Statistics; len(st.MinValue) == 0 {
+	if st := chunks[schema.StepsColStep].MetaData.Statistics; len(st.MinValue) == 0 {
 		t.Errorf("step column has no bounds")
 	}
 }
