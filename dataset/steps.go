@@ -54,7 +54,6 @@ var fixedColumns = [...]struct {
 	{schema.ColRecordedAt, parquet.Int64},
 }
 
-
 // Steps iterates steps rows in step order, scanner style:
 //
 //	for st.Next() { s := st.Step() ... }

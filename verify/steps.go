@@ -29,7 +29,6 @@ type stepsSum struct {
 	obsSpace, actSpace                        string
 }
 
-
 // typedCol is a typed column with what reading it needs.
 type typedCol struct {
 	schema.TypedColumn

@@ -41,7 +41,6 @@ type StepRow struct {
 	ActionLeaves      [][]byte
 }
 
-
 // StepsFormat is the steps file format for one pair of spaces: the schema,
 // the metadata and the writer settings, computed once and shared by every
 // steps file of those spaces. It is immutable and safe for concurrent use.
