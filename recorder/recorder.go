@@ -128,7 +128,7 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: log: %w", r.root, err)
 	}
 	r.log = l
-	r.queueMax = max(o.memoryBudget/4, 1<<20)
+	r.queueMax = max(o.memoryBudget/8, 1<<20)
 	r.queueBudget = semaphore.NewWeighted(r.queueMax)
 	r.queue = make(chan item, 4096)
 	r.pipelineDone = make(chan struct{})

@@ -57,7 +57,7 @@ type writer struct {
 }
 
 func newWriter(r *Recorder) *writer {
-	rowsMax := max(r.opts.memoryBudget/8, 1<<20)
+	rowsMax := max(r.opts.memoryBudget/16, 1<<20)
 	return &writer{
 		r:    r,
 		fs:   r.fs,
