@@ -115,6 +115,7 @@ func TestGolden(t *testing.T) {
 		{"inspect episode", []string{"inspect", goldenRoot, "--session", "golden-cartpole", "--episode", "ep-000002"}, "inspect-episode.txt"},
 		{"replay jsonl", []string{"replay", goldenRoot, "--session", "golden-all-leaves"}, "replay-all-leaves.jsonl"},
 		{"replay jsonl episode", []string{"replay", goldenRoot, "--session", "golden-cartpole", "--episode", "ep-000003"}, "replay-cartpole-ep3.jsonl"},
+		{"verify", []string{"verify", goldenRoot}, "verify.txt"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
