@@ -30,7 +30,8 @@ const (
 	OpTruncate
 	OpFileStat
 	OpClose
-	opLimit
+	OpSyncFS Op = 17
+	opLimit  Op = 18
 )
 
 var opNames = [...]string{
@@ -38,6 +39,7 @@ var opNames = [...]string{
 	OpRemove: "remove", OpMkdirAll: "mkdir", OpSyncDir: "syncdir", OpReadDir: "readdir",
 	OpStat: "stat", OpLock: "lock", OpRead: "read", OpWrite: "write", OpSync: "sync",
 	OpTruncate: "truncate", OpFileStat: "file-stat", OpClose: "close",
+	OpSyncFS: "syncfs",
 }
 
 func (o Op) String() string {
@@ -185,6 +187,13 @@ func (e *errFS) SyncDir(name string) error {
 		return err
 	}
 	return e.fs.SyncDir(name)
+}
+
+func (e *errFS) SyncFS(name string) error {
+	if err := e.inj.Inject(OpSyncFS, name); err != nil {
+		return err
+	}
+	return e.fs.SyncFS(name)
 }
 
 func (e *errFS) ReadDir(name string) ([]fs.DirEntry, error) {

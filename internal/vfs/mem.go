@@ -28,6 +28,8 @@ import (
 //     after a crash unless the new parent was synced after the rename (and
 //     under both names if only the new parent was synced, like a hard
 //     link);
+//   - SyncFS does both for the whole file system: every file's contents
+//     and every directory's entries become durable;
 //   - directories made by MkdirAll are durable at once (a simplification:
 //     the recorder never depends on losing a fresh directory);
 //   - locks do not survive: the crashed process held them.
@@ -297,6 +299,36 @@ func (m *MemFS) SyncDir(name string) error {
 	for k, v := range n.children {
 		n.durable[k] = v
 	}
+	return nil
+}
+
+// SyncFS makes every file's contents and every directory's entries durable,
+// as syncfs(2) does for a real file system; name must exist.
+func (m *MemFS) SyncFS(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.walk("syncfs", name, split(name)); err != nil {
+		return err
+	}
+	seen := make(map[*memNode]bool)
+	var sync func(n *memNode)
+	sync = func(n *memNode) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if !n.dir {
+			n.synced = n.data[:len(n.data):len(n.data)]
+			n.shared = true
+			return
+		}
+		n.durable = make(map[string]*memNode, len(n.children))
+		for k, v := range n.children {
+			n.durable[k] = v
+			sync(v)
+		}
+	}
+	sync(m.root)
 	return nil
 }
 

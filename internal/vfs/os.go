@@ -11,7 +11,8 @@ import (
 var Default FS = OS()
 
 // OS returns the file system of the operating system, backed by package os.
-// Files are *os.File. SyncDir opens the directory and fsyncs it; Lock uses
+// Files are *os.File. SyncDir opens the directory and fsyncs it; SyncFS calls syncfs(2) on Linux and
+// sync(2) elsewhere; Lock uses
 // flock(2) on a lock file, so it excludes other processes as well as other
 // Lock calls in this one.
 func OS() FS { return osFS{} }
@@ -59,6 +60,8 @@ func (osFS) SyncDir(name string) error {
 	}
 	return d.Close()
 }
+
+func (osFS) SyncFS(name string) error { return syncFS(name) }
 
 func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 

@@ -4,7 +4,10 @@
 //
 // Durability contract of every implementation: data written to a file is
 // durable once File.Sync returns; a created, renamed or removed directory
-// entry is durable once SyncDir of its parent directory returns.
+// entry is durable once SyncDir of its parent directory returns, or once
+// SyncFS of any path on the same file system returns, which makes every
+// file's written data and every directory entry of that file system durable
+// at once (a group commit: one flush for many files).
 //
 // Implementations:
 //   - OS (and Default): the operating system, through package os, with
@@ -52,6 +55,11 @@ type FS interface {
 	MkdirAll(name string) error
 	// SyncDir makes the entries of the named directory durable.
 	SyncDir(name string) error
+	// SyncFS makes durable the written data of every file and every
+	// directory entry of the file system that holds name, as if every file
+	// had been synced and every directory SyncDir'ed (syncfs(2) on Linux,
+	// sync(2) elsewhere).
+	SyncFS(name string) error
 	// ReadDir lists a directory, sorted by name.
 	ReadDir(name string) ([]fs.DirEntry, error)
 	// Stat returns a file's metadata.
