@@ -16,6 +16,21 @@
 // point leaves either no file or a temp file, never a partial file under a
 // final name.
 //
+// # Group commit
+//
+// On a disk where an fsync costs milliseconds, a sync per file and per
+// directory bounds a writer of many small files to a few hundred a second.
+// For those, a part is created with CreateGroupPartAt (or
+// StepsFormat.CreateGroupAt, CreateTableGroupAt, FinishTableAt), which
+// creates missing directories without syncing their parents, and ended
+// with Finish, which closes the temp file without syncing it. CommitParts
+// then commits any number of finished parts with two file-system syncs
+// (vfs.FS.SyncFS, syncfs(2)): the first makes every part's data and every
+// new directory entry durable, then every part is renamed, and the second
+// makes the renames durable. The guarantee is Commit's: a crash leaves each
+// part under its temp name or complete under its final name, and once
+// CommitParts returns every part is durable under its final name.
+//
 // # Usage
 //
 //	f, err := parquetout.NewStepsFormat(obsLayout, actLayout, parquetout.Config{})
@@ -24,6 +39,11 @@
 //	path, err := w.Commit()           // or w.Abort()
 //
 //	path, err := parquetout.WriteTable(fsys, dir, meta, cfg, []schema.EpisodeRow{row})
+//
+//	w, err := f.CreateGroupAt(fsys, dir, 0, sid, erid)  // group commit
+//	p1, err := w.Finish()
+//	p2, err := parquetout.FinishTableAt(fsys, dir2, 0, meta, cfg, rows)
+//	err = parquetout.CommitParts(fsys, root, []*parquetout.Part{p1, p2})
 //
 // StepsFormat is immutable and shared; writers are not safe for concurrent
 // use.

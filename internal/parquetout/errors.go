@@ -16,6 +16,9 @@ var (
 	// ErrLeafText is returned by StepsWriter.Write for a Text leaf that is
 	// not valid UTF-8.
 	ErrLeafText = errors.New("parquetout: text leaf is not valid UTF-8")
+	// errNotFinished is returned by CommitParts for a part that is not
+	// finished (see Part.Finish) or already committed or aborted.
+	errNotFinished = errors.New("parquetout: part not finished, or already committed or aborted")
 	// ErrCodec is returned for an unknown compression name in a Config.
 	ErrCodec = errors.New("parquetout: unknown compression codec")
 )

@@ -115,7 +115,11 @@ type Part struct {
 	tmp   string
 	final string
 	f     vfs.File
-	done  bool
+	// group: dir was created without syncing its parents, so the part can
+	// only be committed with a file-system sync (CommitParts).
+	group    bool
+	finished bool // closed by Finish, not yet renamed
+	done     bool
 }
 
 // CreatePart creates dir and its missing parents (making their entries
@@ -128,7 +132,23 @@ func CreatePart(fsys vfs.FS, dir string) (*Part, error) { return CreatePartAt(fs
 // recorder numbers its writes deterministically so that a write redone
 // after a crash replaces, never duplicates, the file it may have finished.
 func CreatePartAt(fsys vfs.FS, dir string, n int) (*Part, error) {
-	if err := mkdirDurable(fsys, dir); err != nil {
+	return createPart(fsys, dir, n, false)
+}
+
+// CreateGroupPartAt is CreatePartAt for group commit: it creates dir and its
+// missing parents without syncing anything, which CommitParts's first
+// file-system sync does for the whole group. Such a part must be finished
+// with Finish and CommitParts; its Commit commits it as a group of one.
+func CreateGroupPartAt(fsys vfs.FS, dir string, n int) (*Part, error) {
+	return createPart(fsys, dir, n, true)
+}
+
+func createPart(fsys vfs.FS, dir string, n int, group bool) (*Part, error) {
+	if group {
+		if err := fsys.MkdirAll(dir); err != nil {
+			return nil, fmt.Errorf("parquetout: create directory %s: %w", dir, err)
+		}
+	} else if err := mkdirDurable(fsys, dir); err != nil {
 		return nil, err
 	}
 	if n < 0 {
@@ -143,6 +163,7 @@ func CreatePartAt(fsys vfs.FS, dir string, n int) (*Part, error) {
 		dir:   dir,
 		tmp:   filepath.Join(dir, TempName(n)),
 		final: filepath.Join(dir, PartName(n)),
+		group: group,
 	}
 	if p.f, err = fsys.Create(p.tmp); err != nil {
 		return nil, fmt.Errorf("parquetout: create %s: %w", p.tmp, err)
@@ -208,8 +229,14 @@ func (p *Part) TempPath() string { return p.tmp }
 // is removed (best effort) and the final name does not exist unless the
 // rename itself went through and only the directory sync failed.
 func (p *Part) Commit() error {
-	if p.done {
+	if p.done || p.finished {
 		return ErrClosed
+	}
+	if p.group {
+		if err := p.Finish(); err != nil {
+			return err
+		}
+		return CommitParts(p.fsys, p.dir, []*Part{p})
 	}
 	p.done = true
 	if err := p.f.Sync(); err != nil {
@@ -231,6 +258,66 @@ func (p *Part) Commit() error {
 	return nil
 }
 
+// Finish closes the temp file without syncing it: the part is complete but
+// not durable, and keeps its temp name until CommitParts.
+func (p *Part) Finish() error {
+	if p.done || p.finished {
+		return ErrClosed
+	}
+	if err := p.f.Close(); err != nil {
+		p.done = true
+		p.fsys.Remove(p.tmp)
+		return fmt.Errorf("parquetout: close %s: %w", p.tmp, err)
+	}
+	p.finished = true
+	return nil
+}
+
+// CommitParts makes a group of finished parts (see Finish) durable under
+// their final names with two file-system syncs for the whole group, where
+// Commit takes a file sync and a directory sync per part: it syncs the file
+// system holding syncRoot (every part's data, and every directory entry
+// created for them, become durable), renames every part to its final name,
+// and syncs the file system again (the renames become durable). It is
+// equivalent to Commit of each part, so a crash at any point leaves each
+// part either under its temp name or complete under its final name.
+//
+// Every part must be on the file system of syncRoot. On error, the parts
+// not yet renamed are aborted (their temp files removed, best effort), and
+// those renamed are complete under their final names but, if the second
+// sync failed, their names may not be durable.
+func CommitParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
+	abort := func(ps []*Part) {
+		for _, p := range ps {
+			p.Abort()
+		}
+	}
+	for _, p := range parts {
+		if p.done || !p.finished {
+			abort(parts)
+			return fmt.Errorf("parquetout: commit %s: %w", p.tmp, errNotFinished)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if err := fsys.SyncFS(syncRoot); err != nil {
+		abort(parts)
+		return fmt.Errorf("parquetout: sync the file system of %s before committing %d files: %w", syncRoot, len(parts), err)
+	}
+	for i, p := range parts {
+		if err := p.fsys.Rename(p.tmp, p.final); err != nil {
+			abort(parts[i:])
+			return fmt.Errorf("parquetout: rename %s to %s: %w", p.tmp, filepath.Base(p.final), err)
+		}
+		p.finished, p.done = false, true
+	}
+	if err := fsys.SyncFS(syncRoot); err != nil {
+		return fmt.Errorf("parquetout: sync the file system of %s after committing %d files: %w", syncRoot, len(parts), err)
+	}
+	return nil
+}
+
 // Abort closes and removes the temp file. It is a no-op after Commit or a
 // previous Abort.
 func (p *Part) Abort() error {
@@ -238,6 +325,13 @@ func (p *Part) Abort() error {
 		return nil
 	}
 	p.done = true
+	if p.finished {
+		p.finished = false
+		if err := p.fsys.Remove(p.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("parquetout: remove %s: %w", p.tmp, err)
+		}
+		return nil
+	}
 	cerr := p.f.Close()
 	if err := p.fsys.Remove(p.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("parquetout: remove %s: %w", p.tmp, err)

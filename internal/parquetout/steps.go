@@ -137,6 +137,20 @@ func (f *StepsFormat) CreateAt(fsys vfs.FS, dir string, n int, sessionID, episod
 	if err != nil {
 		return nil, err
 	}
+	return f.start(part, sessionID, episodeRecordID)
+}
+
+// CreateGroupAt is CreateAt for group commit (see CreateGroupPartAt): end
+// the file with Finish and commit it with CommitParts.
+func (f *StepsFormat) CreateGroupAt(fsys vfs.FS, dir string, n int, sessionID, episodeRecordID string) (*StepsWriter, error) {
+	part, err := CreateGroupPartAt(fsys, dir, n)
+	if err != nil {
+		return nil, err
+	}
+	return f.start(part, sessionID, episodeRecordID)
+}
+
+func (f *StepsFormat) start(part *Part, sessionID, episodeRecordID string) (*StepsWriter, error) {
 	w := &StepsWriter{f: f, part: part}
 	if st, ok := f.pool.Get().(*stepsBuffers); ok {
 		w.stepsBuffers = *st
@@ -489,29 +503,50 @@ func (w *StepsWriter) Flush() error {
 // durable under its final name (see Part.Commit), and returns that path.
 // After an error, call Abort.
 func (w *StepsWriter) Commit() (string, error) {
-	if w.done {
-		return "", ErrClosed
-	}
-	if w.err != nil {
-		return "", w.err
-	}
-	if err := w.writePending(); err != nil {
+	if err := w.close(); err != nil {
 		return "", err
 	}
-	if err := w.pw.Close(); err != nil {
-		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
-		return "", w.err
-	}
-	w.done = true
-	w.recycle()
 	if err := w.part.Commit(); err != nil {
 		return "", err
 	}
 	return w.part.Path(), nil
 }
 
+// Finish writes the buffered rows and the footer and closes the temp file
+// without syncing it (see Part.Finish); commit the returned part with
+// CommitParts, or abort it. After an error, call Abort.
+func (w *StepsWriter) Finish() (*Part, error) {
+	if err := w.close(); err != nil {
+		return nil, err
+	}
+	if err := w.part.Finish(); err != nil {
+		return nil, err
+	}
+	return w.part, nil
+}
+
+// close writes the buffered rows and the footer to the temp file.
+func (w *StepsWriter) close() error {
+	if w.done {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.writePending(); err != nil {
+		return err
+	}
+	if err := w.pw.Close(); err != nil {
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		return w.err
+	}
+	w.done = true
+	w.recycle()
+	return nil
+}
+
 // Abort discards the file: nothing appears under its final name. It is a
-// no-op after Commit.
+// no-op after Commit; after Finish it removes the finished temp file.
 func (w *StepsWriter) Abort() error {
 	w.done = true
 	w.release()

@@ -52,6 +52,17 @@ func CreateTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config) (*Ta
 // CreateTableAt is CreateTable with an explicit part number (see
 // CreatePartAt).
 func CreateTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config) (*TableWriter[T], error) {
+	return createTable[T](fsys, dir, n, meta, cfg, false)
+}
+
+// CreateTableGroupAt is CreateTableAt for group commit (see
+// CreateGroupPartAt): end the file with Finish and commit it with
+// CommitParts.
+func CreateTableGroupAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config) (*TableWriter[T], error) {
+	return createTable[T](fsys, dir, n, meta, cfg, true)
+}
+
+func createTable[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config, group bool) (*TableWriter[T], error) {
 	cfg = cfg.withDefaults()
 	table, blobs := tableOf[T]()
 	var spaces spaceJSON
@@ -66,7 +77,7 @@ func CreateTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Con
 	if err != nil {
 		return nil, err
 	}
-	part, err := CreatePartAt(fsys, dir, n)
+	part, err := createPart(fsys, dir, n, group)
 	if err != nil {
 		return nil, err
 	}
@@ -134,26 +145,46 @@ func (w *TableWriter[T]) Write(rows []T) error {
 // Commit writes the footer and makes the file durable under its final name
 // (see Part.Commit), and returns that path. After an error, call Abort.
 func (w *TableWriter[T]) Commit() (string, error) {
-	if w.done {
-		return "", ErrClosed
+	if err := w.close(); err != nil {
+		return "", err
 	}
-	if w.err != nil {
-		return "", w.err
-	}
-	if err := w.w.Close(); err != nil {
-		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
-		return "", w.err
-	}
-	w.done = true
-	w.pool.Put(w.w)
 	if err := w.part.Commit(); err != nil {
 		return "", err
 	}
 	return w.part.Path(), nil
 }
 
+// Finish writes the footer and closes the temp file without syncing it
+// (see Part.Finish); commit the returned part with CommitParts, or abort
+// it. After an error, call Abort.
+func (w *TableWriter[T]) Finish() (*Part, error) {
+	if err := w.close(); err != nil {
+		return nil, err
+	}
+	if err := w.part.Finish(); err != nil {
+		return nil, err
+	}
+	return w.part, nil
+}
+
+func (w *TableWriter[T]) close() error {
+	if w.done {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.w.Close(); err != nil {
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		return w.err
+	}
+	w.done = true
+	w.pool.Put(w.w)
+	return nil
+}
+
 // Abort discards the file: nothing appears under its final name. It is a
-// no-op after Commit.
+// no-op after Commit; after Finish it removes the finished temp file.
 func (w *TableWriter[T]) Abort() error {
 	w.done = true
 	return w.part.Abort()
@@ -182,4 +213,24 @@ func WriteTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Conf
 		return "", err
 	}
 	return path, nil
+}
+
+// FinishTableAt writes rows as part n of T's table in dir for group commit
+// (see CreateTableGroupAt) and returns the finished, not yet durable part:
+// commit it with CommitParts, or abort it.
+func FinishTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config, rows []T) (*Part, error) {
+	w, err := CreateTableGroupAt[T](fsys, dir, n, meta, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rows); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	p, err := w.Finish()
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return p, nil
 }
