@@ -6,7 +6,11 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
+	"github.com/rlrec/rlrec/schema"
 )
 
 // RecoveryReport says what Open found in the log a previous recorder left
@@ -103,13 +107,47 @@ func (r *Recorder) recover() error {
 	return nil
 }
 
-// doneSet holds the writes the markers in a log say are durable.
+// doneSet holds the writes the markers in a log say are durable, and
+// finds the ones whose marker a crash lost by their files: an episode whose
+// episodes file is committed, or a session write whose sessions (k = 0),
+// telemetry or logs part k is committed, is durable. The log cannot hold a
+// more complete version of either: an episode's episodes file is written
+// only once the log holds all of its events, so a committed file is what
+// the log would rebuild, or better when a salvaged log lost records.
 type doneSet struct {
+	fs   vfs.FS
+	root string
+
 	episodes map[[2]string]bool
 	sessions map[sessionWrite]bool
 	// firstWrite is the number of the first session write logged for
 	// each session.
 	firstWrite map[string]int
+}
+
+// episode reports whether the files of an episode are durable.
+func (d *doneSet) episode(sid, rid string) bool {
+	if d.episodes[[2]string{sid, rid}] {
+		return true
+	}
+	return d.exists(hive.Dir(d.root, schema.TableEpisodes, sid, rid), 0)
+}
+
+// session reports whether the k-th write of a session's files is durable.
+func (d *doneSet) session(sid string, k int) bool {
+	if d.sessions[sessionWrite{sid, k}] {
+		return true
+	}
+	if k == 0 {
+		return d.exists(hive.SessionDir(d.root, schema.TableSessions, sid), 0)
+	}
+	return d.exists(hive.SessionDir(d.root, schema.TableTelemetry, sid), k) ||
+		d.exists(hive.SessionDir(d.root, schema.TableLogs, sid), k)
+}
+
+func (d *doneSet) exists(dir string, part int) bool {
+	_, err := d.fs.Stat(filepath.Join(dir, parquetout.PartName(part)))
+	return err == nil
 }
 
 type sessionWrite struct {
@@ -118,7 +156,7 @@ type sessionWrite struct {
 }
 
 func (r *Recorder) readMarkers(dir string) (*doneSet, error) {
-	done := &doneSet{episodes: make(map[[2]string]bool), sessions: make(map[sessionWrite]bool), firstWrite: make(map[string]int)}
+	done := &doneSet{fs: r.fs, root: r.root, episodes: make(map[[2]string]bool), sessions: make(map[sessionWrite]bool), firstWrite: make(map[string]int)}
 	rd, err := wal.NewReader(r.fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w", r.root, err)

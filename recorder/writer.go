@@ -175,7 +175,7 @@ func (w *writer) fileOf(ep *episode) *episodeFile {
 
 // stepsFull streams an open episode's buffered rows to its steps file.
 func (w *writer) stepsFull(s *session, ep *episode) {
-	if w.skip != nil && w.skip.episodes[[2]string{s.id, ep.recordID}] {
+	if w.skip != nil && w.skip.episode(s.id, ep.recordID) {
 		// Recovery: this episode is already durable; drop its rows.
 		ep.rows, ep.arena = ep.rows[:0], ep.arena[:0]
 		return
@@ -253,8 +253,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 // episodeDone writes a finished episode: the rest of its steps, then its
 // episodes row, which is the commit point of the episode.
 func (w *writer) episodeDone(s *session, ep *episode, status string) {
-	key := [2]string{s.id, ep.recordID}
-	if w.skip != nil && w.skip.episodes[key] {
+	if w.skip != nil && w.skip.episode(s.id, ep.recordID) {
 		w.mu.Lock()
 		w.skipped++
 		w.mu.Unlock()
@@ -355,7 +354,7 @@ func (w *writer) sessionDone(s *session) {
 			return
 		}
 	}
-	if w.skip != nil && w.skip.sessions[sessionWrite{s.id, k}] {
+	if w.skip != nil && w.skip.session(s.id, k) {
 		s.logs, s.telemetry = nil, nil
 		return
 	}
