@@ -32,6 +32,7 @@ func TestFaultInjection(t *testing.T) {
 		{"rename", vfs.OpRename},
 		{"create", vfs.OpCreate},
 		{"syncdir", vfs.OpSyncDir},
+		{"syncfs", vfs.OpSyncFS},
 	}
 	for _, o := range ops {
 		// How many such operations a clean recording does.

@@ -18,8 +18,10 @@ import (
 )
 
 // writer is the assembler's output: it writes finished episodes and
-// sessions as Parquet part files on a pool of goroutines, appends a marker
-// to the log once a write is durable, and reclaims log space.
+// sessions as Parquet part files on a pool of goroutines and hands the
+// finished (not yet durable) files to its committer, which makes groups of
+// them durable at once, then appends their markers to the log and releases
+// their log positions for reclaiming.
 //
 // Part numbers are deterministic: an episode's steps and episodes files are
 // part 0 of their partitions, and the k-th write of a session's files
@@ -34,6 +36,7 @@ type writer struct {
 	cfg  parquetout.Config
 	log  *slog.Logger
 	pool *pool
+	com  *committer
 
 	// rows bounds the bytes of episode rows handed to the pool and not yet
 	// written: the pipeline waits for room (and hooks, in turn, for the
@@ -58,7 +61,7 @@ type writer struct {
 
 func newWriter(r *Recorder) *writer {
 	rowsMax := max(r.opts.memoryBudget/16, 1<<20)
-	return &writer{
+	w := &writer{
 		r:    r,
 		fs:   r.fs,
 		root: r.root,
@@ -70,11 +73,14 @@ func newWriter(r *Recorder) *writer {
 		},
 		log:     r.opts.logger,
 		pool:    newPool(r.opts.workers),
+		com:     newCommitter(),
 		rows:    semaphore.NewWeighted(rowsMax),
 		rowsMax: rowsMax,
 		formats: make(map[[2]*schema.Layout]*parquetout.StepsFormat),
 		live:    make(map[any]uint64),
 	}
+	go w.commitLoop()
+	return w
 }
 
 // fail records a write error. The data stays in the log, so the next Open
@@ -94,15 +100,19 @@ func (w *writer) err() error {
 	return w.firstErr
 }
 
-// wait returns once every write submitted so far has finished.
+// wait returns once every write submitted so far has finished and its
+// group is committed.
 func (w *writer) wait() error {
 	w.pool.wait()
+	w.com.flush()
 	return w.err()
 }
 
-// stop waits for every write and ends the pool.
+// stop waits for every write and its commit, and ends the pool and the
+// committer.
 func (w *writer) stop() error {
 	w.pool.stop()
+	w.com.stop()
 	return w.err()
 }
 
@@ -215,7 +225,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
 		}
 		dir := hive.Dir(w.root, schema.TableSteps, m.sid, m.rid)
-		if f.steps, err = format.CreateAt(w.fs, dir, 0, m.sid, m.rid); err != nil {
+		if f.steps, err = format.CreateGroupAt(w.fs, dir, 0, m.sid, m.rid); err != nil {
 			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
 		}
 		f.format = format
@@ -270,44 +280,64 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		meta.ActionSpace = s.actLayout.Spec
 	}
 	em := episodeMeta{sid: s.id, rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	hold := w.skip != nil // recovery commits as one group
 	w.pool.submit(&f.q, func() {
-		err := w.writeEpisode(f, em, j, row, meta)
+		parts, err := w.writeEpisode(f, em, j, row, meta)
 		w.rows.Release(j.charge)
-		w.mu.Lock()
-		delete(w.live, ep)
-		if err == nil {
-			if status == episodeCompleted {
-				w.completed++
-			} else {
-				w.incomplete++
-			}
-		}
-		w.mu.Unlock()
 		if err != nil {
+			w.mu.Lock()
+			delete(w.live, ep)
+			w.mu.Unlock()
 			w.fail(err)
 			return
 		}
-		w.marker(appendEpisodeMarker(nil, em.sid, em.rid))
+		w.commit(commitItem{
+			parts:  parts,
+			marker: appendEpisodeMarker(nil, em.sid, em.rid),
+			live:   ep,
+			hold:   hold,
+			done: func() {
+				if status == episodeCompleted {
+					w.completed++
+				} else {
+					w.incomplete++
+				}
+			},
+		})
 	})
 }
 
-func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, j rowsJob, row schema.EpisodeRow, meta parquetout.Metadata) error {
+// writeEpisode writes an episode's last rows and its episodes row, and
+// returns its finished files for the committer.
+func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, j rowsJob, row schema.EpisodeRow, meta parquetout.Metadata) ([]*parquetout.Part, error) {
 	if err := w.writeRows(f, m, j); err != nil {
 		if f.steps != nil {
 			f.steps.Abort()
 		}
-		return err
+		return nil, err
 	}
+	parts := make([]*parquetout.Part, 0, 2)
 	if f.steps != nil {
-		if _, err := f.steps.Commit(); err != nil {
-			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+		p, err := f.steps.Finish()
+		if err != nil {
+			f.steps.Abort()
+			return nil, fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
 		}
+		parts = append(parts, p)
 	}
 	dir := hive.Dir(w.root, schema.TableEpisodes, m.sid, m.rid)
-	if _, err := parquetout.WriteTableAt(w.fs, dir, 0, meta, w.cfg, []schema.EpisodeRow{row}); err != nil {
-		return fmt.Errorf("episode row of session %q episode %s: %w", m.sid, m.rid, err)
+	p, err := parquetout.FinishTableAt(w.fs, dir, 0, meta, w.cfg, []schema.EpisodeRow{row})
+	if err != nil {
+		abortParts(parts)
+		return nil, fmt.Errorf("episode row of session %q episode %s: %w", m.sid, m.rid, err)
 	}
-	return nil
+	return append(parts, p), nil
+}
+
+func abortParts(parts []*parquetout.Part) {
+	for _, p := range parts {
+		p.Abort()
+	}
 }
 
 func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {
@@ -381,40 +411,53 @@ func (w *writer) sessionDone(s *session) {
 	w.mu.Lock()
 	w.live[token] = s.firstPos
 	w.mu.Unlock()
+	hold := w.skip != nil // recovery commits as one group
 	w.pool.submit(&s.q, func() {
-		err := w.writeSession(sid, k, row, logs, tele)
-		w.mu.Lock()
-		delete(w.live, token)
-		w.mu.Unlock()
+		parts, err := w.writeSession(sid, k, row, logs, tele)
 		if err != nil {
+			w.mu.Lock()
+			delete(w.live, token)
+			w.mu.Unlock()
 			w.fail(err)
 			return
 		}
-		w.marker(appendSessionMarker(nil, recSessionDone, sid, k))
+		w.commit(commitItem{parts: parts, marker: appendSessionMarker(nil, recSessionDone, sid, k), live: token, hold: hold})
 	})
 }
 
-func (w *writer) writeSession(sid string, k int, row *schema.SessionRow, logs []schema.LogRow, tele []schema.TelemetryRow) error {
+// writeSession writes a session write's files and returns them, finished,
+// for the committer.
+func (w *writer) writeSession(sid string, k int, row *schema.SessionRow, logs []schema.LogRow, tele []schema.TelemetryRow) ([]*parquetout.Part, error) {
 	meta := parquetout.Metadata{SessionID: sid}
+	parts := make([]*parquetout.Part, 0, 3)
 	if len(logs) > 0 || k == 0 {
 		dir := hive.SessionDir(w.root, schema.TableLogs, sid)
-		if _, err := parquetout.WriteTableAt(w.fs, dir, k, meta, w.cfg, logs); err != nil {
-			return fmt.Errorf("logs of session %q: %w", sid, err)
+		p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, logs)
+		if err != nil {
+			abortParts(parts)
+			return nil, fmt.Errorf("logs of session %q: %w", sid, err)
 		}
+		parts = append(parts, p)
 	}
 	if len(tele) > 0 || k == 0 {
 		dir := hive.SessionDir(w.root, schema.TableTelemetry, sid)
-		if _, err := parquetout.WriteTableAt(w.fs, dir, k, meta, w.cfg, tele); err != nil {
-			return fmt.Errorf("telemetry of session %q: %w", sid, err)
+		p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, tele)
+		if err != nil {
+			abortParts(parts)
+			return nil, fmt.Errorf("telemetry of session %q: %w", sid, err)
 		}
+		parts = append(parts, p)
 	}
 	if row != nil {
 		dir := hive.SessionDir(w.root, schema.TableSessions, sid)
-		if _, err := parquetout.WriteTableAt(w.fs, dir, 0, meta, w.cfg, []schema.SessionRow{*row}); err != nil {
-			return fmt.Errorf("session row of session %q: %w", sid, err)
+		p, err := parquetout.FinishTableAt(w.fs, dir, 0, meta, w.cfg, []schema.SessionRow{*row})
+		if err != nil {
+			abortParts(parts)
+			return nil, fmt.Errorf("session row of session %q: %w", sid, err)
 		}
+		parts = append(parts, p)
 	}
-	return nil
+	return parts, nil
 }
 
 func sessionRow(s *session) *schema.SessionRow {
