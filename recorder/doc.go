@@ -31,11 +31,21 @@
 // # Durability
 //
 // Every event is in the log before it is assembled. A Parquet file appears
-// under its final name only complete (temp name, fsync, rename, directory
-// fsync). An episode's episodes file is its commit point; once it and the
-// steps file are durable the writer logs a marker record. Log segments are
-// removed once every episode and session with records in them is durable
-// and marked. A clean Close empties the log.
+// under its final name only complete and durable (written under a temp
+// name, made durable, renamed, the rename made durable). The writers do
+// not sync each file: they finish an episode's steps and episodes files
+// (or a session write's files) under their temp names and hand them to one
+// committer goroutine, which commits them in groups (group commit): it
+// gathers what is handed to it for up to 20 ms or 256 files, syncs the
+// file system holding ROOT (syncfs(2): every file's data and every new
+// directory entry), renames every file of the group, and syncs the file
+// system again. Only then does it log the group's markers and release the
+// log positions its writes held. An episode's episodes file is its commit
+// point; its marker says it and its steps file are durable. A failed group
+// fails the recorder like any write error: its temp files are removed and
+// its data stays in the log for the next Open. Log segments are removed
+// once every episode and session with records in them is durable and
+// marked. A clean Close empties the log.
 //
 // Part numbers are deterministic (an episode's files are part 0; the k-th
 // write of a session's sessions, logs and telemetry files is part k), so
@@ -45,7 +55,8 @@
 // their files, open ones are written with status "incomplete" and every
 // step that reached the log, and their sessions get status "crashed". A torn
 // log tail is cut and reported; corruption inside a sealed segment stops
-// Open unless WithSalvage is set.
+// Open unless WithSalvage is set. Recovery writes through the same committer but holds
+// every file until the replay is done and commits them as one group.
 //
 // A session's records are kept in the log until the session ends and its
 // files are durable, so a crash mid-session loses none of it; the cost is
@@ -53,11 +64,13 @@
 //
 // # Memory
 //
-// The memory budget (WithMemoryBudget) is split: a quarter bounds the
+// The memory budget (WithMemoryBudget) is split: an eighth bounds the
 // events queued for the pipeline (hooks wait when it is full:
 // back-pressure, never loss), a quarter the rows buffered by open episodes
 // (beyond it their rows stream to their steps files), an eighth the log's
-// unwritten bytes, and a sixteenth each writer's row group.
+// unwritten bytes, a sixteenth the rows in flight to the writers, and a
+// sixteenth each writer's row group. The shares add up to about half the
+// budget, which leaves Go's garbage collector its headroom.
 //
 // # Concurrency
 //
