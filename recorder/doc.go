@@ -36,7 +36,7 @@
 // not sync each file: they finish an episode's steps and episodes files
 // (or a session write's files) under their temp names and hand them to one
 // committer goroutine, which commits them in groups (group commit): it
-// gathers what is handed to it for up to 20 ms or 256 files, syncs the
+// gathers what is handed to it for up to 5 ms or 256 files, syncs the
 // file system holding ROOT (syncfs(2): every file's data and every new
 // directory entry), renames every file of the group, and syncs the file
 // system again. Only then does it log the group's markers and release the
