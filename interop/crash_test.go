@@ -145,6 +145,12 @@ func TestCrashRecovery(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("read the child's report: %v\nchild stderr:\n%s", err, stderr.String())
 	}
+	// Kill it once some Parquet files are on disk (their commits trail the
+	// flushed log by a few milliseconds), so the ROOT DuckDB reads before
+	// recovery holds finished files beside the unfinished state.
+	for deadline := time.Now().Add(10 * time.Second); !hasParquet(t, root) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill the child: %v", err)
 	}
@@ -269,6 +275,17 @@ func TestCrashRecovery(t *testing.T) {
 // checkEveryFileOpens reads each .parquet under root on its own with
 // DuckDB, then every table with one glob (one truncated file fails a glob
 // scan), and reports leftover temporary files.
+// hasParquet reports whether a finished table file exists under root.
+func hasParquet(t *testing.T, root string) bool {
+	t.Helper()
+	for _, rel := range walkFiles(t, root) {
+		if !strings.HasPrefix(rel, "_rlrec"+string(filepath.Separator)) && strings.HasSuffix(rel, ".parquet") {
+			return true
+		}
+	}
+	return false
+}
+
 func checkEveryFileOpens(t *testing.T, db *sql.DB, root, when string) {
 	t.Helper()
 	var n int
