@@ -153,15 +153,16 @@ func (r *Recorder) fail(err error) {
 	}
 }
 
-// submit is the hook path: encode the event into a log record, queue it for
-// the pipeline, and (under SyncEach) wait until it is durable.
+// submit is the hook path: RecordAt with the recorder's clock.
 func (r *Recorder) submit(ctx context.Context, ev events.Event) error {
 	return r.RecordAt(ctx, ev, r.opts.clock())
 }
 
 // RecordAt hands over an event observed at time t (the recording time its
-// rows get), as a hook does with the recorder's clock. Ingesting a recorded
-// stream uses it to keep the stream's times.
+// rows get), as a hook does with the recorder's clock: it encodes the event
+// into a log record, queues it for the pipeline and, under SyncEach, waits
+// until it is durable. Ingesting a recorded stream uses it to keep the
+// stream's times.
 func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
 	if ev == nil {
 		return fmt.Errorf("record: %w", events.ErrNilEvent)
