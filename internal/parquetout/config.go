@@ -27,6 +27,7 @@ const (
 	DefaultRowGroupRows   = 128 * 1024
 	DefaultRowGroupBytes  = 32 << 20
 	DefaultPageBufferSize = 256 * 1024
+	DefaultWriteBuffer    = 256 * 1024
 )
 
 // Config configures the table writers. The zero value means all defaults.
@@ -45,6 +46,14 @@ type Config struct {
 	// PageBufferSize is the target uncompressed size of a data page; 0
 	// means DefaultPageBufferSize.
 	PageBufferSize int
+	// WriteBufferSize is the size of a file's write buffer; 0 means
+	// DefaultWriteBuffer.
+	//
+	// parquet-go preallocates about PageBufferSize bytes for each
+	// non-nullable column of an open writer, so a writer holds roughly
+	// columns x PageBufferSize + WriteBufferSize besides its row group.
+	// Both are worth shrinking where many files are open at once.
+	WriteBufferSize int
 	// BinaryThreshold is the per-lane leaf size above which a typed steps
 	// column stores raw bytes; 0 means schema.DefaultBinaryThreshold.
 	BinaryThreshold int
@@ -62,6 +71,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PageBufferSize <= 0 {
 		c.PageBufferSize = DefaultPageBufferSize
+	}
+	if c.WriteBufferSize <= 0 {
+		c.WriteBufferSize = DefaultWriteBuffer
 	}
 	if c.BinaryThreshold <= 0 {
 		c.BinaryThreshold = schema.DefaultBinaryThreshold
@@ -98,7 +110,7 @@ func (c Config) writerOptions(blobPaths [][]string, kv []kvPair) ([]parquet.Writ
 	opts := []parquet.WriterOption{
 		parquet.Compression(codec),
 		parquet.PageBufferSize(c.PageBufferSize),
-		parquet.WriteBufferSize(256 * 1024),
+		parquet.WriteBufferSize(c.WriteBufferSize),
 		parquet.CreatedBy("rlrec", schema.SchemaVersion, ""),
 	}
 	for _, p := range blobPaths {

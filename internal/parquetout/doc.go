@@ -51,10 +51,15 @@
 // # Memory
 //
 // A StepsWriter buffers at most one row group, bounded by Config.RowGroupRows
-// and Config.RowGroupBytes, so an episode of any length streams through
-// bounded memory; rows are handed to parquet-go in batches of 256 rows or
-// 1 MiB, which also bounds page overshoot, and a row of 16 KiB or more
-// (images) is handed over on its own, straight from the caller's buffers.
+// and Config.RowGroupBytes (or its own SetRowGroupBytes, for callers that
+// share one budget among many open files), so an episode of any length
+// streams through bounded memory. Besides its row group, an open writer
+// holds about one Config.PageBufferSize per non-nullable column
+// (parquet-go preallocates each column's buffer from it) and a
+// Config.WriteBufferSize. Rows are handed to parquet-go in batches of 256
+// rows or 1 MiB, which also bounds page overshoot, and a row of 16 KiB or
+// more (images) is handed over on its own, straight from the caller's
+// buffers.
 // A StepsFormat recycles parquet-go writers and batch buffers across files,
 // and the fixed tables recycle theirs per table and configuration: with
 // one small file per episode, building a writer anew cost more than

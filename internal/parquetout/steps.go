@@ -120,6 +120,7 @@ type StepsWriter struct {
 
 	groupRows  int64
 	groupBytes int64
+	maxGroup   int64 // the row group bytes bound: Config.RowGroupBytes or SetRowGroupBytes
 	rows       int64
 	err        error // sticky: set once parquet-go or the file failed
 	done       bool
@@ -151,7 +152,7 @@ func (f *StepsFormat) CreateGroupAt(fsys vfs.FS, dir string, n int, sessionID, e
 }
 
 func (f *StepsFormat) start(part *Part, sessionID, episodeRecordID string) (*StepsWriter, error) {
-	w := &StepsWriter{f: f, part: part}
+	w := &StepsWriter{f: f, part: part, maxGroup: f.cfg.RowGroupBytes}
 	if st, ok := f.pool.Get().(*stepsBuffers); ok {
 		w.stepsBuffers = *st
 		w.pw.Reset(part)
@@ -253,7 +254,7 @@ func (w *StepsWriter) Write(r *StepRow) error {
 	w.groupRows++
 	w.groupBytes += int64(fixedRowBytes + copyBytes)
 	switch {
-	case w.groupRows >= w.f.cfg.RowGroupRows || w.groupBytes >= w.f.cfg.RowGroupBytes:
+	case w.groupRows >= w.f.cfg.RowGroupRows || w.groupBytes >= w.maxGroup:
 		return w.Flush()
 	case w.direct || w.pending >= batchRows:
 		return w.writePending()
@@ -474,6 +475,17 @@ func (w *StepsWriter) appendTyped(s []parquet.Value, k int) []parquet.Value {
 		s = append(s, v)
 	}
 	return s
+}
+
+// SetRowGroupBytes changes the bound on the payload bytes of this
+// writer's row groups (Config.RowGroupBytes) from the next row on; n <= 0
+// restores the format's bound. A caller that keeps many files open at once
+// uses it to share one memory budget among them.
+func (w *StepsWriter) SetRowGroupBytes(n int64) {
+	if n <= 0 {
+		n = w.f.cfg.RowGroupBytes
+	}
+	w.maxGroup = n
 }
 
 // Flush ends the current row group: it encodes and writes the buffered

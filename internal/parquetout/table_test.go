@@ -199,23 +199,44 @@ func TestConfig(t *testing.T) {
 }
 
 func TestRowGroupByteBound(t *testing.T) {
-	mem := vfs.NewMem()
-	w := cartpoleWriter(t, mem, "/d", Config{RowGroupBytes: 10_000})
-	writeCartpole(t, w, 1000)
-	path, err := w.Commit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf := openMem(t, mem, path)
-	groups := pf.RowGroups()
-	if len(groups) < 5 {
-		t.Fatalf("%d row groups for ~%d bytes with a 10 kB bound", len(groups), 1000*(fixedRowBytes+58))
-	}
-	var n int64
-	for _, g := range groups {
-		n += g.NumRows()
-	}
-	if n != 1000 || len(readRows(t, pf)) != 1000 {
-		t.Fatalf("%d rows", n)
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		set      int64 // SetRowGroupBytes before the first row; 0: not called
+		min, max int   // expected row groups
+	}{
+		{"config bound", Config{RowGroupBytes: 10_000}, 0, 5, 1000},
+		{"default bound", Config{}, 0, 1, 1},
+		{"set per writer", Config{}, 10_000, 5, 1000},
+		{"set then restored", Config{}, -1, 1, 1},
+		{"small write buffer", Config{RowGroupBytes: 10_000, WriteBufferSize: 512, PageBufferSize: 4096}, 0, 5, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			w := cartpoleWriter(t, mem, "/d", tc.cfg)
+			if tc.set != 0 {
+				w.SetRowGroupBytes(10_000)
+				if tc.set < 0 {
+					w.SetRowGroupBytes(0)
+				}
+			}
+			writeCartpole(t, w, 1000)
+			path, err := w.Commit()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pf := openMem(t, mem, path)
+			groups := pf.RowGroups()
+			if len(groups) < tc.min || len(groups) > tc.max {
+				t.Fatalf("%d row groups for ~%d bytes, want %d-%d", len(groups), 1000*(fixedRowBytes+58), tc.min, tc.max)
+			}
+			var n int64
+			for _, g := range groups {
+				n += g.NumRows()
+			}
+			if n != 1000 || len(readRows(t, pf)) != 1000 {
+				t.Fatalf("%d rows", n)
+			}
+		})
 	}
 }
