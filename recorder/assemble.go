@@ -263,6 +263,26 @@ func (a *assembler) maxEpisodeBuffer() int {
 	return min(max(a.episodeBudget/max(a.open, 1), minEpisodeBuffer), maxStreamChunk)
 }
 
+// reserve makes room in ep's arena for a row of need bytes. An arena grows
+// by doubling up to maxEpisodeBuffer and no further: a row that would take
+// it past that first streams the buffered rows out (a row larger than the
+// whole buffer gets an arena of its own size). Appending alone would grow
+// the arena by up to 2x past the bound, and every open episode's arena
+// with it.
+func (a *assembler) reserve(s *session, ep *episode, need int) {
+	limit := a.maxEpisodeBuffer()
+	if len(ep.arena)+need > limit && len(ep.rows) > 0 {
+		a.out.stepsFull(s, ep)
+	}
+	if len(ep.arena)+need <= cap(ep.arena) {
+		return
+	}
+	c := min(max(2*cap(ep.arena), len(ep.arena)+need, 4<<10), max(limit, len(ep.arena)+need))
+	grown := make([]byte, len(ep.arena), c)
+	copy(grown, ep.arena)
+	ep.arena = grown
+}
+
 // sortedSessions lists the sessions in id order.
 func (a *assembler) sortedSessions() []*session {
 	ids := make([]string, 0, len(a.sessions))
@@ -599,9 +619,12 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			}
 			continue
 		}
-		if len(ep.arena) > a.maxEpisodeBuffer() && len(ep.rows) > 0 {
-			a.out.stepsFull(s, ep)
+		l := s.lane(i)
+		need := blob.Size(lanes[i])
+		if l.hasObs && l.obsRecord == rid {
+			need += len(l.obs)
 		}
+		a.reserve(s, ep, need)
 		row := stepRow{
 			step:        ep.nextStep,
 			sessionStep: e.Step,
@@ -609,7 +632,7 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			isFirst:     ep.nextStep == 0,
 			recordedAt:  at,
 		}
-		if l := s.lane(i); l.hasObs && l.obsRecord == rid {
+		if l.hasObs && l.obsRecord == rid {
 			row.obsOff = len(ep.arena)
 			ep.arena = append(ep.arena, l.obs...)
 			row.obsLen = len(l.obs)

@@ -48,8 +48,11 @@ type writer struct {
 	// skip holds the writes recovery found durable (nil when live).
 	skip *doneSet
 
+	// files shares a sixteenth of the budget among the open steps files.
+	files fileShare
+
 	mu      sync.Mutex
-	formats map[[2]*schema.Layout]*parquetout.StepsFormat
+	formats map[formatKey]*parquetout.StepsFormat
 	// live maps each write in flight (an episode or a session write) to
 	// the first log position it was built from.
 	live       map[any]uint64
@@ -76,7 +79,8 @@ func newWriter(r *Recorder) *writer {
 		com:     newCommitter(),
 		rows:    semaphore.NewWeighted(rowsMax),
 		rowsMax: rowsMax,
-		formats: make(map[[2]*schema.Layout]*parquetout.StepsFormat),
+		files:   fileShare{share: max(r.opts.memoryBudget/16, 1<<20)},
+		formats: make(map[formatKey]*parquetout.StepsFormat),
 		live:    make(map[any]uint64),
 	}
 	go w.commitLoop()
@@ -122,14 +126,20 @@ func (w *writer) counts() (completed, incomplete, skipped int) {
 	return w.completed, w.incomplete, w.skipped
 }
 
-func (w *writer) format(obs, act *schema.Layout) (*parquetout.StepsFormat, error) {
+// formatKey names a steps format: the spaces and the page class.
+type formatKey struct {
+	obs, act *schema.Layout
+	class    int
+}
+
+func (w *writer) format(obs, act *schema.Layout, class int) (*parquetout.StepsFormat, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := [2]*schema.Layout{obs, act}
+	key := formatKey{obs, act, class}
 	if f := w.formats[key]; f != nil {
 		return f, nil
 	}
-	f, err := parquetout.NewStepsFormat(obs, act, w.cfg)
+	f, err := parquetout.NewStepsFormat(obs, act, pageClassConfig(w.cfg, class))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +230,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		return nil
 	}
 	if f.steps == nil {
-		format, err := w.format(j.obs, j.act)
+		format, err := w.format(j.obs, j.act, w.files.pageClass())
 		if err != nil {
 			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
 		}
@@ -228,8 +238,10 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		if f.steps, err = format.CreateGroupAt(w.fs, dir, 0, m.sid, m.rid); err != nil {
 			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
 		}
+		w.files.open.Add(1)
 		f.format = format
 	}
+	f.steps.SetRowGroupBytes(w.files.rowGroupBytes(w.cfg.RowGroupBytes))
 	row := &f.row
 	row.EpisodeID, row.EpisodeIndex, row.EnvIndex = m.id, m.index, m.env
 	for i := range j.rows {
@@ -257,6 +269,11 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
 		}
 	}
+	// Drop the references into j.arena: an open episode's file outlives
+	// the job, and would otherwise keep its last arena alive.
+	row.ObservationBlob, row.ObservationLeaves, row.ActionBlob, row.ActionLeaves = nil, nil, nil, nil
+	clear(f.leaves[0])
+	clear(f.leaves[1])
 	return nil
 }
 
@@ -313,12 +330,14 @@ func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, j rowsJob, row sche
 	if err := w.writeRows(f, m, j); err != nil {
 		if f.steps != nil {
 			f.steps.Abort()
+			w.files.open.Add(-1)
 		}
 		return nil, err
 	}
 	parts := make([]*parquetout.Part, 0, 2)
 	if f.steps != nil {
 		p, err := f.steps.Finish()
+		w.files.open.Add(-1)
 		if err != nil {
 			f.steps.Abort()
 			return nil, fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)

@@ -1,0 +1,85 @@
+package recorder
+
+import "testing"
+
+func TestFileSharePageClass(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		share     int64
+		open      int64
+		wantPage  int
+		wantGroup int64 // rowGroupBytes(32 MiB) with open files
+	}{
+		{"first file of a 256 MiB budget", 16 << 20, 0, 256 << 10, 8 << 20},
+		{"one open already", 16 << 20, 1, 256 << 10, 8 << 20},
+		{"eight open", 16 << 20, 8, 64 << 10, 1 << 20},
+		{"32 open", 16 << 20, 32, 16 << 10, minRowGroupBytes},
+		{"256 open", 16 << 20, 256, 4 << 10, minRowGroupBytes},
+		{"small budget", 1 << 20, 0, 16 << 10, minRowGroupBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &fileShare{share: tc.share}
+			s.open.Store(tc.open)
+			if got := pageClasses[s.pageClass()]; got != tc.wantPage {
+				t.Errorf("page size %d, want %d", got, tc.wantPage)
+			}
+			if got := s.rowGroupBytes(32 << 20); got != tc.wantGroup {
+				t.Errorf("row group bound %d, want %d", got, tc.wantGroup)
+			}
+		})
+	}
+}
+
+// streamingOutput takes an episode's rows the way the writer does.
+type streamingOutput struct {
+	capture
+	streamed int // rows taken by stepsFull
+	calls    int
+}
+
+func (o *streamingOutput) stepsFull(s *session, ep *episode) {
+	o.calls++
+	o.streamed += len(ep.rows)
+	ep.rows, ep.arena = nil, nil
+}
+
+func TestReserveKeepsArenasWithinTheirShare(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		budget   int
+		open     int
+		rowBytes int
+		rows     int
+	}{
+		{"cartpole rows, one episode", 64 << 20, 1, 40, 10_000},
+		{"image rows, 256 open", 64 << 20, 256, 21_200, 200},
+		{"image rows, one episode", 64 << 20, 1, 150_600, 100},
+		{"rows larger than the share", 1 << 20, 64, 300 << 10, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &streamingOutput{}
+			a := newAssembler(out, tc.budget)
+			a.open = tc.open
+			limit := a.maxEpisodeBuffer()
+			s := &session{id: "s"}
+			ep := &episode{}
+			for i := range tc.rows {
+				a.reserve(s, ep, tc.rowBytes)
+				if len(ep.arena)+tc.rowBytes > cap(ep.arena) {
+					t.Fatalf("row %d: reserve left %d bytes of room, need %d", i, cap(ep.arena)-len(ep.arena), tc.rowBytes)
+				}
+				ep.arena = append(ep.arena, make([]byte, tc.rowBytes)...)
+				ep.rows = append(ep.rows, stepRow{})
+				if c := cap(ep.arena); c > max(limit, tc.rowBytes) {
+					t.Fatalf("row %d: arena capacity %d over the bound %d", i, c, max(limit, tc.rowBytes))
+				}
+			}
+			if got := out.streamed + len(ep.rows); got != tc.rows {
+				t.Fatalf("%d rows streamed or buffered, want %d", got, tc.rows)
+			}
+			if want := tc.rows * tc.rowBytes / (limit + tc.rowBytes); out.calls < want {
+				t.Fatalf("%d streams for %d bytes with a %d-byte bound", out.calls, tc.rows*tc.rowBytes, limit)
+			}
+		})
+	}
+}
