@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -850,6 +851,12 @@ func procStatus(field string) int64 {
 // with the default 256 MiB budget.
 func memoryChild(spec string, out io.Writer) error {
 	parts := strings.Split(spec, ":")
+	if parts[len(parts)-1] == "gclimit" {
+		// What the rlrec command does (and a program embedding a
+		// Recorder should): a Go memory limit for the budget.
+		debug.SetMemoryLimit(GCMemoryLimit(defaultOptions().memoryBudget))
+		parts = parts[:len(parts)-1]
+	}
 	dir, err := os.MkdirTemp("", "rlrec-mem")
 	if err != nil {
 		return err
@@ -911,13 +918,23 @@ func memoryChild(spec string, out io.Writer) error {
 // one workload) and reports its peak RSS (VmHWM) against the memory budget
 // (256 MiB): hwm-MiB, over-budget-MiB (peak minus budget; the target is at
 // most 64) and the spread of RSS samples taken after each eighth of the
-// workload (flat-MiB: max minus min over the last six samples).
+// workload (flat-MiB: max minus min over the last six samples). Each
+// workload runs twice: /gclimit with the Go memory limit GCMemoryLimit
+// gives (what the rlrec command sets), /gogc with the garbage collector's
+// defaults (the heap may grow to about twice the live data).
 func BenchmarkMemory(b *testing.B) {
-	for _, bc := range []struct{ name, spec string }{
+	type workload struct{ name, spec string }
+	var workloads []workload
+	for _, w := range []workload{
 		{"image-episode-512MiB", "image:" + strconv.Itoa(512<<20)},
 		{"image-episode-2GiB", "image:" + strconv.Itoa(2<<30)},
 		{"open-episodes-256", "open:256:" + strconv.Itoa(1<<30)},
 	} {
+		workloads = append(workloads,
+			workload{w.name + "/gclimit", w.spec + ":gclimit"},
+			workload{w.name + "/gogc", w.spec})
+	}
+	for _, bc := range workloads {
 		b.Run(bc.name, func(b *testing.B) {
 			var res memResult
 			for b.Loop() {

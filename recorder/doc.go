@@ -69,8 +69,17 @@
 // back-pressure, never loss), a quarter the rows buffered by open episodes
 // (beyond it their rows stream to their steps files), an eighth the log's
 // unwritten bytes, a sixteenth the rows in flight to the writers, and a
-// sixteenth each writer's row group. The shares add up to about half the
-// budget, which leaves Go's garbage collector its headroom.
+// sixteenth the steps files open at once, divided among them: each gets a
+// parquet-go page size chosen when it opens and a row group bound updated
+// as others open and close (filemem.go; 256 open image episodes held over
+// 1 GiB when every file had the defaults). An open episode's buffer grows
+// by doubling up to its share and no further.
+//
+// The budget bounds the data the recorder keeps live. With Go's default
+// GOGC the heap may grow to about twice that before a collection, so the
+// process's peak RSS stays within the budget plus 64 MiB only under a Go
+// memory limit: GCMemoryLimit gives it, the rlrec command sets it, and a
+// program embedding a Recorder should include it in its own limit.
 //
 // # Concurrency
 //

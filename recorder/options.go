@@ -45,11 +45,29 @@ type options struct {
 	workers        int
 }
 
+// DefaultMemoryBudget is the memory budget of a Recorder opened without
+// WithMemoryBudget.
+const DefaultMemoryBudget = 256 << 20
+
+// GCMemoryLimit is the Go memory limit (debug.SetMemoryLimit, GOMEMLIMIT)
+// for a process whose memory is mostly a Recorder's with the given budget:
+// under it, peak RSS stays within the budget plus 64 MiB.
+//
+// The budget bounds what the recorder keeps live. Go's garbage collector,
+// left to GOGC alone, lets the heap grow to about twice the live data
+// before it collects, so with every share of the budget full (hundreds of
+// open image episodes, say) RSS could reach twice the budget. A library
+// must not set a process-wide limit, so the Recorder does not; the rlrec
+// command does, and a program embedding a Recorder should add this to the
+// limit it sets for its own memory. The extra 32 MiB is the recorder's
+// fixed overhead beyond its shares (code, goroutine stacks, codec state).
+func GCMemoryLimit(budget int64) int64 { return budget + 32<<20 }
+
 func defaultOptions() options {
 	return options{
 		syncPolicy:     SyncGroup,
 		syncInterval:   100 * time.Millisecond,
-		memoryBudget:   256 << 20,
+		memoryBudget:   DefaultMemoryBudget,
 		compression:    CompressionZstd,
 		rowGroupRows:   64 * 1024,
 		typedThreshold: 4096,

@@ -23,6 +23,7 @@ type demoOptions struct {
 var demoFlags demoOptions
 
 var cmdDemo = &Command{
+	Records:   true,
 	Name:      "demo",
 	UsageLine: "demo [--out DIR] [--seed X]",
 	Short:     "record simulated sessions and show how to open them",

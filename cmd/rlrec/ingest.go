@@ -24,6 +24,7 @@ type ingestOptions struct {
 var ingestFlags ingestOptions
 
 var cmdIngest = &Command{
+	Records:   true,
 	Name:      "ingest",
 	UsageLine: "ingest [--out DIR] [--max-message BYTES] [FILE|-]",
 	Short:     "record a length-delimited protobuf event stream",

@@ -34,6 +34,9 @@ type Command struct {
 	SetFlags func(fs *flag.FlagSet)
 	// Run executes the command with its positional arguments.
 	Run func(ctx context.Context, env *Env, args []string) error
+	// Records is set on the commands that run a recorder: main gives their
+	// process the recorder's memory limit (see limitMemory).
+	Records bool
 }
 
 // Env is what a command may touch: its streams and logger.
@@ -76,6 +79,11 @@ func main() {
 		IsTerminal: isTerminal(os.Stderr),
 	}
 	env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if len(os.Args) > 1 {
+		if c := lookup(os.Args[1]); c != nil && c.Records {
+			limitMemory()
+		}
+	}
 	code := run(ctx, env, os.Args[1:])
 	stop()
 	os.Exit(code)

@@ -19,6 +19,7 @@ type recoverOptions struct {
 var recoverFlags recoverOptions
 
 var cmdRecover = &Command{
+	Records:   true,
 	Name:      "recover",
 	UsageLine: "recover [--salvage] ROOT",
 	Short:     "rebuild what a crashed recorder left in ROOT's log",
