@@ -13,16 +13,19 @@
 //
 // # Data flow
 //
-//	hook call ──encode──▶ queue ──▶ pipeline ──append──▶ log (_rlrec/log)
-//	                                   │                   ▲  group fsync
+//	hook call ──encode──▶ queue ──▶ logging ──append──▶ log (_rlrec/log)
+//	                                   │ decode            ▲  group fsync
 //	                                   ▼                   │  markers
-//	                              assembler ──jobs──▶ writers ──▶ Parquet
+//	                       assembly: assembler ──jobs──▶ writers ──▶ Parquet
 //
 // A hook encodes its event (with its recording time) into a log record and
 // queues it; it returns at once (SyncGroup) or once the record is fsynced
-// (SyncEach). One pipeline goroutine appends each record to the log before
-// anything else happens to it, then folds the event into the per-session
-// assembly state (recording semantics: see assemble.go). Finished episodes
+// (SyncEach). The pipeline is two goroutines in series. The logging
+// goroutine appends each record to the log before anything else happens
+// to it and decodes it; the assembly goroutine folds the decoded event
+// into the per-session assembly state (recording semantics: see
+// assemble.go). Decoding and assembly cost about the same, so the split
+// puts the pipeline on both cores. Finished episodes
 // and sessions become jobs for a pool of writer goroutines (both cores):
 // each episode's jobs run in order on its own queue, different episodes in
 // parallel. Long episodes stream their rows to the steps file in row groups,

@@ -42,11 +42,14 @@ type Recorder struct {
 	queueMax    int64
 	bufs        bufPool
 
-	pipelineDone chan struct{}
-	// asm is touched only by the pipeline goroutine, and by Open and Close
+	// The pipeline is two goroutines: logging (log append and decode) and
+	// assembly, connected by decoded. assemblyDone closes when both ended.
+	decoded      chan decodedItem
+	assemblyDone chan struct{}
+	dec          events.Decoder // the logging goroutine's
+	// asm is touched only by the assembly goroutine, and by Open and Close
 	// when the pipeline is not running.
 	asm          *assembler
-	dec          events.Decoder
 	sinceReclaim int
 	w            *writer
 
@@ -60,6 +63,16 @@ type Recorder struct {
 type item struct {
 	buf    *[]byte
 	charge int64
+	wait   *waiter
+}
+
+// decodedItem is what the logging goroutine hands the assembly goroutine:
+// a logged event (ev non-nil) or a barrier (wait non-nil), in queue order.
+type decodedItem struct {
+	ev     events.Event
+	at     time.Time
+	pos    wal.Pos
+	charge int64 // held in queueBudget until the event is applied
 	wait   *waiter
 }
 
@@ -131,8 +144,10 @@ func (r *Recorder) start() error {
 	r.queueMax = max(o.memoryBudget/8, 1<<20)
 	r.queueBudget = semaphore.NewWeighted(r.queueMax)
 	r.queue = make(chan item, 4096)
-	r.pipelineDone = make(chan struct{})
-	go r.pipeline()
+	r.decoded = make(chan decodedItem, decodedQueue)
+	r.assemblyDone = make(chan struct{})
+	go r.logging()
+	go r.assembly()
 	return nil
 }
 
@@ -240,50 +255,76 @@ func (r *Recorder) await(ctx context.Context, w *waiter, sync bool) error {
 	return nil
 }
 
-// pipeline appends each queued record to the log, then folds its event
-// into the assembly state. It is the only goroutine that touches the
-// assembler while the recorder is open.
-func (r *Recorder) pipeline() {
-	defer close(r.pipelineDone)
+// decodedQueue is how many decoded events may wait for the assembly
+// goroutine. Their bytes stay charged to the queue budget.
+const decodedQueue = 256
+
+// logging is the pipeline's first goroutine: it appends each queued record
+// to the log and decodes it for the assembly goroutine. Splitting the two
+// halves puts decoding and assembly, each about half the pipeline's work,
+// on both cores.
+func (r *Recorder) logging() {
+	defer close(r.decoded)
 	for it := range r.queue {
-		var pos wal.Pos
-		var err error
-		if it.buf != nil {
-			pos, err = r.process(*it.buf)
-			r.queueBudget.Release(it.charge)
-			r.bufs.put(it.buf)
-		} else {
-			pos = r.log.LastPos()
+		if it.buf == nil {
+			// A barrier: answered by the assembly goroutine once every
+			// event before it is applied.
+			r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
+			continue
 		}
+		d, err := r.logAndDecode(*it.buf)
+		r.bufs.put(it.buf)
+		d.charge = it.charge
 		if it.wait != nil {
-			it.wait.pos, it.wait.err = pos, err
+			// A hook waiting under SyncEach needs only the position.
+			it.wait.pos, it.wait.err = d.pos, err
 			it.wait.done <- struct{}{}
 		}
+		if err != nil || d.ev == nil {
+			r.queueBudget.Release(d.charge)
+			continue
+		}
+		r.decoded <- d
 	}
 }
 
-// process logs one record and applies its event.
-func (r *Recorder) process(rec []byte) (wal.Pos, error) {
+// logAndDecode logs one record and decodes its event.
+func (r *Recorder) logAndDecode(rec []byte) (decodedItem, error) {
 	if err := r.err(); err != nil {
-		return 0, err
+		return decodedItem{}, err
 	}
 	pos, err := r.log.Append(rec)
 	if err != nil {
 		err = fmt.Errorf("append to log: %w", err)
 		r.fail(err)
-		return 0, r.err()
+		return decodedItem{}, r.err()
 	}
 	ev, t, err := r.dec.Decode(rec[1:])
 	if err != nil {
 		// The hook encoded it a moment ago: this is a bug, not bad input.
-		return pos, fmt.Errorf("decode logged event at %d: %w", pos, err)
+		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)
 	}
-	r.asm.apply(ev, t, uint64(pos))
-	if r.sinceReclaim++; r.sinceReclaim >= reclaimEvery {
-		r.sinceReclaim = 0
-		r.reclaim()
+	return decodedItem{ev: ev, at: t, pos: pos}, nil
+}
+
+// assembly is the pipeline's second goroutine: it folds each decoded event
+// into the assembly state, and answers barriers. It is the only goroutine
+// that touches the assembler while the recorder is open.
+func (r *Recorder) assembly() {
+	defer close(r.assemblyDone)
+	for d := range r.decoded {
+		if d.wait != nil {
+			d.wait.pos = d.pos
+			d.wait.done <- struct{}{}
+			continue
+		}
+		r.asm.apply(d.ev, d.at, uint64(d.pos))
+		r.queueBudget.Release(d.charge)
+		if r.sinceReclaim++; r.sinceReclaim >= reclaimEvery {
+			r.sinceReclaim = 0
+			r.reclaim()
+		}
 	}
-	return pos, nil
 }
 
 // reclaimEvery is how many events the pipeline handles between looks for
@@ -338,7 +379,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 	r.closed = true
 	close(r.queue)
 	r.mu.Unlock()
-	<-r.pipelineDone
+	<-r.assemblyDone
 
 	errs := []error{r.err()}
 	if r.err() == nil {
