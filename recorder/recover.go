@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -50,41 +49,44 @@ func (r *Recorder) recover() error {
 	}
 	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
 
-	// Pass 1: the markers say which writes are already durable.
-	done, err := r.readMarkers(dir)
-	if err != nil {
-		return err
+	// Pass 1: the markers say which writes are already durable. It reads
+	// the log alongside pass 2's reading and decoding; pass 2 applies its
+	// first event once pass 1 is done.
+	type markers struct {
+		done *doneSet
+		err  error
 	}
-	r.w.skip = done
+	mc := make(chan markers, 1)
+	go func() {
+		done, err := r.readMarkers(dir)
+		mc <- markers{done, err}
+	}()
+	var m *markers
+	waitMarkers := func() {
+		if m == nil {
+			got := <-mc
+			m = &got
+			r.w.skip = got.done
+		}
+	}
 
 	// Pass 2: rebuild the sessions from their events.
-	rd, err := wal.NewReader(r.fs, dir)
+	var last time.Time
+	n, err := replayEvents(r.fs, dir, r.opts.logger.With("root", r.root), func(d replayed) {
+		if waitMarkers(); m.err != nil {
+			return
+		}
+		if d.at.After(last) {
+			last = d.at
+		}
+		r.asm.apply(d.ev, d.at, uint64(d.pos))
+	})
+	if waitMarkers(); m.err != nil {
+		return m.err
+	}
+	r.recovered.Records = n
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
-	}
-	defer rd.Close()
-	var last time.Time
-	var dec events.Decoder
-	for rd.Next() {
-		rec := rd.Record()
-		if len(rec) == 0 || rec[0] != recEvent {
-			continue
-		}
-		r.recovered.Records++
-		ev, t, err := dec.Decode(rec[1:])
-		if err != nil {
-			// A record that passed its checksum but does not decode was
-			// written by a different version: report it, keep going.
-			r.opts.logger.Error("skipping an undecodable log record", "root", r.root, "pos", rd.Pos(), "err", err)
-			continue
-		}
-		if t.After(last) {
-			last = t
-		}
-		r.asm.apply(ev, t, uint64(rd.Pos()))
-	}
-	if err := rd.Err(); err != nil {
-		return fmt.Errorf("recover %s: read log: %w", r.root, err)
 	}
 	for _, s := range r.asm.sortedSessions() {
 		r.recovered.Sessions++
