@@ -27,6 +27,7 @@ package events
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -277,6 +278,9 @@ func appendEvent(dst []byte, ev Event, t time.Time) ([]byte, error) {
 		return dst, err
 	}
 	sid, route := ev.Header()
+	// Grow dst once: appending an image payload to a small buffer would
+	// otherwise reallocate and copy it several times over.
+	dst = slices.Grow(dst, p.body+len(sid)+len(route.EnvID)+len(route.EnvComponentID)+len(route.ModelComponentID)+maxEnvelopeOverhead)
 	b := appendStr(dst, 1, sid)
 	if route != (RuntimeEnvContext{}) {
 		b = appendMsg(b, 2, p.route)
@@ -289,6 +293,12 @@ func appendEvent(dst []byte, ev Event, t time.Time) ([]byte, error) {
 	b = protowire.AppendVarint(b, uint64(p.body))
 	return appendBody(b, &p, ev), nil
 }
+
+// maxEnvelopeOverhead bounds the bytes of an Event's envelope beyond its
+// strings and body: the tags and length varints of session_id, the route
+// and its three strings, time_unix_nano and the kind (at most 1 + 10 bytes
+// each, 2 + 10 for the kind).
+const maxEnvelopeOverhead = 6*11 + 12
 
 // sizeEvent fills p for ev and checks that ev encodes.
 func sizeEvent(p *encodePlan, ev Event) error {

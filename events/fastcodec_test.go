@@ -117,6 +117,39 @@ func TestAppendMarshalBenchEvents(t *testing.T) {
 	}
 }
 
+// TestAppendMarshalGrowsOnce checks that encoding into a buffer too small
+// for the event allocates once, whatever the payload's size, and within a
+// bounded overshoot.
+func TestAppendMarshalGrowsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   Event
+		dst  int // capacity of the destination
+	}{
+		{"image into nil", imageObservation(), 0},
+		{"image into a small buffer", imageObservation(), 4096},
+		{"cartpole action into nil", cartpoleAction(), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := make([]byte, 0, tc.dst)
+			var out []byte
+			allocs := testing.AllocsPerRun(20, func() {
+				var err error
+				if out, err = AppendMarshal(dst, tc.ev, benchTime); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 1 {
+				t.Errorf("%v allocations, want 1", allocs)
+			}
+			// Large allocations round up to whole pages.
+			if over := cap(out) - len(out); over > maxEnvelopeOverhead+8192 {
+				t.Errorf("capacity %d for %d bytes", cap(out), len(out))
+			}
+		})
+	}
+}
+
 // TestAppendMarshalInvalidUTF8 checks that every string field is checked:
 // an event with one bad string fails in both encoders and leaves dst.
 func TestAppendMarshalInvalidUTF8(t *testing.T) {
