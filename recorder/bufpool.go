@@ -1,6 +1,10 @@
 package recorder
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/rlrec/rlrec/events"
+)
 
 // bufPool recycles the buffers hooks encode their events into. Unlike a
 // sync.Pool, it holds at most max bytes of idle buffers, so the memory of
@@ -17,18 +21,36 @@ type bufPool struct {
 // minBuf is the capacity of a new buffer.
 const minBuf = 4096
 
-func (p *bufPool) get() *[]byte {
+// getScan is how many of the most recently freed buffers get looks at for
+// one large enough.
+const getScan = 8
+
+// get returns a buffer for an event whose payload is size bytes: the most
+// recently freed one that holds it (warm in the cache), or a new one. Small and large events share the pool, so taking the top
+// buffer regardless of size handed image events the small buffers that
+// small events had just freed, and every image was copied into a fresh
+// allocation.
+func (p *bufPool) get(size int) *[]byte {
+	// Beyond its payload a record holds ids, a spec and its envelope,
+	// usually well under 2 KiB; AppendMarshal grows a buffer that is
+	// still too small, once.
+	want := size + 2048
 	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		bp := p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-		p.bytes -= int64(cap(*bp))
-		p.mu.Unlock()
-		return bp
+	for i := len(p.free) - 1; i >= 0 && i >= len(p.free)-getScan; i-- {
+		if bp := p.free[i]; cap(*bp) >= want {
+			last := len(p.free) - 1
+			p.free[i] = p.free[last]
+			p.free[last] = nil
+			p.free = p.free[:last]
+			p.bytes -= int64(cap(*bp))
+			p.mu.Unlock()
+			return bp
+		}
 	}
 	p.mu.Unlock()
-	b := make([]byte, 0, minBuf)
+	// A quarter more, so that slightly larger events of the same kind
+	// (text, more ids) fit the buffer when it comes back.
+	b := make([]byte, 0, max(minBuf, want+want/4))
 	return &b
 }
 
@@ -42,4 +64,21 @@ func (p *bufPool) put(bp *[]byte) {
 		p.bytes += c
 	}
 	p.mu.Unlock()
+}
+
+// payloadBytes is the size of ev's payload slabs, which is most of the size
+// of its record.
+func payloadBytes(ev events.Event) int {
+	var slabs [][]byte
+	switch e := ev.(type) {
+	case *events.ObservationEmitted:
+		slabs = e.Observation
+	case *events.ActionReceived:
+		slabs = e.Action
+	}
+	n := 0
+	for _, s := range slabs {
+		n += len(s)
+	}
+	return n
 }

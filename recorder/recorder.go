@@ -182,7 +182,7 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 	if ev == nil {
 		return fmt.Errorf("record: %w", events.ErrNilEvent)
 	}
-	bp := r.bufs.get()
+	bp := r.bufs.get(payloadBytes(ev))
 	b, err := events.AppendMarshal(append((*bp)[:0], recEvent), ev, t)
 	if err != nil {
 		r.bufs.put(bp)
