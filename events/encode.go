@@ -27,7 +27,6 @@ package events
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -280,7 +279,11 @@ func appendEvent(dst []byte, ev Event, t time.Time) ([]byte, error) {
 	sid, route := ev.Header()
 	// Grow dst once: appending an image payload to a small buffer would
 	// otherwise reallocate and copy it several times over.
-	dst = slices.Grow(dst, p.body+len(sid)+len(route.EnvID)+len(route.EnvComponentID)+len(route.ModelComponentID)+maxEnvelopeOverhead)
+	if need := len(dst) + p.body + len(sid) + len(route.EnvID) + len(route.EnvComponentID) + len(route.ModelComponentID) + maxEnvelopeOverhead; need > cap(dst) {
+		grown := make([]byte, len(dst), need)
+		copy(grown, dst)
+		dst = grown
+	}
 	b := appendStr(dst, 1, sid)
 	if route != (RuntimeEnvContext{}) {
 		b = appendMsg(b, 2, p.route)
