@@ -26,9 +26,10 @@ const minBuf = 4096
 const getScan = 8
 
 // get returns a buffer for an event whose payload is size bytes: the most
-// recently freed one that holds it (warm in the cache), or a new one. Small and large events share the pool, so taking the top
-// buffer regardless of size handed image events the small buffers that
-// small events had just freed, and every image was copied into a fresh
+// recently freed one that holds it (warm in the cache), or a new one.
+// Small and large events share the pool, so taking the newest buffer
+// regardless of size handed image events the small buffers that small
+// events had just freed, and every image was copied into a fresh
 // allocation.
 func (p *bufPool) get(size int) *[]byte {
 	// Beyond its payload a record holds ids, a spec and its envelope,
