@@ -83,12 +83,13 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		episodes += s.Episodes
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "Recorded %d simulated sessions (%d episodes, %d lane-steps) into %s in %.1fs.\n\n",
+	fmt.Fprintf(w, "Recorded %d simulated sessions (%d episodes completed, %d lane-steps) into %s in %.1fs.\n\n",
 		len(sums), episodes, laneSteps, root, elapsed.Seconds())
 	for i, s := range sums {
 		c := demoSessions(demoFlags.seed)[i]
-		fmt.Fprintf(w, "  session %s  %-10s %2d lanes  autoreset %-9s  %d episodes\n", s.SessionID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
+		fmt.Fprintf(w, "  session %s  %-10s %2d lanes  autoreset %-9s  %d episodes completed\n", s.SessionID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
 	}
+	fmt.Fprintln(w, "\n  Episodes still running when a session reached its episode count are recorded\n  too, with status \"incomplete\".")
 	fmt.Fprintln(w)
 	if err := printTableSizes(env, root); err != nil {
 		return err
