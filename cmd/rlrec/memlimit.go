@@ -10,7 +10,11 @@ import (
 // limitMemory gives the Go runtime the memory limit under which a recorder
 // with the default budget keeps this process's peak RSS within the budget
 // plus 64 MiB (see recorder.GCMemoryLimit). A GOMEMLIMIT set by the user
-// wins. The commands that record call it before they open a recorder.
+// wins. main calls it for the commands that record (Command.Records).
+//
+// The limit is soft: when the live data outgrows it (an event of hundreds
+// of MiB, say), the runtime goes past it rather than fail, and spends more
+// time collecting meanwhile (at most about half the CPU).
 func limitMemory() {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
