@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/klauspost/compress/s2"
@@ -136,6 +137,38 @@ func (d *decoder) decode(typ byte, body []byte) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("%w: type byte 0x%02x", ErrBadRecord, typ)
+}
+
+// first returns the first byte of the payload body decodes to, when it
+// can be had without decoding: an uncompressed payload's first byte, or
+// the first byte of the literal an S2 block starts with (a block cannot
+// start with a copy: there is nothing before it to copy from). ok is false
+// otherwise (zstd, an empty payload, or a block that is not as expected,
+// which decode will report).
+func (d *decoder) first(typ byte, body []byte) (b byte, ok bool) {
+	switch typ & codecMask {
+	case codecNone:
+		if len(body) > 0 {
+			return body[0], true
+		}
+	case codecS2:
+		n, k := binary.Uvarint(body)
+		if k <= 0 || n == 0 || k >= len(body) {
+			return 0, false
+		}
+		tag := body[k]
+		if tag&0x03 != 0x00 { // not a literal
+			return 0, false
+		}
+		start := k + 1
+		if x := int(tag >> 2); x >= 60 {
+			start += x - 59 // the literal's length takes 1-4 more bytes
+		}
+		if start < len(body) {
+			return body[start], true
+		}
+	}
+	return 0, false
 }
 
 func (d *decoder) close() {

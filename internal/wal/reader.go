@@ -97,6 +97,7 @@ type Reader struct {
 	rec     []byte
 	skipTo  Pos
 	verify  bool // check framing and CRCs only, do not decode payloads
+	keep    func(first byte) bool // see Filter
 	lastOff int  // offset of the current record in its segment
 	dec     decoder
 	err     error
@@ -154,6 +155,14 @@ func (r *Reader) corrupt(off int, err error) bool {
 	return false
 }
 
+// Filter makes Next return only the records whose payload's first byte
+// keep accepts (an empty payload is never returned). Records it rejects
+// are checked (framing, checksum) but, where the first byte can be read
+// without decompressing (uncompressed and S2 payloads), not decompressed:
+// a reader that wants a few kinds of small records skips the rest at the
+// cost of the checksum. Call it before the first Next.
+func (r *Reader) Filter(keep func(first byte) bool) { r.keep = keep }
+
 // Next advances to the next record and reports whether there is one. It
 // returns false at the end of the log or on an error (see Err).
 func (r *Reader) Next() bool {
@@ -200,9 +209,17 @@ func (r *Reader) Next() bool {
 			r.rec = r.buf[start:end]
 			return true
 		}
+		if r.keep != nil {
+			if b, ok := r.dec.first(typ, r.buf[start:end]); ok && !r.keep(b) {
+				continue
+			}
+		}
 		rec, err := r.dec.decode(typ, r.buf[start:end])
 		if err != nil {
 			return r.corrupt(r.lastOff, err)
+		}
+		if r.keep != nil && (len(rec) == 0 || !r.keep(rec[0])) {
+			continue
 		}
 		r.rec = rec
 		return true
