@@ -164,11 +164,11 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, error) {
 		return nil, fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	defer rd.Close()
+	// Markers are small and few; events, most of the log, are checked
+	// but not decompressed.
+	rd.Filter(func(first byte) bool { return first != recEvent })
 	for rd.Next() {
 		rec := rd.Record()
-		if len(rec) == 0 || rec[0] == recEvent {
-			continue
-		}
 		m, err := parseMarker(rec[1:])
 		if err != nil {
 			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
