@@ -96,9 +96,9 @@ type Reader struct {
 	pos     Pos // position of the current record
 	rec     []byte
 	skipTo  Pos
-	verify  bool // check framing and CRCs only, do not decode payloads
+	verify  bool                  // check framing and CRCs only, do not decode payloads
 	keep    func(first byte) bool // see Filter
-	lastOff int  // offset of the current record in its segment
+	lastOff int                   // offset of the current record in its segment
 	dec     decoder
 	err     error
 }
