@@ -58,8 +58,12 @@
 // their files, open ones are written with status "incomplete" and every
 // step that reached the log, and their sessions get status "crashed". A torn
 // log tail is cut and reported; corruption inside a sealed segment stops
-// Open unless WithSalvage is set. Recovery writes through the same committer but holds
-// every file until the replay is done and commits them as one group.
+// Open unless WithSalvage is set. Recovery reads the log twice at once: a
+// marker pass (which skips event records without decompressing them) and
+// the replay, which reads, decodes and assembles on three goroutines
+// (replay.go) and applies its first event once the markers are known. It
+// writes through the same committer but holds every file until the replay
+// is done and commits them as one group.
 //
 // A session's records are kept in the log until the session ends and its
 // files are durable, so a crash mid-session loses none of it; the cost is
