@@ -20,7 +20,8 @@
 //
 // A hook encodes its event (with its recording time) into a log record and
 // queues it; it returns at once (SyncGroup) or once the record is fsynced
-// (SyncEach). The pipeline is two goroutines in series. The logging
+// (SyncEach). The queue (intake.go) wakes the logging goroutine only when
+// it must, so that a hook seldom pays for waking it. The pipeline is two goroutines in series. The logging
 // goroutine appends each record to the log before anything else happens
 // to it and decodes it; the assembly goroutine folds the decoded event
 // into the per-session assembly state (recording semantics: see

@@ -36,7 +36,7 @@ type Recorder struct {
 	// they hand an event over; Close takes it exclusively to close the queue.
 	mu     sync.RWMutex
 	closed bool
-	queue  chan item
+	queue  *intake
 	// queueBudget bounds the bytes of events queued for the pipeline.
 	queueBudget *semaphore.Weighted
 	queueMax    int64
@@ -143,7 +143,7 @@ func (r *Recorder) start() error {
 	r.log = l
 	r.queueMax = max(o.memoryBudget/8, 1<<20)
 	r.queueBudget = semaphore.NewWeighted(r.queueMax)
-	r.queue = make(chan item, 4096)
+	r.queue = newIntake()
 	r.decoded = make(chan decodedItem, decodedQueue)
 	r.assemblyDone = make(chan struct{})
 	go r.logging()
@@ -206,7 +206,7 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 	if r.opts.syncPolicy == SyncEach {
 		it.wait = waiters.Get().(*waiter)
 	}
-	if err := r.enqueue(ctx, it); err != nil {
+	if err := r.enqueue(it); err != nil {
 		r.queueBudget.Release(charge)
 		r.bufs.put(bp)
 		return err
@@ -218,7 +218,7 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 }
 
 // enqueue hands an item to the pipeline.
-func (r *Recorder) enqueue(ctx context.Context, it item) error {
+func (r *Recorder) enqueue(it item) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -227,12 +227,8 @@ func (r *Recorder) enqueue(ctx context.Context, it item) error {
 	if err := r.err(); err != nil {
 		return err
 	}
-	select {
-	case r.queue <- it:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// A waiting hook or Flush cannot wait for the consumer's nap.
+	return r.queue.push(it, it.wait != nil)
 }
 
 // await waits for the pipeline to process w's item, then, if sync is set,
@@ -265,27 +261,36 @@ const decodedQueue = 256
 // on both cores.
 func (r *Recorder) logging() {
 	defer close(r.decoded)
-	for it := range r.queue {
-		if it.buf == nil {
-			// A barrier: answered by the assembly goroutine once every
-			// event before it is applied.
-			r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
-			continue
+	var batch []item
+	for batch = r.queue.take(batch); batch != nil; batch = r.queue.take(batch) {
+		for i := range batch {
+			r.logItem(batch[i])
 		}
-		d, err := r.logAndDecode(*it.buf)
-		r.bufs.put(it.buf)
-		d.charge = it.charge
-		if it.wait != nil {
-			// A hook waiting under SyncEach needs only the position.
-			it.wait.pos, it.wait.err = d.pos, err
-			it.wait.done <- struct{}{}
-		}
-		if err != nil || d.ev == nil {
-			r.queueBudget.Release(d.charge)
-			continue
-		}
-		r.decoded <- d
+		clear(batch)
 	}
+}
+
+// logItem logs and decodes one queued item and hands it on.
+func (r *Recorder) logItem(it item) {
+	if it.buf == nil {
+		// A barrier: answered by the assembly goroutine once every
+		// event before it is applied.
+		r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
+		return
+	}
+	d, err := r.logAndDecode(*it.buf)
+	r.bufs.put(it.buf)
+	d.charge = it.charge
+	if it.wait != nil {
+		// A hook waiting under SyncEach needs only the position.
+		it.wait.pos, it.wait.err = d.pos, err
+		it.wait.done <- struct{}{}
+	}
+	if err != nil || d.ev == nil {
+		r.queueBudget.Release(d.charge)
+		return
+	}
+	r.decoded <- d
 }
 
 // logAndDecode logs one record and decodes its event.
@@ -356,7 +361,7 @@ func (r *Recorder) reclaim() {
 // durable in the log.
 func (r *Recorder) Flush(ctx context.Context) error {
 	w := waiters.Get().(*waiter)
-	if err := r.enqueue(ctx, item{wait: w}); err != nil {
+	if err := r.enqueue(item{wait: w}); err != nil {
 		waiters.Put(w)
 		return err
 	}
@@ -377,7 +382,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		return ErrClosed
 	}
 	r.closed = true
-	close(r.queue)
+	r.queue.close()
 	r.mu.Unlock()
 	<-r.assemblyDone
 

@@ -1,0 +1,130 @@
+package recorder
+
+import (
+	"sync"
+	"time"
+)
+
+// intake is the queue from the hooks to the logging goroutine.
+//
+// A channel send to a goroutine parked on receive wakes it, and on an idle
+// core that wake-up (a futex call) is paid by the sender: by the hook. When
+// the driver is slower than the pipeline (the common case: a real
+// environment takes its time), the logging goroutine parked after almost
+// every event and almost every hook paid for a wake-up. The intake rings
+// for the consumer only when it must:
+//
+//   - after it has drained the queue, the consumer naps for napTime; events
+//     queued meanwhile wait for the end of the nap (durability comes from
+//     the log's group commit every 100 ms anyway), unless napBatch of them
+//     pile up or one is urgent (a SyncEach hook or a Flush is waiting);
+//   - a nap that ends with nothing queued becomes a sleep, which the next
+//     event ends at once, so an idle recorder costs no timer wake-ups.
+//
+// Its length is bounded by the queue budget: every item is charged at
+// least its buffer's capacity.
+type intake struct {
+	mu     sync.Mutex
+	items  []item
+	closed bool
+	// state is what the consumer is doing: consuming, napping or
+	// sleeping.
+	state intakeState
+	bell  chan struct{} // capacity 1
+	timer *time.Timer
+}
+
+type intakeState int
+
+const (
+	intakeConsuming intakeState = iota
+	intakeNapping
+	intakeSleeping
+)
+
+// Nap bounds: how long events may wait for the consumer, and how many.
+const (
+	napTime  = time.Millisecond
+	napBatch = 256
+)
+
+func newIntake() *intake {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &intake{bell: make(chan struct{}, 1), timer: t}
+}
+
+// push queues it; urgent ends a nap at once. It never blocks, and fails
+// only once the intake is closed.
+func (q *intake) push(it item, urgent bool) error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	q.items = append(q.items, it)
+	ring := q.state == intakeSleeping || (q.state == intakeNapping && (urgent || len(q.items) >= napBatch))
+	if ring {
+		q.state = intakeConsuming
+	}
+	q.mu.Unlock()
+	if ring {
+		q.ring()
+	}
+	return nil
+}
+
+func (q *intake) ring() {
+	select {
+	case q.bell <- struct{}{}:
+	default:
+	}
+}
+
+// take returns every queued item (appended to dst[:0]), waiting for some;
+// it returns nil once the intake is closed and drained.
+func (q *intake) take(dst []item) []item {
+	nap := true
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			dst = append(dst[:0], q.items...)
+			clear(q.items)
+			q.items = q.items[:0]
+			q.state = intakeConsuming
+			q.mu.Unlock()
+			return dst
+		}
+		if q.closed {
+			q.mu.Unlock()
+			return nil
+		}
+		if nap {
+			q.state = intakeNapping
+		} else {
+			q.state = intakeSleeping
+		}
+		q.mu.Unlock()
+		if nap {
+			q.timer.Reset(napTime)
+			select {
+			case <-q.bell:
+				q.timer.Stop()
+			case <-q.timer.C:
+			}
+			nap = false // nothing came during a nap: sleep next
+		} else {
+			<-q.bell
+			nap = true
+		}
+	}
+}
+
+// close makes push fail and take return nil once the queue is drained.
+func (q *intake) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.state = intakeConsuming
+	q.mu.Unlock()
+	q.ring()
+}
