@@ -17,16 +17,20 @@ import (
 //   - after it has drained the queue, the consumer naps for napTime; events
 //     queued meanwhile wait for the end of the nap (durability comes from
 //     the log's group commit every 100 ms anyway), unless napBatch of them
-//     pile up or one is urgent (a SyncEach hook or a Flush is waiting);
+//     or a quarter of the queue's byte budget pile up (hooks would soon
+//     wait for room) or one is urgent (a SyncEach hook or a Flush is
+//     waiting);
 //   - a nap that ends with nothing queued becomes a sleep, which the next
 //     event ends at once, so an idle recorder costs no timer wake-ups.
 //
 // Its length is bounded by the queue budget: every item is charged at
 // least its buffer's capacity.
 type intake struct {
-	mu     sync.Mutex
-	items  []item
-	closed bool
+	mu       sync.Mutex
+	items    []item
+	bytes    int64 // charged by the queued items
+	napBytes int64 // bytes that end a nap
+	closed   bool
 	// state is what the consumer is doing: consuming, napping or
 	// sleeping.
 	state intakeState
@@ -48,10 +52,12 @@ const (
 	napBatch = 256
 )
 
-func newIntake() *intake {
+// newIntake returns an intake for a queue whose items are charged against
+// a budget of budget bytes.
+func newIntake(budget int64) *intake {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &intake{bell: make(chan struct{}, 1), timer: t}
+	return &intake{bell: make(chan struct{}, 1), timer: t, napBytes: max(budget/4, 1)}
 }
 
 // push queues it; urgent ends a nap at once. It never blocks, and fails
@@ -63,7 +69,9 @@ func (q *intake) push(it item, urgent bool) error {
 		return ErrClosed
 	}
 	q.items = append(q.items, it)
-	ring := q.state == intakeSleeping || (q.state == intakeNapping && (urgent || len(q.items) >= napBatch))
+	q.bytes += it.charge
+	ring := q.state == intakeSleeping ||
+		(q.state == intakeNapping && (urgent || len(q.items) >= napBatch || q.bytes >= q.napBytes))
 	if ring {
 		q.state = intakeConsuming
 	}
@@ -91,6 +99,7 @@ func (q *intake) take(dst []item) []item {
 			dst = append(dst[:0], q.items...)
 			clear(q.items)
 			q.items = q.items[:0]
+			q.bytes = 0
 			q.state = intakeConsuming
 			q.mu.Unlock()
 			return dst

@@ -10,7 +10,7 @@ func TestIntakeRings(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		state   intakeState
-		queued  int // items already queued
+		queued  int // items already queued; -1: one of 1 MiB
 		urgent  bool
 		ring    bool
 		endsNap bool
@@ -20,12 +20,16 @@ func TestIntakeRings(t *testing.T) {
 		{"napping: waits for the nap", intakeNapping, 0, false, false, false},
 		{"napping, urgent: rings", intakeNapping, 0, true, true, true},
 		{"napping, a batch piled up: rings", intakeNapping, napBatch - 1, false, true, true},
+		{"napping, a quarter of the budget piled up: rings", intakeNapping, -1, false, true, true},
 		{"sleeping: rings", intakeSleeping, 0, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newIntake()
+			q := newIntake(4 << 20)
 			for range tc.queued {
 				q.items = append(q.items, item{})
+			}
+			if tc.queued < 0 { // one large item queued already
+				q.items, q.bytes = append(q.items, item{charge: 1 << 20}), 1<<20
 			}
 			q.state = tc.state
 			if err := q.push(item{charge: 1}, tc.urgent); err != nil {
@@ -42,7 +46,7 @@ func TestIntakeRings(t *testing.T) {
 }
 
 func TestIntakeTakeAndClose(t *testing.T) {
-	q := newIntake()
+	q := newIntake(4 << 20)
 	for i := range 5 {
 		if err := q.push(item{charge: int64(i)}, false); err != nil {
 			t.Fatal(err)

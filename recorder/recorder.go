@@ -143,7 +143,7 @@ func (r *Recorder) start() error {
 	r.log = l
 	r.queueMax = max(o.memoryBudget/8, 1<<20)
 	r.queueBudget = semaphore.NewWeighted(r.queueMax)
-	r.queue = newIntake()
+	r.queue = newIntake(r.queueMax)
 	r.decoded = make(chan decodedItem, decodedQueue)
 	r.assemblyDone = make(chan struct{})
 	go r.logging()
