@@ -23,7 +23,7 @@ import (
 //   - a nap that ends with nothing queued becomes a sleep, which the next
 //     event ends at once, so an idle recorder costs no timer wake-ups.
 //
-// Its length is bounded by the queue budget: every item is charged at
+// Its length is bounded by the queue budget: every event is charged at
 // least its buffer's capacity.
 type intake struct {
 	mu       sync.Mutex
