@@ -1,0 +1,97 @@
+package recorder
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
+)
+
+// TestReplayEvents checks the replay stages end to end on a log of more
+// records than a batch holds, with markers, an undecodable event record
+// and large records between them: every decodable event is applied once,
+// in log order, with its position; the count includes the undecodable one.
+func TestReplayEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int // event records
+		bigEach int // every bigEach-th event carries a 300 KiB message (0: none)
+		bad     int // index of the undecodable event record (-1: none)
+	}{
+		{"one batch", 10, 0, -1},
+		{"many batches", 3*replayBatchRecords + 7, 0, 100},
+		{"batches cut by bytes", 40, 3, 5},
+		{"empty log", 0, 0, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			dir := "root/_rlrec/log"
+			l, err := wal.Open(fsys, dir, wal.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Unix(1700000000, 0)
+			var wantPos []wal.Pos
+			var wantMsg []string
+			var wantAt []time.Time
+			for i := range tc.n {
+				if i%10 == 3 {
+					if _, err := l.Append(appendEpisodeMarker([]byte{recEpisodeDone}, "s", fmt.Sprint(i))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var rec []byte
+				msg := fmt.Sprintf("line %d", i)
+				if tc.bigEach > 0 && i%tc.bigEach == 0 {
+					msg += strings.Repeat("x", 300<<10)
+				}
+				if i == tc.bad {
+					rec = []byte{recEvent, 0xFF, 0xFF, 0xFF}
+				} else {
+					rec, err = events.AppendMarshal([]byte{recEvent}, &events.Log{SessionID: "s", Level: events.LogInfo, Message: msg}, t0.Add(time.Duration(i)))
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				pos, err := l.Append(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i != tc.bad {
+					wantPos = append(wantPos, pos)
+					wantMsg = append(wantMsg, msg)
+					wantAt = append(wantAt, t0.Add(time.Duration(i)))
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var got []replayed
+			var logged strings.Builder
+			n, err := replayEvents(fsys, dir, slog.New(slog.NewTextHandler(&logged, nil)), func(d replayed) { got = append(got, d) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != int64(tc.n) {
+				t.Errorf("counted %d event records, want %d", n, tc.n)
+			}
+			if len(got) != len(wantPos) {
+				t.Fatalf("applied %d events, want %d", len(got), len(wantPos))
+			}
+			for i, d := range got {
+				lg, ok := d.ev.(*events.Log)
+				if !ok || d.pos != wantPos[i] || lg.Message != wantMsg[i] || !d.at.Equal(wantAt[i]) {
+					t.Fatalf("event %d: pos %d (want %d), %T", i, d.pos, wantPos[i], d.ev)
+				}
+			}
+			if tc.bad >= 0 && !strings.Contains(logged.String(), "undecodable") {
+				t.Errorf("the undecodable record was not reported: %q", logged.String())
+			}
+		})
+	}
+}
