@@ -1,0 +1,64 @@
+package recorder
+
+import (
+	"testing"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// hookOnly returns a Recorder with the hook side only: no log and no
+// pipeline goroutines, so that allocations counted while its hooks run are
+// the hooks' own. recycle plays the consumer: it returns the queued
+// buffers and their budget.
+func hookOnly(budget int64) (r *Recorder, recycle func()) {
+	r = &Recorder{opts: defaultOptions(), queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget)}
+	r.queue.items = make([]item, 0, 1024)
+	r.bufs.max = budget
+	return r, func() {
+		for _, it := range r.queue.items {
+			r.bufs.put(it.buf)
+			r.queueBudget.Release(it.charge)
+		}
+		clear(r.queue.items)
+		r.queue.items, r.queue.bytes = r.queue.items[:0], 0
+	}
+}
+
+// TestHookAllocations measures what a hook call allocates, apart from the
+// pipeline: the target is at most 2 per call; by design it is none
+// once the buffer pool is warm (a recycled buffer, an item passed by value).
+func TestHookAllocations(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		lanes     int
+		laneBytes int
+	}{
+		{"cartpole 16 lanes", 16, 16},
+		{"images 8 lanes", 8, 84 * 84 * 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, recycle := hookOnly(64 << 20)
+			spec := benchF32Box(4)
+			if tc.laneBytes > 16 {
+				spec = benchU8Box(84, 84, 3)
+			}
+			d := newBenchDriver(r, benchSession, tc.lanes, spec, tc.laneBytes)
+			d.start()
+			step := func() {
+				d.action()
+				recycle()
+				d.stepDone()
+				recycle()
+				d.observe()
+				recycle()
+			}
+			for range 10 { // warm the buffer pool
+				step()
+			}
+			perStep := testing.AllocsPerRun(200, step)
+			if perCall := perStep / 3; perCall != 0 {
+				t.Fatalf("%.2f allocations per hook call (target at most 2; by design 0)", perCall)
+			}
+		})
+	}
+}
