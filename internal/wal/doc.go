@@ -16,6 +16,9 @@
 //	}
 //	err = r.Err() // a *CorruptionError when the log is damaged
 //
+//	r.Filter(func(first byte) bool { return first != 1 }) // before Next:
+//	// skip records by their first payload byte, without decompressing them
+//
 // # Positions
 //
 // A Pos numbers records: the first record of a log is 1 and each later one
