@@ -23,8 +23,14 @@ import (
 const crashChildEnv = "RLREC_INTEROP_CRASH_ROOT"
 
 // crashFlushAfter is the number of lane actions the child hands over
-// before it flushes and reports.
-const crashFlushAfter = 600
+// before it flushes and reports, and crashFlushEach the number each session
+// must have handed over by then: on a loaded machine the fast cartpole
+// session alone can pass crashFlushAfter before the image session has
+// started, and a crash before a session's first step tests nothing of it.
+const (
+	crashFlushAfter = 600
+	crashFlushEach  = 20
+)
 
 // crashEpisode is what the child had handed over for one episode when it
 // reported, all of it durable by its Flush.
@@ -68,12 +74,16 @@ func crashChild(root string) error {
 		}
 		snap := tl.snapshot()
 		var actions int64
+		underway := len(snap) == len(cfgs)
 		for _, s := range snap {
+			var n int64
 			for _, e := range s.episodes {
-				actions += e.actions
+				n += e.actions
 			}
+			actions += n
+			underway = underway && n >= crashFlushEach
 		}
-		if actions < crashFlushAfter {
+		if actions < crashFlushAfter || !underway {
 			continue
 		}
 		if err := rec.Flush(ctx); err != nil {
@@ -272,9 +282,6 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// checkEveryFileOpens reads each .parquet under root on its own with
-// DuckDB, then every table with one glob (one truncated file fails a glob
-// scan), and reports leftover temporary files.
 // hasParquet reports whether a finished table file exists under root.
 func hasParquet(t *testing.T, root string) bool {
 	t.Helper()
@@ -286,6 +293,9 @@ func hasParquet(t *testing.T, root string) bool {
 	return false
 }
 
+// checkEveryFileOpens reads each .parquet under root on its own with
+// DuckDB, then every table with one glob (one truncated file fails a glob
+// scan).
 func checkEveryFileOpens(t *testing.T, db *sql.DB, root, when string) {
 	t.Helper()
 	var n int
