@@ -213,11 +213,18 @@ func TestRemoveBefore(t *testing.T) {
 			t.Fatalf("NewReaderFrom(50) ended at %d: %v", want, r.Err())
 		}
 	}
+	active := l.ActiveFirst()
+	if active <= 50 || active > l.LastPos() {
+		t.Fatalf("ActiveFirst %d, want the first record of the last of several segments (last %d)", active, l.LastPos())
+	}
 	if err := l.RemoveBefore(l.LastPos() + 1); err != nil {
 		t.Fatal(err)
 	}
 	if l.Segments() != 1 {
 		t.Fatalf("%d segments left, the active one must stay alone", l.Segments())
+	}
+	if r, err := NewReader(fsys, testDir); err != nil || !r.Next() || r.Pos() != active {
+		t.Fatalf("the active segment starts at %d, ActiveFirst said %d (%v)", r.Pos(), active, err)
 	}
 	l.Close()
 	l, err = Open(fsys, testDir, Options{SegmentSize: 4 << 10})

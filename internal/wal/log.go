@@ -422,6 +422,18 @@ func (l *Log) RemoveBefore(pos Pos) error {
 	return nil
 }
 
+// ActiveFirst returns the position of the first record of the segment
+// being appended to, or 0 before any segment exists: records before it
+// are in sealed segments, which RemoveBefore can remove.
+func (l *Log) ActiveFirst() Pos {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	if len(l.segs) == 0 {
+		return 0
+	}
+	return l.segs[len(l.segs)-1].first
+}
+
 // Segments returns the number of segment files the log holds.
 func (l *Log) Segments() int {
 	l.segMu.Lock()
