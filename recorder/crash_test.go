@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -63,7 +64,11 @@ func TestCrashChild(t *testing.T) {
 		return
 	}
 	out := os.NewFile(3, "acks")
-	rec, err := recorder.Open(root, recorder.WithSyncPolicy(recorder.SyncEach), fast)
+	// Small log segments and frequent looks at them: the child snapshots
+	// its state and removes segments while it runs, so kills also land
+	// around snapshots, seals and removals.
+	rec, err := recorder.Open(root, recorder.WithSyncPolicy(recorder.SyncEach), fast,
+		recorder.WithSegmentSize(8<<10), recorder.WithReclaimEvery(16))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)
@@ -190,6 +195,8 @@ func TestCrashKill(t *testing.T) {
 	seed := rng.Uint64()
 	t.Logf("seed %d", seed)
 	base := t.TempDir()
+	var fromSnapshot atomic.Int64
+	t.Cleanup(func() { t.Logf("%d of %d recoveries started from a snapshot", fromSnapshot.Load(), roots*killsPerRoot) })
 	for r := range roots {
 		rng := rand.New(rand.NewPCG(seed, uint64(r)))
 		t.Run(fmt.Sprintf("root%d", r), func(t *testing.T) {
@@ -207,6 +214,9 @@ func TestCrashKill(t *testing.T) {
 				rec, err := recorder.Open(root, fast)
 				if err != nil {
 					t.Fatalf("%s: recover: %v", tag, err)
+				}
+				if rec.Recovered().Snapshot {
+					fromSnapshot.Add(1)
 				}
 				if err := rec.Close(context.Background()); err != nil {
 					t.Fatalf("%s: close: %v", tag, err)

@@ -49,26 +49,34 @@
 // fails the recorder like any write error: its temp files are removed and
 // its data stays in the log for the next Open. Log segments are removed
 // once every episode and session with records in them is durable and
-// marked. A clean Close empties the log.
+// marked, or is in a sealed snapshot (below). A clean Close empties the
+// log.
 //
 // Part numbers are deterministic (an episode's files are part 0; the k-th
 // write of a session's sessions, logs and telemetry files is part k), so
-// recovery, which replays the whole log and rewrites whatever is not marked
+// recovery, which replays the log and rewrites whatever is not marked
 // durable, replaces rather than duplicates a file a crash let land before
 // its marker. After a crash, Open replays the log: completed episodes get
 // their files, open ones are written with status "incomplete" and every
 // step that reached the log, and their sessions get status "crashed". A torn
 // log tail is cut and reported; corruption inside a sealed segment stops
-// Open unless WithSalvage is set. Recovery reads the log twice at once: a
-// marker pass (which skips event records without decompressing them) and
-// the replay, which reads, decodes and assembles on three goroutines
-// (replay.go) and applies its first event once the markers are known. It
-// writes through the same committer but holds every file until the replay
-// is done and commits them as one group.
+// Open unless WithSalvage is set. Recovery reads the log twice: a marker
+// pass (which skips event records without decompressing them) finds the
+// durable writes and the last sealed snapshot, then the replay restores
+// that snapshot and reads, decodes and assembles the events after it (or
+// every event, without one) on three goroutines (replay.go). It writes
+// through the same committer but holds every file until the replay is done
+// and commits them as one group.
 //
-// A session's records are kept in the log until the session ends and its
-// files are durable, so a crash mid-session loses none of it; the cost is
-// log space proportional to the longest-running open session.
+// Snapshots (checkpoint.go, snapshot.go) keep the log of a long-running
+// session bounded: once the oldest segments are held only by sessions
+// still running, the assembly goroutine logs a snapshot of its whole state,
+// seals it once the writes in flight when it was taken are durable, and
+// from then on the log before it can go. A crash mid-session loses none of
+// it: recovery starts from the snapshot. No snapshot is taken while an
+// episode is streaming rows to its steps file (long or image-heavy
+// episodes) or when the state is large; the log is then kept until that
+// episode is durable.
 //
 // # Memory
 //

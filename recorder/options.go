@@ -43,6 +43,12 @@ type options struct {
 	fs             vfs.FS
 	salvage        bool
 	workers        int
+	// segmentSize is the log's segment size (0: the log's default, 64
+	// MiB); tests make it small to exercise reclaiming and snapshots.
+	segmentSize int64
+	// reclaimEvery is how many events the pipeline handles between looks
+	// for log segments it can remove (0: reclaimEvery); tests lower it.
+	reclaimEvery int
 }
 
 // DefaultMemoryBudget is the memory budget of a Recorder opened without
@@ -143,3 +149,10 @@ func WithSalvage(on bool) Option { return func(o *options) { o.salvage = on } }
 
 // WithWriters sets how many goroutines write Parquet files (default 2).
 func WithWriters(n int) Option { return func(o *options) { o.workers = n } }
+
+// withSegmentSize sets the log's segment size (tests only).
+func withSegmentSize(bytes int64) Option { return func(o *options) { o.segmentSize = bytes } }
+
+// withReclaimEvery sets how often the pipeline reclaims log space (tests
+// only).
+func withReclaimEvery(events int) Option { return func(o *options) { o.reclaimEvery = events } }

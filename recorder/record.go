@@ -18,10 +18,15 @@ import (
 //	recSessionWrite the k-th write of one session's files was handed to
 //	                the writer (logged right after the event that caused
 //	                it, so that recovery numbers late writes as they were)
+//	recSnapshot     the whole assembly state as of a log position (see
+//	                snapshot.go for its body)
+//	recSealed       every write handed to the writer before the snapshot
+//	                as of position as_of is durable: recovery may restore
+//	                that snapshot and skip the events up to as_of
 //
 // A marker's body is protobuf wire data: field 1 the session id (bytes),
 // field 2 the episode record id (episodes) or field 3 the write number k
-// (sessions, varint). Markers let recovery skip work already done; they
+// (sessions, varint); a seal's is field 1 as_of (varint). Markers let recovery skip work already done; they
 // carry no data of their own. These values are part of the on-disk format:
 // do not change them.
 const (
@@ -29,6 +34,8 @@ const (
 	recEpisodeDone  byte = 2
 	recSessionDone  byte = 3
 	recSessionWrite byte = 4
+	recSnapshot     byte = 5
+	recSealed       byte = 6
 )
 
 var errBadMarker = errors.New("malformed marker record")
@@ -47,6 +54,24 @@ func appendSessionMarker(dst []byte, typ byte, session string, write int) []byte
 	dst = protowire.AppendString(dst, session)
 	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
 	return protowire.AppendVarint(dst, uint64(write))
+}
+
+func appendSealed(dst []byte, asOf uint64) []byte {
+	dst = append(dst, recSealed)
+	dst = protowire.AppendTag(dst, 1, protowire.VarintType)
+	return protowire.AppendVarint(dst, asOf)
+}
+
+func parseSealed(b []byte) (asOf uint64, err error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != 1 || typ != protowire.VarintType {
+		return 0, fmt.Errorf("%w: not a seal", errBadMarker)
+	}
+	asOf, m := protowire.ConsumeVarint(b[n:])
+	if m < 0 || n+m != len(b) {
+		return 0, fmt.Errorf("%w: not a seal", errBadMarker)
+	}
+	return asOf, nil
 }
 
 // marker is a decoded marker record.

@@ -51,6 +51,7 @@ type Recorder struct {
 	// when the pipeline is not running.
 	asm          *assembler
 	sinceReclaim int
+	ckpt         checkpoints
 	w            *writer
 
 	failure atomic.Pointer[error]
@@ -133,6 +134,7 @@ func (r *Recorder) start() error {
 	l, err := wal.Open(r.fs, dir, wal.Options{
 		SyncInterval: o.syncInterval,
 		MaxPending:   int(min(o.memoryBudget/8, 64<<20)),
+		SegmentSize:  o.segmentSize,
 		Salvage:      o.salvage,
 		Logger:       o.logger,
 	})
@@ -324,36 +326,12 @@ func (r *Recorder) assembly() {
 			continue
 		}
 		r.asm.apply(d.ev, d.at, uint64(d.pos))
+		r.ckpt.applied = uint64(d.pos)
 		r.queueBudget.Release(d.charge)
-		if r.sinceReclaim++; r.sinceReclaim >= reclaimEvery {
+		if r.sinceReclaim++; r.sinceReclaim >= r.reclaimEvery() {
 			r.sinceReclaim = 0
 			r.reclaim()
 		}
-	}
-}
-
-// reclaimEvery is how many events the pipeline handles between looks for
-// log segments it can remove.
-const reclaimEvery = 4096
-
-// reclaim removes the log segments that hold only records of writes that
-// are durable: everything before the first record of the oldest session
-// not yet handed to the writer and of the oldest write still in flight.
-func (r *Recorder) reclaim() {
-	if r.log.Segments() < 2 {
-		return
-	}
-	keep := uint64(r.log.LastPos())
-	for _, s := range r.asm.sessions {
-		if !s.finalTelemetry && s.firstPos < keep {
-			keep = s.firstPos
-		}
-	}
-	if l := r.w.minLive(); l != 0 && l < keep {
-		keep = l
-	}
-	if err := r.log.RemoveBefore(wal.Pos(keep)); err != nil {
-		r.fail(fmt.Errorf("reclaim log space: %w", err))
 	}
 }
 

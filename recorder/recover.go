@@ -24,6 +24,9 @@ type RecoveryReport struct {
 	Completed, Incomplete int
 	// Skipped counts episodes whose files were already durable.
 	Skipped int
+	// Snapshot is set when the replay started from a snapshot of the
+	// recorder's state instead of the log's first event (checkpoint.go).
+	Snapshot bool
 	// Damage describes a torn or corrupt log tail that was cut; it is the
 	// zero value when the log was intact.
 	Damage wal.RepairReport
@@ -49,41 +52,38 @@ func (r *Recorder) recover() error {
 	}
 	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
 
-	// Pass 1: the markers say which writes are already durable. It reads
-	// the log alongside pass 2's reading and decoding; pass 2 applies its
-	// first event once pass 1 is done.
-	type markers struct {
-		done *doneSet
-		err  error
+	// Pass 1: the markers say which writes are already durable, and the
+	// last sealed snapshot (checkpoint.go) where the replay may start. It
+	// skips event records without decompressing them.
+	done, snap, err := r.readMarkers(dir)
+	if err != nil {
+		return err
 	}
-	mc := make(chan markers, 1)
-	go func() {
-		done, err := r.readMarkers(dir)
-		mc <- markers{done, err}
-	}()
-	var m *markers
-	waitMarkers := func() {
-		if m == nil {
-			got := <-mc
-			m = &got
-			r.w.skip = got.done
+	r.w.skip = done
+	var last time.Time
+	var from wal.Pos
+	if snap != nil {
+		asOf, sessions, err := parseSnapshot(snap[1:])
+		if err != nil {
+			return fmt.Errorf("recover %s: restore the log's snapshot: %w", r.root, err)
 		}
+		for _, s := range sessions {
+			if s.lastAt.After(last) {
+				last = s.lastAt
+			}
+		}
+		r.asm.restore(sessions, asOf+1)
+		from = wal.Pos(asOf + 1)
+		r.recovered.Snapshot = true
 	}
 
 	// Pass 2: rebuild the sessions from their events.
-	var last time.Time
-	n, err := replayEvents(r.fs, dir, r.opts.logger.With("root", r.root), func(d replayed) {
-		if waitMarkers(); m.err != nil {
-			return
-		}
+	n, err := replayEvents(r.fs, dir, from, r.opts.logger.With("root", r.root), func(d replayed) {
 		if d.at.After(last) {
 			last = d.at
 		}
 		r.asm.apply(d.ev, d.at, uint64(d.pos))
 	})
-	if waitMarkers(); m.err != nil {
-		return m.err
-	}
 	r.recovered.Records = n
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
@@ -157,18 +157,40 @@ type sessionWrite struct {
 	write   int
 }
 
-func (r *Recorder) readMarkers(dir string) (*doneSet, error) {
+// readMarkers reads the markers of the log in dir, and returns the last
+// snapshot record that a seal follows (nil if none).
+func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 	done := &doneSet{fs: r.fs, root: r.root, episodes: make(map[[2]string]bool), sessions: make(map[sessionWrite]bool), firstWrite: make(map[string]int)}
 	rd, err := wal.NewReader(r.fs, dir)
 	if err != nil {
-		return nil, fmt.Errorf("recover %s: %w", r.root, err)
+		return nil, nil, fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	defer rd.Close()
 	// Markers are small and few; events, most of the log, are checked
 	// but not decompressed.
 	rd.Filter(func(first byte) bool { return first != recEvent })
+	var snap, sealed []byte
+	var snapAsOf uint64
 	for rd.Next() {
 		rec := rd.Record()
+		switch rec[0] {
+		case recSnapshot:
+			asOf, err := snapshotAsOf(rec[1:])
+			if err != nil {
+				r.opts.logger.Error("skipping a malformed snapshot record", "root", r.root, "pos", rd.Pos(), "err", err)
+				continue
+			}
+			snap, snapAsOf = append(snap[:0], rec...), asOf
+			continue
+		case recSealed:
+			asOf, err := parseSealed(rec[1:])
+			if err != nil {
+				r.opts.logger.Error("skipping a malformed seal record", "root", r.root, "pos", rd.Pos(), "err", err)
+			} else if snap != nil && asOf == snapAsOf {
+				sealed = append(sealed[:0], snap...)
+			}
+			continue
+		}
 		m, err := parseMarker(rec[1:])
 		if err != nil {
 			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
@@ -186,7 +208,7 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, error) {
 		}
 	}
 	if err := rd.Err(); err != nil {
-		return nil, fmt.Errorf("recover %s: read log: %w", r.root, err)
+		return nil, nil, fmt.Errorf("recover %s: read log: %w", r.root, err)
 	}
-	return done, nil
+	return done, sealed, nil
 }

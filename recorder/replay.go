@@ -42,14 +42,15 @@ type replayed struct {
 	pos wal.Pos
 }
 
-// replayEvents reads the event records of the log in dir in order and
+// replayEvents reads the event records of the log in dir from position
+// from (0: the first) in order and
 // calls apply for each one that decodes, from the calling goroutine. A
 // record that passed its checksum but does not decode (written by a
 // different version) is logged and skipped. It returns the number of
 // event records read, decodable or not, and the error that stopped the
 // reader, if any; apply has then seen everything before it.
-func replayEvents(fsys vfs.FS, dir string, log *slog.Logger, apply func(replayed)) (records int64, err error) {
-	rd, err := wal.NewReader(fsys, dir)
+func replayEvents(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply func(replayed)) (records int64, err error) {
+	rd, err := wal.NewReaderFrom(fsys, dir, from)
 	if err != nil {
 		return 0, err
 	}

@@ -73,7 +73,7 @@ func TestReplayEvents(t *testing.T) {
 			}
 			var got []replayed
 			var logged strings.Builder
-			n, err := replayEvents(fsys, dir, slog.New(slog.NewTextHandler(&logged, nil)), func(d replayed) { got = append(got, d) })
+			n, err := replayEvents(fsys, dir, 0, slog.New(slog.NewTextHandler(&logged, nil)), func(d replayed) { got = append(got, d) })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,139 @@
+package recorder
+
+import (
+	"fmt"
+
+	"github.com/rlrec/rlrec/internal/wal"
+)
+
+// Checkpoints bound the log of long-running sessions and the work of
+// recovery. Without them a session's records stay in the log until the
+// session ends: recovery rebuilds its counters, lanes and open episodes
+// from its first event. With them:
+//
+//  1. When the oldest log segments are held only by sessions still
+//     running (not by a write in flight), the assembly goroutine appends
+//     a snapshot of the whole assembly state (snapshot.go) as of the last
+//     event it applied, as_of. The events after as_of that the logging
+//     goroutine has already appended are not in it; recovery replays them.
+//  2. Once every write handed to the writer up to then is durable (no
+//     write in flight holds a position up to as_of: their markers are in
+//     the log before their positions are released), it appends a seal
+//     naming as_of.
+//  3. Once the seal is synced, the log before as_of+1 is no longer needed
+//     for any session: reclaim removes the segments that lie wholly before
+//     it (and before every write in flight).
+//
+// Recovery restores the last snapshot that has a seal and replays the
+// event records after its as_of; without one it replays the whole log.
+// A snapshot is taken only when it is small (snapshotMax) and when no
+// episode is waiting to be finalised or streaming rows to a steps file
+// being written (those rows are in no snapshot and only in the log until
+// the file is durable); such a session's log is kept until that episode is
+// durable and a later snapshot can be taken.
+type checkpoints struct {
+	applied    uint64  // position of the last event applied
+	lastAsOf   uint64  // as_of of the last snapshot taken
+	pending    uint64  // as_of of a snapshot not yet sealed, or 0
+	sealPos    wal.Pos // position of a seal not yet synced, or 0
+	sealAsOf   uint64  // as_of that seal names
+	sealedAsOf uint64  // as_of of the newest synced seal, or 0
+	taken      int     // snapshots taken, for tests
+}
+
+// snapshotMax is the largest snapshot taken, in (estimated) bytes: large
+// enough for many sessions of small observations, small against a
+// segment (64 MiB) so that snapshots cost at most an eighth of the log.
+func (r *Recorder) snapshotMax() int {
+	return int(min(max(r.opts.memoryBudget/32, 1<<20), 8<<20))
+}
+
+// reclaimEvery is how many events the pipeline handles between looks for
+// log segments it can remove.
+const reclaimEvery = 4096
+
+func (r *Recorder) reclaimEvery() int {
+	if r.opts.reclaimEvery > 0 {
+		return r.opts.reclaimEvery
+	}
+	return reclaimEvery
+}
+
+// reclaim takes and seals snapshots (see checkpoints) and removes the log
+// segments that hold only records of writes that are durable: everything
+// before the first record of the oldest session not yet handed to the
+// writer (or after the last sealed snapshot, for a session it covers) and
+// of the oldest write still in flight.
+func (r *Recorder) reclaim() {
+	r.checkpoint()
+	if r.log.Segments() < 2 {
+		return
+	}
+	keep := r.sessionsKeep()
+	if l := r.w.minLive(); l != 0 && l < keep {
+		keep = l
+	}
+	if err := r.log.RemoveBefore(wal.Pos(keep)); err != nil {
+		r.fail(fmt.Errorf("reclaim log space: %w", err))
+	}
+}
+
+// sessionsKeep is the first log position the sessions still need.
+func (r *Recorder) sessionsKeep() uint64 {
+	keep := uint64(r.log.LastPos())
+	for _, s := range r.asm.sessions {
+		if s.finalTelemetry {
+			continue
+		}
+		p := s.firstPos
+		if p <= r.ckpt.sealedAsOf {
+			p = r.ckpt.sealedAsOf + 1
+		}
+		keep = min(keep, p)
+	}
+	return keep
+}
+
+// checkpoint advances the snapshot of c: seals a pending one whose writes
+// are durable, notes a synced seal, and takes a new snapshot when one
+// would let reclaim remove a segment.
+func (r *Recorder) checkpoint() {
+	c := &r.ckpt
+	if c.pending != 0 {
+		if l := r.w.minLive(); l == 0 || l > c.pending {
+			pos, err := r.log.Append(appendSealed(nil, c.pending))
+			if err != nil {
+				r.fail(fmt.Errorf("append snapshot seal: %w", err))
+				return
+			}
+			c.sealPos, c.sealAsOf, c.pending = pos, c.pending, 0
+		}
+	}
+	if c.sealPos != 0 && r.log.SyncedPos() >= c.sealPos {
+		c.sealedAsOf, c.sealPos = c.sealAsOf, 0
+	}
+	if c.pending != 0 || c.sealPos != 0 || c.applied == 0 {
+		return
+	}
+	active := uint64(r.log.ActiveFirst())
+	if c.lastAsOf >= active || r.sessionsKeep() >= active {
+		// No segment boundary since the last snapshot, or the sessions
+		// hold no sealed segment: a snapshot would free nothing.
+		return
+	}
+	size, ok := r.asm.snapshotable()
+	if !ok || size > r.snapshotMax() {
+		return
+	}
+	rec, err := r.asm.appendSnapshot(make([]byte, 0, size), c.applied)
+	if err != nil {
+		r.opts.logger.Warn("skipping a log snapshot", "root", r.root, "err", err)
+		return
+	}
+	if _, err := r.log.Append(rec); err != nil {
+		r.fail(fmt.Errorf("append snapshot: %w", err))
+		return
+	}
+	c.pending, c.lastAsOf = c.applied, c.applied
+	c.taken++
+}
