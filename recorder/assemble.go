@@ -497,7 +497,18 @@ func (a *assembler) layoutFor(s *session, spec *spacesv1.SpaceSpec, obs bool) (*
 	if spec == nil {
 		return nil, false
 	}
-	if layout != nil && (spec == cached || proto.Equal(spec, cached)) {
+	if layout != nil && spec == cached {
+		return layout, true
+	}
+	if layout != nil && proto.Equal(spec, cached) {
+		// The same space decoded anew (by another decoder, or restored
+		// from a snapshot): keep this pointer so that the next events,
+		// which share it, compare by pointer.
+		if obs {
+			s.obsSpec = spec
+		} else {
+			s.actSpec = spec
+		}
 		return layout, true
 	}
 	l, err := schema.Compile(spec)
