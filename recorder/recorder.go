@@ -321,6 +321,11 @@ func (r *Recorder) assembly() {
 	defer close(r.assemblyDone)
 	for d := range r.decoded {
 		if d.wait != nil {
+			// A Flush: a quiet moment to seal a snapshot (before the
+			// answer, so that the log does not change under a caller
+			// that Flushed to look at it).
+			r.sinceReclaim = 0
+			r.reclaim()
 			d.wait.pos = d.pos
 			d.wait.done <- struct{}{}
 			continue
@@ -328,10 +333,7 @@ func (r *Recorder) assembly() {
 		r.asm.apply(d.ev, d.at, uint64(d.pos))
 		r.ckpt.applied = uint64(d.pos)
 		r.queueBudget.Release(d.charge)
-		if r.sinceReclaim++; r.sinceReclaim >= r.reclaimEvery() {
-			r.sinceReclaim = 0
-			r.reclaim()
-		}
+		r.maybeReclaim(len(r.decoded) == 0)
 	}
 }
 

@@ -54,8 +54,10 @@ type writer struct {
 	mu      sync.Mutex
 	formats map[formatKey]*parquetout.StepsFormat
 	// live maps each write in flight (an episode or a session write) to
-	// the first log position it was built from.
-	live       map[any]uint64
+	// the first log position it was built from and the order in which it
+	// was handed over (liveSeq counts them).
+	live       map[any]liveWrite
+	liveSeq    uint64
 	firstErr   error
 	completed  int
 	incomplete int
@@ -81,7 +83,7 @@ func newWriter(r *Recorder) *writer {
 		rowsMax: rowsMax,
 		files:   fileShare{share: max(r.opts.memoryBudget/16, 1<<20)},
 		formats: make(map[formatKey]*parquetout.StepsFormat),
-		live:    make(map[any]uint64),
+		live:    make(map[any]liveWrite),
 	}
 	go w.commitLoop()
 	return w
@@ -186,9 +188,7 @@ func (w *writer) takeRows(s *session, ep *episode) rowsJob {
 func (w *writer) fileOf(ep *episode) *episodeFile {
 	if ep.file == nil {
 		ep.file = &episodeFile{}
-		w.mu.Lock()
-		w.live[ep] = ep.firstPos
-		w.mu.Unlock()
+		w.addLive(ep, ep.firstPos)
 	}
 	return ep.file
 }
@@ -427,9 +427,7 @@ func (w *writer) sessionDone(s *session) {
 	}
 	sid := s.id
 	token := new(byte)
-	w.mu.Lock()
-	w.live[token] = s.firstPos
-	w.mu.Unlock()
+	w.addLive(token, s.firstPos)
 	hold := w.skip != nil // recovery commits as one group
 	w.pool.submit(&s.q, func() {
 		parts, err := w.writeSession(sid, k, row, logs, tele)
@@ -568,16 +566,50 @@ func (w *writer) marker(rec []byte) {
 	}
 }
 
+// liveWrite is a write in flight: the first log position it was built
+// from, and its number in the order writes were handed over.
+type liveWrite struct {
+	pos, seq uint64
+}
+
+// addLive notes a write handed over; w.mu must not be held.
+func (w *writer) addLive(key any, pos uint64) {
+	w.mu.Lock()
+	w.liveSeq++
+	w.live[key] = liveWrite{pos: pos, seq: w.liveSeq}
+	w.mu.Unlock()
+}
+
 // minLive returns the first log position an unfinished episode being
 // written still needs, or 0 if none.
 func (w *writer) minLive() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var m uint64
-	for _, p := range w.live {
-		if m == 0 || p < m {
-			m = p
+	for _, l := range w.live {
+		if m == 0 || l.pos < m {
+			m = l.pos
 		}
 	}
 	return m
+}
+
+// handedOver returns the number of writes handed over so far.
+func (w *writer) handedOver() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.liveSeq
+}
+
+// finishedUpTo reports whether every write among the first seq handed
+// over is finished (durable, or failed and so failing the recorder).
+func (w *writer) finishedUpTo(seq uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.live {
+		if l.seq <= seq {
+			return false
+		}
+	}
+	return true
 }
