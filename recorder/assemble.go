@@ -84,6 +84,10 @@ type episode struct {
 
 	// file is the episode's steps file once rows are handed to the writer.
 	file *episodeFile
+
+	// replayFrom is set on an episode restored from a snapshot without its
+	// rows: the log position from which recovery rebuilds them.
+	replayFrom uint64
 }
 
 // lane is the per-lane state of a session.
@@ -169,6 +173,10 @@ type session struct {
 
 	// scratch for lane splitting
 	split [][][]byte
+
+	// adopt, in recovery's catch-up (catchup.go) only, maps the record
+	// ids of restored episodes to rebuild to the episodes to build into.
+	adopt map[string]*episode
 }
 
 // problemCount is the number of input problems counted in s.
@@ -449,7 +457,7 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		return
 	}
 	a.open++
-	s.episodes[e.EpisodeRecordID] = &episode{
+	ep := &episode{
 		id:        e.EpisodeID,
 		recordID:  e.EpisodeRecordID,
 		index:     e.EpisodeIndex,
@@ -459,6 +467,13 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		lastAt:    at,
 		firstPos:  pos,
 	}
+	if t := s.adopt[e.EpisodeRecordID]; t != nil {
+		// Recovery's catch-up: build into the restored episode.
+		delete(s.adopt, e.EpisodeRecordID)
+		*t = *ep
+		ep = t
+	}
+	s.episodes[e.EpisodeRecordID] = ep
 }
 
 func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at time.Time) {

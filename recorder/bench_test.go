@@ -765,7 +765,7 @@ func dirBytes(b *testing.B, dir string) int64 {
 	return n
 }
 
-func copyDir(b *testing.B, src, dst string) {
+func copyDir(b testing.TB, src, dst string) {
 	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err

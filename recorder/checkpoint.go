@@ -20,16 +20,21 @@ import (
 //     markers are in the log before the writer lets go of them), it
 //     appends a seal naming as_of.
 //  3. Once the seal is synced, the log before as_of+1 is no longer needed
-//     for any session: reclaim removes the segments that lie wholly before
-//     it (and before every write in flight).
+//     but for the episodes open at the snapshot: reclaim removes the
+//     segments that lie wholly before it, before the first event of the
+//     oldest episode then open, and before every write in flight. (The
+//     log is kept for every open episode, not only for those whose rows
+//     the snapshot leaves to the log: a later snapshot may leave any of
+//     them to the log.)
 //
 // Recovery restores the last snapshot that has a seal and replays the
 // event records after its as_of; without one it replays the whole log.
-// A snapshot is taken only when it is small (snapshotMax) and when no
-// episode is waiting to be finalised or streaming rows to a steps file
-// being written (those rows are in no snapshot and only in the log until
-// the file is durable); such a session's log is kept until that episode is
-// durable and a later snapshot can be taken.
+// A snapshot is taken only when it is small (snapshotMax) and no episode
+// is waiting to be finalised. An open episode streaming rows to a steps
+// file being written (those rows are only in the log until the file is
+// durable), or buffering many rows, is in it without its rows: the snapshot
+// names the log position of its first event, reclaim keeps the log from
+// there, and recovery rebuilds its rows from there (recover.go).
 type checkpoints struct {
 	applied  uint64 // position of the last event applied
 	lastAsOf uint64 // as_of of the last snapshot taken
@@ -39,10 +44,16 @@ type checkpoints struct {
 	// durable. (Writes handed over later, such as an episode open in the
 	// snapshot that completed since, are rebuilt from it.)
 	pendingWrites uint64
-	sealPos       wal.Pos // position of a seal not yet synced, or 0
-	sealAsOf      uint64  // as_of that seal names
-	sealedAsOf    uint64  // as_of of the newest synced seal, or 0
-	taken         int     // snapshots taken, for tests
+	// pendingFrom and sealedFrom are the first events of the oldest
+	// episode open at the pending and at the sealed snapshot (0: none):
+	// the log is kept from there, so that any episode open then can be
+	// rebuilt from the log (see oldestOpen).
+	pendingFrom, sealedFrom uint64
+	sealPos                 wal.Pos // position of a seal not yet synced, or 0
+	sealAsOf                uint64  // as_of that seal names
+	sealFrom                uint64  // pendingFrom of that snapshot
+	sealedAsOf              uint64  // as_of of the newest synced seal, or 0
+	taken                   int     // snapshots taken, for tests
 }
 
 // snapshotMax is the largest snapshot taken, in (estimated) bytes: large
@@ -120,6 +131,10 @@ func (r *Recorder) sessionsKeep() uint64 {
 		}
 		keep = min(keep, p)
 	}
+	if r.ckpt.sealedFrom != 0 {
+		// The episodes open at the snapshot.
+		keep = min(keep, r.ckpt.sealedFrom)
+	}
 	return keep
 }
 
@@ -135,11 +150,11 @@ func (r *Recorder) checkpoint() {
 				r.fail(fmt.Errorf("append snapshot seal: %w", err))
 				return
 			}
-			c.sealPos, c.sealAsOf, c.pending = pos, c.pending, 0
+			c.sealPos, c.sealAsOf, c.sealFrom, c.pending = pos, c.pending, c.pendingFrom, 0
 		}
 	}
 	if c.sealPos != 0 && r.log.SyncedPos() >= c.sealPos {
-		c.sealedAsOf, c.sealPos = c.sealAsOf, 0
+		c.sealedAsOf, c.sealedFrom, c.sealPos = c.sealAsOf, c.sealFrom, 0
 	}
 	if c.pending != 0 || c.sealPos != 0 || c.applied == 0 {
 		return
@@ -170,5 +185,6 @@ func (r *Recorder) checkpoint() {
 	}
 	c.pending, c.lastAsOf = c.applied, c.applied
 	c.pendingWrites = r.w.handedOver()
+	c.pendingFrom = r.asm.oldestOpen()
 	c.taken++
 }

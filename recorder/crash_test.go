@@ -29,6 +29,8 @@ import (
 const (
 	crashChildEnv = "RLREC_CRASH_CHILD_ROOT"
 	crashChildTag = "RLREC_CRASH_CHILD_TAG"
+	// crashChildImages, when set, adds an image session to the child's.
+	crashChildImages = "RLREC_CRASH_CHILD_IMAGES"
 )
 
 // ackHooks reports each acknowledged event on w.
@@ -67,8 +69,13 @@ func TestCrashChild(t *testing.T) {
 	// Small log segments and frequent looks at them: the child snapshots
 	// its state and removes segments while it runs, so kills also land
 	// around snapshots, seals and removals.
-	rec, err := recorder.Open(root, recorder.WithSyncPolicy(recorder.SyncEach), fast,
-		recorder.WithSegmentSize(8<<10), recorder.WithReclaimEvery(16))
+	opts := []recorder.Option{recorder.WithSyncPolicy(recorder.SyncEach), fast, recorder.WithSegmentSize(8 << 10), recorder.WithReclaimEvery(16)}
+	if os.Getenv(crashChildImages) != "" {
+		// Image episodes stream their rows under a small budget, so a
+		// snapshot leaves them to the log and recovery rebuilds them.
+		opts = append(opts, recorder.WithMemoryBudget(16<<20))
+	}
+	rec, err := recorder.Open(root, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)
@@ -78,7 +85,11 @@ func TestCrashChild(t *testing.T) {
 	h.t = newTally()
 	tag := os.Getenv(crashChildTag)
 	var cfgs []sim.Config
-	for i, env := range []string{"cartpole", "all-leaves"} {
+	envs := []string{"cartpole", "all-leaves"}
+	if os.Getenv(crashChildImages) != "" {
+		envs = append(envs, "pick-place")
+	}
+	for i, env := range envs {
 		auto := sim.AutoresetNextStep
 		if i == 1 {
 			auto = sim.AutoresetDisabled
@@ -195,8 +206,11 @@ func TestCrashKill(t *testing.T) {
 	seed := rng.Uint64()
 	t.Logf("seed %d", seed)
 	base := t.TempDir()
-	var fromSnapshot atomic.Int64
-	t.Cleanup(func() { t.Logf("%d of %d recoveries started from a snapshot", fromSnapshot.Load(), roots*killsPerRoot) })
+	var fromSnapshot, rebuilt atomic.Int64
+	t.Cleanup(func() {
+		t.Logf("%d of %d recoveries started from a snapshot, %d of them rebuilt episodes from before it",
+			fromSnapshot.Load(), roots*killsPerRoot, rebuilt.Load())
+	})
 	for r := range roots {
 		rng := rand.New(rand.NewPCG(seed, uint64(r)))
 		t.Run(fmt.Sprintf("root%d", r), func(t *testing.T) {
@@ -205,8 +219,8 @@ func TestCrashKill(t *testing.T) {
 			acks := &ackTally{eps: make(map[[2]string]*ackEp), open: map[string]bool{}, ended: map[string]bool{}, sessions: map[string]bool{}}
 			for k := range killsPerRoot {
 				tag := fmt.Sprintf("r%dk%d", r, k)
-				runtime := time.Duration(20+rng.IntN(130)) * time.Millisecond
-				killChild(t, root, tag, runtime, acks)
+				runtime := time.Duration(30+rng.IntN(270)) * time.Millisecond
+				killChild(t, root, tag, r%2 == 1, runtime, acks)
 
 				// No partial file under a final name, before recovery.
 				readTables(t, vfs.OS(), root)
@@ -215,8 +229,11 @@ func TestCrashKill(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: recover: %v", tag, err)
 				}
-				if rec.Recovered().Snapshot {
+				if rep := rec.Recovered(); rep.Snapshot {
 					fromSnapshot.Add(1)
+					if rep.Rebuilt > 0 {
+						rebuilt.Add(1)
+					}
 				}
 				if err := rec.Close(context.Background()); err != nil {
 					t.Fatalf("%s: close: %v", tag, err)
@@ -234,7 +251,7 @@ func TestCrashKill(t *testing.T) {
 
 // killChild runs a child recording into root and kills it runtime after it
 // is ready, reading its acknowledgements into acks.
-func killChild(t *testing.T, root, tag string, runtime time.Duration, acks *ackTally) {
+func killChild(t *testing.T, root, tag string, images bool, runtime time.Duration, acks *ackTally) {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -242,6 +259,9 @@ func killChild(t *testing.T, root, tag string, runtime time.Duration, acks *ackT
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+root, crashChildTag+"="+tag)
+	if images {
+		cmd.Env = append(cmd.Env, crashChildImages+"=1")
+	}
 	cmd.ExtraFiles = []*os.File{pw}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -73,10 +73,12 @@
 // still running, the assembly goroutine logs a snapshot of its whole state,
 // seals it once the writes in flight when it was taken are durable, and
 // from then on the log before it can go. A crash mid-session loses none of
-// it: recovery starts from the snapshot. No snapshot is taken while an
-// episode is streaming rows to its steps file (long or image-heavy
-// episodes) or when the state is large; the log is then kept until that
-// episode is durable.
+// it: recovery starts from the snapshot. An open episode that streams rows
+// to its steps file (long or image-heavy episodes) or buffers more than 64
+// KiB is in a snapshot without its rows: the log is kept from its first
+// event, and recovery rebuilds its rows by replaying the log from there
+// (catchup.go). So a session's log holds at most what its oldest open
+// episode logged, plus a few thousand events.
 //
 // # Memory
 //

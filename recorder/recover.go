@@ -25,8 +25,11 @@ type RecoveryReport struct {
 	// Skipped counts episodes whose files were already durable.
 	Skipped int
 	// Snapshot is set when the replay started from a snapshot of the
-	// recorder's state instead of the log's first event (checkpoint.go).
+	// recorder's state instead of the log's first event (checkpoint.go);
+	// Rebuilt counts the open episodes of the snapshot whose rows it left
+	// to the log, rebuilt by replaying the log from their first event.
 	Snapshot bool
+	Rebuilt  int
 	// Damage describes a torn or corrupt log tail that was cut; it is the
 	// zero value when the log was intact.
 	Damage wal.RepairReport
@@ -62,6 +65,8 @@ func (r *Recorder) recover() error {
 	r.w.skip = done
 	var last time.Time
 	var from wal.Pos
+	var cu *catchUp
+	var catchUpTo uint64
 	if snap != nil {
 		asOf, sessions, err := parseSnapshot(snap[1:])
 		if err != nil {
@@ -75,18 +80,40 @@ func (r *Recorder) recover() error {
 		r.asm.restore(sessions, asOf+1)
 		from = wal.Pos(asOf + 1)
 		r.recovered.Snapshot = true
+		if cu = newCatchUp(r.w, r.asm.episodeBudget, sessions, r.opts.logger.With("root", r.root)); cu != nil {
+			from, catchUpTo = wal.Pos(cu.from), asOf
+			r.recovered.Rebuilt = len(cu.targets)
+		}
 	}
 
-	// Pass 2: rebuild the sessions from their events.
+	// Pass 2: rebuild the sessions from their events (after the snapshot,
+	// and before it only the episodes it left to the log).
+	var cuErr error
 	n, err := replayEvents(r.fs, dir, from, r.opts.logger.With("root", r.root), func(d replayed) {
 		if d.at.After(last) {
 			last = d.at
 		}
+		if cu != nil {
+			if uint64(d.pos) <= catchUpTo {
+				cu.apply(d)
+				return
+			}
+			cuErr, cu = cu.finish(), nil
+		}
 		r.asm.apply(d.ev, d.at, uint64(d.pos))
 	})
+	if cu != nil {
+		cuErr = cu.finish()
+	}
 	r.recovered.Records = n
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
+	if cuErr != nil {
+		// The log and its snapshot disagree (a bug, or a log damaged where
+		// no checksum could tell). Nothing more is to be had: the episode
+		// keeps the rows the log held, and verify will name it.
+		r.opts.logger.Error("recovery could not rebuild an episode as the log's snapshot recorded it", "root", r.root, "err", cuErr)
 	}
 	for _, s := range r.asm.sortedSessions() {
 		r.recovered.Sessions++

@@ -37,6 +37,8 @@ import (
 //	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
 //	          6 started_at  7 last_at  8 next_step  9 steps_recorded
 //	          10 reward_sum (fixed64)  11 row (Row, repeated)
+//	          12 replay_from (present: the rows are not in the snapshot;
+//	          recovery rebuilds them from the log from this position)
 //	Row       1 step  2 session_step  3 observation (absent: null)
 //	          4 action  5 reward (fixed64)  6 flags (1 first, 2 last,
 //	          4 terminated, 8 truncated)  7 recorded_at
@@ -48,7 +50,11 @@ import (
 //
 // A snapshot holds only open episodes: it is taken when no completed
 // episode awaits finalisation, and a completed episode is in the state only
-// until then.
+// until then. An open episode's rows are in the snapshot unless it streams
+// rows to its steps file (those are in no durable file yet) or buffers more
+// than inlineRowsMax: then the snapshot names the log position of its first
+// event, the log is kept from there, and recovery rebuilds its rows by
+// replaying the log from there to the snapshot (recover.go).
 //
 // Times are Unix nanoseconds (varint, zigzag), absent for the zero time;
 // integers are varints (zigzag where they can be negative); booleans are
@@ -68,16 +74,43 @@ func (a *assembler) snapshotable() (size int, ok bool) {
 		}
 		size += 256 + len(s.done)*16 + len(s.logs)*128 + len(s.telemetry)*160
 		for _, ep := range s.episodes {
-			if ep.file != nil || ep.flushedRows > 0 {
-				return 0, false
+			size += 128
+			if !external(ep) {
+				size += len(ep.arena) + len(ep.rows)*48
 			}
-			size += 128 + len(ep.arena) + len(ep.rows)*48 + len(ep.finalObs)
 		}
 		for _, l := range s.lanes {
 			size += 32 + len(l.obs)
 		}
 	}
 	return size, true
+}
+
+// inlineRowsMax is the most buffered row bytes an open episode puts in a
+// snapshot; a larger one is rebuilt from the log (see external).
+const inlineRowsMax = 64 << 10
+
+// external reports whether a snapshot leaves ep's rows to be rebuilt from
+// the log: rows streamed to a steps file not yet durable are only there,
+// and a large buffer would make snapshots large and slow.
+func external(ep *episode) bool {
+	return ep.file != nil || ep.flushedRows > 0 || len(ep.arena) > inlineRowsMax
+}
+
+// oldestOpen returns the log position of the first event of the oldest
+// open episode (0: none). The log is kept from there: a later snapshot may
+// leave any episode open now to the log, even one an earlier snapshot held
+// with its rows.
+func (a *assembler) oldestOpen() uint64 {
+	var from uint64
+	for _, s := range a.sessions {
+		for _, ep := range s.episodes {
+			if from == 0 || ep.firstPos < from {
+				from = ep.firstPos
+			}
+		}
+	}
+	return from
 }
 
 // appendSnapshot appends a snapshot record of every session in a, as of
@@ -285,6 +318,10 @@ func appendEpisode(b []byte, ep *episode) ([]byte, error) {
 	b = appendInt(b, 8, ep.nextStep)
 	b = appendInt(b, 9, ep.stepsRecorded)
 	b = appendFloat(b, 10, ep.rewardSum)
+	if external(ep) {
+		b = protowire.AppendTag(b, 12, protowire.VarintType)
+		return protowire.AppendVarint(b, ep.firstPos), nil
+	}
 	for _, r := range ep.rows {
 		b = protowire.AppendTag(b, 11, protowire.BytesType)
 		b, _ = appendMessage(b, func(b []byte) ([]byte, error) {
@@ -590,6 +627,11 @@ func parseEpisode(b []byte) (*episode, error) {
 			ep.stepsRecorded = zz(v)
 		case 10:
 			ep.rewardSum = math.Float64frombits(v)
+		case 12:
+			ep.replayFrom = v
+			if v == 0 {
+				return fmt.Errorf("%w: episode replayed from position 0", errBadSnapshot)
+			}
 		case 11:
 			r := stepRow{obsLen: -1}
 			err := fields(val, func(num protowire.Number, v uint64, val []byte) error {
@@ -640,12 +682,16 @@ func (discard) problem(*session, problemKind, string)  {}
 
 // restore makes sessions, decoded from a snapshot as of position from-1,
 // the assembler's state; from is the first log position they are built
-// from on.
+// from on. Episodes whose rows the snapshot left to the log keep their
+// replayFrom until catchUp rebuilds them.
 func (a *assembler) restore(sessions []*session, from uint64) {
 	for _, s := range sessions {
 		s.firstPos = from
 		for _, ep := range s.episodes {
 			ep.firstPos = from
+			if ep.replayFrom != 0 {
+				ep.firstPos = ep.replayFrom
+			}
 			a.open++
 		}
 		a.sessions[s.id] = s

@@ -189,3 +189,41 @@ func FuzzParseSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// TestSnapshotExternalEpisode: an episode that streamed rows to its steps
+// file is in a snapshot without its rows, named by the log position of its
+// first event, and restore keeps that position for the catch-up.
+func TestSnapshotExternalEpisode(t *testing.T) {
+	s := snapshotScript()
+	a := newAssembler(&capture{}, 1<<20)
+	at := time.Unix(1700000000, 0).UTC()
+	for i, ev := range s.evs {
+		a.apply(ev, at.Add(time.Duration(i)*time.Millisecond), uint64(i+1))
+	}
+	ep := a.sessions[s.sid].episodes["ep-000001"]
+	ep.flushedRows = 1 // as if it had streamed a row
+	if a.oldestOpen() != ep.firstPos || ep.firstPos == 0 {
+		t.Fatalf("oldestOpen %d, want the first episode's first position %d", a.oldestOpen(), ep.firstPos)
+	}
+	rec, err := a.appendSnapshot(nil, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := parseSnapshot(rec[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got[0].episodes["ep-000001"]
+	if g == nil || g.replayFrom != ep.firstPos || len(g.rows) != 0 || g.stepsRecorded != ep.stepsRecorded || g.nextStep != ep.nextStep {
+		t.Fatalf("external episode restored as %+v, want no rows, replayFrom %d, %d steps", g, ep.firstPos, ep.stepsRecorded)
+	}
+	if inline := got[0].episodes["ep-000003"]; inline == nil || len(inline.rows) != len(a.sessions[s.sid].episodes["ep-000003"].rows) || inline.replayFrom != 0 {
+		t.Fatalf("inline episode restored as %+v", inline)
+	}
+	b := newAssembler(&capture{}, 1<<20)
+	b.restore(got, 100)
+	if b.sessions[s.sid].episodes["ep-000001"].firstPos != ep.firstPos || b.sessions[s.sid].episodes["ep-000003"].firstPos != 100 {
+		t.Errorf("restored first positions %d and %d, want %d and 100", b.sessions[s.sid].episodes["ep-000001"].firstPos,
+			b.sessions[s.sid].episodes["ep-000003"].firstPos, ep.firstPos)
+	}
+}

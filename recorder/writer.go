@@ -188,7 +188,7 @@ func (w *writer) takeRows(s *session, ep *episode) rowsJob {
 func (w *writer) fileOf(ep *episode) *episodeFile {
 	if ep.file == nil {
 		ep.file = &episodeFile{}
-		w.addLive(ep, ep.firstPos)
+		w.addLive(ep, ep.firstPos, false)
 	}
 	return ep.file
 }
@@ -287,6 +287,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		return
 	}
 	f := w.fileOf(ep)
+	w.finishLive(ep)
 	j := w.takeRows(s, ep)
 	row := episodeRow(s, ep, status)
 	meta := parquetout.Metadata{SessionID: s.id, EpisodeRecordID: ep.recordID}
@@ -427,7 +428,7 @@ func (w *writer) sessionDone(s *session) {
 	}
 	sid := s.id
 	token := new(byte)
-	w.addLive(token, s.firstPos)
+	w.addLive(token, s.firstPos, true)
 	hold := w.skip != nil // recovery commits as one group
 	w.pool.submit(&s.q, func() {
 		parts, err := w.writeSession(sid, k, row, logs, tele)
@@ -567,16 +568,35 @@ func (w *writer) marker(rec []byte) {
 }
 
 // liveWrite is a write in flight: the first log position it was built
-// from, and its number in the order writes were handed over.
+// from, and its number in the order finished writes were handed over (0
+// while it is an open episode's streamed rows).
 type liveWrite struct {
 	pos, seq uint64
 }
 
-// addLive notes a write handed over; w.mu must not be held.
-func (w *writer) addLive(key any, pos uint64) {
+// addLive notes a write in flight that needs the log from pos; w.mu must
+// not be held. A finished write (a completed episode's files, a session
+// write) is numbered in the order writes are handed over; the rows an
+// open episode streams to its steps file are not (see finishLive).
+func (w *writer) addLive(key any, pos uint64, finished bool) {
+	w.mu.Lock()
+	l := liveWrite{pos: pos}
+	if finished {
+		w.liveSeq++
+		l.seq = w.liveSeq
+	}
+	w.live[key] = l
+	w.mu.Unlock()
+}
+
+// finishLive numbers the write of key, in flight since its episode began
+// streaming, as a finished write handed over now.
+func (w *writer) finishLive(key any) {
 	w.mu.Lock()
 	w.liveSeq++
-	w.live[key] = liveWrite{pos: pos, seq: w.liveSeq}
+	l := w.live[key]
+	l.seq = w.liveSeq
+	w.live[key] = l
 	w.mu.Unlock()
 }
 
@@ -601,13 +621,14 @@ func (w *writer) handedOver() uint64 {
 	return w.liveSeq
 }
 
-// finishedUpTo reports whether every write among the first seq handed
-// over is finished (durable, or failed and so failing the recorder).
+// finishedUpTo reports whether every write among the first seq finished
+// writes handed over is durable. (A failed write stays in flight: it fails
+// the recorder.)
 func (w *writer) finishedUpTo(seq uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, l := range w.live {
-		if l.seq <= seq {
+		if l.seq != 0 && l.seq <= seq {
 			return false
 		}
 	}
