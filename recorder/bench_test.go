@@ -809,6 +809,7 @@ func BenchmarkRecovery(b *testing.B) {
 		{"cartpole16", 16, benchF32Box(4), 16, 40000, 0},
 		{"image8", 8, benchU8Box(84, 84, 3), 84 * 84 * 3, 2000, 0},
 		{"cartpole16-snapshots", 16, benchF32Box(4), 16, 40000, 4 << 20},
+		{"image8-snapshots", 8, benchU8Box(84, 84, 3), 84 * 84 * 3, 2000, 4 << 20},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			src := b.TempDir()
