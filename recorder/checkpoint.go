@@ -11,10 +11,10 @@ import (
 // session ends: recovery rebuilds its counters, lanes and open episodes
 // from its first event. With them:
 //
-//  1. When the oldest log segments are held only by sessions still
-//     running (not by a write in flight), the assembly goroutine appends
-//     a snapshot of the whole assembly state (snapshot.go) as of the last
-//     event it applied, as_of. The events after as_of that the logging
+//  1. When a sealed log segment is held by sessions still running, or
+//     every snapshotEvery events while a session runs, the assembly
+//     goroutine appends a snapshot of the whole assembly state
+//     (snapshot.go) as of the last event it applied, as_of. The events after as_of that the logging
 //     goroutine has already appended are not in it; recovery replays them.
 //  2. Once every write handed to the writer up to then is durable (their
 //     markers are in the log before the writer lets go of them), it
@@ -138,9 +138,8 @@ func (r *Recorder) sessionsKeep() uint64 {
 	return keep
 }
 
-// checkpoint advances the snapshot of c: seals a pending one whose writes
-// are durable, notes a synced seal, and takes a new snapshot when one
-// would let reclaim remove a segment.
+// checkpoint advances the snapshots: seals a pending one whose writes are
+// durable, notes a synced seal, and takes a new snapshot when one is due.
 func (r *Recorder) checkpoint() {
 	c := &r.ckpt
 	if c.pending != 0 {

@@ -87,6 +87,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	}
 	fmt.Fprintf(w, "%s: recovered from the log of a recorder that did not close\n", root)
 	fmt.Fprintf(w, "  log records replayed:  %d\n", rep.Records)
+	if rep.Snapshot {
+		fmt.Fprintf(w, "  replayed from:         the recorder's last sealed snapshot (%d open episodes rebuilt from the log before it)\n", rep.Rebuilt)
+	}
 	fmt.Fprintf(w, "  sessions:              %d (%d crashed: they had not ended)\n", rep.Sessions, rep.Crashed)
 	fmt.Fprintf(w, "  episodes written:      %d completed, %d incomplete\n", rep.Completed, rep.Incomplete)
 	fmt.Fprintf(w, "  episodes skipped:      %d (already durable)\n", rep.Skipped)

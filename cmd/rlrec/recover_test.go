@@ -318,3 +318,27 @@ func TestVerifyCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteRecoverySnapshot: a recovery that started from a snapshot says
+// so, with the episodes it rebuilt from before it; one that did not, does
+// not.
+func TestWriteRecoverySnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rep  recorder.RecoveryReport
+		want string
+	}{
+		{"from-snapshot", recorder.RecoveryReport{Records: 12, Snapshot: true, Rebuilt: 3}, "replayed from:         the recorder's last sealed snapshot (3 open episodes rebuilt from the log before it)"},
+		{"whole-log", recorder.RecoveryReport{Records: 12}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := writeRecovery(&b, "ROOT", tc.rep); err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(b.String(), "replayed from:"); has != (tc.want != "") || !strings.Contains(b.String(), tc.want) {
+				t.Errorf("output:\n%s\nwant the line %q", b.String(), tc.want)
+			}
+		})
+	}
+}
