@@ -72,32 +72,85 @@ func TestUnescape(t *testing.T) {
 	}
 }
 
-func TestDir(t *testing.T) {
-	root := filepath.FromSlash("/data/root")
+func TestEncodeValueLong(t *testing.T) {
+	long := func(s string, n int) string { return strings.Repeat(s, n) }
 	tests := []struct {
-		name      string
-		got, want string
+		name string
+		in   string
+		cut  bool
 	}{
-		{"episode", Dir(root, "steps", "s1", "ep-000001"), "/data/root/steps/session_id=s1/episode_record_id=ep-000001"},
-		{"episode empty id", Dir(root, "episodes", "s1", ""), "/data/root/episodes/session_id=s1/episode_record_id="},
-		{"session", SessionDir(root, "logs", "s1"), "/data/root/logs/session_id=s1"},
-		{"escape attempt", Dir(root, "steps", "../..", ".."), "/data/root/steps/session_id=..%2F../episode_record_id=%2E%2E"},
-		{"slash id", SessionDir(root, "sessions", "/etc/passwd"), "/data/root/sessions/session_id=%2Fetc%2Fpasswd"},
+		{"short", "local-4242", false},
+		{"at limit", long("a", MaxValueLen), false},
+		{"one over", long("a", MaxValueLen+1), true},
+		{"245 ascii", long("s", 245), true},
+		{"42 e-acute", long("é", 42), true},
+		{"10 KB", long("x", 10<<10), true},
+		{"escape at the cut", long("a", MaxValueLen-1) + "/" + long("b", 50), true},
+	}
+	seen := map[string]string{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := EncodeValue(tt.in)
+			if Cut(e) != tt.cut {
+				t.Fatalf("EncodeValue(%d bytes) = %d bytes, cut %v, want %v", len(tt.in), len(e), Cut(e), tt.cut)
+			}
+			if len(Segment(KeyEpisodeRecordID, tt.in)) > 255 {
+				t.Fatalf("segment is %d bytes", len(Segment(KeyEpisodeRecordID, tt.in)))
+			}
+			if _, err := Unescape(e); err != nil {
+				t.Fatalf("a cut value must still decode: %v", err)
+			}
+			if !tt.cut {
+				if e != Escape(tt.in) {
+					t.Fatalf("a value within the limit must be kept whole")
+				}
+				return
+			}
+			if len(e) <= MaxValueLen {
+				t.Fatalf("a cut value (%d bytes) must be longer than any kept whole", len(e))
+			}
+			if other, ok := seen[e]; ok && other != tt.in {
+				t.Fatalf("two values share %q", e)
+			}
+			seen[e] = tt.in
+			// A value differing only past the cut gets another name.
+			if EncodeValue(tt.in+"z") == e {
+				t.Fatalf("values differing past the cut share a name")
+			}
+		})
+	}
+}
+
+func TestPartitionRel(t *testing.T) {
+	rec := Recording{SessionID: "local-7", EnvID: "0190c0de-7a3b-7c2d-8e9f-0123456789ab"}
+	tests := []struct {
+		name string
+		p    Partition
+		want string
+	}{
+		{"episode", EpisodePartition("steps", rec, "ep-000001"), "steps/session_id=local-7/env_id=0190c0de-7a3b-7c2d-8e9f-0123456789ab/episode_record_id=ep-000001"},
+		{"recording", RecordingPartition("episodes", rec), "episodes/session_id=local-7/env_id=0190c0de-7a3b-7c2d-8e9f-0123456789ab"},
+		{"empty ids", EpisodePartition("steps", Recording{}, ""), "steps/session_id=/env_id=/episode_record_id="},
+		{"escape attempt", EpisodePartition("steps", Recording{"../..", "/etc"}, ".."), "steps/session_id=..%2F../env_id=%2Fetc/episode_record_id=%2E%2E"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.got != filepath.FromSlash(tt.want) {
-				t.Fatalf("got %q, want %q", tt.got, tt.want)
+			if got := tt.p.Rel(); got != tt.want {
+				t.Fatalf("Rel() = %q, want %q", got, tt.want)
 			}
-			if !strings.HasPrefix(tt.got, root+string(filepath.Separator)) {
-				t.Fatalf("%q is outside %q", tt.got, root)
+			root := filepath.FromSlash("/data/root")
+			if d := tt.p.Dir(root); !strings.HasPrefix(d, root+string(filepath.Separator)) {
+				t.Fatalf("%q is outside %q", d, root)
+			}
+			if got, want := tt.p.File(3), tt.want+"/part-00003.parquet"; got != want {
+				t.Fatalf("File(3) = %q, want %q", got, want)
 			}
 		})
 	}
 }
 
 func FuzzEscape(f *testing.F) {
-	for _, s := range []string{"", ".", "..", "/", "a/../b", "\x00", "%", "%2E", "=", "é", " ", "ep-000001", "\xff\xfe"} {
+	for _, s := range []string{"", ".", "..", "/", "a/../b", "\x00", "%", "%2E", "=", "é", " ", "ep-000001", "\xff\xfe", strings.Repeat("a", 245), strings.Repeat("é", 42)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -121,11 +174,21 @@ func FuzzEscape(f *testing.F) {
 		if filepath.Base(seg) != seg || strings.ContainsRune(seg, filepath.Separator) {
 			t.Fatalf("Segment(%q) = %q is not one path segment", s, seg)
 		}
+		if len(seg) > 255 {
+			t.Fatalf("Segment(%q) is %d bytes, over a file name's 255", s, len(seg))
+		}
 		root := filepath.FromSlash("/r")
-		d := Dir(root, "steps", s, s)
+		d := EpisodePartition("steps", Recording{s, s}, s).Dir(root)
 		rel, err := filepath.Rel(root, d)
-		if err != nil || strings.Count(rel, string(filepath.Separator)) != 2 || strings.HasPrefix(rel, "..") {
-			t.Fatalf("Dir(%q) = %q escapes or is not three segments below root", s, d)
+		if err != nil || strings.Count(rel, string(filepath.Separator)) != 3 || strings.HasPrefix(rel, "..") {
+			t.Fatalf("EpisodePartition(%q).Dir = %q escapes or is not four segments below root", s, d)
+		}
+		v, exact, err := ParseSegment(seg, KeySessionID)
+		if err != nil {
+			t.Fatalf("ParseSegment(%q): %v", seg, err)
+		}
+		if exact != (len(e) <= MaxValueLen) || (exact && v != s) {
+			t.Fatalf("ParseSegment(Segment(%q)) = %q, exact %v", s, v, exact)
 		}
 	})
 }
