@@ -21,13 +21,15 @@ import (
 
 // SchemaVersion is the version of the table layout, stored in every file
 // under MetaSchemaVersion.
-const SchemaVersion = "1"
+const SchemaVersion = "2"
 
 // Key-value metadata keys of every table file.
 const (
 	MetaSchemaVersion    = "rlrec.schema_version"
+	MetaLayout           = "rlrec.layout" // the ROOT's steps layout: "episode" or "session"
 	MetaSessionID        = "rlrec.session_id"
-	MetaEpisodeRecordID  = "rlrec.episode_record_id" // steps and episodes files
+	MetaEnvID            = "rlrec.env_id"
+	MetaEpisodeRecordID  = "rlrec.episode_record_id" // steps files of layout "episode"
 	MetaObservationSpace = "rlrec.observation_space" // steps and episodes files: protojson SpaceSpec
 	MetaActionSpace      = "rlrec.action_space"      // steps and episodes files: protojson SpaceSpec
 )
@@ -42,9 +44,12 @@ const (
 )
 
 // Partition columns. They live in the directory names only, never inside
-// the files.
+// the files; episode_record_id is a partition column of the steps table in
+// layout "episode" and a file column of the episodes table, and of the
+// steps table in layout "session".
 const (
 	ColSessionID       = "session_id"
+	ColEnvID           = "env_id"
 	ColEpisodeRecordID = "episode_record_id"
 )
 
@@ -74,7 +79,6 @@ const (
 // Column names of the episodes table (besides ColEpisodeID, ColEpisodeIndex,
 // ColEnvIndex, ColTerminated and ColTruncated).
 const (
-	ColEnvID                = "env_id"
 	ColEnvComponentID       = "env_component_id"
 	ColModelComponentID     = "model_component_id"
 	ColStartedFromAutoReset = "started_from_auto_reset"
@@ -89,6 +93,7 @@ const (
 	ColEndedAt              = "ended_at"
 	ColFinalInfo            = "final_info"
 	ColFinalObservationBlob = "final_observation_blob"
+	ColStepsFile            = "steps_file"
 )
 
 // Column names of the sessions table (besides the route columns, ColStatus,
@@ -144,12 +149,14 @@ const DefaultBinaryThreshold = 4096
 //
 // Decisions where DESIGN.md is silent: ended_at and duration_ms are null
 // when the episode never ended (an incomplete episode whose end is
-// unknown); final_info is null when the runtime sent no final info.
+// unknown); final_info is null when the runtime sent no final info;
+// steps_file (the steps file's path relative to ROOT, "/" separators) is
+// null for an episode with no recorded step, which has no steps file.
 type EpisodeRow struct {
-	EpisodeID            string     `parquet:"episode_id,dict"`
+	EpisodeRecordID      string     `parquet:"episode_record_id"`
+	EpisodeID            string     `parquet:"episode_id"`
 	EpisodeIndex         int64      `parquet:"episode_index"`
 	EnvIndex             int32      `parquet:"env_index"`
-	EnvID                string     `parquet:"env_id,dict"`
 	EnvComponentID       string     `parquet:"env_component_id,dict"`
 	ModelComponentID     string     `parquet:"model_component_id,dict"`
 	StartedFromAutoReset bool       `parquet:"started_from_auto_reset"`
@@ -166,6 +173,7 @@ type EpisodeRow struct {
 	EndedAt              *time.Time `parquet:"ended_at,optional,timestamp(microsecond:utc)"`
 	FinalInfo            *string    `parquet:"final_info,optional"`
 	FinalObservationBlob []byte     `parquet:"final_observation_blob,optional,plain"`
+	StepsFile            *string    `parquet:"steps_file,optional"`
 }
 
 // SessionRow is one row of the sessions table. total_steps and
@@ -173,7 +181,6 @@ type EpisodeRow struct {
 // it never did; reason is null when there is none; ended_at is null for an
 // open session.
 type SessionRow struct {
-	EnvID            string     `parquet:"env_id"`
 	EnvComponentID   string     `parquet:"env_component_id"`
 	ModelComponentID string     `parquet:"model_component_id"`
 	Status           string     `parquet:"status"`

@@ -203,13 +203,13 @@ func TestRowStructTags(t *testing.T) {
 		cols   []string
 	}{
 		{"episodes", EpisodesSchema, []string{
-			ColEpisodeID, ColEpisodeIndex, ColEnvIndex, ColEnvID, ColEnvComponentID, ColModelComponentID,
+			ColEpisodeRecordID, ColEpisodeID, ColEpisodeIndex, ColEnvIndex, ColEnvComponentID, ColModelComponentID,
 			ColStartedFromAutoReset, ColStatus, ColStepCount, ColCumulativeReward, ColStepsRecorded,
 			ColRewardSum, ColTerminated, ColTruncated, ColSuccess, ColDurationMs, ColStartedAt, ColEndedAt,
-			ColFinalInfo, ColFinalObservationBlob,
+			ColFinalInfo, ColFinalObservationBlob, ColStepsFile,
 		}},
 		{"sessions", SessionsSchema, []string{
-			ColEnvID, ColEnvComponentID, ColModelComponentID, ColStatus, ColReason, ColTotalSteps,
+			ColEnvComponentID, ColModelComponentID, ColStatus, ColReason, ColTotalSteps,
 			ColTotalEpisodes, ColStartedAt, ColEndedAt, ColEpisodesRecorded, ColStepsRecorded, ColDroppedSteps,
 			ColProblems, ColProblemSummary,
 		}},
@@ -229,7 +229,7 @@ func TestRowStructTags(t *testing.T) {
 				t.Fatalf("columns\n got %v\nwant %v", got, tt.cols)
 			}
 			for _, f := range fields {
-				if f.Name() == ColSessionID || f.Name() == ColEpisodeRecordID {
+				if f.Name() == ColSessionID || f.Name() == ColEnvID || (f.Name() == ColEpisodeRecordID && tt.name != "episodes") {
 					t.Errorf("partition column %s inside the file", f.Name())
 				}
 				if strings.HasSuffix(f.Name(), "_at") || f.Name() == ColTime {

@@ -18,7 +18,7 @@ func groupFiles(t *testing.T, fsys vfs.FS, root string) []*Part {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := f.CreateGroupAt(fsys, filepath.Join(root, "steps", "session_id=s", "episode_record_id=e"), 0, "s", "e")
+	w, err := f.CreateGroupAt(fsys, filepath.Join(root, "steps", "session_id=s", "episode_record_id=e"), 0, Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestFinishErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "steps", "session_id=s", "episode_record_id=e")
-	w, err := f.CreateGroupAt(fsys, dir, 0, "s", "e")
+	w, err := f.CreateGroupAt(fsys, dir, 0, Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,16 +3,24 @@ package parquetout
 import (
 	"fmt"
 
+	"github.com/rlrec/rlrec/internal/hive"
+
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
 // Metadata is what a file says about itself in its key-value metadata.
 type Metadata struct {
-	// SessionID is stored under rlrec.session_id in every file.
+	// Layout is stored under rlrec.layout in every file: the ROOT's steps
+	// layout, "episode" when empty.
+	Layout hive.Layout
+	// SessionID and EnvID, the recording, are stored under
+	// rlrec.session_id and rlrec.env_id in every file.
 	SessionID string
-	// EpisodeRecordID is stored under rlrec.episode_record_id in steps and
-	// episodes files (also when it is "").
+	EnvID     string
+	// EpisodeRecordID is stored under rlrec.episode_record_id in steps
+	// files of layout "episode" (also when it is ""), the files of one
+	// episode partition.
 	EpisodeRecordID string
 	// ObservationSpace and ActionSpace are stored as protojson under
 	// rlrec.observation_space and rlrec.action_space in steps and episodes
@@ -50,13 +58,21 @@ func newSpaceJSON(obs, act *spacesv1.SpaceSpec) (spaceJSON, error) {
 }
 
 // keyValues returns the metadata pairs of a file of the given table.
-func keyValues(table, sessionID, episodeRecordID string, spaces spaceJSON) []kvPair {
+func keyValues(table string, meta Metadata, spaces spaceJSON) []kvPair {
+	layout := meta.Layout
+	if layout == "" {
+		layout = hive.LayoutEpisode
+	}
 	kv := []kvPair{
 		{schema.MetaSchemaVersion, schema.SchemaVersion},
-		{schema.MetaSessionID, sessionID},
+		{schema.MetaLayout, string(layout)},
+		{schema.MetaSessionID, meta.SessionID},
+		{schema.MetaEnvID, meta.EnvID},
+	}
+	if table == schema.TableSteps && layout == hive.LayoutEpisode {
+		kv = append(kv, kvPair{schema.MetaEpisodeRecordID, meta.EpisodeRecordID})
 	}
 	if table == schema.TableSteps || table == schema.TableEpisodes {
-		kv = append(kv, kvPair{schema.MetaEpisodeRecordID, episodeRecordID})
 		if spaces.has[0] {
 			kv = append(kv, kvPair{schema.MetaObservationSpace, spaces.observation})
 		}

@@ -5,56 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"strconv"
-	"strings"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
-
-// Part file names. They are part of the on-disk layout: do not change them.
-const (
-	partPrefix = "part-"
-	partSuffix = ".parquet"
-	tmpPrefix  = "."
-	tmpSuffix  = ".tmp"
-	partDigits = 5
-)
-
-// PartName returns the final name of part n: part-00000.parquet.
-func PartName(n int) string {
-	return fmt.Sprintf("%s%0*d%s", partPrefix, partDigits, n, partSuffix)
-}
-
-// TempName returns the name part n is written under until it is committed:
-// .part-00000.parquet.tmp. The leading dot hides it from pyarrow and the
-// suffix from DuckDB's *.parquet glob.
-func TempName(n int) string { return tmpPrefix + PartName(n) + tmpSuffix }
-
-// ParsePartName returns the number of a part file name, final or temp, and
-// whether name is one.
-func ParsePartName(name string) (n int, temp bool, ok bool) {
-	if strings.HasPrefix(name, tmpPrefix) && strings.HasSuffix(name, tmpSuffix) {
-		name = name[len(tmpPrefix) : len(name)-len(tmpSuffix)]
-		temp = true
-	}
-	if !strings.HasPrefix(name, partPrefix) || !strings.HasSuffix(name, partSuffix) {
-		return 0, false, false
-	}
-	digits := name[len(partPrefix) : len(name)-len(partSuffix)]
-	if len(digits) < partDigits {
-		return 0, false, false
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return 0, false, false
-		}
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil || n < 0 {
-		return 0, false, false
-	}
-	return n, temp, true
-}
 
 // NextPart returns the number the next part file in dir gets: one more than
 // the highest part file or temp file there, or 0. A missing dir has no
@@ -69,7 +23,7 @@ func NextPart(fsys vfs.FS, dir string) (int, error) {
 	}
 	next := 0
 	for _, e := range entries {
-		if n, _, ok := ParsePartName(e.Name()); ok && n >= next {
+		if n, _, ok := hive.ParsePartName(e.Name()); ok && n >= next {
 			next = n + 1
 		}
 	}
@@ -89,7 +43,7 @@ func RemoveTemps(fsys vfs.FS, dir string) ([]string, error) {
 	}
 	var removed []string
 	for _, e := range entries {
-		if _, temp, ok := ParsePartName(e.Name()); ok && temp {
+		if _, temp, ok := hive.ParsePartName(e.Name()); ok && temp {
 			if err := fsys.Remove(filepath.Join(dir, e.Name())); err != nil {
 				return removed, fmt.Errorf("parquetout: remove stale temp file: %w", err)
 			}
@@ -161,8 +115,8 @@ func createPart(fsys vfs.FS, dir string, n int, group bool) (*Part, error) {
 	p := &Part{
 		fsys:  fsys,
 		dir:   dir,
-		tmp:   filepath.Join(dir, TempName(n)),
-		final: filepath.Join(dir, PartName(n)),
+		tmp:   filepath.Join(dir, hive.TempName(n)),
+		final: filepath.Join(dir, hive.PartName(n)),
 		group: group,
 	}
 	if p.f, err = fsys.Create(p.tmp); err != nil {

@@ -12,37 +12,6 @@ import (
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-func TestParsePartName(t *testing.T) {
-	tests := []struct {
-		name     string
-		n        int
-		temp, ok bool
-	}{
-		{"part-00000.parquet", 0, false, true},
-		{"part-00042.parquet", 42, false, true},
-		{"part-123456.parquet", 123456, false, true},
-		{".part-00007.parquet.tmp", 7, true, true},
-		{"part-0001.parquet", 0, false, false},
-		{"part-0000a.parquet", 0, false, false},
-		{"part--0001.parquet", 0, false, false},
-		{"part-00001.parquet.tmp", 0, false, false},
-		{".part-00001.parquet", 0, false, false},
-		{"data.parquet", 0, false, false},
-		{"_SUCCESS", 0, false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n, temp, ok := ParsePartName(tt.name)
-			if n != tt.n || temp != tt.temp || ok != tt.ok {
-				t.Fatalf("ParsePartName(%q) = %d, %v, %v; want %d, %v, %v", tt.name, n, temp, ok, tt.n, tt.temp, tt.ok)
-			}
-		})
-	}
-	if PartName(3) != "part-00003.parquet" || TempName(3) != ".part-00003.parquet.tmp" {
-		t.Fatalf("names %q %q", PartName(3), TempName(3))
-	}
-}
-
 func touch(t *testing.T, fsys vfs.FS, path string) {
 	t.Helper()
 	if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
@@ -123,7 +92,7 @@ func cartpoleWriter(t *testing.T, fsys vfs.FS, dir string, cfg Config) *StepsWri
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := f.Create(fsys, dir, "s", "e")
+	w, err := f.Create(fsys, dir, Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,38 +126,38 @@ type StepsWriter struct {
 	done       bool
 }
 
-// Create starts a steps part file in dir (see CreatePart) for the given
-// session and episode record.
-func (f *StepsFormat) Create(fsys vfs.FS, dir, sessionID, episodeRecordID string) (*StepsWriter, error) {
-	return f.CreateAt(fsys, dir, -1, sessionID, episodeRecordID)
+// Create starts a steps part file in dir (see CreatePart) with the given
+// metadata (its spaces are the format's).
+func (f *StepsFormat) Create(fsys vfs.FS, dir string, meta Metadata) (*StepsWriter, error) {
+	return f.CreateAt(fsys, dir, -1, meta)
 }
 
 // CreateAt is Create with an explicit part number (see CreatePartAt).
-func (f *StepsFormat) CreateAt(fsys vfs.FS, dir string, n int, sessionID, episodeRecordID string) (*StepsWriter, error) {
+func (f *StepsFormat) CreateAt(fsys vfs.FS, dir string, n int, meta Metadata) (*StepsWriter, error) {
 	part, err := CreatePartAt(fsys, dir, n)
 	if err != nil {
 		return nil, err
 	}
-	return f.start(part, sessionID, episodeRecordID)
+	return f.start(part, meta)
 }
 
 // CreateGroupAt is CreateAt for group commit (see CreateGroupPartAt): end
 // the file with Finish and commit it with CommitParts.
-func (f *StepsFormat) CreateGroupAt(fsys vfs.FS, dir string, n int, sessionID, episodeRecordID string) (*StepsWriter, error) {
+func (f *StepsFormat) CreateGroupAt(fsys vfs.FS, dir string, n int, meta Metadata) (*StepsWriter, error) {
 	part, err := CreateGroupPartAt(fsys, dir, n)
 	if err != nil {
 		return nil, err
 	}
-	return f.start(part, sessionID, episodeRecordID)
+	return f.start(part, meta)
 }
 
-func (f *StepsFormat) start(part *Part, sessionID, episodeRecordID string) (*StepsWriter, error) {
+func (f *StepsFormat) start(part *Part, meta Metadata) (*StepsWriter, error) {
 	w := &StepsWriter{f: f, part: part, maxGroup: f.cfg.RowGroupBytes}
 	if st, ok := f.pool.Get().(*stepsBuffers); ok {
 		w.stepsBuffers = *st
 		w.pw.Reset(part)
 	} else {
-		opts, err := f.cfg.writerOptions(f.blobPaths, keyValues(schema.TableSteps, sessionID, episodeRecordID, f.spaces))
+		opts, err := f.cfg.writerOptions(f.blobPaths, nil)
 		if err != nil {
 			part.Abort()
 			return nil, err
@@ -165,8 +165,9 @@ func (f *StepsFormat) start(part *Part, sessionID, episodeRecordID string) (*Ste
 		w.pw = parquet.NewWriter(part, append(opts, f.table.Schema)...)
 		w.arena = make([]byte, 0, arenaStart)
 	}
-	w.pw.SetKeyValueMetadata(schema.MetaSessionID, sessionID)
-	w.pw.SetKeyValueMetadata(schema.MetaEpisodeRecordID, episodeRecordID)
+	for _, e := range keyValues(schema.TableSteps, meta, f.spaces) {
+		w.pw.SetKeyValueMetadata(e.key, e.value)
+	}
 	return w, nil
 }
 

@@ -22,7 +22,7 @@ func TestStepsCartpoleRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "steps", "session_id=s1", "episode_record_id=ep-000001")
-	w, err := f.Create(fsys, dir, "s1", "ep-000001")
+	w, err := f.Create(fsys, dir, Metadata{SessionID: "s1", EpisodeRecordID: "ep-000001"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,8 @@ func TestStepsCartpoleRoundTrip(t *testing.T) {
 		t.Errorf("%d row groups, want 4", got)
 	}
 	for key, want := range map[string]string{
-		schema.MetaSchemaVersion:   "1",
+		schema.MetaSchemaVersion:   "2",
+		schema.MetaLayout:          "episode",
 		schema.MetaSessionID:       "s1",
 		schema.MetaEpisodeRecordID: "ep-000001",
 	} {
@@ -138,7 +139,7 @@ func TestStepsWriterReuse(t *testing.T) {
 	}
 	for _, fl := range files {
 		dir := filepath.Join(root, fl.session, fl.episode)
-		w, err := f.Create(fsys, dir, fl.session, fl.episode)
+		w, err := f.Create(fsys, dir, Metadata{SessionID: fl.session, EpisodeRecordID: fl.episode})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +189,7 @@ func TestStepsLargeRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := f.Create(mem, "/d", "s", "e")
+	w, err := f.Create(mem, "/d", Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}

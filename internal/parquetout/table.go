@@ -72,7 +72,7 @@ func createTable[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Confi
 			return nil, err
 		}
 	}
-	kv := keyValues(table, meta.SessionID, meta.EpisodeRecordID, spaces)
+	kv := keyValues(table, meta, spaces)
 	opts, err := cfg.writerOptions(blobs, nil)
 	if err != nil {
 		return nil, err

@@ -48,7 +48,7 @@ func TestEpisodesTable(t *testing.T) {
 	rows := []schema.EpisodeRow{
 		{
 			EpisodeID: "0190c0de-7a3b-7c2d-8e9f-0123456789ab", EpisodeIndex: 1, EnvIndex: 2,
-			EnvID: "CartPole-v1", EnvComponentID: "env", ModelComponentID: "model",
+			EnvComponentID: "env", ModelComponentID: "model",
 			StartedFromAutoReset: true, Status: schema.EpisodeCompleted,
 			StepCount: ptr(int64(10)), CumulativeReward: ptr(9.5), StepsRecorded: 10, RewardSum: 9.5,
 			Terminated: true, Success: ptr(true), DurationMs: ptr(int64(1234)),
@@ -58,12 +58,14 @@ func TestEpisodesTable(t *testing.T) {
 		{EpisodeID: "x", Status: schema.EpisodeIncomplete, StartedAt: t0},
 	}
 	spec := sBox(dtF32, 4)
-	dir := hive.Dir(root, schema.TableEpisodes, "s/1", "ep-000001")
-	path, err := WriteTable(fsys, dir, Metadata{SessionID: "s/1", EpisodeRecordID: "ep-000001", ObservationSpace: spec, ActionSpace: sDiscrete(dtI64, 2)}, Config{}, rows)
+	rows[0].EpisodeRecordID, rows[1].EpisodeRecordID = "ep-000001", "ep-000002"
+	rows[0].StepsFile = ptr("steps/session_id=s%2F1/env_id=r/episode_record_id=ep-000001/part-00000.parquet")
+	dir := hive.RecordingPartition(schema.TableEpisodes, hive.Recording{SessionID: "s/1", EnvID: "r"}).Dir(root)
+	path, err := WriteTable(fsys, dir, Metadata{SessionID: "s/1", EnvID: "r", ObservationSpace: spec, ActionSpace: sDiscrete(dtI64, 2)}, Config{}, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(root, "episodes", "session_id=s%2F1", "episode_record_id=ep-000001", "part-00000.parquet"); path != want {
+	if want := filepath.Join(root, "episodes", "session_id=s%2F1", "env_id=r", "part-00000.parquet"); path != want {
 		t.Fatalf("path %s, want %s", path, want)
 	}
 	got, pf := readTable[schema.EpisodeRow](t, path)
@@ -71,15 +73,15 @@ func TestEpisodesTable(t *testing.T) {
 		t.Fatalf("rows differ:\n got %+v\nwant %+v", got, rows)
 	}
 	checkMeta(t, pf, map[string]string{
-		schema.MetaSchemaVersion: schema.SchemaVersion, schema.MetaSessionID: "s/1", schema.MetaEpisodeRecordID: "ep-000001",
-	})
+		schema.MetaSchemaVersion: "2", schema.MetaLayout: "episode", schema.MetaSessionID: "s/1", schema.MetaEnvID: "r",
+	}, schema.MetaEpisodeRecordID)
 	js, _ := pf.Lookup(schema.MetaActionSpace)
 	if spec, err := schema.ParseSpecJSON([]byte(js)); err != nil || spec.GetDiscrete().GetN() != 2 {
 		t.Errorf("action space metadata %q: %v", js, err)
 	}
 	// A second file reuses the writer: its metadata and rows are its own.
-	dir2 := hive.Dir(root, schema.TableEpisodes, "s2", "ep-000002")
-	path2, err := WriteTable(fsys, dir2, Metadata{SessionID: "s2", EpisodeRecordID: "ep-000002", ObservationSpace: spec, ActionSpace: spec}, Config{}, rows[1:])
+	dir2 := hive.RecordingPartition(schema.TableEpisodes, hive.Recording{SessionID: "s2", EnvID: "r2"}).Dir(root)
+	path2, err := WriteTable(fsys, dir2, Metadata{Layout: hive.LayoutSession, SessionID: "s2", EnvID: "r2", ObservationSpace: spec, ActionSpace: spec}, Config{}, rows[1:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +89,11 @@ func TestEpisodesTable(t *testing.T) {
 	if !reflect.DeepEqual(got2, rows[1:]) {
 		t.Fatalf("second file rows differ:\n got %+v\nwant %+v", got2, rows[1:])
 	}
-	checkMeta(t, pf2, map[string]string{schema.MetaSessionID: "s2", schema.MetaEpisodeRecordID: "ep-000002"})
+	checkMeta(t, pf2, map[string]string{schema.MetaSessionID: "s2", schema.MetaEnvID: "r2", schema.MetaLayout: "session"}, schema.MetaEpisodeRecordID)
 	if js, _ := pf2.Lookup(schema.MetaActionSpace); !strings.Contains(js, "box") {
 		t.Errorf("second file action space %q", js)
 	}
-	for _, name := range []string{schema.ColStepCount, schema.ColSuccess, schema.ColEndedAt, schema.ColFinalInfo, schema.ColFinalObservationBlob} {
+	for _, name := range []string{schema.ColStepCount, schema.ColSuccess, schema.ColEndedAt, schema.ColFinalInfo, schema.ColFinalObservationBlob, schema.ColStepsFile} {
 		c, ok := pf.Schema().Lookup(name)
 		if !ok || !c.Node.Optional() {
 			t.Errorf("%s: found %v, optional %v", name, ok, ok && c.Node.Optional())
@@ -102,17 +104,18 @@ func TestEpisodesTable(t *testing.T) {
 func TestSessionTables(t *testing.T) {
 	fsys, root := osFS(t)
 	t0 := time.Date(2026, 3, 4, 5, 6, 7, 8000, time.UTC)
-	meta := Metadata{SessionID: "sess", EpisodeRecordID: "ignored", ObservationSpace: sBox(dtF32, 1)}
+	meta := Metadata{SessionID: "sess", EnvID: "r", EpisodeRecordID: "ignored", ObservationSpace: sBox(dtF32, 1)}
 	absent := []string{schema.MetaEpisodeRecordID, schema.MetaObservationSpace, schema.MetaActionSpace}
-	wantMeta := map[string]string{schema.MetaSchemaVersion: schema.SchemaVersion, schema.MetaSessionID: "sess"}
+	wantMeta := map[string]string{schema.MetaSchemaVersion: schema.SchemaVersion, schema.MetaSessionID: "sess", schema.MetaEnvID: "r"}
+	rec := hive.Recording{SessionID: "sess", EnvID: "r"}
 
 	t.Run("sessions", func(t *testing.T) {
 		rows := []schema.SessionRow{{
-			EnvID: "e", EnvComponentID: "ec", ModelComponentID: "mc", Status: schema.SessionEnded,
+			EnvComponentID: "ec", ModelComponentID: "mc", Status: schema.SessionEnded,
 			Reason: ptr("max episodes"), TotalSteps: ptr(int64(100)), TotalEpisodes: ptr(int64(3)),
 			StartedAt: t0, EndedAt: ptr(t0.Add(time.Minute)), EpisodesRecorded: 3, StepsRecorded: 99, DroppedSteps: 1,
 		}, {Status: schema.SessionOpen, StartedAt: t0}}
-		path, err := WriteTable(fsys, hive.SessionDir(root, schema.TableSessions, "sess"), meta, Config{}, rows)
+		path, err := WriteTable(fsys, hive.RecordingPartition(schema.TableSessions, rec).Dir(root), meta, Config{}, rows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +127,7 @@ func TestSessionTables(t *testing.T) {
 	})
 	t.Run("logs", func(t *testing.T) {
 		rows := []schema.LogRow{{Time: t0, Level: "info", Message: "env reset complete", Source: ptr("driver")}, {Time: t0, Level: "warn", Message: "m"}}
-		path, err := WriteTable(fsys, hive.SessionDir(root, schema.TableLogs, "sess"), meta, Config{}, rows)
+		path, err := WriteTable(fsys, hive.RecordingPartition(schema.TableLogs, rec).Dir(root), meta, Config{}, rows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +143,7 @@ func TestSessionTables(t *testing.T) {
 			rows = append(rows, schema.TelemetryRow{Time: t0, Horizon: "window", Op: "step", Component: "env", Metric: "latency",
 				Kind: "duration_ms", Count: int64(i), Avg: 1.5, P50: 1, P95: 2, P99: 3})
 		}
-		w, err := CreateTable[schema.TelemetryRow](fsys, hive.SessionDir(root, schema.TableTelemetry, "sess"), meta, Config{RowGroupRows: 10})
+		w, err := CreateTable[schema.TelemetryRow](fsys, hive.RecordingPartition(schema.TableTelemetry, rec).Dir(root), meta, Config{RowGroupRows: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
