@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 	"google.golang.org/protobuf/proto"
@@ -118,11 +119,13 @@ const (
 	probDuplicateSession problemKind = "duplicate_session_start"
 )
 
-// session is the assembly state of one session.
+// session is the assembly state of one recording: one route run, named by
+// its session id and its route's env id (hive.Recording). Several
+// recordings may share a session id.
 type session struct {
 	id        string
 	route     events.RuntimeEnvContext
-	envID     string
+	envID     string // SessionStarted.EnvID, which repeats route.EnvID
 	status    string
 	reason    string
 	started   bool
@@ -170,6 +173,10 @@ type session struct {
 	// orders them.
 	writes int
 	q      serial
+	// episodeWrites numbers the episodes files written for the recording:
+	// the k-th finished episode's row is part k of its episodes
+	// partition.
+	episodeWrites int
 
 	// scratch for lane splitting
 	split [][][]byte
@@ -178,6 +185,9 @@ type session struct {
 	// ids of restored episodes to rebuild to the episodes to build into.
 	adopt map[string]*episode
 }
+
+// rec is the recording s assembles.
+func (s *session) rec() hive.Recording { return hive.Recording{SessionID: s.id, EnvID: s.route.EnvID} }
 
 // problemCount is the number of input problems counted in s.
 func (s *session) problemCount() int64 {
@@ -242,7 +252,7 @@ type output interface {
 
 // assembler holds the state of every session it has seen.
 type assembler struct {
-	sessions map[string]*session
+	sessions map[hive.Recording]*session
 	out      output
 	// episodeBudget is the arena bytes all open episodes may hold together
 	// before their rows are streamed out; open counts open episodes.
@@ -255,7 +265,7 @@ type assembler struct {
 const minEpisodeBuffer = 256 << 10
 
 func newAssembler(out output, episodeBudget int) *assembler {
-	return &assembler{sessions: make(map[string]*session), out: out, episodeBudget: episodeBudget}
+	return &assembler{sessions: make(map[hive.Recording]*session), out: out, episodeBudget: episodeBudget}
 }
 
 // maxStreamChunk is the most one open episode buffers before its rows are
@@ -291,24 +301,21 @@ func (a *assembler) reserve(s *session, ep *episode, need int) {
 	ep.arena = grown
 }
 
-// sortedSessions lists the sessions in id order.
+// sortedSessions lists the recordings in (session id, env id) order.
 func (a *assembler) sortedSessions() []*session {
-	ids := make([]string, 0, len(a.sessions))
-	for id := range a.sessions {
-		ids = append(ids, id)
+	out := make([]*session, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		out = append(out, s)
 	}
-	sort.Strings(ids)
-	out := make([]*session, len(ids))
-	for i, id := range ids {
-		out[i] = a.sessions[id]
-	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rec().Less(out[j].rec()) })
 	return out
 }
 
 // sessionFor returns the session of an event, creating it on first sight.
 func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *session {
 	id, route := ev.Header()
-	s := a.sessions[id]
+	key := hive.Recording{SessionID: id, EnvID: route.EnvID}
+	s := a.sessions[key]
 	if s == nil {
 		s = &session{
 			id:        id,
@@ -320,7 +327,7 @@ func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *sessi
 			problems:  make(map[problemKind]int64),
 			firstPos:  pos,
 		}
-		a.sessions[id] = s
+		a.sessions[key] = s
 		a.out.newSession(s, ev)
 	}
 	s.lastAt = at

@@ -727,7 +727,8 @@ func BenchmarkFinalize(b *testing.B) {
 	for b.Loop() {
 		d.steps(1000)
 		rid := d.rids[0]
-		file := filepath.Join(hive.Dir(root, schema.TableEpisodes, benchSession, rid), "part-00000.parquet")
+		// The steps file is committed in the same group as the episode's row.
+		file := filepath.Join(root, hive.EpisodePartition(schema.TableSteps, hive.Recording{SessionID: benchSession, EnvID: benchRoute.EnvID}, rid).File(0))
 		t0 := time.Now()
 		d.complete(0)
 		d.startEpisode(0, true)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // catchUp rebuilds the rows of the episodes a snapshot left to the log
@@ -49,7 +50,7 @@ func newCatchUp(w *writer, budget int, sessions []*session, log *slog.Logger) *c
 		if adopt == nil {
 			continue
 		}
-		c.scratch.sessions[s.id] = &session{
+		c.scratch.sessions[s.rec()] = &session{
 			id: s.id, route: s.route, envID: s.envID, status: statusOpen, started: true,
 			episodes: make(map[string]*episode), done: make(map[string]struct{}), problems: make(map[problemKind]int64),
 			obsSpec: s.obsSpec, actSpec: s.actSpec, obsLayout: s.obsLayout, actLayout: s.actLayout,
@@ -65,8 +66,8 @@ func newCatchUp(w *writer, budget int, sessions []*session, log *slog.Logger) *c
 
 // apply replays one event at or before the snapshot's as_of.
 func (c *catchUp) apply(d replayed) {
-	id, _ := d.ev.Header()
-	if c.scratch.sessions[id] == nil {
+	id, route := d.ev.Header()
+	if c.scratch.sessions[hive.Recording{SessionID: id, EnvID: route.EnvID}] == nil {
 		return
 	}
 	c.scratch.apply(d.ev, d.at, uint64(d.pos))

@@ -18,4 +18,9 @@ var (
 	// recorder stops accepting events: fsync errors cannot be retried
 	// safely.
 	ErrFailed = errors.New("recorder: failed")
+	// ErrRecordingExists is returned by OnSessionStarted (and RecordAt)
+	// for a recording, a (session_id, env_id) pair, that ROOT already
+	// holds, and by every later event of that recording; none of them is
+	// recorded, and the recorder goes on with the others.
+	ErrRecordingExists = errors.New("recorder: recording already in ROOT")
 )

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -25,8 +26,10 @@ import (
 //	                that snapshot and skip the events up to as_of
 //
 // A marker's body is protobuf wire data: field 1 the session id (bytes),
-// field 2 the episode record id (episodes) or field 3 the write number k
-// (sessions, varint); a seal's is field 1 as_of (varint). Markers let recovery skip work already done; they
+// field 4 the env id (bytes; with field 1 it names the recording), field 2
+// the episode record id (episodes) and field 3 the write number k (varint:
+// the k-th episodes file of the recording, or the k-th write of its
+// session files); a seal's is field 1 as_of (varint). Markers let recovery skip work already done; they
 // carry no data of their own. These values are part of the on-disk format:
 // do not change them.
 const (
@@ -40,18 +43,25 @@ const (
 
 var errBadMarker = errors.New("malformed marker record")
 
-func appendEpisodeMarker(dst []byte, session, record string) []byte {
-	dst = append(dst, recEpisodeDone)
+func appendRecording(dst []byte, rec hive.Recording) []byte {
 	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-	dst = protowire.AppendString(dst, session)
-	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-	return protowire.AppendString(dst, record)
+	dst = protowire.AppendString(dst, rec.SessionID)
+	dst = protowire.AppendTag(dst, 4, protowire.BytesType)
+	return protowire.AppendString(dst, rec.EnvID)
 }
 
-func appendSessionMarker(dst []byte, typ byte, session string, write int) []byte {
+func appendEpisodeMarker(dst []byte, rec hive.Recording, record string, write int) []byte {
+	dst = append(dst, recEpisodeDone)
+	dst = appendRecording(dst, rec)
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+	dst = protowire.AppendString(dst, record)
+	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+	return protowire.AppendVarint(dst, uint64(write))
+}
+
+func appendSessionMarker(dst []byte, typ byte, rec hive.Recording, write int) []byte {
 	dst = append(dst, typ)
-	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-	dst = protowire.AppendString(dst, session)
+	dst = appendRecording(dst, rec)
 	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
 	return protowire.AppendVarint(dst, uint64(write))
 }
@@ -76,9 +86,9 @@ func parseSealed(b []byte) (asOf uint64, err error) {
 
 // marker is a decoded marker record.
 type marker struct {
-	session string
-	record  string
-	write   int
+	rec    hive.Recording
+	record string
+	write  int
 }
 
 func parseMarker(b []byte) (marker, error) {
@@ -95,13 +105,19 @@ func parseMarker(b []byte) (marker, error) {
 			if n < 0 {
 				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
 			}
-			m.session, b = v, b[n:]
+			m.rec.SessionID, b = v, b[n:]
 		case num == 2 && typ == protowire.BytesType:
 			v, n := protowire.ConsumeString(b)
 			if n < 0 {
 				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
 			}
 			m.record, b = v, b[n:]
+		case num == 4 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeString(b)
+			if n < 0 {
+				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
+			}
+			m.rec.EnvID, b = v, b[n:]
 		case num == 3 && typ == protowire.VarintType:
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {

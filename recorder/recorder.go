@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"golang.org/x/sync/semaphore"
@@ -55,6 +56,16 @@ type Recorder struct {
 	w            *writer
 
 	failure atomic.Pointer[error]
+
+	// refused holds the recordings whose SessionStarted was refused
+	// because ROOT already holds them (admit); refusedN counts them, so
+	// that a hook looks the map up only when there are any.
+	// admitted holds the recordings whose SessionStarted this recorder
+	// accepted.
+	admitMu  sync.Mutex
+	refused  map[hive.Recording]struct{}
+	admitted map[hive.Recording]struct{}
+	refusedN atomic.Int32
 
 	recovered RecoveryReport
 }
@@ -184,6 +195,11 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 	if ev == nil {
 		return fmt.Errorf("record: %w", events.ErrNilEvent)
 	}
+	if ev.Kind() == events.KindSessionStarted || r.refusedN.Load() > 0 {
+		if err := r.admit(ev); err != nil {
+			return err
+		}
+	}
 	bp := r.bufs.get(payloadBytes(ev))
 	b, err := events.AppendMarshal(append((*bp)[:0], recEvent), ev, t)
 	if err != nil {
@@ -217,6 +233,48 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 		return nil
 	}
 	return r.await(ctx, it.wait, true)
+}
+
+// admit refuses a SessionStarted for a recording that ROOT already holds
+// (a stream ingested twice, or a prefix of it), and every later event of a
+// refused recording, before anything is logged: nothing recorded changes
+// and nothing is duplicated. A second SessionStarted for a recording this
+// recorder is still recording is not refused; the assembler counts it as
+// a duplicate.
+func (r *Recorder) admit(ev events.Event) error {
+	sid, route := ev.Header()
+	rec := hive.Recording{SessionID: sid, EnvID: route.EnvID}
+	r.admitMu.Lock()
+	defer r.admitMu.Unlock()
+	if _, ok := r.refused[rec]; ok {
+		return fmt.Errorf("%s of %s: %w in %s (its SessionStarted was refused)", ev.Kind(), rec, ErrRecordingExists, r.root)
+	}
+	if ev.Kind() != events.KindSessionStarted {
+		return nil
+	}
+	if _, ok := r.admitted[rec]; ok || !r.holds(rec) {
+		if r.admitted == nil {
+			r.admitted = make(map[hive.Recording]struct{})
+		}
+		r.admitted[rec] = struct{}{}
+		return nil
+	}
+	if r.refused == nil {
+		r.refused = make(map[hive.Recording]struct{})
+	}
+	r.refused[rec] = struct{}{}
+	r.refusedN.Add(1)
+	return fmt.Errorf("SessionStarted of %s: %w in %s; nothing of it is recorded again (record into another ROOT to keep both)", rec, ErrRecordingExists, r.root)
+}
+
+// holds reports whether any table of ROOT has a partition of rec.
+func (r *Recorder) holds(rec hive.Recording) bool {
+	for _, t := range hive.Tables {
+		if _, err := r.fs.Stat(hive.RecordingPartition(t.Name, rec).Dir(r.root)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueue hands an item to the pipeline.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
@@ -383,7 +382,7 @@ func readTables(t testing.TB, fsys vfs.FS, root string) *tables {
 	sort.Strings(tb.files)
 	for _, rel := range tb.files {
 		segs := strings.Split(rel, string(filepath.Separator))
-		n, temp, ok := parquetout.ParsePartName(segs[len(segs)-1])
+		n, temp, ok := hive.ParsePartName(segs[len(segs)-1])
 		if !ok {
 			t.Fatalf("unexpected file %s under ROOT", rel)
 		}
@@ -392,18 +391,26 @@ func readTables(t testing.TB, fsys vfs.FS, root string) *tables {
 		}
 		path := filepath.Join(root, rel)
 		table := segs[0]
+		// These tests give every recording its own session id, so the
+		// tables are keyed by session id; the env id partition is checked.
+		if len(segs) < 4 {
+			t.Fatalf("unexpected file %s", rel)
+		}
+		partValue(t, segs[2], schema.ColEnvID)
 		switch {
-		case (table == schema.TableSteps || table == schema.TableEpisodes) && len(segs) == 4:
-			key := [2]string{partValue(t, segs[1], schema.ColSessionID), partValue(t, segs[2], schema.ColEpisodeRecordID)}
+		case table == schema.TableSteps && len(segs) == 5:
+			key := [2]string{partValue(t, segs[1], schema.ColSessionID), partValue(t, segs[3], schema.ColEpisodeRecordID)}
 			if n != 0 {
-				t.Errorf("%s: an episode's files are part 0", rel)
+				t.Errorf("%s: an episode's steps file is part 0", rel)
 			}
-			if table == schema.TableSteps {
-				tb.steps[key] = append(tb.steps[key], readRows[stepCheck](t, fsys, path)...)
-			} else {
-				tb.episodes[key] = append(tb.episodes[key], readRows[schema.EpisodeRow](t, fsys, path)...)
+			tb.steps[key] = append(tb.steps[key], readRows[stepCheck](t, fsys, path)...)
+		case table == schema.TableEpisodes && len(segs) == 4:
+			sid := partValue(t, segs[1], schema.ColSessionID)
+			for _, row := range readRows[schema.EpisodeRow](t, fsys, path) {
+				key := [2]string{sid, row.EpisodeRecordID}
+				tb.episodes[key] = append(tb.episodes[key], row)
 			}
-		case len(segs) == 3:
+		case len(segs) == 4:
 			sid := partValue(t, segs[1], schema.ColSessionID)
 			tb.parts[[2]string{table, sid}] = append(tb.parts[[2]string{table, sid}], n)
 			switch table {
@@ -427,7 +434,7 @@ func readTables(t testing.TB, fsys vfs.FS, root string) *tables {
 func (tb *tables) tempFiles() []string {
 	var out []string
 	for _, rel := range tb.files {
-		if _, temp, _ := parquetout.ParsePartName(filepath.Base(rel)); temp {
+		if _, temp, _ := hive.ParsePartName(filepath.Base(rel)); temp {
 			out = append(out, rel)
 		}
 	}

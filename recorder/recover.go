@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
@@ -147,47 +146,58 @@ type doneSet struct {
 	fs   vfs.FS
 	root string
 
-	episodes map[[2]string]bool
+	episodes map[episodeKey]bool
 	sessions map[sessionWrite]bool
 	// firstWrite is the number of the first session write logged for
-	// each session.
-	firstWrite map[string]int
+	// each recording.
+	firstWrite map[hive.Recording]int
 }
 
-// episode reports whether the files of an episode are durable.
-func (d *doneSet) episode(sid, rid string) bool {
-	if d.episodes[[2]string{sid, rid}] {
-		return true
-	}
-	return d.exists(hive.Dir(d.root, schema.TableEpisodes, sid, rid), 0)
+type episodeKey struct {
+	rec hive.Recording
+	rid string
 }
 
-// session reports whether the k-th write of a session's files is durable.
-func (d *doneSet) session(sid string, k int) bool {
-	if d.sessions[sessionWrite{sid, k}] {
+// marked reports whether an episode's marker was logged: its files are
+// durable.
+func (d *doneSet) marked(rec hive.Recording, rid string) bool {
+	return d.episodes[episodeKey{rec, rid}]
+}
+
+// episode reports whether the files of an episode, the k-th episodes file
+// of its recording, are durable: its marker was logged, or its episodes
+// file landed before a crash took the marker.
+func (d *doneSet) episode(rec hive.Recording, rid string, k int) bool {
+	return d.marked(rec, rid) || d.exists(hive.RecordingPartition(schema.TableEpisodes, rec), k)
+}
+
+// session reports whether the k-th write of a recording's session files is
+// durable.
+func (d *doneSet) session(rec hive.Recording, k int) bool {
+	if d.sessions[sessionWrite{rec, k}] {
 		return true
 	}
 	if k == 0 {
-		return d.exists(hive.SessionDir(d.root, schema.TableSessions, sid), 0)
+		return d.exists(hive.RecordingPartition(schema.TableSessions, rec), 0)
 	}
-	return d.exists(hive.SessionDir(d.root, schema.TableTelemetry, sid), k) ||
-		d.exists(hive.SessionDir(d.root, schema.TableLogs, sid), k)
+	return d.exists(hive.RecordingPartition(schema.TableTelemetry, rec), k) ||
+		d.exists(hive.RecordingPartition(schema.TableLogs, rec), k)
 }
 
-func (d *doneSet) exists(dir string, part int) bool {
-	_, err := d.fs.Stat(filepath.Join(dir, parquetout.PartName(part)))
+func (d *doneSet) exists(p hive.Partition, part int) bool {
+	_, err := d.fs.Stat(filepath.Join(d.root, filepath.FromSlash(p.File(part))))
 	return err == nil
 }
 
 type sessionWrite struct {
-	session string
-	write   int
+	rec   hive.Recording
+	write int
 }
 
 // readMarkers reads the markers of the log in dir, and returns the last
 // snapshot record that a seal follows (nil if none).
 func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
-	done := &doneSet{fs: r.fs, root: r.root, episodes: make(map[[2]string]bool), sessions: make(map[sessionWrite]bool), firstWrite: make(map[string]int)}
+	done := &doneSet{fs: r.fs, root: r.root, episodes: make(map[episodeKey]bool), sessions: make(map[sessionWrite]bool), firstWrite: make(map[hive.Recording]int)}
 	rd, err := wal.NewReader(r.fs, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("recover %s: %w", r.root, err)
@@ -225,12 +235,12 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 		}
 		switch rec[0] {
 		case recEpisodeDone:
-			done.episodes[[2]string{m.session, m.record}] = true
+			done.episodes[episodeKey{m.rec, m.record}] = true
 		case recSessionDone:
-			done.sessions[sessionWrite{m.session, m.write}] = true
+			done.sessions[sessionWrite{m.rec, m.write}] = true
 		case recSessionWrite:
-			if _, ok := done.firstWrite[m.session]; !ok {
-				done.firstWrite[m.session] = m.write
+			if _, ok := done.firstWrite[m.rec]; !ok {
+				done.firstWrite[m.rec] = m.write
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"github.com/rlrec/rlrec/internal/hive"
 	"log/slog"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestReplayEvents(t *testing.T) {
 			var wantAt []time.Time
 			for i := range tc.n {
 				if i%10 == 3 {
-					if _, err := l.Append(appendEpisodeMarker([]byte{recEpisodeDone}, "s", fmt.Sprint(i))); err != nil {
+					if _, err := l.Append(appendEpisodeMarker([]byte{recEpisodeDone}, hive.Recording{SessionID: "s"}, fmt.Sprint(i), i)); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -33,6 +33,7 @@ import (
 //	          23 episodes_recorded  24 steps_recorded  25 dropped_steps
 //	          26 problem (Problem, repeated)  27 log (Log, repeated)
 //	          28 telemetry (Telemetry, repeated)  29 writes
+//	          30 episode_writes
 //	Route     1 env_id  2 env_component_id  3 model_component_id
 //	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
 //	          6 started_at  7 last_at  8 next_step  9 steps_recorded
@@ -301,6 +302,7 @@ func appendSession(b []byte, s *session) ([]byte, error) {
 		})
 	}
 	b = appendInt(b, 29, int64(s.writes))
+	b = appendInt(b, 30, int64(s.episodeWrites))
 	return b, nil
 }
 
@@ -565,14 +567,13 @@ func parseSession(b []byte) (*session, error) {
 			return err
 		case 29:
 			s.writes = int(zz(v))
+		case 30:
+			s.episodeWrites = int(zz(v))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	if s.id == "" {
-		return nil, fmt.Errorf("%w: a session without an id", errBadSnapshot)
 	}
 	if s.havePending {
 		s.pending = make([]*episode, len(pending))
@@ -694,6 +695,6 @@ func (a *assembler) restore(sessions []*session, from uint64) {
 			}
 			a.open++
 		}
-		a.sessions[s.id] = s
+		a.sessions[s.rec()] = s
 	}
 }

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"github.com/rlrec/rlrec/internal/hive"
 	"math/rand/v2"
 	"testing"
 
@@ -49,7 +50,7 @@ func TestSnapshotEpisodeGrowsPastInline(t *testing.T) {
 	if r.ckpt.sealedAsOf <= first {
 		t.Fatalf("no later snapshot sealed: %+v", r.ckpt)
 	}
-	if ep := r.asm.sessions["grow"].episodes[d.rids[0]]; ep == nil || !external(ep) {
+	if ep := r.asm.sessions[hive.Recording{SessionID: "grow", EnvID: benchRoute.EnvID}].episodes[d.rids[0]]; ep == nil || !external(ep) {
 		t.Fatalf("the episode is not left to the log by the second snapshot")
 	}
 
@@ -70,14 +71,14 @@ func TestSnapshotEpisodeGrowsPastInline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := ds.Episodes("grow")
+	eps, err := ds.Episodes(dataset.Recording{SessionID: "grow", EnvID: benchRoute.EnvID})
 	if err != nil || len(eps) != 1 {
 		t.Fatalf("episodes: %v, %v", eps, err)
 	}
 	if got := eps[0].Row.StepsRecorded; got != 1000 {
 		t.Errorf("steps_recorded %d, want 1000", got)
 	}
-	steps, err := ds.Steps("grow", d.rids[0])
+	steps, err := ds.Steps(dataset.Recording{SessionID: "grow", EnvID: benchRoute.EnvID}, d.rids[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package recorder
 import (
 	"bytes"
 	"fmt"
+	"github.com/rlrec/rlrec/internal/hive"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -111,7 +112,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			if asOf != uint64(cut) || len(got) != 1 {
 				t.Fatalf("as_of %d with %d sessions, want %d with 1", asOf, len(got), cut)
 			}
-			want := a.sessions[s.sid]
+			want := a.sessions[hive.Recording{SessionID: s.sid}]
 			if !reflect.DeepEqual(normalize(got[0]), normalize(want)) {
 				t.Errorf("restored session differs:\n got %+v\nwant %+v", normalize(got[0]), normalize(want))
 			}
@@ -200,7 +201,7 @@ func TestSnapshotExternalEpisode(t *testing.T) {
 	for i, ev := range s.evs {
 		a.apply(ev, at.Add(time.Duration(i)*time.Millisecond), uint64(i+1))
 	}
-	ep := a.sessions[s.sid].episodes["ep-000001"]
+	ep := a.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000001"]
 	ep.flushedRows = 1 // as if it had streamed a row
 	if a.oldestOpen() != ep.firstPos || ep.firstPos == 0 {
 		t.Fatalf("oldestOpen %d, want the first episode's first position %d", a.oldestOpen(), ep.firstPos)
@@ -217,13 +218,13 @@ func TestSnapshotExternalEpisode(t *testing.T) {
 	if g == nil || g.replayFrom != ep.firstPos || len(g.rows) != 0 || g.stepsRecorded != ep.stepsRecorded || g.nextStep != ep.nextStep {
 		t.Fatalf("external episode restored as %+v, want no rows, replayFrom %d, %d steps", g, ep.firstPos, ep.stepsRecorded)
 	}
-	if inline := got[0].episodes["ep-000003"]; inline == nil || len(inline.rows) != len(a.sessions[s.sid].episodes["ep-000003"].rows) || inline.replayFrom != 0 {
+	if inline := got[0].episodes["ep-000003"]; inline == nil || len(inline.rows) != len(a.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000003"].rows) || inline.replayFrom != 0 {
 		t.Fatalf("inline episode restored as %+v", inline)
 	}
 	b := newAssembler(&capture{}, 1<<20)
 	b.restore(got, 100)
-	if b.sessions[s.sid].episodes["ep-000001"].firstPos != ep.firstPos || b.sessions[s.sid].episodes["ep-000003"].firstPos != 100 {
-		t.Errorf("restored first positions %d and %d, want %d and 100", b.sessions[s.sid].episodes["ep-000001"].firstPos,
-			b.sessions[s.sid].episodes["ep-000003"].firstPos, ep.firstPos)
+	if b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000001"].firstPos != ep.firstPos || b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000003"].firstPos != 100 {
+		t.Errorf("restored first positions %d and %d, want %d and 100", b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000001"].firstPos,
+			b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000003"].firstPos, ep.firstPos)
 	}
 }

@@ -23,10 +23,12 @@ import (
 // them durable at once, then appends their markers to the log and releases
 // their log positions for reclaiming.
 //
-// Part numbers are deterministic: an episode's steps and episodes files are
-// part 0 of their partitions, and the k-th write of a session's files
-// (k = 0 at its end, then one per batch of late telemetry or logs) is part k
-// of the sessions, logs and telemetry partitions. Recovery therefore
+// Part numbers are deterministic: an episode's steps file is part 0 of its
+// episode partition, the k-th finished episode of a recording has its row
+// in part k of the recording's episodes partition, and the k-th write of a
+// recording's session files (k = 0 at its end, then one per batch of late
+// telemetry or logs) is part k of the sessions, logs and telemetry
+// partitions. Recovery therefore
 // rewrites exactly the files a crash may have left unfinished, replacing
 // rather than duplicating any that did land.
 type writer struct {
@@ -161,7 +163,6 @@ type episodeFile struct {
 
 // rowsJob is a batch of an episode's rows with the bytes they reference.
 type rowsJob struct {
-	sid      string
 	obs, act *schema.Layout
 	rows     []stepRow
 	arena    []byte
@@ -177,7 +178,7 @@ const jobOverhead = 2 << 10
 // rows in flight leave room for them; the job releases j.charge once they
 // are written.
 func (w *writer) takeRows(s *session, ep *episode) rowsJob {
-	j := rowsJob{sid: s.id, obs: s.obsLayout, act: s.actLayout, rows: ep.rows, arena: ep.arena}
+	j := rowsJob{obs: s.obsLayout, act: s.actLayout, rows: ep.rows, arena: ep.arena}
 	ep.rows, ep.arena = nil, nil
 	ep.flushedRows += int64(len(j.rows))
 	j.charge = min(int64(jobOverhead+len(j.arena)+len(j.rows)*int(unsafe.Sizeof(stepRow{}))), w.rowsMax)
@@ -195,14 +196,14 @@ func (w *writer) fileOf(ep *episode) *episodeFile {
 
 // stepsFull streams an open episode's buffered rows to its steps file.
 func (w *writer) stepsFull(s *session, ep *episode) {
-	if w.skip != nil && w.skip.episode(s.id, ep.recordID) {
+	if w.skip != nil && w.skip.marked(s.rec(), ep.recordID) {
 		// Recovery: this episode is already durable; drop its rows.
 		ep.rows, ep.arena = ep.rows[:0], ep.arena[:0]
 		return
 	}
 	f := w.fileOf(ep)
 	j := w.takeRows(s, ep)
-	meta := episodeMeta{sid: s.id, rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	meta := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
 	w.pool.submit(&f.q, func() {
 		err := w.writeRows(f, meta, j)
 		w.rows.Release(j.charge)
@@ -214,16 +215,25 @@ func (w *writer) stepsFull(s *session, ep *episode) {
 
 // episodeMeta is what a steps row needs to know of its episode.
 type episodeMeta struct {
-	sid, rid, id string
-	index        int64
-	env          int32
+	rec     hive.Recording
+	rid, id string
+	index   int64
+	env     int32
 }
+
+// stepsPartition is the partition of the episode's steps file.
+func (m episodeMeta) stepsPartition() hive.Partition {
+	return hive.EpisodePartition(schema.TableSteps, m.rec, m.rid)
+}
+
+// String names the episode in errors.
+func (m episodeMeta) String() string { return fmt.Sprintf("steps of %s episode %q", m.rec, m.rid) }
 
 func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	if err := w.err(); err != nil {
 		// An earlier write failed: this episode must not be committed
 		// (its episodes row and marker written) without its steps.
-		return fmt.Errorf("steps of session %q episode %s: not written after an earlier failure: %w", m.sid, m.rid, err)
+		return fmt.Errorf("%s: not written after an earlier failure: %w", m, err)
 	}
 	if f.steps == nil && len(j.rows) == 0 {
 		// An episode without steps has no steps file.
@@ -232,11 +242,12 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	if f.steps == nil {
 		format, err := w.format(j.obs, j.act, w.files.pageClass())
 		if err != nil {
-			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+			return fmt.Errorf("%s: %w", m, err)
 		}
-		dir := hive.Dir(w.root, schema.TableSteps, m.sid, m.rid)
-		if f.steps, err = format.CreateGroupAt(w.fs, dir, 0, m.sid, m.rid); err != nil {
-			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+		dir := m.stepsPartition().Dir(w.root)
+		meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: m.rec.SessionID, EnvID: m.rec.EnvID, EpisodeRecordID: m.rid}
+		if f.steps, err = format.CreateGroupAt(w.fs, dir, 0, meta); err != nil {
+			return fmt.Errorf("%s: %w", m, err)
 		}
 		w.files.open.Add(1)
 		f.format = format
@@ -255,18 +266,18 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			row.ObservationBlob = j.arena[r.obsOff : r.obsOff+r.obsLen]
 			leaves, err := blob.DecodeInto(f.leaves[0][:0], row.ObservationBlob)
 			if err != nil {
-				return fmt.Errorf("steps of session %q episode %s step %d: observation: %w", m.sid, m.rid, r.step, err)
+				return fmt.Errorf("%s step %d: observation: %w", m, r.step, err)
 			}
 			f.leaves[0], row.ObservationLeaves = leaves, leaves
 		}
 		row.ActionBlob = j.arena[r.actOff : r.actOff+r.actLen]
 		leaves, err := blob.DecodeInto(f.leaves[1][:0], row.ActionBlob)
 		if err != nil {
-			return fmt.Errorf("steps of session %q episode %s step %d: action: %w", m.sid, m.rid, r.step, err)
+			return fmt.Errorf("%s step %d: action: %w", m, r.step, err)
 		}
 		f.leaves[1], row.ActionLeaves = leaves, leaves
 		if err := f.steps.Write(row); err != nil {
-			return fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+			return fmt.Errorf("%s: %w", m, err)
 		}
 	}
 	// Drop the references into j.arena: an open episode's file outlives
@@ -280,27 +291,42 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 // episodeDone writes a finished episode: the rest of its steps, then its
 // episodes row, which is the commit point of the episode.
 func (w *writer) episodeDone(s *session, ep *episode, status string) {
-	if w.skip != nil && w.skip.episode(s.id, ep.recordID) {
+	k := s.episodeWrites
+	s.episodeWrites++
+	if w.skip != nil && w.skip.episode(s.rec(), ep.recordID, k) {
 		w.mu.Lock()
 		w.skipped++
 		w.mu.Unlock()
+		if f := ep.file; f != nil {
+			// Rows streamed before recovery knew the episode durable.
+			w.pool.submit(&f.q, func() {
+				if f.steps != nil {
+					f.steps.Abort()
+					f.steps = nil
+					w.files.open.Add(-1)
+				}
+			})
+			w.mu.Lock()
+			delete(w.live, ep)
+			w.mu.Unlock()
+		}
 		return
 	}
 	f := w.fileOf(ep)
 	w.finishLive(ep)
 	j := w.takeRows(s, ep)
 	row := episodeRow(s, ep, status)
-	meta := parquetout.Metadata{SessionID: s.id, EpisodeRecordID: ep.recordID}
+	meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: s.id, EnvID: s.route.EnvID}
 	if s.obsLayout != nil {
 		meta.ObservationSpace = s.obsLayout.Spec
 	}
 	if s.actLayout != nil {
 		meta.ActionSpace = s.actLayout.Spec
 	}
-	em := episodeMeta{sid: s.id, rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	em := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
 	hold := w.skip != nil // recovery commits as one group
 	w.pool.submit(&f.q, func() {
-		parts, err := w.writeEpisode(f, em, j, row, meta)
+		parts, err := w.writeEpisode(f, em, k, j, row, meta)
 		w.rows.Release(j.charge)
 		if err != nil {
 			w.mu.Lock()
@@ -311,7 +337,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		}
 		w.commit(commitItem{
 			parts:  parts,
-			marker: appendEpisodeMarker(nil, em.sid, em.rid),
+			marker: appendEpisodeMarker(nil, em.rec, em.rid, k),
 			live:   ep,
 			hold:   hold,
 			done: func() {
@@ -325,9 +351,10 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 	})
 }
 
-// writeEpisode writes an episode's last rows and its episodes row, and
-// returns its finished files for the committer.
-func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, j rowsJob, row schema.EpisodeRow, meta parquetout.Metadata) ([]*parquetout.Part, error) {
+// writeEpisode writes an episode's last rows and its episodes row (part k
+// of its recording's episodes partition), and returns its finished files
+// for the committer.
+func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, k int, j rowsJob, row schema.EpisodeRow, meta parquetout.Metadata) ([]*parquetout.Part, error) {
 	if err := w.writeRows(f, m, j); err != nil {
 		if f.steps != nil {
 			f.steps.Abort()
@@ -341,15 +368,17 @@ func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, j rowsJob, row sche
 		w.files.open.Add(-1)
 		if err != nil {
 			f.steps.Abort()
-			return nil, fmt.Errorf("steps of session %q episode %s: %w", m.sid, m.rid, err)
+			return nil, fmt.Errorf("%s: %w", m, err)
 		}
 		parts = append(parts, p)
+		rel := m.stepsPartition().File(0)
+		row.StepsFile = &rel
 	}
-	dir := hive.Dir(w.root, schema.TableEpisodes, m.sid, m.rid)
-	p, err := parquetout.FinishTableAt(w.fs, dir, 0, meta, w.cfg, []schema.EpisodeRow{row})
+	dir := hive.RecordingPartition(schema.TableEpisodes, m.rec).Dir(w.root)
+	p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, []schema.EpisodeRow{row})
 	if err != nil {
 		abortParts(parts)
-		return nil, fmt.Errorf("episode row of session %q episode %s: %w", m.sid, m.rid, err)
+		return nil, fmt.Errorf("episode row of %s episode %q: %w", m.rec, m.rid, err)
 	}
 	return append(parts, p), nil
 }
@@ -362,10 +391,10 @@ func abortParts(parts []*parquetout.Part) {
 
 func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {
 	row := schema.EpisodeRow{
+		EpisodeRecordID:      ep.recordID,
 		EpisodeID:            ep.id,
 		EpisodeIndex:         ep.index,
 		EnvIndex:             ep.envIndex,
-		EnvID:                s.envID,
 		EnvComponentID:       s.route.EnvComponentID,
 		ModelComponentID:     s.route.ModelComponentID,
 		StartedFromAutoReset: ep.autoReset,
@@ -399,12 +428,12 @@ func (w *writer) sessionDone(s *session) {
 	k := s.writes
 	s.writes++
 	if l := w.r.log; l != nil {
-		if _, err := l.Append(appendSessionMarker(nil, recSessionWrite, s.id, k)); err != nil {
+		if _, err := l.Append(appendSessionMarker(nil, recSessionWrite, s.rec(), k)); err != nil {
 			w.fail(fmt.Errorf("append session write record: %w", err))
 			return
 		}
 	}
-	if w.skip != nil && w.skip.session(s.id, k) {
+	if w.skip != nil && w.skip.session(s.rec(), k) {
 		s.logs, s.telemetry = nil, nil
 		return
 	}
@@ -423,15 +452,15 @@ func (w *writer) sessionDone(s *session) {
 	if k == 0 {
 		row = sessionRow(s)
 		if s.problemCount() > 0 {
-			w.log.Warn("session recorded with problems in its input", "session", s.id, "problems", s.problemSummary(), "dropped_steps", s.droppedSteps)
+			w.log.Warn("recording has problems in its input", "session", s.id, "env", s.route.EnvID, "problems", s.problemSummary(), "dropped_steps", s.droppedSteps)
 		}
 	}
-	sid := s.id
+	rec := s.rec()
 	token := new(byte)
 	w.addLive(token, s.firstPos, true)
 	hold := w.skip != nil // recovery commits as one group
 	w.pool.submit(&s.q, func() {
-		parts, err := w.writeSession(sid, k, row, logs, tele)
+		parts, err := w.writeSession(rec, k, row, logs, tele)
 		if err != nil {
 			w.mu.Lock()
 			delete(w.live, token)
@@ -439,39 +468,39 @@ func (w *writer) sessionDone(s *session) {
 			w.fail(err)
 			return
 		}
-		w.commit(commitItem{parts: parts, marker: appendSessionMarker(nil, recSessionDone, sid, k), live: token, hold: hold})
+		w.commit(commitItem{parts: parts, marker: appendSessionMarker(nil, recSessionDone, rec, k), live: token, hold: hold})
 	})
 }
 
 // writeSession writes a session write's files and returns them, finished,
 // for the committer.
-func (w *writer) writeSession(sid string, k int, row *schema.SessionRow, logs []schema.LogRow, tele []schema.TelemetryRow) ([]*parquetout.Part, error) {
-	meta := parquetout.Metadata{SessionID: sid}
+func (w *writer) writeSession(rec hive.Recording, k int, row *schema.SessionRow, logs []schema.LogRow, tele []schema.TelemetryRow) ([]*parquetout.Part, error) {
+	meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: rec.SessionID, EnvID: rec.EnvID}
 	parts := make([]*parquetout.Part, 0, 3)
 	if len(logs) > 0 || k == 0 {
-		dir := hive.SessionDir(w.root, schema.TableLogs, sid)
+		dir := hive.RecordingPartition(schema.TableLogs, rec).Dir(w.root)
 		p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, logs)
 		if err != nil {
 			abortParts(parts)
-			return nil, fmt.Errorf("logs of session %q: %w", sid, err)
+			return nil, fmt.Errorf("logs of %s: %w", rec, err)
 		}
 		parts = append(parts, p)
 	}
 	if len(tele) > 0 || k == 0 {
-		dir := hive.SessionDir(w.root, schema.TableTelemetry, sid)
+		dir := hive.RecordingPartition(schema.TableTelemetry, rec).Dir(w.root)
 		p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, tele)
 		if err != nil {
 			abortParts(parts)
-			return nil, fmt.Errorf("telemetry of session %q: %w", sid, err)
+			return nil, fmt.Errorf("telemetry of %s: %w", rec, err)
 		}
 		parts = append(parts, p)
 	}
 	if row != nil {
-		dir := hive.SessionDir(w.root, schema.TableSessions, sid)
+		dir := hive.RecordingPartition(schema.TableSessions, rec).Dir(w.root)
 		p, err := parquetout.FinishTableAt(w.fs, dir, 0, meta, w.cfg, []schema.SessionRow{*row})
 		if err != nil {
 			abortParts(parts)
-			return nil, fmt.Errorf("session row of session %q: %w", sid, err)
+			return nil, fmt.Errorf("session row of %s: %w", rec, err)
 		}
 		parts = append(parts, p)
 	}
@@ -480,7 +509,6 @@ func (w *writer) writeSession(sid string, k int, row *schema.SessionRow, logs []
 
 func sessionRow(s *session) *schema.SessionRow {
 	row := &schema.SessionRow{
-		EnvID:            s.envID,
 		EnvComponentID:   s.route.EnvComponentID,
 		ModelComponentID: s.route.ModelComponentID,
 		Status:           s.status,
@@ -519,7 +547,7 @@ func sessionRow(s *session) *schema.SessionRow {
 func (w *writer) newSession(s *session, first events.Event) {
 	late := first.Kind() == events.KindTelemetrySnapshot || first.Kind() == events.KindLog
 	if w.skip != nil {
-		if k, ok := w.skip.firstWrite[s.id]; ok && late {
+		if k, ok := w.skip.firstWrite[s.rec()]; ok && late {
 			s.writes, s.ended, s.finalTelemetry = k, true, true
 			return
 		}
@@ -531,7 +559,7 @@ func (w *writer) newSession(s *session, first events.Event) {
 	}
 	n := 0
 	for _, table := range []string{schema.TableSessions, schema.TableLogs, schema.TableTelemetry} {
-		p, err := parquetout.NextPart(w.fs, hive.SessionDir(w.root, table, s.id))
+		p, err := parquetout.NextPart(w.fs, hive.RecordingPartition(table, s.rec()).Dir(w.root))
 		if err == nil && p > n {
 			n = p
 		}
@@ -544,12 +572,16 @@ func (w *writer) newSession(s *session, first events.Event) {
 		s.ended, s.finalTelemetry = true, true
 		return
 	}
-	w.log.Warn("session id already recorded under this root; its new files get further part numbers", "session", s.id, "first_part", n)
+	if p, err := parquetout.NextPart(w.fs, hive.RecordingPartition(schema.TableEpisodes, s.rec()).Dir(w.root)); err == nil {
+		s.episodeWrites = p
+	}
+	w.log.Warn("recording already under this root, and its stream does not start with SessionStarted; its new files get further part numbers",
+		"session", s.id, "env", s.route.EnvID, "first_part", n)
 }
 
 // problem logs input that did not fit; the assembler counts it.
 func (w *writer) problem(s *session, kind problemKind, detail string) {
-	w.log.Warn("input did not fit the recording; counted and skipped", "session", s.id, "problem", string(kind), "detail", detail)
+	w.log.Warn("input did not fit the recording; counted and skipped", "session", s.id, "env", s.route.EnvID, "problem", string(kind), "detail", detail)
 }
 
 // marker appends a durability marker to the log.
