@@ -15,7 +15,7 @@ func BenchmarkSteps(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sid := sums[0].SessionID
+	sid := dataset.Recording{SessionID: sums[0].SessionID, EnvID: sums[0].EnvID}
 	var buf []byte
 	rows := 0
 	b.ReportAllocs()

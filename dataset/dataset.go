@@ -3,32 +3,44 @@ package dataset
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 )
 
 // Tables lists the table names in the order listings show them.
-var Tables = []string{schema.TableSessions, schema.TableEpisodes, schema.TableSteps, schema.TableLogs, schema.TableTelemetry}
+var Tables = func() []string {
+	out := make([]string, len(hive.Tables))
+	for i, t := range hive.Tables {
+		out[i] = t.Name
+	}
+	return out
+}()
 
-// episodeTable reports whether a table is partitioned by episode as well as
-// by session.
-func episodeTable(table string) bool {
-	return table == schema.TableSteps || table == schema.TableEpisodes
-}
+// Recording names one recording: one route run, the pair (session_id,
+// env_id). Several recordings may share a session id.
+type Recording = hive.Recording
 
 // File is one committed part file of a table.
 type File struct {
-	// Path is the file's path (ROOT joined with its relative path).
-	Path  string
+	// Path is the file's path (ROOT joined with Rel).
+	Path string
+	// Rel is the path relative to ROOT, with "/" separators.
+	Rel   string
 	Table string
-	// SessionID and EpisodeRecordID are the decoded partition values;
-	// EpisodeRecordID is "" for the session-partitioned tables.
-	SessionID       string
+	// Recording is the recording the file belongs to: decoded from the
+	// partition path, or from the file's metadata where the path holds a
+	// cut value (a long id).
+	Recording
+	// Episode is set for a file of an episode partition (steps in layout
+	// "episode"); EpisodeRecordID is its episode.
+	Episode         bool
 	EpisodeRecordID string
 	// Part is N of part-N.parquet.
 	Part int
@@ -43,19 +55,27 @@ type Stray struct {
 	Reason string
 }
 
-// Dataset is an opened ROOT: a listing of its part files.
-type Dataset struct {
-	root   string
-	files  []File // sorted by table, session, episode, part
-	strays []Stray
-	// sessions are the session ids of every table, sorted.
-	sessions []string
-	// byPartition indexes files: table -> session -> episode -> files.
-	byPartition map[string]map[string]map[string][]File
+type partKey struct {
+	table string
+	rec   Recording
+	ep    bool
+	rid   string
 }
 
-// Open lists the ROOT at root. It reads directories only (see the package
-// doc); a missing or unreadable ROOT is an error.
+// Dataset is an opened ROOT: a listing of its part files.
+type Dataset struct {
+	root       string
+	files      []File // sorted by table, recording, episode, part
+	strays     []Stray
+	recordings []Recording // of every table, sorted
+	// byPartition indexes files by table, recording and episode record id
+	// ("" for recording partitions).
+	byPartition map[partKey][]File
+}
+
+// Open lists the ROOT at root. It reads directories only, except for the
+// footer of one file per partition whose path holds a cut (long) id (see
+// the package doc); a missing or unreadable ROOT is an error.
 func Open(root string) (*Dataset, error) {
 	info, err := os.Stat(root)
 	if err != nil {
@@ -64,58 +84,60 @@ func Open(root string) (*Dataset, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("open dataset %s: not a directory; give the ROOT directory a recorder wrote", root)
 	}
-	d := &Dataset{root: root, byPartition: make(map[string]map[string]map[string][]File)}
-	entries, err := os.ReadDir(root)
+	l, err := hive.List(vfs.Default, root)
 	if err != nil {
 		return nil, fmt.Errorf("open dataset %s: %w", root, err)
 	}
-	known := map[string]bool{}
-	for _, t := range Tables {
-		known[t] = true
+	d := &Dataset{root: root, byPartition: make(map[partKey][]File)}
+	for _, s := range l.Strays {
+		reason := s.Reason
+		if s.Err != nil {
+			reason += ": " + s.Err.Error()
+		}
+		d.strays = append(d.strays, Stray{Path: d.path(s.Rel), Reason: reason})
 	}
-	for _, e := range entries {
-		name := e.Name()
-		if skipName(name) {
-			continue
+	resolved := map[string]hive.Partition{} // cut partition dir -> ids from metadata
+	for _, hf := range l.Files {
+		f := File{Path: d.path(hf.Rel), Rel: hf.Rel, Table: hf.Table, Recording: hf.Recording, Episode: hf.Episode, EpisodeRecordID: hf.EpisodeRecordID, Part: hf.Part, Size: hf.Size}
+		if !hf.Exact {
+			dir := path.Dir(hf.Rel)
+			p, ok := resolved[dir]
+			if !ok {
+				if p, err = partitionFromMetadata(f.Path, dir, hf.Partition); err != nil {
+					d.strays = append(d.strays, Stray{Path: f.Path, Reason: err.Error()})
+					continue
+				}
+				resolved[dir] = p
+			}
+			f.Recording, f.EpisodeRecordID = p.Recording, p.EpisodeRecordID
 		}
-		p := filepath.Join(root, name)
-		if !e.IsDir() || !known[name] {
-			d.strays = append(d.strays, Stray{p, "not a table directory"})
-			continue
-		}
-		if err := d.listTable(name, p); err != nil {
-			return nil, err
-		}
+		d.files = append(d.files, f)
 	}
-	sort.Slice(d.files, func(i, j int) bool { return fileLess(&d.files[i], &d.files[j]) })
-	seen := map[string]bool{}
+	sort.SliceStable(d.files, func(i, j int) bool { return fileLess(&d.files[i], &d.files[j]) })
+	seen := map[Recording]bool{}
 	for _, f := range d.files {
-		if !seen[f.SessionID] {
-			seen[f.SessionID] = true
-			d.sessions = append(d.sessions, f.SessionID)
+		if !seen[f.Recording] {
+			seen[f.Recording] = true
+			d.recordings = append(d.recordings, f.Recording)
 		}
-		m := d.byPartition[f.Table]
-		if m == nil {
-			m = make(map[string]map[string][]File)
-			d.byPartition[f.Table] = m
-		}
-		em := m[f.SessionID]
-		if em == nil {
-			em = make(map[string][]File)
-			m[f.SessionID] = em
-		}
-		em[f.EpisodeRecordID] = append(em[f.EpisodeRecordID], f)
+		k := partKey{f.Table, f.Recording, f.Episode, f.EpisodeRecordID}
+		d.byPartition[k] = append(d.byPartition[k], f)
 	}
-	sort.Strings(d.sessions)
+	sort.Slice(d.recordings, func(i, j int) bool { return d.recordings[i].Less(d.recordings[j]) })
 	return d, nil
 }
+
+func (d *Dataset) path(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
 
 func fileLess(a, b *File) bool {
 	if a.Table != b.Table {
 		return a.Table < b.Table
 	}
-	if a.SessionID != b.SessionID {
-		return a.SessionID < b.SessionID
+	if a.Recording != b.Recording {
+		return a.Recording.Less(b.Recording)
+	}
+	if a.Episode != b.Episode {
+		return !a.Episode
 	}
 	if a.EpisodeRecordID != b.EpisodeRecordID {
 		return a.EpisodeRecordID < b.EpisodeRecordID
@@ -123,125 +145,53 @@ func fileLess(a, b *File) bool {
 	return a.Part < b.Part
 }
 
-// skipName reports names every reader skips: the recorder's state, hidden
-// files and temp files.
-func skipName(name string) bool {
-	return strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".tmp")
-}
-
-// partitionValue parses a key=value directory name.
-func partitionValue(name, key string) (string, error) {
-	v, ok := strings.CutPrefix(name, key+"=")
-	if !ok {
-		return "", fmt.Errorf("not a %s= partition directory", key)
-	}
-	return hive.Unescape(v)
-}
-
-func (d *Dataset) listTable(table, dir string) error {
-	entries, err := os.ReadDir(dir)
+// partitionFromMetadata reads the ids of a file whose partition path (dir,
+// relative to ROOT) holds a cut value, and checks that they encode to it.
+func partitionFromMetadata(path, dir string, p hive.Partition) (hive.Partition, error) {
+	f, err := openFile(path)
 	if err != nil {
-		return fmt.Errorf("open dataset %s: list %s: %w", d.root, dir, err)
+		return p, err
 	}
-	for _, e := range entries {
-		if skipName(e.Name()) {
-			d.skipped(dir, e.Name())
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		if !e.IsDir() {
-			d.strays = append(d.strays, Stray{p, "file outside a session_id= partition"})
-			continue
-		}
-		sid, err := partitionValue(e.Name(), hive.KeySessionID)
-		if err != nil {
-			d.strays = append(d.strays, Stray{p, err.Error()})
-			continue
-		}
-		if !episodeTable(table) {
-			if err := d.listFiles(table, p, sid, ""); err != nil {
-				return err
-			}
-			continue
-		}
-		eps, err := os.ReadDir(p)
-		if err != nil {
-			return fmt.Errorf("open dataset %s: list %s: %w", d.root, p, err)
-		}
-		for _, ee := range eps {
-			if skipName(ee.Name()) {
-				d.skipped(p, ee.Name())
-				continue
-			}
-			ep := filepath.Join(p, ee.Name())
-			if !ee.IsDir() {
-				d.strays = append(d.strays, Stray{ep, "file outside an episode_record_id= partition"})
-				continue
-			}
-			rid, err := partitionValue(ee.Name(), hive.KeyEpisodeRecordID)
-			if err != nil {
-				d.strays = append(d.strays, Stray{ep, err.Error()})
-				continue
-			}
-			if err := d.listFiles(table, ep, sid, rid); err != nil {
-				return err
-			}
-		}
+	defer f.Close()
+	q := p
+	q.SessionID, _ = f.pf.Lookup(schema.MetaSessionID)
+	q.EnvID, _ = f.pf.Lookup(schema.MetaEnvID)
+	if p.Episode {
+		q.EpisodeRecordID, _ = f.pf.Lookup(schema.MetaEpisodeRecordID)
 	}
-	return nil
-}
-
-// skipped notes temp files: skipped by readers, but worth a checker's
-// report. Other "_" and "." names are the recorder's own.
-func (d *Dataset) skipped(dir, name string) {
-	if _, temp, ok := parquetout.ParsePartName(name); ok && temp {
-		d.strays = append(d.strays, Stray{filepath.Join(dir, name), "temp file left by an unfinished write"})
-	} else if strings.HasSuffix(name, ".tmp") {
-		d.strays = append(d.strays, Stray{filepath.Join(dir, name), "temp file"})
+	if q.Rel() != dir {
+		return p, fmt.Errorf("the file's metadata names %s, which is not the partition it is in", q.Rel())
 	}
-}
-
-func (d *Dataset) listFiles(table, dir, sid, rid string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("open dataset %s: list %s: %w", d.root, dir, err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if skipName(name) {
-			d.skipped(dir, name)
-			continue
-		}
-		p := filepath.Join(dir, name)
-		n, temp, ok := parquetout.ParsePartName(name)
-		if !ok || temp || e.IsDir() {
-			d.strays = append(d.strays, Stray{p, "not a part-N.parquet file"})
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return fmt.Errorf("open dataset %s: stat %s: %w", d.root, p, err)
-		}
-		d.files = append(d.files, File{Path: p, Table: table, SessionID: sid, EpisodeRecordID: rid, Part: n, Size: info.Size()})
-	}
-	return nil
+	return q, nil
 }
 
 // Root returns the ROOT directory.
 func (d *Dataset) Root() string { return d.root }
 
-// SessionIDs returns the id of every session with a file in any table,
-// sorted.
-func (d *Dataset) SessionIDs() []string { return append([]string(nil), d.sessions...) }
+// Recordings returns every recording with a file in any table, sorted by
+// session id, then env id.
+func (d *Dataset) Recordings() []Recording { return append([]Recording(nil), d.recordings...) }
 
-// HasSession reports whether any table has files of the session.
-func (d *Dataset) HasSession(id string) bool {
-	i := sort.SearchStrings(d.sessions, id)
-	return i < len(d.sessions) && d.sessions[i] == id
+// HasRecording reports whether any table has files of the recording.
+func (d *Dataset) HasRecording(rec Recording) bool {
+	i := sort.Search(len(d.recordings), func(i int) bool { return !d.recordings[i].Less(rec) })
+	return i < len(d.recordings) && d.recordings[i] == rec
+}
+
+// Find returns the recordings of a session id; envID, when not "",
+// narrows them to that env id.
+func (d *Dataset) Find(sessionID, envID string) []Recording {
+	var out []Recording
+	for _, r := range d.recordings {
+		if r.SessionID == sessionID && (envID == "" || r.EnvID == envID) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Files returns the part files of a table ("" for every table), sorted by
-// table, session, episode record id and part.
+// table, recording, episode record id and part.
 func (d *Dataset) Files(table string) []File {
 	var out []File
 	for _, f := range d.files {
@@ -256,25 +206,49 @@ func (d *Dataset) Files(table string) []File {
 // temp files, unknown files and directories, undecodable partition names.
 func (d *Dataset) Strays() []Stray { return append([]Stray(nil), d.strays...) }
 
-// PartitionFiles returns the part files of one partition in part order;
-// episodeRecordID is ignored ("") for the session-partitioned tables.
-func (d *Dataset) PartitionFiles(table, sessionID, episodeRecordID string) []File {
-	return append([]File(nil), d.byPartition[table][sessionID][episodeRecordID]...)
+// PartitionFiles returns the part files of a recording's partition of
+// table, in part order.
+func (d *Dataset) PartitionFiles(table string, rec Recording) []File {
+	return append([]File(nil), d.byPartition[partKey{table: table, rec: rec}]...)
 }
 
-// EpisodeRecordIDs returns the record ids of a session's episodes that
-// have a partition in the episodes or steps table, sorted.
-func (d *Dataset) EpisodeRecordIDs(sessionID string) []string {
-	seen := map[string]bool{}
+// EpisodeFiles returns the part files of an episode partition of the
+// steps table (layout "episode"), in part order.
+func (d *Dataset) EpisodeFiles(rec Recording, episodeRecordID string) []File {
+	return append([]File(nil), d.byPartition[partKey{schema.TableSteps, rec, true, episodeRecordID}]...)
+}
+
+// EpisodeRecordIDs returns the record ids of a recording's episodes that
+// have a steps partition (layout "episode"), sorted. The episodes table
+// lists every episode (Episodes).
+func (d *Dataset) EpisodeRecordIDs(rec Recording) []string {
 	var ids []string
-	for _, t := range []string{schema.TableEpisodes, schema.TableSteps} {
-		for rid := range d.byPartition[t][sessionID] {
-			if !seen[rid] {
-				seen[rid] = true
-				ids = append(ids, rid)
-			}
+	for k := range d.byPartition {
+		if k.table == schema.TableSteps && k.rec == rec && k.ep {
+			ids = append(ids, k.rid)
 		}
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// Lookup returns the recording named by a session id and, when not "", an
+// env id. With envID "" the session id must name exactly one recording: a
+// session id shared by several runs is an error that lists their env ids.
+func (d *Dataset) Lookup(sessionID, envID string) (Recording, error) {
+	recs := d.Find(sessionID, envID)
+	switch {
+	case len(recs) == 1:
+		return recs[0], nil
+	case len(recs) == 0 && envID != "":
+		return Recording{}, fmt.Errorf("session %q env %q: %w in %s; run 'rlrec inspect %s' for the list", sessionID, envID, ErrNotFound, d.root, d.root)
+	case len(recs) == 0:
+		return Recording{}, fmt.Errorf("session %q: %w in %s; run 'rlrec inspect %s' for the list", sessionID, ErrNotFound, d.root, d.root)
+	}
+	envs := make([]string, len(recs))
+	for i, r := range recs {
+		envs[i] = strconv.Quote(r.EnvID)
+	}
+	return Recording{}, fmt.Errorf("session %q names %d recordings in %s (env ids %s): %w; give --env too",
+		sessionID, len(recs), d.root, strings.Join(envs, ", "), ErrAmbiguous)
 }

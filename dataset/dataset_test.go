@@ -100,11 +100,11 @@ func TestOpenListsAndReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := d.SessionIDs()
+	ids := d.Recordings()
 	if len(ids) != 2 {
-		t.Fatalf("sessions %v, want 2", ids)
+		t.Fatalf("recordings %v, want 2", ids)
 	}
-	want := map[string]bool{sums[0].SessionID: true, sums[1].SessionID: true}
+	want := map[dataset.Recording]bool{recOf(sums[0]): true, recOf(sums[1]): true}
 	for _, id := range ids {
 		if !want[id] {
 			t.Errorf("unexpected session %q", id)
@@ -119,7 +119,7 @@ func TestOpenListsAndReads(t *testing.T) {
 		}
 	}
 	for i, sum := range sums {
-		s, err := d.Session(sum.SessionID)
+		s, err := d.Session(recOf(sum))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestOpenListsAndReads(t *testing.T) {
 		if row == nil || row.Status != schema.SessionEnded || row.TotalSteps == nil || *row.TotalSteps != sum.Steps {
 			t.Fatalf("session %d row %+v, want ended with %d steps", i, row, sum.Steps)
 		}
-		eps, err := d.Episodes(sum.SessionID)
+		eps, err := d.Episodes(recOf(sum))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestOpenListsAndReads(t *testing.T) {
 			if ep.Row.StepsRecorded == 0 {
 				continue
 			}
-			st, err := d.Steps(sum.SessionID, ep.EpisodeRecordID)
+			st, err := d.Steps(recOf(sum), ep.EpisodeRecordID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,11 +181,11 @@ func TestOpenListsAndReads(t *testing.T) {
 		if stepsTotal != row.StepsRecorded {
 			t.Errorf("session %d: %d steps read, row says %d", i, stepsTotal, row.StepsRecorded)
 		}
-		logs, err := d.Logs(sum.SessionID)
+		logs, err := d.Logs(recOf(sum))
 		if err != nil || len(logs) == 0 {
 			t.Errorf("logs %v, %v", logs, err)
 		}
-		tele, err := d.Telemetry(sum.SessionID)
+		tele, err := d.Telemetry(recOf(sum))
 		if err != nil || len(tele) == 0 {
 			t.Errorf("telemetry %v, %v", tele, err)
 		}
@@ -209,7 +209,7 @@ func TestStepsMatchEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for rid, want := range c.steps {
-		st, err := d.Steps(sums[0].SessionID, rid)
+		st, err := d.Steps(recOf(sums[0]), rid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +279,7 @@ func TestOpenStepsFileAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := d.PartitionFiles(schema.TableSteps, sums[0].SessionID, "ep-000001")
+	files := d.EpisodeFiles(recOf(sums[0]), "ep-000001")
 	if len(files) != 1 {
 		t.Fatalf("steps files %v", files)
 	}
@@ -321,18 +321,18 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid := sums[0].SessionID
+	sid := recOf(sums[0])
 	tests := []struct {
 		name string
 		run  func() error
 		want error
 	}{
-		{"unknown session", func() error { _, err := d.Session("nope"); return err }, dataset.ErrNotFound},
+		{"unknown session", func() error { _, err := d.Session(dataset.Recording{SessionID: "nope"}); return err }, dataset.ErrNotFound},
 		{"unknown episode steps", func() error { _, err := d.Steps(sid, "ep-999999"); return err }, dataset.ErrNotFound},
 		{"unknown episode row", func() error { _, err := d.Episode(sid, "ep-999999"); return err }, dataset.ErrNotFound},
 		{"missing root", func() error { _, err := dataset.Open(filepath.Join(root, "missing")); return err }, os.ErrNotExist},
 		{"truncated file", func() error {
-			f := d.PartitionFiles(schema.TableSteps, sid, "ep-000001")[0].Path
+			f := d.EpisodeFiles(sid, "ep-000001")[0].Path
 			data, _ := os.ReadFile(f)
 			if err := os.WriteFile(f, data[:len(data)/2], 0o644); err != nil {
 				return err
@@ -356,4 +356,9 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recOf is the recording a simulated session wrote.
+func recOf(s sim.Summary) dataset.Recording {
+	return dataset.Recording{SessionID: s.SessionID, EnvID: s.EnvID}
 }

@@ -1,17 +1,23 @@
-// Package dataset reads an rlrec ROOT (DESIGN.md "Output layout"): it lists
-// sessions, episodes and files, reads the sessions, episodes, logs and
-// telemetry rows, and iterates an episode's steps in step order with their
+// Package dataset reads an rlrec ROOT (schema version 2; the layout is
+// described in the README and in internal/hive): it lists recordings,
+// episodes and files, reads the sessions, episodes, logs and telemetry
+// rows, and iterates an episode's steps in step order with their
 // observations and actions decoded through the space specs stored in the
 // files.
+//
+// A recording is one route run, named by (session_id, env_id): rlmesh's
+// session id is a correlation label that several runs may share, so every
+// call that reads one recording takes a Recording, and Find lists the
+// recordings of a session id.
 //
 // # Usage
 //
 //	d, err := dataset.Open(root)               // lists directories only
-//	for _, sid := range d.SessionIDs() {
-//		eps, err := d.Episodes(sid)             // reads the small episodes files
+//	for _, rec := range d.Recordings() {
+//		eps, err := d.Episodes(rec)             // reads the episodes files
 //		...
 //	}
-//	st, err := d.Steps(sid, "ep-000001")        // or dataset.OpenStepsFile(path)
+//	st, err := d.Steps(rec, "ep-000001")        // or dataset.OpenStepsFile(path)
 //	defer st.Close()
 //	for st.Next() {
 //		s := st.Step()                          // valid until the next Next
@@ -22,10 +28,12 @@
 // # Contract
 //
 //   - Open is cheap: it walks the partition directories of the five tables
-//     (ROOT/<table>/session_id=S[/episode_record_id=E]/part-N.parquet),
+//     (ROOT/<table>/session_id=S/env_id=R[/episode_record_id=E]/part-N.parquet),
 //     decodes the percent-encoded partition values (internal/hive) and stats
-//     the part files; it reads no file contents, so a ROOT of any size opens
-//     in the time a directory listing takes. Names starting with "_" or "."
+//     the part files; it reads no file contents (except one footer per
+//     partition whose directory name holds a cut long id, which it resolves
+//     from the file's rlrec.session_id and rlrec.env_id), so a ROOT of any
+//     size opens in the time a directory listing takes. Names starting with "_" or "."
 //     (the recorder's _rlrec state, temp files .part-N.parquet.tmp) and
 //     files ending in ".tmp" are skipped; anything else that does not fit
 //     the layout is skipped too and listed by Strays, for a checker to

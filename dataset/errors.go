@@ -10,6 +10,9 @@ var (
 	// ErrNotFound is returned for a session or episode the ROOT does not
 	// hold.
 	ErrNotFound = errors.New("dataset: not found")
+	// ErrAmbiguous is returned by Lookup for a session id that names
+	// several recordings when no env id narrows it.
+	ErrAmbiguous = errors.New("dataset: session id names several recordings")
 	// ErrSchemaVersion is returned for a file whose rlrec.schema_version
 	// this reader does not know (or that has none).
 	ErrSchemaVersion = errors.New("dataset: unknown schema version")

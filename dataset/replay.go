@@ -78,33 +78,33 @@ type ReplayReport struct {
 //
 // Memory: the fixed columns of the session's rows without their blobs
 // (about 60 bytes a row) plus one open steps file per lane.
-func (d *Dataset) ReplayEvents(sessionID string, emit func(ev events.Event, at time.Time) error) (ReplayReport, error) {
+func (d *Dataset) ReplayEvents(rec Recording, emit func(ev events.Event, at time.Time) error) (ReplayReport, error) {
 	var rep ReplayReport
-	s, err := d.Session(sessionID)
+	s, err := d.Session(rec)
 	if err != nil {
 		return rep, err
 	}
 	row := s.Row()
 	if row == nil {
-		return rep, fmt.Errorf("session %q has no sessions row in %s; run 'rlrec recover %s' first", sessionID, d.root, d.root)
+		return rep, fmt.Errorf("%s has no sessions row in %s; run 'rlrec recover %s' first", rec, d.root, d.root)
 	}
-	eps, err := d.Episodes(sessionID)
+	eps, err := d.Episodes(rec)
 	if err != nil {
 		return rep, err
 	}
-	logs, err := d.Logs(sessionID)
+	logs, err := d.Logs(rec)
 	if err != nil {
 		return rep, err
 	}
-	tele, err := d.Telemetry(sessionID)
+	tele, err := d.Telemetry(rec)
 	if err != nil {
 		return rep, err
 	}
-	sp, err := d.SessionSpaces(sessionID)
+	sp, err := d.SessionSpaces(rec)
 	if err != nil {
 		return rep, err
 	}
-	r := &replayer{d: d, sid: sessionID, row: row, spaces: sp, emit: emit, rep: &rep}
+	r := &replayer{d: d, rec: rec, sid: rec.SessionID, row: row, spaces: sp, emit: emit, rep: &rep}
 	if err := r.plan(eps); err != nil {
 		return rep, err
 	}
@@ -167,6 +167,7 @@ const (
 
 type replayer struct {
 	d      *Dataset
+	rec    Recording
 	sid    string
 	row    *schema.SessionRow
 	spaces Spaces
@@ -199,7 +200,7 @@ func (r *replayer) note(format string, args ...any) {
 // plan reads the fixed columns of every episode's steps and builds the
 // batches and the slots of the other events.
 func (r *replayer) plan(rows []Episode) error {
-	r.route = events.RuntimeEnvContext{EnvID: r.row.EnvID, EnvComponentID: r.row.EnvComponentID, ModelComponentID: r.row.ModelComponentID}
+	r.route = events.RuntimeEnvContext{EnvID: r.rec.EnvID, EnvComponentID: r.row.EnvComponentID, ModelComponentID: r.row.ModelComponentID}
 	r.n = 1
 	for _, e := range rows {
 		if e.Row.EnvIndex < 0 || e.Row.EnvIndex >= blob.MaxLanes {
@@ -221,10 +222,10 @@ func (r *replayer) plan(rows []Episode) error {
 		ep := &replayEpisode{row: e.Row, rid: e.EpisodeRecordID, first: -1, last: -1}
 		r.eps = append(r.eps, ep)
 		r.byLane[e.Row.EnvIndex] = append(r.byLane[e.Row.EnvIndex], ep)
-		if len(r.d.byPartition[schema.TableSteps][r.sid][e.EpisodeRecordID]) == 0 {
+		if len(r.d.EpisodeFiles(r.rec, e.EpisodeRecordID)) == 0 {
 			continue
 		}
-		st, err := r.d.Steps(r.sid, e.EpisodeRecordID)
+		st, err := r.d.Steps(r.rec, e.EpisodeRecordID)
 		if err != nil {
 			return err
 		}
@@ -387,7 +388,7 @@ func (r *replayer) planHidden() {
 func (r *replayer) planItems() {
 	row := r.row
 	r.items = append(r.items, item{slot: 0, t: row.StartedAt, rank: rankSessionStarted,
-		ev: &events.SessionStarted{SessionID: r.sid, Route: r.route, EnvID: row.EnvID}})
+		ev: &events.SessionStarted{SessionID: r.sid, Route: r.route, EnvID: r.rec.EnvID}})
 	last := len(r.batches)
 	for _, ep := range r.eps {
 		e := &ep.row
@@ -741,7 +742,7 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 func (r *replayer) stepOf(lr laneRow) (*Steps, error) {
 	ep := lr.ep
 	if ep.iter == nil {
-		st, err := r.d.Steps(r.sid, ep.rid)
+		st, err := r.d.Steps(r.rec, ep.rid)
 		if err != nil {
 			return nil, err
 		}

@@ -33,7 +33,7 @@ func replayInto(t testing.TB, src string) (string, []dataset.ReplayReport) {
 	var stream bytes.Buffer
 	w := events.NewStreamWriter(&stream)
 	var reps []dataset.ReplayReport
-	for _, sid := range d.SessionIDs() {
+	for _, sid := range d.Recordings() {
 		rep, err := d.ReplayEvents(sid, func(ev events.Event, at time.Time) error { return w.WriteAt(ev, at) })
 		if err != nil {
 			t.Fatalf("replay %s: %v", sid, err)
@@ -119,12 +119,16 @@ func compareRoots(t *testing.T, a, b string) {
 		t.Logf("rows compared: %v", compared)
 	}()
 	for _, table := range dataset.Tables {
-		type part struct{ sid, rid string }
+		type part struct {
+			rec dataset.Recording
+			ep  bool
+			rid string
+		}
 		parts := func(d *dataset.Dataset) []part {
 			var ps []part
 			seen := map[part]bool{}
 			for _, f := range d.Files(table) {
-				p := part{f.SessionID, f.EpisodeRecordID}
+				p := part{f.Recording, f.Episode, f.EpisodeRecordID}
 				if !seen[p] {
 					seen[p] = true
 					ps = append(ps, p)
@@ -138,16 +142,22 @@ func compareRoots(t *testing.T, a, b string) {
 			continue
 		}
 		for _, p := range pa {
-			ra := partitionRows(t, da.PartitionFiles(table, p.sid, p.rid))
+			files := func(d *dataset.Dataset) []dataset.File {
+				if p.ep {
+					return d.EpisodeFiles(p.rec, p.rid)
+				}
+				return d.PartitionFiles(table, p.rec)
+			}
+			ra := partitionRows(t, files(da))
 			compared[table] += len(ra)
-			rb := partitionRows(t, db.PartitionFiles(table, p.sid, p.rid))
+			rb := partitionRows(t, files(db))
 			if len(ra) != len(rb) {
-				t.Errorf("%s %s/%s: %d rows, replayed %d", table, p.sid, p.rid, len(ra), len(rb))
+				t.Errorf("%s %s/%s: %d rows, replayed %d", table, p.rec, p.rid, len(ra), len(rb))
 				continue
 			}
 			for i := range ra {
 				if !ra[i].Equal(rb[i]) {
-					t.Errorf("%s %s/%s row %d differs:\n original %v\n replayed %v", table, p.sid, p.rid, i, ra[i], rb[i])
+					t.Errorf("%s %s/%s row %d differs:\n original %v\n replayed %v", table, p.rec, p.rid, i, ra[i], rb[i])
 					break
 				}
 			}

@@ -82,11 +82,11 @@ type Steps struct {
 
 // Steps returns an iterator over an episode's steps, across its part
 // files. An episode with no steps file is ErrNotFound.
-func (d *Dataset) Steps(sessionID, episodeRecordID string) (*Steps, error) {
-	files := d.byPartition[schema.TableSteps][sessionID][episodeRecordID]
+func (d *Dataset) Steps(rec Recording, episodeRecordID string) (*Steps, error) {
+	files := d.EpisodeFiles(rec, episodeRecordID)
 	if len(files) == 0 {
-		return nil, fmt.Errorf("session %q episode %q: %w: no steps file in %s (an episode that recorded no step has none); run 'rlrec inspect %s --session %s' for the list",
-			sessionID, episodeRecordID, ErrNotFound, d.root, d.root, sessionID)
+		return nil, fmt.Errorf("%s episode %q: %w: no steps file in %s (an episode that recorded no step has none); run 'rlrec inspect %s --session %s' for the list",
+			rec, episodeRecordID, ErrNotFound, d.root, d.root, rec.SessionID)
 	}
 	paths := make([]string, len(files))
 	for i, f := range files {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -19,12 +20,12 @@ type Spaces struct {
 	Action      *schema.Layout
 }
 
-// Session is a session with its sessions-table rows.
+// Session is a recording with its sessions-table rows.
 type Session struct {
-	ID string
-	// Rows holds the session's rows in part order: normally one; none when
-	// the session's row was never written (a recording still open or
-	// crashed before recovery), more when the same id was recorded again.
+	Recording
+	// Rows holds the recording's rows in part order: normally one; none
+	// when its row was never written (a recording still open, or crashed
+	// before recovery).
 	Rows []schema.SessionRow
 }
 
@@ -38,7 +39,8 @@ func (s *Session) Row() *schema.SessionRow {
 
 // Episode is one row of the episodes table with where it came from.
 type Episode struct {
-	SessionID       string
+	Recording
+	// EpisodeRecordID is Row.EpisodeRecordID.
 	EpisodeRecordID string
 	Row             schema.EpisodeRow
 	// Spaces are the spaces stored in the episodes file.
@@ -134,9 +136,9 @@ func readRows[T any](path string) ([]T, *parquetFile, error) {
 	return rows, f, nil
 }
 
-func readTable[T any](d *Dataset, table, sid, rid string) ([]T, error) {
+func readTable[T any](d *Dataset, table string, rec Recording) ([]T, error) {
 	var out []T
-	for _, file := range d.byPartition[table][sid][rid] {
+	for _, file := range d.byPartition[partKey{table: table, rec: rec}] {
 		rows, f, err := readRows[T](file.Path)
 		if err != nil {
 			return nil, err
@@ -147,25 +149,30 @@ func readTable[T any](d *Dataset, table, sid, rid string) ([]T, error) {
 	return out, nil
 }
 
-// Session reads a session's rows. A session with files in other tables
-// but no sessions file is returned with no rows; an unknown id is
-// ErrNotFound.
-func (d *Dataset) Session(id string) (*Session, error) {
-	if !d.HasSession(id) {
-		return nil, fmt.Errorf("session %q: %w in %s; run 'rlrec inspect %s' for the list", id, ErrNotFound, d.root, d.root)
+// notFound is the error for a recording the ROOT does not hold.
+func (d *Dataset) notFound(rec Recording) error {
+	return fmt.Errorf("%s: %w in %s; run 'rlrec inspect %s' for the list", rec, ErrNotFound, d.root, d.root)
+}
+
+// Session reads a recording's sessions rows. A recording with files in
+// other tables but no sessions file is returned with no rows; an unknown
+// one is ErrNotFound.
+func (d *Dataset) Session(rec Recording) (*Session, error) {
+	if !d.HasRecording(rec) {
+		return nil, d.notFound(rec)
 	}
-	rows, err := readTable[schema.SessionRow](d, schema.TableSessions, id, "")
+	rows, err := readTable[schema.SessionRow](d, schema.TableSessions, rec)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{ID: id, Rows: rows}, nil
+	return &Session{Recording: rec, Rows: rows}, nil
 }
 
-// Sessions reads the rows of every session, in id order.
+// Sessions reads the rows of every recording, in Recordings order.
 func (d *Dataset) Sessions() ([]*Session, error) {
-	out := make([]*Session, 0, len(d.sessions))
-	for _, id := range d.sessions {
-		s, err := d.Session(id)
+	out := make([]*Session, 0, len(d.recordings))
+	for _, rec := range d.recordings {
+		s, err := d.Session(rec)
 		if err != nil {
 			return nil, err
 		}
@@ -174,40 +181,39 @@ func (d *Dataset) Sessions() ([]*Session, error) {
 	return out, nil
 }
 
-// Episodes reads the episodes rows of a session, ordered by record id
-// (record ids are zero padded, so this is start order) and part.
-func (d *Dataset) Episodes(sessionID string) ([]Episode, error) {
-	if !d.HasSession(sessionID) {
-		return nil, fmt.Errorf("session %q: %w in %s; run 'rlrec inspect %s' for the list", sessionID, ErrNotFound, d.root, d.root)
+// Episodes reads the episodes rows of a recording, ordered by record id
+// (record ids are zero padded, so this is start order), then part.
+func (d *Dataset) Episodes(rec Recording) ([]Episode, error) {
+	if !d.HasRecording(rec) {
+		return nil, d.notFound(rec)
 	}
 	var out []Episode
-	for _, file := range d.Files(schema.TableEpisodes) {
-		if file.SessionID != sessionID {
-			continue
-		}
+	for _, file := range d.byPartition[partKey{table: schema.TableEpisodes, rec: rec}] {
 		eps, err := readEpisodesFile(file)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, eps...)
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].EpisodeRecordID < out[j].EpisodeRecordID })
 	return out, nil
 }
 
 // Episode reads the episodes rows of one episode (normally one).
-func (d *Dataset) Episode(sessionID, episodeRecordID string) ([]Episode, error) {
-	files := d.byPartition[schema.TableEpisodes][sessionID][episodeRecordID]
-	if len(files) == 0 {
-		return nil, fmt.Errorf("session %q episode %q: %w in %s (no episodes file); run 'rlrec inspect %s --session %s' for the list",
-			sessionID, episodeRecordID, ErrNotFound, d.root, d.root, sessionID)
+func (d *Dataset) Episode(rec Recording, episodeRecordID string) ([]Episode, error) {
+	all, err := d.Episodes(rec)
+	if err != nil {
+		return nil, err
 	}
 	var out []Episode
-	for _, file := range files {
-		eps, err := readEpisodesFile(file)
-		if err != nil {
-			return nil, err
+	for _, e := range all {
+		if e.EpisodeRecordID == episodeRecordID {
+			out = append(out, e)
 		}
-		out = append(out, eps...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s episode %q: %w in %s (no episodes row); run 'rlrec inspect %s --session %s' for the list",
+			rec, episodeRecordID, ErrNotFound, d.root, d.root, rec.SessionID)
 	}
 	return out, nil
 }
@@ -224,45 +230,47 @@ func readEpisodesFile(file File) ([]Episode, error) {
 	}
 	out := make([]Episode, len(rows))
 	for i, r := range rows {
-		out[i] = Episode{SessionID: file.SessionID, EpisodeRecordID: file.EpisodeRecordID, Row: r, Spaces: sp, Path: file.Path}
+		out[i] = Episode{Recording: file.Recording, EpisodeRecordID: r.EpisodeRecordID, Row: r, Spaces: sp, Path: file.Path}
 	}
 	return out, nil
 }
 
-// Logs reads a session's log rows in part order.
-func (d *Dataset) Logs(sessionID string) ([]schema.LogRow, error) {
-	return readTable[schema.LogRow](d, schema.TableLogs, sessionID, "")
+// Logs reads a recording's log rows in part order.
+func (d *Dataset) Logs(rec Recording) ([]schema.LogRow, error) {
+	return readTable[schema.LogRow](d, schema.TableLogs, rec)
 }
 
-// Telemetry reads a session's telemetry rows in part order.
-func (d *Dataset) Telemetry(sessionID string) ([]schema.TelemetryRow, error) {
-	return readTable[schema.TelemetryRow](d, schema.TableTelemetry, sessionID, "")
+// Telemetry reads a recording's telemetry rows in part order.
+func (d *Dataset) Telemetry(rec Recording) ([]schema.TelemetryRow, error) {
+	return readTable[schema.TelemetryRow](d, schema.TableTelemetry, rec)
 }
 
-// EpisodeSpaces returns the spaces of an episode, from its episodes file,
-// or its steps file when it has none.
-func (d *Dataset) EpisodeSpaces(sessionID, episodeRecordID string) (Spaces, error) {
-	for _, table := range []string{schema.TableEpisodes, schema.TableSteps} {
-		for _, file := range d.byPartition[table][sessionID][episodeRecordID] {
-			f, err := openFile(file.Path)
-			if err != nil {
-				return Spaces{}, err
-			}
-			sp, err := f.spaces()
-			f.Close()
-			return sp, err
+// fileSpaces reads the spaces in one file's metadata.
+func fileSpaces(path string) (Spaces, error) {
+	f, err := openFile(path)
+	if err != nil {
+		return Spaces{}, err
+	}
+	defer f.Close()
+	return f.spaces()
+}
+
+// SessionSpaces returns the spaces of a recording: those of its episodes
+// and steps files, side by side (each side from the first file, in part
+// order, that carries it). Both are nil when no file carries one.
+func (d *Dataset) SessionSpaces(rec Recording) (Spaces, error) {
+	var paths []string
+	for _, f := range d.byPartition[partKey{table: schema.TableEpisodes, rec: rec}] {
+		paths = append(paths, f.Path)
+	}
+	for _, rid := range d.EpisodeRecordIDs(rec) {
+		for _, f := range d.EpisodeFiles(rec, rid) {
+			paths = append(paths, f.Path)
 		}
 	}
-	return Spaces{}, fmt.Errorf("session %q episode %q: %w in %s", sessionID, episodeRecordID, ErrNotFound, d.root)
-}
-
-// SessionSpaces returns the spaces of a session: those of its first
-// episode (by record id) whose file carries a spec, side by side. Both
-// are nil when no episode file carries one.
-func (d *Dataset) SessionSpaces(sessionID string) (Spaces, error) {
 	var out Spaces
-	for _, rid := range d.EpisodeRecordIDs(sessionID) {
-		sp, err := d.EpisodeSpaces(sessionID, rid)
+	for _, p := range paths {
+		sp, err := fileSpaces(p)
 		if err != nil {
 			return Spaces{}, err
 		}
