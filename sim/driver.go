@@ -20,12 +20,15 @@ const (
 	streamEnv     = 1
 	streamPolicy  = 2
 	streamIDs     = 3
-	streamSession = 4 // + session index in RunSessions
+	streamSession = 4       // + session index in RunSessions
+	streamRoute   = 1 << 32 // + session index in RunSessions
 )
 
 // Summary is what a finished session did.
 type Summary struct {
 	SessionID string
+	// EnvID is the route's env id: with SessionID it names the recording.
+	EnvID string
 	// Steps is the number of batch steps (env.step calls) taken.
 	Steps int64
 	// LaneSteps is Steps × NumEnvs.
@@ -55,19 +58,18 @@ func Run(ctx context.Context, hooks events.Hooks, cfg Config) (Summary, error) {
 // configs still get distinct ids. It returns the summaries in cfgs order
 // and the errors of all sessions joined.
 func RunSessions(ctx context.Context, hooks events.Hooks, cfgs []Config) ([]Summary, error) {
-	seen := make(map[string]int, len(cfgs))
+	seen := make(map[string]int, len(cfgs)) // session id NUL env id -> index
 	cfgs = slices.Clone(cfgs)
 	for i := range cfgs {
 		if err := cfgs[i].validate(); err != nil {
 			return nil, fmt.Errorf("session %d: %w", i, err)
 		}
-		if cfgs[i].SessionID == "" {
-			cfgs[i].SessionID = mintSessionID(&cfgs[i], i)
+		cfgs[i].mintIDs(i)
+		key := cfgs[i].SessionID + "\x00" + cfgs[i].Route.EnvID
+		if j, dup := seen[key]; dup {
+			return nil, fmt.Errorf("sessions %d and %d: session id %s env id %s: %w", j, i, cfgs[i].SessionID, cfgs[i].Route.EnvID, ErrDuplicateSession)
 		}
-		if j, dup := seen[cfgs[i].SessionID]; dup {
-			return nil, fmt.Errorf("sessions %d and %d: id %s: %w", j, i, cfgs[i].SessionID, ErrDuplicateSession)
-		}
-		seen[cfgs[i].SessionID] = i
+		seen[key] = i
 	}
 	sums := make([]Summary, len(cfgs))
 	errs := make([]error, len(cfgs))
@@ -86,9 +88,19 @@ func clockOf(cfg *Config) func() time.Time {
 	return time.Now
 }
 
-func mintSessionID(cfg *Config, index int) string {
-	rng := rand.New(rand.NewPCG(cfg.Seed, streamSession+uint64(index)))
-	return newUUIDv7(clockOf(cfg)(), rng)
+// mintIDs fills in a session id and a route left empty: like rlmesh, a
+// UUIDv7 env id per run (the routing key), minted from the config's Seed
+// and Clock and the session's index.
+func (cfg *Config) mintIDs(index int) {
+	if cfg.SessionID == "" {
+		rng := rand.New(rand.NewPCG(cfg.Seed, streamSession+uint64(index)))
+		cfg.SessionID = newUUIDv7(clockOf(cfg)(), rng)
+	}
+	if cfg.Route == (events.RuntimeEnvContext{}) {
+		rng := rand.New(rand.NewPCG(cfg.Seed, streamRoute+uint64(index)))
+		cfg.Route = events.RuntimeEnvContext{EnvID: newUUIDv7(clockOf(cfg)(), rng),
+			EnvComponentID: "env/" + cfg.Env, ModelComponentID: "model/" + cfg.Env + "-policy"}
+	}
 }
 
 // laneState is one lane's current (or, under next-step autoreset, just
@@ -142,12 +154,7 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 		return Summary{}, err
 	}
 	factory, _ := lookupEnv(cfg.Env)
-	if cfg.SessionID == "" {
-		cfg.SessionID = mintSessionID(&cfg, index)
-	}
-	if cfg.Route == (events.RuntimeEnvContext{}) {
-		cfg.Route = events.RuntimeEnvContext{EnvID: cfg.Env, EnvComponentID: "env/" + cfg.Env, ModelComponentID: "model/" + cfg.Env + "-policy"}
-	}
+	cfg.mintIDs(index)
 	n := cfg.NumEnvs
 	e := factory(n, rand.New(rand.NewPCG(cfg.Seed, streamEnv)), rand.New(rand.NewPCG(cfg.Seed, streamPolicy)))
 	s := &session{
@@ -162,7 +169,7 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 	}
 	s.obsSp, s.actSp = e.spaces()
 	err := s.loop()
-	sum := Summary{SessionID: s.id, Steps: s.steps, LaneSteps: s.steps * int64(n), Episodes: s.completed, Failed: err != nil}
+	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.steps * int64(n), Episodes: s.completed, Failed: err != nil}
 	if errors.Is(err, errInjected) {
 		err = nil
 	}

@@ -10,7 +10,7 @@ var (
 	// wrapping error names the field.
 	ErrConfig = errors.New("sim: invalid config")
 	// ErrDuplicateSession is returned by RunSessions when two configs name
-	// the same session id.
+	// the same recording: the same session id and env id.
 	ErrDuplicateSession = errors.New("sim: duplicate session id")
 	// ErrHook is returned (wrapped, with the first hook error) when one or
 	// more hook calls returned an error. Hook errors do not stop a session,

@@ -181,12 +181,20 @@ func TestRunSessionsConcurrent(t *testing.T) {
 }
 
 func TestRunSessionsDuplicateIDs(t *testing.T) {
-	cfg := Config{Env: "cartpole", NumEnvs: 1, Autoreset: AutoresetNextStep, MaxEpisodes: 1, SessionID: "s"}
+	cfg := Config{Env: "cartpole", NumEnvs: 1, Autoreset: AutoresetNextStep, MaxEpisodes: 1, SessionID: "s",
+		Route: events.RuntimeEnvContext{EnvID: "r"}}
 	if _, err := RunSessions(context.Background(), events.NoopHooks{}, []Config{cfg, cfg}); !errors.Is(err, ErrDuplicateSession) {
 		t.Fatalf("err = %v, want ErrDuplicateSession", err)
 	}
-	cfg.SessionID = ""
+	// A shared session id is fine: each run mints its own env id, as
+	// rlmesh's local runner does.
+	cfg.Route = events.RuntimeEnvContext{}
 	sums, err := RunSessions(context.Background(), events.NoopHooks{}, []Config{cfg, cfg})
+	if err != nil || sums[0].SessionID != "s" || sums[0].EnvID == sums[1].EnvID || len(sums[0].EnvID) != 36 {
+		t.Fatalf("shared session id: err %v, env ids %q %q", err, sums[0].EnvID, sums[1].EnvID)
+	}
+	cfg.SessionID = ""
+	sums, err = RunSessions(context.Background(), events.NoopHooks{}, []Config{cfg, cfg})
 	if err != nil || sums[0].SessionID == sums[1].SessionID {
 		t.Fatalf("equal configs: err %v, ids %s %s", err, sums[0].SessionID, sums[1].SessionID)
 	}

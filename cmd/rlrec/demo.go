@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -49,12 +50,17 @@ Example:
 }
 
 // demoSessions are the sessions the demo records.
+// demoSessions are the demo's runs. Like rlmesh's local runner, every run
+// of one process shares the session id local-<pid>, and each gets its own
+// UUIDv7 env id (the routing key): a recording is the pair. rlmesh allows
+// disabled autoreset only with one lane.
 func demoSessions(seed uint64) []sim.Config {
+	sid := fmt.Sprintf("local-%d", os.Getpid())
 	return []sim.Config{
-		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 200, Seed: seed, TelemetryInterval: 200 * time.Millisecond},
-		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 200, Seed: seed + 1, TelemetryInterval: 200 * time.Millisecond},
-		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, MaxEpisodeSteps: 60, Seed: seed + 2},
-		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 12, MaxEpisodeSteps: 60, Seed: seed + 3},
+		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 200, Seed: seed, TelemetryInterval: 200 * time.Millisecond, SessionID: sid},
+		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 50, Seed: seed + 1, TelemetryInterval: 200 * time.Millisecond, SessionID: sid},
+		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, MaxEpisodeSteps: 60, Seed: seed + 2, SessionID: sid},
+		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 4, MaxEpisodeSteps: 60, Seed: seed + 3, SessionID: sid},
 	}
 }
 
@@ -87,7 +93,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		len(sums), episodes, laneSteps, root, elapsed.Seconds())
 	for i, s := range sums {
 		c := demoSessions(demoFlags.seed)[i]
-		fmt.Fprintf(w, "  session %s  %-10s %2d lanes  autoreset %-9s  %d episodes completed\n", s.SessionID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
+		fmt.Fprintf(w, "  session %s  env %s  %-10s %2d lanes  autoreset %-9s  %d episodes completed\n", s.SessionID, s.EnvID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
 	}
 	fmt.Fprintln(w, "\n  Episodes still running when a session reached its episode count are recorded\n  too, with status \"incomplete\".")
 	fmt.Fprintln(w)
@@ -99,11 +105,11 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	// everywhere.
 	episodesSrc := fmt.Sprintf("read_parquet('%s/episodes/**/*.parquet', hive_partitioning=true)", root)
 	fmt.Fprintf(w, "\nOpen it in DuckDB:\n\n")
-	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, status, count(*) AS episodes, avg(cumulative_reward) AS mean_return FROM %s GROUP BY ALL ORDER BY ALL\"\n", episodesSrc)
-	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/**/*.parquet', hive_partitioning=true) ORDER BY ALL LIMIT 10\"\n", root, sums[0].SessionID)
+	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, env_id, status, count(*) AS episodes, avg(cumulative_reward) AS mean_return FROM %s GROUP BY ALL ORDER BY ALL\"\n", episodesSrc)
+	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/env_id=%s/**/*.parquet', hive_partitioning=true) ORDER BY ALL LIMIT 10\"\n", root, sums[0].SessionID, sums[0].EnvID)
 	fmt.Fprintf(w, "\nOr in pandas:\n\n")
-	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/episodes')[['session_id','episode_record_id','status','cumulative_reward']])\"\n", root)
-	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/steps/session_id=%s').head())\"\n", root, sums[0].SessionID)
+	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/episodes')[['session_id','env_id','episode_record_id','status','cumulative_reward']])\"\n", root)
+	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/steps/session_id=%s/env_id=%s').head())\"\n", root, sums[0].SessionID, sums[0].EnvID)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -80,7 +82,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, ingestErr := ingest(ctx, rec, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
+	n, refused, ingestErr := ingest(ctx, rec, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
 	closeErr := rec.Close(context.WithoutCancel(ctx))
 	if ingestErr != nil {
 		if closeErr != nil {
@@ -92,23 +94,52 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		return closeErr
 	}
 	fmt.Fprintf(env.Stdout, "Recorded %d events from %s into %s.\n", n, name, ingestFlags.out)
+	if len(refused) > 0 {
+		for _, r := range refused {
+			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%d events not recorded again)\n", r.rec, ingestFlags.out, r.events)
+		}
+		return fmt.Errorf("%s: %d recordings of the stream are already in %s and were not recorded again; ingest into another ROOT to keep both copies",
+			name, len(refused), ingestFlags.out)
+	}
 	return nil
 }
 
+// refusal is a recording of the stream that ROOT already held.
+type refusal struct {
+	rec    hive.Recording
+	events int
+}
+
 // ingest records every event of the stream r and returns how many it
-// recorded.
-func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage int) (int, error) {
+// recorded, and the recordings it refused because ROOT already held them
+// (their events are skipped; the rest of the stream records).
+func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage int) (int, []refusal, error) {
 	sr := events.NewStreamReader(r, maxMessage)
 	n := 0
+	var refused []refusal
+	index := map[hive.Recording]int{}
 	for sr.Next() {
 		t := sr.Time()
 		if t.IsZero() {
 			t = time.Now()
 		}
-		if err := rec.RecordAt(ctx, sr.Event(), t); err != nil {
-			return n, fmt.Errorf("record event %d: %w", sr.Index(), err)
+		ev := sr.Event()
+		if err := rec.RecordAt(ctx, ev, t); err != nil {
+			if !errors.Is(err, recorder.ErrRecordingExists) {
+				return n, refused, fmt.Errorf("record event %d: %w", sr.Index(), err)
+			}
+			sid, route := ev.Header()
+			key := hive.Recording{SessionID: sid, EnvID: route.EnvID}
+			i, ok := index[key]
+			if !ok {
+				i = len(refused)
+				index[key] = i
+				refused = append(refused, refusal{rec: key})
+			}
+			refused[i].events++
+			continue
 		}
 		n++
 	}
-	return n, sr.Err()
+	return n, refused, sr.Err()
 }

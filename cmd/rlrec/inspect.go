@@ -18,6 +18,7 @@ import (
 // inspectOptions are the inspect command's flags.
 type inspectOptions struct {
 	session string
+	env     string
 	episode string
 	json    bool
 }
@@ -26,7 +27,7 @@ var inspectFlags inspectOptions
 
 var cmdInspect = &Command{
 	Name:      "inspect",
-	UsageLine: "inspect ROOT [--session S] [--episode E] [--json]",
+	UsageLine: "inspect ROOT [--session S [--env R]] [--episode E] [--json]",
 	Short:     "summarise the sessions, episodes, spaces and files of a ROOT",
 	Long: `Inspect summarises a ROOT: its tables (files and bytes), its sessions
 (status, environment, episodes, steps, reward, dropped steps and the input
@@ -74,6 +75,7 @@ Example:
 // defaults.
 func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
 	fs.StringVar(&f.session, "session", f.session, "show this session's spaces and episodes")
+	fs.StringVar(&f.env, "env", f.env, "with --session: the env id of the recording, when the session id names several")
 	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only this episode record id")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
 }
@@ -234,21 +236,23 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 	for _, s := range d.Strays() {
 		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: s.Reason})
 	}
-	ids := d.SessionIDs()
+	recs := d.Recordings()
 	if f.session != "" {
-		if !d.HasSession(f.session) {
-			return nil, fmt.Errorf("session %q is not in %s; run 'rlrec inspect %s' for the list", f.session, d.Root(), d.Root())
-		}
-		ids = []string{f.session}
-	}
-	for _, id := range ids {
-		s, err := d.Session(id)
+		rec, err := d.Lookup(f.session, f.env)
 		if err != nil {
 			return nil, err
 		}
-		is := inspectSession{SessionID: id, Status: "(no session row)"}
+		recs = []dataset.Recording{rec}
+	}
+	for _, rec := range recs {
+		s, err := d.Session(rec)
+		if err != nil {
+			return nil, err
+		}
+		id := rec.SessionID
+		is := inspectSession{SessionID: id, EnvID: rec.EnvID, Status: "(no session row)"}
 		if row := s.Row(); row != nil {
-			is.Status, is.Reason, is.EnvID = row.Status, row.Reason, row.EnvID
+			is.Status, is.Reason = row.Status, row.Reason
 			is.EnvComponentID, is.ModelComponentID = row.EnvComponentID, row.ModelComponentID
 			st := fmtTime(row.StartedAt)
 			is.StartedAt, is.EndedAt = &st, fmtTimePtr(row.EndedAt)
@@ -256,7 +260,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = row.EpisodesRecorded, row.StepsRecorded, row.DroppedSteps
 			is.Problems, is.ProblemSummary = row.Problems, row.ProblemSummary
 		}
-		eps, err := d.Episodes(id)
+		eps, err := d.Episodes(rec)
 		if err != nil {
 			return nil, err
 		}
@@ -291,11 +295,11 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.MeanReturn = &m
 		}
 		if f.episode != "" && len(is.Episodes) == 0 {
-			return nil, fmt.Errorf("session %q has no episode %q in %s; run 'rlrec inspect %s --session %s' for the list",
-				id, f.episode, d.Root(), d.Root(), id)
+			return nil, fmt.Errorf("%s has no episode %q in %s; run 'rlrec inspect %s --session %s' for the list",
+				rec, f.episode, d.Root(), d.Root(), id)
 		}
 		if f.session != "" {
-			sp, err := d.SessionSpaces(id)
+			sp, err := d.SessionSpaces(rec)
 			if err != nil {
 				return nil, err
 			}

@@ -23,6 +23,7 @@ import (
 // replayOptions are the replay command's flags.
 type replayOptions struct {
 	session string
+	env     string
 	episode string
 	format  string
 	out     string
@@ -32,7 +33,7 @@ var replayFlags replayOptions
 
 var cmdReplay = &Command{
 	Name:      "replay",
-	UsageLine: "replay ROOT --session S [--episode E] [--format jsonl|events|arrow] [-o FILE]",
+	UsageLine: "replay ROOT --session S [--env R] [--episode E] [--format jsonl|events|arrow] [-o FILE]",
 	Short:     "stream a session's steps decoded, as events, or as Arrow",
 	Long: `Replay reads the steps of one session (or of one episode with --episode),
 in episode record id order and step order within each episode, and writes
@@ -41,7 +42,7 @@ renamed).
 
 Formats (--format):
   jsonl   one JSON object per step (the default):
-            {"session_id", "episode_record_id", "episode_id", "step",
+            {"session_id", "env_id", "episode_record_id", "episode_id", "step",
              "session_step", "reward", "is_first", "is_last", "terminated",
              "truncated", "recorded_at" (RFC 3339, nanoseconds, UTC),
              "observation", "action"}
@@ -53,9 +54,9 @@ Formats (--format):
   events  the hook event stream the session was recorded from, as a
           length-delimited protobuf stream with the recorded times (the
           input of 'rlrec ingest'): recording it again gives equal tables.
-          Whole sessions only (no --episode). What had to be inferred is
+          Whole recordings only (no --episode). What had to be inferred is
           reported on standard error.
-  arrow   an Arrow IPC stream of the steps rows: session_id,
+  arrow   an Arrow IPC stream of the steps rows: session_id, env_id,
           episode_record_id and the steps table's fixed columns (blobs as
           binary, recorded_at as timestamp[us, UTC]); the typed columns are
           left out, the blobs hold the exact values.
@@ -75,6 +76,7 @@ Example:
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
 	fs.StringVar(&f.session, "session", f.session, "session id (required)")
+	fs.StringVar(&f.env, "env", f.env, "env id of the recording, when the session id names several (rlmesh's local runner reuses session ids)")
 	fs.StringVar(&f.episode, "episode", f.episode, "episode record id (default: every episode of the session)")
 	fs.StringVar(&f.format, "format", f.format, "output format: jsonl, events or arrow")
 	fs.StringVar(&f.out, "o", f.out, "output `FILE` (default: standard output)")
@@ -105,33 +107,30 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !d.HasSession(f.session) {
-		return fmt.Errorf("session %q is not in %s; run 'rlrec inspect %s' for the list", f.session, args[0], args[0])
+	rec, err := d.Lookup(f.session, f.env)
+	if err != nil {
+		return err
 	}
 	var rids []string
 	if f.episode != "" {
-		if len(d.PartitionFiles(schema.TableSteps, f.session, f.episode)) == 0 {
-			return fmt.Errorf("session %q episode %q has no steps in %s; run 'rlrec inspect %s --session %s' for the list",
-				f.session, f.episode, args[0], args[0], f.session)
+		if len(d.EpisodeFiles(rec, f.episode)) == 0 {
+			return fmt.Errorf("%s episode %q has no steps in %s; run 'rlrec inspect %s --session %s' for the list",
+				rec, f.episode, args[0], args[0], f.session)
 		}
 		rids = []string{f.episode}
 	} else {
-		for _, rid := range d.EpisodeRecordIDs(f.session) {
-			if len(d.PartitionFiles(schema.TableSteps, f.session, rid)) > 0 {
-				rids = append(rids, rid)
-			}
-		}
+		rids = d.EpisodeRecordIDs(rec)
 	}
 	write := func(w io.Writer) (struct{}, error) {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		var err error
 		switch f.format {
 		case "jsonl":
-			err = replayJSONL(ctx, bw, d, f.session, rids)
+			err = replayJSONL(ctx, bw, d, rec, rids)
 		case "events":
-			err = replayEvents(ctx, env, bw, d, f.session)
+			err = replayEvents(ctx, env, bw, d, rec)
 		case "arrow":
-			err = replayArrow(ctx, bw, d, f.session, rids)
+			err = replayArrow(ctx, bw, d, rec, rids)
 		}
 		if err != nil {
 			return struct{}{}, err
@@ -150,14 +149,16 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 }
 
 // replayJSONL writes one JSON line per step.
-func replayJSONL(ctx context.Context, w io.Writer, d *dataset.Dataset, sid string, rids []string) error {
+func replayJSONL(ctx context.Context, w io.Writer, d *dataset.Dataset, rec dataset.Recording, rids []string) error {
 	var line []byte
 	for _, rid := range rids {
-		st, err := d.Steps(sid, rid)
+		st, err := d.Steps(rec, rid)
 		if err != nil {
 			return err
 		}
-		prefix := append(append(append([]byte(`{"session_id":`), jsonString(sid)...), `,"episode_record_id":`...), jsonString(rid)...)
+		prefix := append([]byte(`{"session_id":`), jsonString(rec.SessionID)...)
+		prefix = append(append(prefix, `,"env_id":`...), jsonString(rec.EnvID)...)
+		prefix = append(append(prefix, `,"episode_record_id":`...), jsonString(rid)...)
 		for st.Next() {
 			if err := ctx.Err(); err != nil {
 				st.Close()
@@ -198,9 +199,9 @@ func replayJSONL(ctx context.Context, w io.Writer, d *dataset.Dataset, sid strin
 func jsonString(s string) []byte { return blob.AppendJSONString(nil, s) }
 
 // replayEvents writes the session's rebuilt event stream.
-func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset, sid string) error {
+func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset, rec dataset.Recording) error {
 	sw := events.NewStreamWriter(w)
-	rep, err := d.ReplayEvents(sid, func(ev events.Event, at time.Time) error {
+	rep, err := d.ReplayEvents(rec, func(ev events.Event, at time.Time) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -212,14 +213,15 @@ func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset
 	for _, n := range rep.Notes {
 		fmt.Fprintf(env.Stderr, "rlrec replay: note: %s\n", n)
 	}
-	fmt.Fprintf(env.Stderr, "replayed session %s: %d events, %d lanes, %d batches (%d rebuilt from dropped_steps)\n",
-		sid, rep.Events, rep.Lanes, rep.Batches, rep.HiddenBatches)
+	fmt.Fprintf(env.Stderr, "replayed %s: %d events, %d lanes, %d batches (%d rebuilt from dropped_steps)\n",
+		rec, rep.Events, rep.Lanes, rep.Batches, rep.HiddenBatches)
 	return nil
 }
 
 // arrowStepsSchema is the schema of replay --format arrow.
 var arrowStepsSchema = arrow.NewSchema([]arrow.Field{
 	{Name: schema.ColSessionID, Type: arrow.BinaryTypes.String},
+	{Name: schema.ColEnvID, Type: arrow.BinaryTypes.String},
 	{Name: schema.ColEpisodeRecordID, Type: arrow.BinaryTypes.String},
 	{Name: schema.ColEpisodeID, Type: arrow.BinaryTypes.String},
 	{Name: schema.ColEpisodeIndex, Type: arrow.PrimitiveTypes.Int64},
@@ -240,7 +242,7 @@ var arrowStepsSchema = arrow.NewSchema([]arrow.Field{
 const arrowBatchRows = 4096
 
 // replayArrow writes the steps as an Arrow IPC stream.
-func replayArrow(ctx context.Context, w io.Writer, d *dataset.Dataset, sid string, rids []string) error {
+func replayArrow(ctx context.Context, w io.Writer, d *dataset.Dataset, rec dataset.Recording, rids []string) error {
 	mem := memory.NewGoAllocator()
 	iw := ipc.NewWriter(w, ipc.WithSchema(arrowStepsSchema), ipc.WithAllocator(mem))
 	b := array.NewRecordBuilder(mem, arrowStepsSchema)
@@ -257,7 +259,7 @@ func replayArrow(ctx context.Context, w io.Writer, d *dataset.Dataset, sid strin
 		return nil
 	}
 	for _, rid := range rids {
-		st, err := d.Steps(sid, rid)
+		st, err := d.Steps(rec, rid)
 		if err != nil {
 			return err
 		}
@@ -267,27 +269,28 @@ func replayArrow(ctx context.Context, w io.Writer, d *dataset.Dataset, sid strin
 				return err
 			}
 			s := st.Step()
-			b.Field(0).(*array.StringBuilder).Append(sid)
-			b.Field(1).(*array.StringBuilder).Append(rid)
-			b.Field(2).(*array.StringBuilder).Append(s.EpisodeID)
-			b.Field(3).(*array.Int64Builder).Append(s.EpisodeIndex)
-			b.Field(4).(*array.Int32Builder).Append(s.EnvIndex)
-			b.Field(5).(*array.Int64Builder).Append(s.Step)
-			b.Field(6).(*array.Int64Builder).Append(s.SessionStep)
+			b.Field(0).(*array.StringBuilder).Append(rec.SessionID)
+			b.Field(1).(*array.StringBuilder).Append(rec.EnvID)
+			b.Field(2).(*array.StringBuilder).Append(rid)
+			b.Field(3).(*array.StringBuilder).Append(s.EpisodeID)
+			b.Field(4).(*array.Int64Builder).Append(s.EpisodeIndex)
+			b.Field(5).(*array.Int32Builder).Append(s.EnvIndex)
+			b.Field(6).(*array.Int64Builder).Append(s.Step)
+			b.Field(7).(*array.Int64Builder).Append(s.SessionStep)
 			for i, bl := range [][]byte{s.ObservationBlob, s.ActionBlob} {
-				bb := b.Field(7 + i).(*array.BinaryBuilder)
+				bb := b.Field(8 + i).(*array.BinaryBuilder)
 				if bl == nil {
 					bb.AppendNull()
 				} else {
 					bb.Append(bl)
 				}
 			}
-			b.Field(9).(*array.Float64Builder).Append(s.Reward)
-			b.Field(10).(*array.BooleanBuilder).Append(s.IsFirst)
-			b.Field(11).(*array.BooleanBuilder).Append(s.IsLast)
-			b.Field(12).(*array.BooleanBuilder).Append(s.Terminated)
-			b.Field(13).(*array.BooleanBuilder).Append(s.Truncated)
-			b.Field(14).(*array.TimestampBuilder).Append(arrow.Timestamp(s.RecordedAt.UnixMicro()))
+			b.Field(10).(*array.Float64Builder).Append(s.Reward)
+			b.Field(11).(*array.BooleanBuilder).Append(s.IsFirst)
+			b.Field(12).(*array.BooleanBuilder).Append(s.IsLast)
+			b.Field(13).(*array.BooleanBuilder).Append(s.Terminated)
+			b.Field(14).(*array.BooleanBuilder).Append(s.Truncated)
+			b.Field(15).(*array.TimestampBuilder).Append(arrow.Timestamp(s.RecordedAt.UnixMicro()))
 			if b.Field(0).Len() >= arrowBatchRows {
 				if err := flush(); err != nil {
 					st.Close()
