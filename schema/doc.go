@@ -11,8 +11,17 @@
 // declared key order (DictSpec.keys, never sorted), Tuple children by
 // index. A leaf's Path joins the dict keys and tuple indices on the way to
 // it with "." ("obs.0.image"); a space that is itself fundamental has the
-// single leaf "". Dict keys may not be empty or contain ".", so a path
-// always names exactly one leaf.
+// single leaf "". Dict keys must be non-empty and unique but may hold any
+// character: in a path, a key's own "%" is written "%25" and its own "."
+// "%2E", and nothing else changes (EscapeKey). So the key "pos.x" under
+// "obs" gives the path "obs.pos%2Ex", a path always names exactly one leaf,
+// and SplitPath returns the real keys. Only those two escapes exist:
+// SplitPath rejects any other "%" (ErrBadPath), so each key has exactly one
+// spelling.
+//
+// The typed steps columns are named by ColumnName: "observation" /
+// "action" for the leaf of a single-leaf space, "observation.<path>" /
+// "action.<path>" for every other leaf; SplitColumnName reverses it.
 //
 // Per lane a leaf holds Numel elements of ElemSize bytes, little-endian,
 // Stride = Numel*ElemSize bytes in all:

@@ -35,11 +35,16 @@ var (
 	ErrDictKeys = errors.New("schema: dict keys and spaces differ in count")
 	// ErrDuplicateKey is returned for a Dict that declares a key twice.
 	ErrDuplicateKey = errors.New("schema: duplicate dict key")
-	// ErrBadKey is returned for an empty Dict key or one containing ".",
-	// which would make leaf paths ambiguous.
+	// ErrBadKey is returned for an empty Dict key. Any non-empty key is
+	// accepted, "." and "%" included: leaf paths escape them.
 	ErrBadKey = errors.New("schema: bad dict key")
 	// ErrTooDeep is returned for Dict/Tuple nesting deeper than MaxDepth.
 	ErrTooDeep = errors.New("schema: spaces nested too deeply")
+	// ErrBadPath is returned by SplitPath, UnescapeKey and SplitColumnName
+	// for a leaf path or column name that JoinPath and ColumnName cannot
+	// have written: an empty segment, an unescaped "." inside a segment,
+	// or a "%" not starting "%25" or "%2E".
+	ErrBadPath = errors.New("schema: malformed leaf path")
 	// ErrSpecJSON is returned by ParseSpecJSON for input that is not the
 	// protojson form of a SpaceSpec.
 	ErrSpecJSON = errors.New("schema: bad space spec JSON")
@@ -48,7 +53,8 @@ var (
 // SpecError is a validation failure at one place in a space spec.
 type SpecError struct {
 	// Path is the place in the spec where validation failed, in leaf-path
-	// notation (dict keys and tuple indices joined by "."); "" is the root.
+	// notation (dict keys, escaped as by EscapeKey, and tuple indices
+	// joined by "."; see SplitPath); "" is the root.
 	Path string
 	// Err is one of the sentinel errors above, possibly wrapped with detail.
 	Err error

@@ -39,8 +39,10 @@ func (k LeafKind) String() string {
 
 // Leaf is one fundamental leaf of a space, in canonical pre-order.
 type Leaf struct {
-	// Path joins dict keys and tuple indices with "."; it is "" for a
-	// single-leaf space.
+	// Path joins the dict keys and tuple indices on the way to the leaf
+	// with ".", each key escaped by EscapeKey ("%" as "%25", "." as
+	// "%2E"); it is "" for a single-leaf space. SplitPath gives the keys
+	// back.
 	Path  string
 	Kind  LeafKind
 	DType spacesv1.DataType

@@ -195,9 +195,11 @@ func TestValidateErrors(t *testing.T) {
 		{"multibinary over limit", multiBinary(dtBool, 1<<31), "", ErrTooLarge},
 		{"dict count mismatch", dict([]string{"a", "b"}, box(dtU8)), "", ErrDictKeys},
 		{"dict duplicate key", dict([]string{"a", "a"}, box(dtU8), box(dtU8)), "", ErrDuplicateKey},
-		{"dict dotted key", dict([]string{"a.b"}, box(dtU8)), "", ErrBadKey},
 		{"dict empty key", dict([]string{""}, box(dtU8)), "", ErrBadKey},
 		{"nested error path", dict([]string{"obs"}, tuple(box(dtU8), dict([]string{"x"}, box(0)))), "obs.1.x", ErrNoDType},
+		{"empty key after a dotted one", dict([]string{"a.b", ""}, box(dtU8), box(dtU8)), "", ErrBadKey},
+		{"duplicate dotted key", dict([]string{"a.b", "a.b"}, box(dtU8), box(dtU8)), "", ErrDuplicateKey},
+		{"error path escapes keys", dict([]string{"pos.x"}, dict([]string{"50%"}, box(0))), "pos%2Ex.50%25", ErrNoDType},
 		{"too deep", deep(MaxDepth + 1), "0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0", ErrTooDeep},
 	}
 	for _, tc := range tests {

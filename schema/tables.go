@@ -252,7 +252,8 @@ const (
 // and how.
 type TypedColumn struct {
 	// Name is the column name: "observation", "action",
-	// "observation.<path>" or "action.<path>".
+	// "observation.<path>" or "action.<path>" (ColumnName of the leaf's
+	// Path; SplitColumnName gives back the keys).
 	Name string
 	// Index is the column's leaf index in the file schema.
 	Index int
@@ -301,7 +302,9 @@ const NumFixedStepsColumns = 13
 // action layouts. A leaf at the root of its space (Path "") gets the column
 // "observation" / "action"; every other leaf gets "observation.<path>" /
 // "action.<path>", also when it is the only leaf of a Dict or Tuple, so a
-// column's name depends on its leaf alone. A nil layout gives no typed columns for that side.
+// column's name depends on its leaf alone (see ColumnName; the path
+// escapes a key's own "%" and "." as "%25" and "%2E", so a key "pos.x"
+// gives "observation.pos%2Ex"). A nil layout gives no typed columns for that side.
 // binaryThreshold is the per-lane leaf size above which a fixed-size leaf is
 // stored as binary; 0 means DefaultBinaryThreshold. Text leaves are always
 // strings.
@@ -356,10 +359,7 @@ func typedColumns(fields []orderedField, seen map[string]bool, prefix string, l 
 	}
 	cols := make([]TypedColumn, 0, len(l.Leaves))
 	for _, leaf := range l.Leaves {
-		name := prefix
-		if leaf.Path != "" {
-			name = prefix + "." + leaf.Path
-		}
+		name := ColumnName(prefix, leaf.Path)
 		if seen[name] {
 			return nil, nil, fmt.Errorf("schema: steps column %q appears twice; leaf paths must be unique", name)
 		}

@@ -122,6 +122,13 @@ func TestStepsSchemaColumns(t *testing.T) {
 			forms: []ColumnForm{FormList, FormList, FormScalar},
 			types: []string{"BOOLEAN", "INT(32,true)", "BOOLEAN"},
 		},
+		{
+			name: "dotted and percent keys", obs: dict([]string{"pos.x", "50%", "a.b.c"}, box(dtF32, 2), discrete(dtI64, 3, 0), text()),
+			act:   dict([]string{"a", "b"}, dict([]string{"c.d"}, box(dtU8)), tuple(box(dtF64))),
+			want:  []string{"observation.pos%2Ex", "observation.50%25", "observation.a%2Eb%2Ec", "action.a.c%2Ed", "action.b.0"},
+			forms: []ColumnForm{FormList, FormScalar, FormString, FormScalar, FormScalar},
+			types: []string{"FLOAT", "INT(64,true)", "STRING", "INT(8,false)", "DOUBLE"},
+		},
 		{name: "nil layouts"},
 	}
 	for _, tt := range tests {

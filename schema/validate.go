@@ -2,7 +2,6 @@ package schema
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -38,9 +37,11 @@ const (
 //     dtype may be unspecified.
 //   - Text ignores shape and dtype; its length bounds and charset are not
 //     checked.
-//   - Dict keys must be non-empty, unique and free of ".", so that every
-//     leaf path names one leaf; keys and spaces must pair up. An empty Dict
-//     or Tuple is a space with no leaves.
+//   - Dict keys must be non-empty and unique, as the runtime requires;
+//     they may hold "." or any other character (a leaf path escapes a
+//     key's own "%" and ".", see EscapeKey, so every path still names one
+//     leaf). Keys and spaces must pair up. An empty Dict or Tuple is a
+//     space with no leaves.
 //   - Dimensions must be non-negative and leaves no larger than
 //     MaxLeafBytes per lane; nesting no deeper than MaxDepth.
 func Validate(spec *spacesv1.SpaceSpec) error {
@@ -67,8 +68,8 @@ func walk(spec *spacesv1.SpaceSpec, path string, depth int, visit func(Leaf)) er
 			return specErr(path, ErrDictKeys, "%d keys, %d spaces", len(keys), len(spaces))
 		}
 		for i, k := range keys {
-			if k == "" || strings.Contains(k, ".") {
-				return specErr(path, ErrBadKey, "key %q (keys must be non-empty and contain no \".\")", k)
+			if k == "" {
+				return specErr(path, ErrBadKey, "key %d is empty", i)
 			}
 			for _, prev := range keys[:i] {
 				if prev == k {
@@ -77,14 +78,14 @@ func walk(spec *spacesv1.SpaceSpec, path string, depth int, visit func(Leaf)) er
 			}
 		}
 		for i, child := range spaces {
-			if err := walk(child, joinPath(path, keys[i]), depth+1, visit); err != nil {
+			if err := walk(child, appendPath(path, keys[i]), depth+1, visit); err != nil {
 				return err
 			}
 		}
 		return nil
 	case *spacesv1.SpaceSpec_Tuple:
 		for i, child := range s.Tuple.GetSpaces() {
-			if err := walk(child, joinPath(path, strconv.Itoa(i)), depth+1, visit); err != nil {
+			if err := walk(child, appendPath(path, strconv.Itoa(i)), depth+1, visit); err != nil {
 				return err
 			}
 		}
@@ -199,11 +200,4 @@ func shapeNumel(shape []int64, path string) (int64, error) {
 		return 0, nil
 	}
 	return nominal, nil
-}
-
-func joinPath(path, elem string) string {
-	if path == "" {
-		return elem
-	}
-	return path + "." + elem
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/schema"
@@ -57,7 +59,10 @@ sessions and episodes, and null for values the tables hold as null:
 
 "spaces" and "episodes" are present with --session only; "return" is the
 runtime's cumulative_reward, "mean_return" its mean over completed
-episodes. Times are RFC 3339 in UTC.
+episodes. A space's "path" is its leaf path as the typed steps columns
+spell it: dict keys and tuple indices joined by ".", a key's own "%" and
+"." written "%25" and "%2E" ("" for a single-leaf space). Times are
+RFC 3339 in UTC.
 
 Example:
 
@@ -409,7 +414,9 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, terminal bo
 }
 
 // printSpace prints a space's leaves as a tree: "image: Box(84,84,3) uint8"
-// under its dict keys and tuple indices.
+// under its dict keys and tuple indices. Keys are shown by their real
+// names (a leaf path's "%2E" and "%25" are "." and "%"), quoted when they
+// hold a character that would break the layout.
 func printSpace(w io.Writer, side string, leaves []inspectLeaf) {
 	if len(leaves) == 0 {
 		fmt.Fprintf(w, "  %s: (none recorded)\n", side)
@@ -422,7 +429,14 @@ func printSpace(w io.Writer, side string, leaves []inspectLeaf) {
 	fmt.Fprintf(w, "  %s:\n", side)
 	var prev []string
 	for _, l := range leaves {
-		parts := strings.Split(l.Path, ".")
+		parts, err := schema.SplitPath(l.Path)
+		if err != nil || len(parts) == 0 {
+			// Not a path Compile writes; show it whole.
+			parts = []string{l.Path}
+		}
+		for i, p := range parts {
+			parts[i] = treeKey(p)
+		}
 		common := 0
 		for common < len(prev)-1 && common < len(parts)-1 && prev[common] == parts[common] {
 			common++
@@ -433,6 +447,16 @@ func printSpace(w io.Writer, side string, leaves []inspectLeaf) {
 		fmt.Fprintf(w, "  %s  %s: %s\n", strings.Repeat("  ", len(parts)-1), parts[len(parts)-1], l.Space)
 		prev = parts
 	}
+}
+
+// treeKey renders one path segment for the space tree: as is, or quoted
+// when it is empty, has leading or trailing spaces, or holds a character
+// that is not printable (a newline, say).
+func treeKey(seg string) string {
+	if seg == "" || strings.TrimSpace(seg) != seg || strings.IndexFunc(seg, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(seg)
+	}
+	return seg
 }
 
 func derefStr(s *string) string { return derefStrOr(s, "") }

@@ -342,3 +342,55 @@ func (h *stampedHooks) OnObservationEmitted(ctx context.Context, ev *events.Obse
 func (h *stampedHooks) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySnapshot) error {
 	return h.at(ctx, ev)
 }
+
+// TestPrintSpaceKeys checks that the space tree shows dict keys by their
+// real names, unescaping the leaf paths.
+func TestPrintSpaceKeys(t *testing.T) {
+	tests := []struct {
+		name   string
+		leaves []inspectLeaf
+		want   string
+	}{
+		{
+			name:   "single leaf",
+			leaves: []inspectLeaf{{"", "Discrete(2) int64"}},
+			want:   "  action: Discrete(2) int64\n",
+		},
+		{
+			name: "dotted and percent keys",
+			leaves: []inspectLeaf{
+				{"pos%2Ex", "Box(2) float32"},
+				{"50%25", "Discrete(3) int64"},
+				{"a%2Eb%2Ec", "Text"},
+				{"a.b%2Ec", "Box() uint8"},
+				{"a.0", "Box() bool"},
+			},
+			want: "  action:\n" +
+				"    pos.x: Box(2) float32\n" +
+				"    50%: Discrete(3) int64\n" +
+				"    a.b.c: Text\n" +
+				"    a:\n" +
+				"      b.c: Box() uint8\n" +
+				"      0: Box() bool\n",
+		},
+		{
+			name:   "key with a newline is quoted",
+			leaves: []inspectLeaf{{"x\ny", "Text"}, {" pad", "Text"}},
+			want:   "  action:\n    \"x\\ny\": Text\n    \" pad\": Text\n",
+		},
+		{
+			name:   "malformed path is shown whole",
+			leaves: []inspectLeaf{{"a%zz", "Text"}},
+			want:   "  action:\n    a%zz: Text\n",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			printSpace(&b, "action", tc.leaves)
+			if b.String() != tc.want {
+				t.Fatalf("printSpace =\n%s\nwant\n%s", b.String(), tc.want)
+			}
+		})
+	}
+}
