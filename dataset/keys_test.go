@@ -132,14 +132,14 @@ func TestDottedDictKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.Session(sid)
+	s, err := d.Session(dataset.Recording{SessionID: sid})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if row := s.Row(); row == nil || row.Problems != 0 || row.StepsRecorded != 3 {
 		t.Fatalf("sessions row %+v: want 3 steps recorded and no problems", row)
 	}
-	files := d.PartitionFiles(schema.TableSteps, sid, "ep-000001")
+	files := d.EpisodeFiles(dataset.Recording{SessionID: sid}, "ep-000001")
 	if len(files) != 1 {
 		t.Fatalf("steps files %v", files)
 	}
@@ -206,7 +206,7 @@ func TestDottedDictKeys(t *testing.T) {
 		})
 	}
 
-	st, err := d.Steps(sid, "ep-000001")
+	st, err := d.Steps(dataset.Recording{SessionID: sid}, "ep-000001")
 	if err != nil {
 		t.Fatal(err)
 	}
