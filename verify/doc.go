@@ -3,25 +3,45 @@
 // Parquet files directly (not through a dataset reader) so that it can
 // check files a reader would refuse, and it never writes to the ROOT.
 //
+// # What is checked
+//
+// The ROOT is listed with hive.List, the one listing readers share: every
+// part file of every table (steps, episodes, sessions, logs, telemetry)
+// in its partition, session_id=S/env_id=R for a recording and, for steps
+// in layout "episode", episode_record_id=E below it. A recording is the
+// pair (session_id, env_id): several recordings may share a session id.
+// Partition values longer than hive.MaxValueLen are cut and hashed in
+// the path, so a file's ids are taken from its metadata, never from the
+// path text.
+//
 // # Checks
 //
 // Every problem carries the name of the check that found it (Check; the
 // names are stable and appear in the output):
 //
 //	file            every .parquet file opens (its footer is whole) and
-//	                every row group and page reads back
+//	                every row group and page reads back; every directory
+//	                of the listing can be read
 //	schema-version  rlrec.schema_version is schema.SchemaVersion
 //	metadata        the key-value metadata is present: schema version,
-//	                session id, episode record id (steps, episodes), the
-//	                action space (steps) and parseable space specs
-//	partition       the partition path (hive.Unescape of session_id=S,
-//	                episode_record_id=E) names the rlrec.session_id /
-//	                rlrec.episode_record_id of the file's metadata, and the
-//	                steps and episodes files of a partition carry the same
+//	                layout ("episode" or "session"), session id, env id,
+//	                episode record id (steps files of an episode
+//	                partition), parseable space specs; every file of ROOT
+//	                names the same layout
+//	partition       the file's metadata ids, encoded with hive.Segment, are
+//	                exactly the names of the directories it is in
+//	                (rlrec.session_id -> session_id=S, rlrec.env_id ->
+//	                env_id=R, rlrec.episode_record_id ->
+//	                episode_record_id=E): this checks exact names and
+//	                resolves cut ones; a steps file of layout "episode" is
+//	                in an episode partition and one of layout "session" in
+//	                its recording partition; a directory name decodes;
+//	                an episodes row and its episode's steps carry the same
 //	                spaces
 //	schema          the file's columns are the table's (schema.EpisodesSchema
 //	                ...; for steps, schema.StepsSchema of the stored spaces,
-//	                with the binary threshold the file was written with)
+//	                with the binary threshold the file was written with, and
+//	                in layout "session" the string column episode_record_id)
 //	blob            observation, action and final-observation blobs decode
 //	                (blob.Decode) and split against the stored spec: leaf
 //	                count, per-leaf size (schema.Compile), text leaves valid
@@ -30,19 +50,28 @@
 //	                blob (blob.DecodeLeaf; float16 widened, unsigned
 //	                integers, bool lists, text, binary), and is null
 //	                exactly when its blob is
-//	steps           steps are consecutive from 0 across a partition's part
-//	                files, exactly one is_first (step 0), at most one
-//	                is_last (the last row), episode_id, episode_index and
-//	                env_index the same on every row
-//	episode         one episodes row per partition; it agrees with its
-//	                steps: steps_recorded = rows, reward_sum = sum of rewards
-//	                (relative tolerance 1e-9), and for a completed episode
-//	                terminated/truncated equal the last row's flags and the
-//	                last row is is_last; status is a known value; steps
-//	                with no episode row (the episode's commit point)
-//	session         the sessions rows of a session agree with its episodes:
-//	                episodes_recorded = episode rows, steps_recorded = steps
-//	                rows; status is known; episodes with no session row
+//	steps           an episode's steps are consecutive from 0 (across the
+//	                part files of its partition in layout "episode"; its
+//	                rows are contiguous in a file in layout "session"),
+//	                exactly one is_first (step 0), at most one is_last (the
+//	                episode's last row), episode_id, episode_index and
+//	                env_index the same on every row of the episode
+//	episode         per recording: each episodes row's episode_record_id
+//	                is unique; the row agrees with its episode's steps:
+//	                steps_recorded = rows, reward_sum = sum of rewards
+//	                (relative tolerance 1e-9), the ids, and for a completed
+//	                episode terminated/truncated equal the last row's flags
+//	                and the last row is is_last; status is a known value;
+//	                steps_file, when not null, is a steps file of the
+//	                listing, of the episode's recording (layout "episode":
+//	                in the episode's partition), holding steps_recorded
+//	                rows of the episode, and it is null only for an episode
+//	                without steps; steps with no episodes row (the
+//	                episode's commit point)
+//	session         per recording: the sessions row agrees with the
+//	                recording's files: episodes_recorded = episodes rows,
+//	                steps_recorded = steps rows; status is known; episodes
+//	                with no sessions row
 //	stray           no temp file (.part-N.parquet.tmp, left by a writer
 //	                that stopped) and no unknown file or directory under the
 //	                table directories
@@ -56,19 +85,27 @@
 //	                or in progress, so temp files and the log's records are
 //	                not reported and the ROOT should be verified again later
 //
-// Directories and files whose names start with "_" or "." at the top of
-// ROOT are skipped, as dataset readers skip them; files at the top level
-// that are not table directories are not rlrec's and are ignored.
+// Directories and files whose names start with "_" or "." are skipped, as
+// dataset readers skip them (temp files excepted); entries at the top of
+// ROOT that are not table directories are not rlrec's and are ignored.
 //
 // # Decisions
 //
-// A file that fails to open or read is reported once and its rows are left
-// out of the cross-file checks of its partition. A file's problems beyond
-// Options.MaxProblemsPerFile are counted in one closing line rather than
-// listed. Steps files of one partition are checked as one sequence (more
-// part files may appear later; readers union them); memory per partition is
-// a summary, not its rows, so ROOTs of any size are checked in bounded
-// memory. Files are checked in parallel (Options.Workers).
+// The cross-file checks group files by the recording their metadata
+// names, so a file moved into another recording's partition is reported
+// once (partition) and still counted with its own recording. A file
+// without those ids takes them from the files beside it whose metadata
+// names their directories, and else from its path. A file that fails to
+// open or read is reported once and its rows are left out of the
+// cross-file checks it would take part in: its episode's (layout
+// "episode"), or every episode of its recording (an episodes file, or a
+// steps file of layout "session"), and its recording's totals. A file's
+// problems beyond Options.MaxProblemsPerFile are counted in one closing
+// line rather than listed. More part files of a partition may appear later
+// (readers union them); an episode's steps in several part files of its
+// partition are checked as one sequence. Memory is a summary per episode
+// and per file, not their rows. Files are checked in parallel
+// (Options.Workers).
 //
 // # Usage
 //

@@ -5,6 +5,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -15,6 +16,34 @@ const (
 	fixForeign = "rlrec did not write this file as it is now; move it out of ROOT, or restore it from a copy"
 )
 
+// fileSum is what the cross-file checks need of one file: the ids its
+// metadata names, and a summary of its rows when every row was read.
+type fileSum struct {
+	f *fileEntry
+	// meta holds the ids stored in the metadata; has says which were
+	// there (session id, env id, episode record id).
+	meta hive.Partition
+	has  [3]bool
+	// placed is set when the metadata holds the file's ids and they
+	// encode to the partition directories it is in.
+	placed bool
+	// layout is the steps layout the metadata names; "" when missing or
+	// unknown (reported).
+	layout hive.Layout
+	// read is set when the file was read to the end; the summaries below
+	// are then complete, and nil otherwise.
+	read    bool
+	steps   []*stepsSum
+	episode *episodeSum
+	session *sessionSum
+
+	// rec and rid, the recording and (in an episode partition) episode
+	// record id the file belongs to, are set by crossCheck: from the
+	// metadata, else from files beside it, else from the path.
+	rec hive.Recording
+	rid string
+}
+
 // fileCheck collects what checking one file found.
 type fileCheck struct {
 	v        *verifier
@@ -22,11 +51,7 @@ type fileCheck struct {
 	problems []Problem
 	more     int
 	rows     int64
-
-	// One of these is set when the file was read far enough.
-	steps   *stepsSum
-	episode *episodeSum
-	session *sessionSum
+	sum      fileSum
 }
 
 func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any) {
@@ -34,17 +59,17 @@ func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any)
 		c.more++
 		return
 	}
-	c.problems = append(c.problems, Problem{Check: check, Path: c.f.rel, Row: row, Message: fmt.Sprintf(format, args...), Fix: fix})
+	c.problems = append(c.problems, Problem{Check: check, Path: c.f.Rel, Row: row, Message: fmt.Sprintf(format, args...), Fix: fix})
 }
 
 // checkFile opens one part file and runs the checks of its table.
 func (v *verifier) checkFile(f *fileEntry) *fileCheck {
-	c := &fileCheck{v: v, f: f}
+	c := &fileCheck{v: v, f: f, sum: fileSum{f: f}}
 	defer func() {
 		// parquet-go may panic on a damaged page; report it as damage.
 		if r := recover(); r != nil {
 			c.add(CheckFile, -1, fixDamaged, "reading the file failed: %v", r)
-			c.steps, c.episode, c.session = nil, nil, nil
+			c.sum.read, c.sum.steps, c.sum.episode, c.sum.session = false, nil, nil, nil
 		}
 	}()
 	file, err := v.fs.Open(f.path)
@@ -53,7 +78,7 @@ func (v *verifier) checkFile(f *fileEntry) *fileCheck {
 		return c
 	}
 	defer file.Close()
-	pf, err := parquet.OpenFile(file, f.size, parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(file, f.Size, parquet.SkipBloomFilters(true))
 	if err != nil {
 		c.add(CheckFile, -1, fixDamaged, "not a readable Parquet file (truncated or damaged footer): %v", err)
 		return c
@@ -61,7 +86,7 @@ func (v *verifier) checkFile(f *fileEntry) *fileCheck {
 	if !c.checkMeta(pf) {
 		return c
 	}
-	switch f.table {
+	switch f.Table {
 	case schema.TableSteps:
 		c.checkSteps(pf)
 	case schema.TableEpisodes:
@@ -69,15 +94,22 @@ func (v *verifier) checkFile(f *fileEntry) *fileCheck {
 	case schema.TableSessions:
 		c.checkSessions(pf)
 	case schema.TableLogs:
-		checkFixed[schema.LogRow](c, pf, schema.LogsSchema)
+		_, c.sum.read = readRows[schema.LogRow](c, pf, schema.LogsSchema)
 	case schema.TableTelemetry:
-		checkFixed[schema.TelemetryRow](c, pf, schema.TelemetrySchema)
+		_, c.sum.read = readRows[schema.TelemetryRow](c, pf, schema.TelemetrySchema)
 	}
 	return c
 }
 
-// checkMeta checks the key-value metadata and the partition path. It
-// reports false when the file cannot be read further (unknown version).
+// fixMove is the advice for a file whose metadata names another
+// partition than the one it is in.
+func fixMove(p hive.Partition) string {
+	return "move the file to " + p.Rel() + ", the partition its metadata names, or restore the directory's name"
+}
+
+// checkMeta checks the key-value metadata and that its ids name the
+// partition directories the file is in. It reports false when the file
+// cannot be read further (unknown version).
 func (c *fileCheck) checkMeta(pf *parquet.File) bool {
 	ver, ok := pf.Lookup(schema.MetaSchemaVersion)
 	switch {
@@ -88,25 +120,112 @@ func (c *fileCheck) checkMeta(pf *parquet.File) bool {
 			"schema version %q is not the known version %q", ver, schema.SchemaVersion)
 		return false
 	}
-	sid, ok := pf.Lookup(schema.MetaSessionID)
-	if !ok {
-		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", schema.MetaSessionID)
-	} else if sid != c.f.sid {
-		c.add(CheckPartition, -1, "move the file to the partition its metadata names, or restore the directory's name",
-			"the path says session_id %q, the metadata %s %q", c.f.sid, schema.MetaSessionID, sid)
+	c.checkLayout(pf)
+	f, s := c.f, &c.sum
+	s.meta = hive.Partition{Table: f.Table, Episode: f.Episode}
+	keys := []struct {
+		meta, part string
+		value      *string
+	}{
+		{schema.MetaSessionID, hive.KeySessionID, &s.meta.SessionID},
+		{schema.MetaEnvID, hive.KeyEnvID, &s.meta.EnvID},
+		{schema.MetaEpisodeRecordID, hive.KeyEpisodeRecordID, &s.meta.EpisodeRecordID},
 	}
-	if !episodeTable(c.f.table) {
-		return true
+	if !f.Episode {
+		keys = keys[:2]
 	}
-	erid, ok := pf.Lookup(schema.MetaEpisodeRecordID)
-	if !ok {
-		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", schema.MetaEpisodeRecordID)
-	} else if erid != c.f.erid {
-		c.add(CheckPartition, -1, "move the file to the partition its metadata names, or restore the directory's name",
-			"the path says episode_record_id %q, the metadata %s %q", c.f.erid, schema.MetaEpisodeRecordID, erid)
+	s.placed = true
+	var wrong []int
+	for i, k := range keys {
+		v, ok := pf.Lookup(k.meta)
+		if !ok {
+			c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", k.meta)
+			s.placed = false
+			continue
+		}
+		*k.value, s.has[i] = v, true
+		if hive.Segment(k.part, v) != f.dirs[i] {
+			s.placed = false
+			wrong = append(wrong, i)
+		}
+	}
+	fix := "restore the directory's name, or move the file out of ROOT"
+	if countFalse(s.has[:len(keys)]) == 0 {
+		fix = fixMove(s.meta)
+	}
+	for _, i := range wrong {
+		k := keys[i]
+		c.add(CheckPartition, -1, fix,
+			"the path says %s, the metadata %s %s", pathValue(f.dirs[i], k.part), k.meta, quote(*k.value))
 	}
 	return true
 }
+
+// checkLayout checks rlrec.layout, and for a steps file that its
+// partition is one of that layout.
+func (c *fileCheck) checkLayout(pf *parquet.File) {
+	name, ok := pf.Lookup(schema.MetaLayout)
+	if !ok {
+		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", schema.MetaLayout)
+		return
+	}
+	l, err := hive.ParseLayout(name)
+	if err != nil {
+		c.add(CheckMetadata, -1, fixForeign, "%s: %v", schema.MetaLayout, err)
+		return
+	}
+	c.sum.layout = l
+	if c.f.Table != schema.TableSteps {
+		return
+	}
+	if c.f.Episode && l != hive.LayoutEpisode {
+		c.add(CheckPartition, -1, fixForeign, "a steps file of layout %q in an episode partition (episode_record_id=...), where layout %q files belong", l, hive.LayoutEpisode)
+	} else if !c.f.Episode && l != hive.LayoutSession {
+		c.add(CheckPartition, -1, fixForeign, "a steps file of layout %q directly in a recording partition, where layout %q files belong", l, hive.LayoutSession)
+	}
+}
+
+// pathValue renders a partition directory name for messages: key "value"
+// decoded, the name shortened when its value was cut, or the name itself
+// when it does not decode.
+func pathValue(dir, key string) string {
+	v, exact, err := hive.ParseSegment(dir, key)
+	switch {
+	case err != nil:
+		return dir
+	case !exact:
+		enc := dir[len(key)+1:]
+		return fmt.Sprintf("%s=%s...%s (a cut name)", key, enc[:24], enc[len(enc)-17:])
+	}
+	return key + " " + quote(v)
+}
+
+// maxQuoted is the longest id quoted whole in a message.
+const maxQuoted = 80
+
+// quote quotes an id for a message, shortening a long one.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:cut], len(s))
+}
+
+func countFalse(b []bool) int {
+	n := 0
+	for _, x := range b {
+		if !x {
+			n++
+		}
+	}
+	return n
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // space parses and compiles the space stored under key; nil when absent
 // or broken (broken is reported).

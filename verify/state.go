@@ -5,23 +5,16 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
-)
-
-// Paths of the recorder's own state under ROOT (recorder package: stateDir,
-// logDir, lockName).
-const (
-	stateDir = "_rlrec"
-	logDir   = "log"
-	lockName = "LOCK"
 )
 
 // checkLock reports whether a recorder holds ROOT's lock, trying it and
 // releasing it at once. A missing lock file means no recorder ever held it;
 // it is not created.
 func (v *verifier) checkLock() bool {
-	name := filepath.Join(v.root, stateDir, lockName)
+	name := filepath.Join(v.root, hive.StateDir, hive.LockName)
 	if _, err := v.fs.Stat(name); err != nil {
 		return false
 	}
@@ -43,7 +36,7 @@ func (v *verifier) checkLock() bool {
 
 // checkLog reads the log read-only: a clean close leaves no records.
 func (v *verifier) checkLog() {
-	dir := filepath.Join(v.root, stateDir, logDir)
+	dir := filepath.Join(v.root, hive.StateDir, hive.LogDir)
 	if _, err := v.fs.Stat(dir); err != nil {
 		return
 	}

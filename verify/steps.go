@@ -12,11 +12,16 @@ import (
 	"github.com/rlrec/rlrec/schema"
 )
 
-// stepsSum is what the cross-file checks need of one steps file.
+// stepsSum is what the cross-file checks need of one episode's rows in
+// one steps file: the whole file in layout "episode", one run of rows with
+// the same episode_record_id in layout "session".
 type stepsSum struct {
 	rel string
-	// ok is true when every row was read.
-	ok                  bool
+	// erid is the episode record id: the file's (its metadata's) in
+	// layout "episode", the rows' in layout "session".
+	erid string
+	// row0 is the file row the episode's rows start at.
+	row0                int64
 	rows                int64
 	firstStep, lastStep int64
 	isFirst, isLast     int
@@ -45,6 +50,70 @@ type side struct {
 	blobCol int
 }
 
+// stepsColumns is where a steps file holds the table's columns.
+type stepsColumns struct {
+	// leaf maps each leaf column of the steps table (schema.StepsColStep,
+	// ..., TypedColumn.Index) to the file's leaf column.
+	leaf []int
+	// erid is the file's leaf column of episode_record_id (layout
+	// "session"), or -1.
+	erid int
+}
+
+// matchSteps matches a file's columns to the steps table's: the same
+// columns in the same order and, when session is set, one more string
+// column episode_record_id, the layout "session" one, anywhere among them.
+func matchSteps(file, table parquet.Node, session bool) (stepsColumns, bool) {
+	m := stepsColumns{erid: -1}
+	want := table.Fields()
+	j, leaf := 0, 0
+	for _, f := range file.Fields() {
+		if session && m.erid < 0 && f.Name() == schema.ColEpisodeRecordID {
+			if !f.Leaf() || f.Repeated() || f.Type().Kind() != parquet.ByteArray {
+				return m, false
+			}
+			m.erid = leaf
+			leaf++
+			continue
+		}
+		if j >= len(want) || f.Name() != want[j].Name() || !parquet.EqualNodes(f, want[j]) {
+			return m, false
+		}
+		for range numLeaves(f) {
+			m.leaf = append(m.leaf, leaf)
+			leaf++
+		}
+		j++
+	}
+	return m, j == len(want) && (!session || m.erid >= 0)
+}
+
+func numLeaves(n parquet.Node) int {
+	if n.Leaf() {
+		return 1
+	}
+	k := 0
+	for _, f := range n.Fields() {
+		k += numLeaves(f)
+	}
+	return k
+}
+
+// stepsFile is the state of reading one steps file.
+type stepsFile struct {
+	c    *fileCheck
+	m    stepsColumns
+	cols [][]parquet.Value // the current row, by file leaf column
+	// runs are the episodes' rows in file order; seen names their
+	// episode record ids (layout "session").
+	runs     []*stepsSum
+	seen     map[string]bool
+	obs, act string
+}
+
+// get returns the value of the table's fixed column i in the current row.
+func (s *stepsFile) get(i int) parquet.Value { return one(s.cols[s.m.leaf[i]]) }
+
 func (c *fileCheck) checkSteps(pf *parquet.File) {
 	obs, obsJS := c.space(pf, schema.MetaObservationSpace)
 	act, actJS := c.space(pf, schema.MetaActionSpace)
@@ -56,17 +125,25 @@ func (c *fileCheck) checkSteps(pf *parquet.File) {
 		c.add(CheckSchema, -1, fixForeign, "the stored spaces give no steps schema: %v", err)
 		return
 	}
-	if !parquet.EqualNodes(pf.Schema(), table.Schema) {
-		c.add(CheckSchema, -1, fixForeign, "the columns are not those of the steps table for the stored spaces")
+	session := !c.f.Episode
+	m, ok := matchSteps(pf.Schema(), table.Schema, session)
+	if !ok {
+		if session {
+			c.add(CheckSchema, -1, fixForeign, "the columns are not those of the steps table for the stored spaces with the %s column of layout %q", schema.ColEpisodeRecordID, "session")
+		} else {
+			c.add(CheckSchema, -1, fixForeign, "the columns are not those of the steps table for the stored spaces")
+		}
 		return
 	}
 	sides := [2]side{
-		{name: "observation", layout: obs, cols: typedCols(pf, table.Observation), blobCol: schema.StepsColObservationBlob},
-		{name: "action", layout: act, cols: typedCols(pf, table.Action), blobCol: schema.StepsColActionBlob},
+		{name: "observation", layout: obs, cols: typedCols(pf, table.Observation, m), blobCol: m.leaf[schema.StepsColObservationBlob]},
+		{name: "action", layout: act, cols: typedCols(pf, table.Action, m), blobCol: m.leaf[schema.StepsColActionBlob]},
 	}
-	sum := &stepsSum{rel: c.f.rel, obsSpace: obsJS, actSpace: actJS}
 	numCols := len(pf.Schema().Columns())
-	cols := make([][]parquet.Value, numCols)
+	sf := &stepsFile{c: c, m: m, cols: make([][]parquet.Value, numCols), obs: obsJS, act: actJS}
+	if session {
+		sf.seen = map[string]bool{}
+	}
 	buf := make([]parquet.Row, 128)
 	total := pf.NumRows()
 	var row int64
@@ -77,16 +154,16 @@ func (c *fileCheck) checkSteps(pf *parquet.File) {
 		for {
 			n, err := rows.ReadRows(buf)
 			for _, r := range buf[:n] {
-				clear(cols)
+				clear(sf.cols)
 				r.Range(func(ci int, vals []parquet.Value) bool {
 					if ci < numCols {
-						cols[ci] = vals
+						sf.cols[ci] = vals
 					}
 					return true
 				})
-				c.stepRow(sum, row, total, cols)
+				sf.row(row)
 				for s := range sides {
-					leaves[s], want, got = c.stepSide(&sides[s], row, cols, leaves[s], want, got)
+					leaves[s], want, got = c.stepSide(&sides[s], row, sf.cols, leaves[s], want, got)
 				}
 				row++
 			}
@@ -106,23 +183,43 @@ func (c *fileCheck) checkSteps(pf *parquet.File) {
 		rows.Close()
 	}
 	c.rows += row
-	sum.rows = row
-	sum.ok = row == total
-	if !sum.ok {
+	if row != total {
 		c.add(CheckFile, -1, fixDamaged, "read %d rows, the footer says %d", row, total)
+		return
 	}
-	c.steps = sum
+	c.sum.steps, c.sum.read = sf.runs, true
 }
 
-// stepRow checks the fixed columns of one row.
-func (c *fileCheck) stepRow(sum *stepsSum, row, total int64, cols [][]parquet.Value) {
-	step := one(cols[schema.StepsColStep]).Int64()
-	id := string(one(cols[schema.StepsColEpisodeID]).ByteArray())
-	index := one(cols[schema.StepsColEpisodeIndex]).Int64()
-	env := one(cols[schema.StepsColEnvIndex]).Int32()
-	isFirst := one(cols[schema.StepsColIsFirst]).Boolean()
-	isLast := one(cols[schema.StepsColIsLast]).Boolean()
-	if row == 0 {
+// row checks the fixed columns of one row and adds it to its episode's
+// run.
+func (s *stepsFile) row(row int64) {
+	c := s.c
+	erid := c.sum.meta.EpisodeRecordID
+	if s.m.erid >= 0 {
+		v := one(s.cols[s.m.erid])
+		if v.IsNull() {
+			c.add(CheckSteps, row, fixDamaged, "%s is null: every row names its episode", schema.ColEpisodeRecordID)
+		}
+		erid = string(v.ByteArray())
+	}
+	sum := s.current()
+	if sum == nil || sum.erid != erid {
+		if s.seen != nil {
+			if s.seen[erid] {
+				c.add(CheckSteps, row, fixDamaged, "the rows of %s %s are not contiguous: an episode's rows are contiguous in one file", schema.ColEpisodeRecordID, quote(erid))
+			}
+			s.seen[erid] = true
+		}
+		sum = &stepsSum{rel: c.f.Rel, erid: erid, row0: row, obsSpace: s.obs, actSpace: s.act}
+		s.runs = append(s.runs, sum)
+	}
+	step := s.get(schema.StepsColStep).Int64()
+	id := string(s.get(schema.StepsColEpisodeID).ByteArray())
+	index := s.get(schema.StepsColEpisodeIndex).Int64()
+	env := s.get(schema.StepsColEnvIndex).Int32()
+	isFirst := s.get(schema.StepsColIsFirst).Boolean()
+	isLast := s.get(schema.StepsColIsLast).Boolean()
+	if sum.rows == 0 {
 		sum.firstStep = step
 		sum.episodeID, sum.episodeIndex, sum.envIndex = id, index, env
 	} else {
@@ -130,10 +227,14 @@ func (c *fileCheck) stepRow(sum *stepsSum, row, total int64, cols [][]parquet.Va
 			c.add(CheckSteps, row, fixDamaged, "step %d follows step %d: steps must be consecutive", step, sum.lastStep)
 		}
 		if id != sum.episodeID || index != sum.episodeIndex || env != sum.envIndex {
-			c.add(CheckSteps, row, fixDamaged, "episode_id/episode_index/env_index %q/%d/%d differ from the first row's %q/%d/%d",
+			c.add(CheckSteps, row, fixDamaged, "episode_id/episode_index/env_index %q/%d/%d differ from the episode's first row's %q/%d/%d",
 				id, index, env, sum.episodeID, sum.episodeIndex, sum.envIndex)
 		}
+		if sum.lastIsLast {
+			c.add(CheckSteps, row-1, fixDamaged, "is_last is set on a row that is not the episode's last")
+		}
 	}
+	sum.rows++
 	sum.lastStep = step
 	if isFirst {
 		sum.isFirst++
@@ -145,14 +246,19 @@ func (c *fileCheck) stepRow(sum *stepsSum, row, total int64, cols [][]parquet.Va
 	}
 	if isLast {
 		sum.isLast++
-		if row != total-1 {
-			c.add(CheckSteps, row, fixDamaged, "is_last is set on a row that is not the file's last")
-		}
 	}
 	sum.lastIsLast = isLast
-	sum.lastTerminated = one(cols[schema.StepsColTerminated]).Boolean()
-	sum.lastTruncated = one(cols[schema.StepsColTruncated]).Boolean()
-	sum.rewardSum += one(cols[schema.StepsColReward]).Double()
+	sum.lastTerminated = s.get(schema.StepsColTerminated).Boolean()
+	sum.lastTruncated = s.get(schema.StepsColTruncated).Boolean()
+	sum.rewardSum += s.get(schema.StepsColReward).Double()
+}
+
+// current is the run the last row went to, or nil.
+func (s *stepsFile) current() *stepsSum {
+	if len(s.runs) == 0 {
+		return nil
+	}
+	return s.runs[len(s.runs)-1]
 }
 
 // stepSide checks one side's blob and typed columns in one row.
@@ -250,10 +356,13 @@ func stepsTable(pf *parquet.File, obs, act *schema.Layout) (*schema.StepsTable, 
 	return schema.StepsSchema(obs, act, int(max(minBin-1, 1)))
 }
 
-func typedCols(pf *parquet.File, cols []schema.TypedColumn) []typedCol {
+// typedCols returns the typed columns of one side, with their leaf
+// column in the file (m).
+func typedCols(pf *parquet.File, cols []schema.TypedColumn, m stepsColumns) []typedCol {
 	out := make([]typedCol, len(cols))
 	for i, col := range cols {
 		tc := typedCol{TypedColumn: col, leafIndex: i, maxDef: 1, unsigned: !schema.IsSigned(col.Leaf.DType)}
+		tc.Index = m.leaf[col.Index]
 		if col.Form == schema.FormList {
 			if lc, ok := pf.Schema().Lookup(col.Name, "list", "element"); ok {
 				tc.maxDef = lc.MaxDefinitionLevel

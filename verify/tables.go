@@ -13,14 +13,33 @@ import (
 // episodeSum is what the cross-file checks need of one episodes file.
 type episodeSum struct {
 	rel                string
-	rows               []schema.EpisodeRow
+	rows               []episodeRec
 	obsSpace, actSpace string
+}
+
+// episodeRec is what the cross-file checks need of one episodes row.
+type episodeRec struct {
+	row                   int64
+	recordID              string
+	episodeID             string
+	episodeIndex          int64
+	envIndex              int32
+	status                string
+	stepsRecorded         int64
+	rewardSum             float64
+	terminated, truncated bool
+	stepsFile             *string
 }
 
 // sessionSum is what the cross-file checks need of one sessions file.
 type sessionSum struct {
 	rel  string
-	rows []schema.SessionRow
+	rows []sessionRec
+}
+
+// sessionRec is what the cross-file checks need of one sessions row.
+type sessionRec struct {
+	episodesRecorded, stepsRecorded int64
 }
 
 func (c *fileCheck) checkEpisodes(pf *parquet.File) {
@@ -30,8 +49,13 @@ func (c *fileCheck) checkEpisodes(pf *parquet.File) {
 	if !ok {
 		return
 	}
+	sum := &episodeSum{rel: c.f.Rel, rows: make([]episodeRec, len(rows)), obsSpace: obsJS, actSpace: actJS}
 	for i := range rows {
 		row := &rows[i]
+		sum.rows[i] = episodeRec{row: int64(i), recordID: row.EpisodeRecordID, episodeID: row.EpisodeID,
+			episodeIndex: row.EpisodeIndex, envIndex: row.EnvIndex, status: row.Status,
+			stepsRecorded: row.StepsRecorded, rewardSum: row.RewardSum,
+			terminated: row.Terminated, truncated: row.Truncated, stepsFile: row.StepsFile}
 		if row.Status != schema.EpisodeCompleted && row.Status != schema.EpisodeIncomplete {
 			c.add(CheckEpisode, int64(i), fixForeign, "status %q is neither %q nor %q", row.Status, schema.EpisodeCompleted, schema.EpisodeIncomplete)
 		}
@@ -51,7 +75,7 @@ func (c *fileCheck) checkEpisodes(pf *parquet.File) {
 		}
 		c.checkLeaves(int64(i), "final observation", obs, leaves)
 	}
-	c.episode = &episodeSum{rel: c.f.rel, rows: rows, obsSpace: obsJS, actSpace: actJS}
+	c.sum.episode, c.sum.read = sum, true
 }
 
 func (c *fileCheck) checkSessions(pf *parquet.File) {
@@ -59,26 +83,22 @@ func (c *fileCheck) checkSessions(pf *parquet.File) {
 	if !ok {
 		return
 	}
+	sum := &sessionSum{rel: c.f.Rel, rows: make([]sessionRec, len(rows))}
 	for i := range rows {
+		sum.rows[i] = sessionRec{episodesRecorded: rows[i].EpisodesRecorded, stepsRecorded: rows[i].StepsRecorded}
 		switch rows[i].Status {
 		case schema.SessionEnded, schema.SessionFailed, schema.SessionCrashed, schema.SessionOpen:
 		default:
 			c.add(CheckSession, int64(i), fixForeign, "status %q is not a session status", rows[i].Status)
 		}
 	}
-	c.session = &sessionSum{rel: c.f.rel, rows: rows}
-}
-
-// checkFixed checks the schema and reads every row of a logs or telemetry
-// file.
-func checkFixed[T any](c *fileCheck, pf *parquet.File, want *parquet.Schema) {
-	readRows[T](c, pf, want)
+	c.sum.session, c.sum.read = sum, true
 }
 
 // readRows checks a fixed table's schema and reads its rows.
 func readRows[T any](c *fileCheck, pf *parquet.File, want *parquet.Schema) ([]T, bool) {
 	if !parquet.EqualNodes(pf.Schema(), want) {
-		c.add(CheckSchema, -1, fixForeign, "the columns are not those of the %s table", c.f.table)
+		c.add(CheckSchema, -1, fixForeign, "the columns are not those of the %s table", c.f.Table)
 		return nil, false
 	}
 	var out []T

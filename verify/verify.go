@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
@@ -33,16 +35,27 @@ type verifier struct {
 
 	mu       sync.Mutex
 	problems []Problem
-	temps    []string
-	steps    map[[2]string][]*stepsSum
-	episodes map[[2]string][]*episodeSum
-	sessions map[string][]*sessionSum
-	rows     int64
-	done     int64
-	// partFilesSeen counts the part files of each table partition
-	// (table NUL session NUL episode record).
-	partFilesSeen map[string]int
+	// sums holds what the cross-file checks need of every listed file,
+	// in listing order.
+	sums []*fileSum
+	rows int64
+	done int64
 }
+
+// fileEntry is one part file of the listing.
+type fileEntry struct {
+	hive.File
+	// path is the file's OS path.
+	path string
+	// dirs are the partition directory names of the file's path, as they
+	// are on disk: session_id=S, env_id=R and, in an episode partition,
+	// episode_record_id=E.
+	dirs []string
+}
+
+// recordingDirs is the text of the recording's two partition directories
+// (session_id=S/env_id=R), the same in every table.
+func (f *fileEntry) recordingDirs() string { return f.dirs[0] + "/" + f.dirs[1] }
 
 // Root checks the ROOT directory root (see the package doc for the
 // checks) and returns what it found. The error is for a ROOT that cannot
@@ -55,8 +68,7 @@ func Root(ctx context.Context, root string, opts Options) (*Report, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	v := &verifier{root: root, opts: opts, fs: vfs.OS(),
-		steps: map[[2]string][]*stepsSum{}, episodes: map[[2]string][]*episodeSum{}, sessions: map[string][]*sessionSum{}, partFilesSeen: map[string]int{}}
+	v := &verifier{root: root, opts: opts, fs: vfs.OS()}
 	info, err := v.fs.Stat(root)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRoot, root, err)
@@ -68,24 +80,19 @@ func Root(ctx context.Context, root string, opts Options) (*Report, error) {
 	if !writing {
 		v.checkLog()
 	}
-	files, err := v.walk()
+	l, err := hive.List(v.fs, root)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrNotRoot, err)
 	}
-	if !writing {
-		for _, t := range v.temps {
-			v.add(Problem{Check: CheckStray, Path: t, Row: -1,
-				Message: "temp file left by a writer that stopped before committing it; it holds nothing committed",
-				Fix:     "run 'rlrec recover ROOT' if the log holds records (see the log problem), then delete the temp file"})
-		}
-	}
+	v.strays(l.Strays, writing)
+	files := make([]fileEntry, len(l.Files))
 	rep := &Report{Root: root, Files: len(files)}
-	var total int64
-	for _, f := range files {
-		total += f.size
+	for i, f := range l.Files {
+		files[i] = fileEntry{File: f, path: filepath.Join(root, filepath.FromSlash(f.Rel)), dirs: partitionDirs(f)}
+		rep.Bytes += f.Size
 	}
-	rep.Bytes = total
-	if err := v.checkFiles(ctx, files, total); err != nil {
+	v.sums = make([]*fileSum, len(files))
+	if err := v.checkFiles(ctx, files, rep.Bytes); err != nil {
 		return nil, err
 	}
 	v.crossCheck()
@@ -95,19 +102,56 @@ func Root(ctx context.Context, root string, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// partitionDirs returns the partition directory names of a listed file:
+// the path between the table directory and the file name.
+func partitionDirs(f hive.File) []string {
+	segs := strings.Split(f.Rel, "/")
+	return segs[1 : len(segs)-1]
+}
+
+// strays reports what the listing found besides part files. Temp files
+// are not reported while a recorder writes (writing), and entries at the
+// top of ROOT that are not table directories are not rlrec's and are
+// ignored.
+func (v *verifier) strays(strays []hive.Stray, writing bool) {
+	for _, s := range strays {
+		switch {
+		case errors.Is(s.Err, hive.ErrBadEscape):
+			v.add(Problem{Check: CheckPartition, Path: s.Rel, Row: -1,
+				Message: "the partition value does not decode: " + s.Err.Error(),
+				Fix:     "rlrec never writes this name; move the directory out of ROOT"})
+		case s.Err != nil:
+			v.add(Problem{Check: CheckFile, Path: s.Rel, Row: -1, Message: s.Reason + ": " + s.Err.Error(),
+				Fix: "check the permissions of the file or directory"})
+		case s.Temp:
+			if !writing {
+				v.add(Problem{Check: CheckStray, Path: s.Rel, Row: -1,
+					Message: "temp file left by a writer that stopped before committing it; it holds nothing committed",
+					Fix:     "run 'rlrec recover ROOT' if the log holds records (see the log problem), then delete the temp file"})
+			}
+		case !strings.Contains(s.Rel, "/"):
+			// Not under a table directory: no dataset scan reads it.
+		default:
+			v.add(Problem{Check: CheckStray, Path: s.Rel, Row: -1,
+				Message: "unknown entry " + path.Base(s.Rel) + " under a table directory: " + s.Reason,
+				Fix:     "rlrec did not write it and dataset scans may trip over it; move it out of ROOT"})
+		}
+	}
+}
+
 // checkFiles checks every file on opts.Workers goroutines.
 func (v *verifier) checkFiles(ctx context.Context, files []fileEntry, total int64) error {
-	next := make(chan *fileEntry)
+	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(v.opts.Workers, max(len(files), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for f := range next {
-				c := v.checkFile(f)
+			for i := range next {
+				c := v.checkFile(&files[i])
 				v.mu.Lock()
-				v.merge(c)
-				v.done += f.size
+				v.merge(i, c)
+				v.done += files[i].Size
 				if v.opts.Progress != nil {
 					v.opts.Progress(v.done, total)
 				}
@@ -120,7 +164,7 @@ func (v *verifier) checkFiles(ctx context.Context, files []fileEntry, total int6
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		next <- &files[i]
+		next <- i
 	}
 	close(next)
 	wg.Wait()
@@ -134,27 +178,17 @@ func (v *verifier) add(p Problem) {
 	v.mu.Unlock()
 }
 
-// merge takes in what one file's check found; v.mu is held.
-func (v *verifier) merge(c *fileCheck) {
+// merge takes in what the check of file i found; v.mu is held.
+func (v *verifier) merge(i int, c *fileCheck) {
 	v.problems = append(v.problems, c.problems...)
 	if c.more > 0 {
-		v.problems = append(v.problems, Problem{Check: CheckFile, Path: c.f.rel, Row: -1,
+		v.problems = append(v.problems, Problem{Check: CheckFile, Path: c.f.Rel, Row: -1,
 			Message: fmt.Sprintf("%d more problems in this file not listed", c.more),
 			Fix:     "fix the problems above first; the rest often share their cause"})
 	}
 	v.rows += c.rows
-	key := [2]string{c.f.sid, c.f.erid}
-	switch {
-	case c.steps != nil:
-		v.steps[key] = append(v.steps[key], c.steps)
-	case c.episode != nil:
-		v.episodes[key] = append(v.episodes[key], c.episode)
-	case c.session != nil:
-		v.sessions[c.f.sid] = append(v.sessions[c.f.sid], c.session)
-	}
+	v.sums[i] = &c.sum
 }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // rel returns p relative to ROOT with "/" separators.
 func (v *verifier) rel(p string) string {

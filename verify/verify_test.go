@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -133,12 +134,15 @@ func cartpoleSteps(t *testing.T, root string) string {
 	return ""
 }
 
-func sessionDirs(t *testing.T, root, table string) []string {
+// tableDirs returns the directories of a table matching pattern, a
+// glob relative to the table directory.
+func tableDirs(t *testing.T, root, table, pattern string) []string {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(root, table, "session_id=*"))
+	dirs, err := filepath.Glob(filepath.Join(root, table, filepath.FromSlash(pattern)))
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no session directories under %s/%s", root, table)
+		t.Fatalf("no %s directories under %s/%s", pattern, root, table)
 	}
+	sort.Strings(dirs)
 	return dirs
 }
 
@@ -186,7 +190,11 @@ func TestVerify(t *testing.T) {
 			})
 		}},
 		{name: "mismatched-episode-row", golden: true, want: []Check{CheckEpisode}, damage: func(t *testing.T, root string) {
-			const colStepsRecorded = 10
+			col, ok := schema.EpisodesSchema.Lookup(schema.ColStepsRecorded)
+			if !ok {
+				t.Fatal("no steps_recorded column")
+			}
+			colStepsRecorded := col.ColumnIndex
 			rewrite(t, parquetFiles(t, root, schema.TableEpisodes)[0], func(rows []parquet.Row, _ map[string]string) []parquet.Row {
 				v := rows[0][colStepsRecorded]
 				rows[0][colStepsRecorded] = parquet.Int64Value(v.Int64()+1).Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
@@ -200,12 +208,14 @@ func TestVerify(t *testing.T) {
 			}
 		}},
 		{name: "unknown-file", want: []Check{CheckStray}, damage: func(t *testing.T, root string) {
-			if err := os.WriteFile(filepath.Join(sessionDirs(t, root, schema.TableLogs)[0], "notes.txt"), []byte("x"), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(tableDirs(t, root, schema.TableLogs, "session_id=*/env_id=*")[0], "notes.txt"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "partition-path-mismatch", golden: true, want: []Check{CheckPartition, CheckSession}, damage: func(t *testing.T, root string) {
-			d := sessionDirs(t, root, schema.TableSessions)[0]
+		// The sessions row is still its recording's: the metadata names
+		// it, not the path.
+		{name: "partition-path-mismatch", golden: true, want: []Check{CheckPartition}, damage: func(t *testing.T, root string) {
+			d := tableDirs(t, root, schema.TableSessions, "session_id=*")[0]
 			if err := os.Rename(d, filepath.Join(filepath.Dir(d), "session_id=renamed")); err != nil {
 				t.Fatal(err)
 			}
