@@ -206,8 +206,12 @@ func TestReplayArrow(t *testing.T) {
 		s   dataset.Step
 	}
 	var want []stepRow
-	for _, rid := range d.EpisodeRecordIDs("golden-all-leaves") {
-		st, err := d.Steps("golden-all-leaves", rid)
+	leaves, err := d.Lookup("golden-all-leaves", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rid := range d.EpisodeRecordIDs(leaves) {
+		st, err := d.Steps(leaves, rid)
 		if err != nil {
 			continue
 		}
@@ -229,21 +233,21 @@ func TestReplayArrow(t *testing.T) {
 			w := want[i]
 			col := func(k int) arrow.Array { return rec.Column(k) }
 			got := dataset.Step{
-				EpisodeID:       col(2).(*array.String).Value(j),
-				EpisodeIndex:    col(3).(*array.Int64).Value(j),
-				EnvIndex:        col(4).(*array.Int32).Value(j),
-				Step:            col(5).(*array.Int64).Value(j),
-				SessionStep:     col(6).(*array.Int64).Value(j),
-				ObservationBlob: col(7).(*array.Binary).Value(j),
-				ActionBlob:      col(8).(*array.Binary).Value(j),
-				Reward:          col(9).(*array.Float64).Value(j),
-				IsFirst:         col(10).(*array.Boolean).Value(j),
-				IsLast:          col(11).(*array.Boolean).Value(j),
-				Terminated:      col(12).(*array.Boolean).Value(j),
-				Truncated:       col(13).(*array.Boolean).Value(j),
-				RecordedAt:      time.UnixMicro(int64(col(14).(*array.Timestamp).Value(j))).UTC(),
+				EpisodeID:       col(3).(*array.String).Value(j),
+				EpisodeIndex:    col(4).(*array.Int64).Value(j),
+				EnvIndex:        col(5).(*array.Int32).Value(j),
+				Step:            col(6).(*array.Int64).Value(j),
+				SessionStep:     col(7).(*array.Int64).Value(j),
+				ObservationBlob: col(8).(*array.Binary).Value(j),
+				ActionBlob:      col(9).(*array.Binary).Value(j),
+				Reward:          col(10).(*array.Float64).Value(j),
+				IsFirst:         col(11).(*array.Boolean).Value(j),
+				IsLast:          col(12).(*array.Boolean).Value(j),
+				Terminated:      col(13).(*array.Boolean).Value(j),
+				Truncated:       col(14).(*array.Boolean).Value(j),
+				RecordedAt:      time.UnixMicro(int64(col(15).(*array.Timestamp).Value(j))).UTC(),
 			}
-			if col(0).(*array.String).Value(j) != "golden-all-leaves" || col(1).(*array.String).Value(j) != w.rid {
+			if col(0).(*array.String).Value(j) != "golden-all-leaves" || col(1).(*array.String).Value(j) != leaves.EnvID || col(2).(*array.String).Value(j) != w.rid {
 				t.Fatalf("row %d: partition columns differ", i)
 			}
 			if got.EpisodeID != w.s.EpisodeID || got.EpisodeIndex != w.s.EpisodeIndex || got.EnvIndex != w.s.EnvIndex ||
@@ -279,11 +283,15 @@ func TestReplayEventsIngest(t *testing.T) {
 	}
 	a, _ := dataset.Open(goldenRoot)
 	b, _ := dataset.Open(dst)
-	sa, err := a.Session("golden-cartpole")
+	ca, err := a.Lookup("golden-cartpole", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := b.Session("golden-cartpole")
+	sa, err := a.Session(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.Session(ca)
 	if err != nil {
 		t.Fatal(err)
 	}
