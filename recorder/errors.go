@@ -23,4 +23,7 @@ var (
 	// holds, and by every later event of that recording; none of them is
 	// recorded, and the recorder goes on with the others.
 	ErrRecordingExists = errors.New("recorder: recording already in ROOT")
+	// ErrLayout is returned by Open for a ROOT of another schema version
+	// or steps layout (see layout.go).
+	ErrLayout = errors.New("recorder: ROOT of another schema version or layout")
 )

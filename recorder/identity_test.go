@@ -245,3 +245,58 @@ func TestLongIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLayoutFile: a new ROOT records its schema version and layout; a ROOT
+// written before schema version 2 (tables, no layout file), or one whose
+// layout file names another version, is refused before anything changes.
+func TestLayoutFile(t *testing.T) {
+	root := t.TempDir()
+	recordAll(t, root, nil)
+	b, err := os.ReadFile(filepath.Join(root, "_rlrec", "layout"))
+	if err != nil || string(b) != "schema_version=2\nlayout=episode\n" {
+		t.Fatalf("layout file %q, %v", b, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(root string) error
+	}{
+		{"v1 tables without a layout file", func(root string) error {
+			return os.MkdirAll(filepath.Join(root, "steps", "session_id=s", "episode_record_id=ep-000001"), 0o755)
+		}},
+		{"another schema version", func(root string) error {
+			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(root, "_rlrec", "layout"), []byte("schema_version=3\nlayout=episode\n"), 0o644)
+		}},
+		{"another layout", func(root string) error {
+			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(root, "_rlrec", "layout"), []byte("schema_version=2\nlayout=session\n"), 0o644)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := tc.setup(root); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshotTree(t, root)
+			rec, err := recorder.Open(root)
+			if err == nil {
+				rec.Close(context.Background())
+				t.Fatal("Open accepted the ROOT")
+			}
+			if !errors.Is(err, recorder.ErrLayout) {
+				t.Fatalf("Open: %v, want ErrLayout", err)
+			}
+			after := snapshotTree(t, root)
+			delete(after, filepath.Join("_rlrec", "LOCK"))
+			delete(after, "_rlrec/")
+			delete(before, "_rlrec/")
+			if len(after) != len(before) {
+				t.Fatalf("the refused ROOT changed: %v -> %v", before, after)
+			}
+		})
+	}
+}

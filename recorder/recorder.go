@@ -123,6 +123,10 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		return nil, fmt.Errorf("open %s: lock: %w", root, err)
 	}
 	r.lock = lock
+	if err := r.checkLayout(); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	if err := r.start(); err != nil {
 		lock.Close()
 		return nil, err

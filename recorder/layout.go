@@ -1,0 +1,89 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// The layout file, ROOT/_rlrec/layout, is written once when the recorder
+// creates a ROOT: the schema version and the steps layout of everything
+// the ROOT holds, as text lines
+//
+//	schema_version=2
+//	layout=episode
+//
+// so that no recorder adds files of another version or layout to a ROOT.
+// The keys and values are part of the on-disk format: do not change them.
+const (
+	layoutKeyVersion = "schema_version"
+	layoutKeyLayout  = "layout"
+)
+
+// checkLayout reads ROOT's layout file, or writes it for a new ROOT, and
+// refuses a ROOT of another schema version or layout. A ROOT with tables
+// but no layout file was written before schema version 2.
+func (r *Recorder) checkLayout() error {
+	state := filepath.Join(r.root, hive.StateDir)
+	name := filepath.Join(state, hive.LayoutName)
+	want := hive.LayoutEpisode
+	f, err := r.fs.Open(name)
+	if err == nil {
+		b, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("open %s: read %s: %w", r.root, name, err)
+		}
+		kv := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			kv[k] = v
+		}
+		if v := kv[layoutKeyVersion]; v != schema.SchemaVersion {
+			return fmt.Errorf("open %s: %w: %s says schema version %q, this rlrec writes %q; record into a new ROOT", r.root, ErrLayout, name, v, schema.SchemaVersion)
+		}
+		if l := hive.Layout(kv[layoutKeyLayout]); l != want {
+			return fmt.Errorf("open %s: %w: the ROOT's steps layout is %q (%s), this recorder writes %q; record into a new ROOT", r.root, ErrLayout, l, name, want)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open %s: %w", r.root, err)
+	}
+	for _, t := range hive.Tables {
+		if _, err := r.fs.Stat(filepath.Join(r.root, t.Name)); err == nil {
+			return fmt.Errorf("open %s: %w: it holds a %s table but no %s, so an rlrec before schema version %s wrote it; record into a new ROOT",
+				r.root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion)
+		}
+	}
+	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, want)
+	tmp := filepath.Join(state, "."+hive.LayoutName+".tmp")
+	out, err := r.fs.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("open %s: create %s: %w", r.root, tmp, err)
+	}
+	if _, err := io.WriteString(out, body); err != nil {
+		out.Close()
+		return fmt.Errorf("open %s: write %s: %w", r.root, tmp, err)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return fmt.Errorf("open %s: sync %s: %w", r.root, tmp, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("open %s: close %s: %w", r.root, tmp, err)
+	}
+	if err := r.fs.Rename(tmp, name); err != nil {
+		return fmt.Errorf("open %s: rename %s: %w", r.root, tmp, err)
+	}
+	if err := r.fs.SyncDir(state); err != nil {
+		return fmt.Errorf("open %s: sync %s: %w", r.root, state, err)
+	}
+	return nil
+}
