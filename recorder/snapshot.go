@@ -32,7 +32,7 @@ import (
 //	          21 observation_space  22 action_space (SpaceSpec bytes)
 //	          23 episodes_recorded  24 steps_recorded  25 dropped_steps
 //	          26 problem (Problem, repeated)  27 log (Log, repeated)
-//	          28 telemetry (Telemetry, repeated)  29 writes
+//	          28 telemetry (Telemetry, repeated)  29 writes  30 num_envs
 //	Route     1 env_id  2 env_component_id  3 model_component_id
 //	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
 //	          6 started_at  7 last_at  8 next_step  9 steps_recorded
@@ -301,6 +301,7 @@ func appendSession(b []byte, s *session) ([]byte, error) {
 		})
 	}
 	b = appendInt(b, 29, int64(s.writes))
+	b = appendInt(b, 30, int64(s.numEnvs))
 	return b, nil
 }
 
@@ -565,6 +566,8 @@ func parseSession(b []byte) (*session, error) {
 			return err
 		case 29:
 			s.writes = int(zz(v))
+		case 30:
+			s.numEnvs = int32(zz(v))
 		}
 		return nil
 	})
