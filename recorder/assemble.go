@@ -121,6 +121,7 @@ const (
 	probDuplicateSession problemKind = "duplicate_session_start"
 	probNoSpace          problemKind = "missing_space_spec"
 	probNotStarted       problemKind = "session_not_started"
+	probInvalidEvent     problemKind = "invalid_event"
 )
 
 // session is the assembly state of one session.
@@ -345,6 +346,12 @@ func (a *assembler) problem(s *session, kind problemKind, format string, args ..
 // and pos its log position.
 func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 	s := a.sessionFor(ev, at, pos)
+	if e, ok := ev.(*invalidEvent); ok {
+		// A message of the stream that was no valid event: counted, and
+		// nothing of it applied.
+		a.problem(s, probInvalidEvent, "%s; skipped", e.detail)
+		return
+	}
 	if s.ended {
 		// Only telemetry (the final snapshot, late window ones) and logs
 		// are expected after a session's end; once its files are written
