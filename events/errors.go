@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors of package events; match them with errors.Is.
@@ -36,13 +37,16 @@ var (
 // StreamError reports where a StreamReader met bad input. Every message
 // before Index (that is, every byte before Offset) decoded; a reader that
 // wants to keep the good prefix of a damaged stream truncates at Offset.
+// When Err is an *InvalidEventError the stream is not damaged, only that
+// message is bad, and the reader can go on past it.
 type StreamError struct {
 	// Index is the 0-based index of the message that failed.
 	Index int
 	// Offset is the byte offset of that message's length prefix.
 	Offset int64
 	// Err wraps the cause: ErrTruncated, ErrMessageTooLarge, ErrMalformed,
-	// ErrUnknownKind, ErrUnknownEnum, or an error of the underlying reader.
+	// an *InvalidEventError (wrapping ErrUnknownKind or ErrUnknownEnum),
+	// or an error of the underlying reader.
 	Err error
 }
 
@@ -52,3 +56,31 @@ func (e *StreamError) Error() string {
 
 // Unwrap returns the cause.
 func (e *StreamError) Unwrap() error { return e.Err }
+
+// InvalidEventError reports a message that is well-formed protobuf but not
+// a valid event: it sets no kind, or one this version does not know
+// (ErrUnknownKind), or an enum field holds a value this version does not
+// define, 0 (unspecified) included (ErrUnknownEnum). The framing around it
+// is intact, so a StreamReader can read on past it (see StreamReader.Next).
+// Its fields are what the message carried, for counting it against the
+// recording it names.
+type InvalidEventError struct {
+	// SessionID and Route are the message's header ("" where it has none).
+	SessionID string
+	Route     RuntimeEnvContext
+	// Kind is the event type the message set, 0 when it set none this
+	// version knows.
+	Kind Kind
+	// Time is when the event was observed, the zero time when the message
+	// does not say.
+	Time time.Time
+	// Err wraps ErrUnknownKind or ErrUnknownEnum and says which field.
+	Err error
+}
+
+func (e *InvalidEventError) Error() string {
+	return fmt.Sprintf("invalid event of session %q (env_id %q): %v", e.SessionID, e.Route.EnvID, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *InvalidEventError) Unwrap() error { return e.Err }

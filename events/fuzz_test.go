@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -54,15 +55,25 @@ func addStreamSeeds(f *testing.F) []byte {
 	return b
 }
 
-// FuzzStreamReader checks that the reader never panics, and that a stream
-// it accepts whole re-encodes to a stream that decodes to the same events.
+// FuzzStreamReader checks that the reader never panics, that reading on
+// past invalid events ends, and that the valid events of a stream it
+// accepts whole re-encode to a stream that decodes to the same events.
 func FuzzStreamReader(f *testing.F) {
 	addStreamSeeds(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		sr := NewStreamReader(bytes.NewReader(in), 1<<20)
 		var seq []timedEvent
-		for sr.Next() {
-			seq = append(seq, timedEvent{sr.Event(), sr.Time()})
+		for skipped := 0; ; skipped++ {
+			for sr.Next() {
+				seq = append(seq, timedEvent{sr.Event(), sr.Time()})
+			}
+			var bad *InvalidEventError
+			if !errors.As(sr.Err(), &bad) {
+				break
+			}
+			if skipped > len(in) {
+				t.Fatalf("%d invalid events in %d bytes", skipped, len(in))
+			}
 		}
 		if sr.Err() != nil {
 			if _, ok := sr.Err().(*StreamError); !ok {

@@ -107,9 +107,25 @@ func (s *StreamWriter) WriteAt(ev Event, t time.Time) error {
 //		// err is a *StreamError naming the bad message's index and offset.
 //	}
 //
-// The reader stops at the first error. Events it returns share no memory
-// with its buffers and may be kept. A StreamReader is not safe for
-// concurrent use.
+// The reader stops at the first error. A message that is well-formed
+// protobuf but no valid event (its cause is an *InvalidEventError: an
+// unknown or missing kind, an unknown enum value) stops Next like any
+// error but leaves the stream readable, so a caller that skips such
+// events calls Next again:
+//
+//	for {
+//		for r.Next() {
+//			handle(r.Event(), r.Time())
+//		}
+//		var bad *events.InvalidEventError
+//		if !errors.As(r.Err(), &bad) {
+//			break // the end (Err nil), or damage
+//		}
+//		skip(bad)
+//	}
+//
+// Events it returns share no memory with its buffers and may be kept. A
+// StreamReader is not safe for concurrent use.
 type StreamReader struct {
 	br  *bufio.Reader
 	max int
@@ -141,15 +157,24 @@ func NewStreamReader(r io.Reader, maxMessageBytes int) *StreamReader {
 }
 
 // Next reads the next event. It returns false at the end of the stream or
-// at the first error; Err tells which.
+// at an error; Err tells which. After an error whose cause is an
+// *InvalidEventError, Next may be called again: it goes on with the
+// message after the invalid one. After any other error, and at the end,
+// it keeps returning false.
 func (s *StreamReader) Next() bool {
 	if s.done {
 		return false
 	}
-	s.ev, s.t = nil, time.Time{}
+	s.ev, s.t, s.err = nil, time.Time{}, nil
 	s.index++
 	s.off = s.next
 	ev, t, n, err := s.read()
+	if bad := (*InvalidEventError)(nil); errors.As(err, &bad) {
+		// Only this message is bad: the next one follows it.
+		s.next += int64(n)
+		s.err = &StreamError{Index: s.index, Offset: s.off, Err: bad}
+		return false
+	}
 	if err != nil {
 		s.done = true
 		if err != io.EOF {
@@ -163,7 +188,9 @@ func (s *StreamReader) Next() bool {
 }
 
 // read reads one message and returns it with its framed length; io.EOF
-// means a clean end before the message.
+// means a clean end before the message. For a message that is no valid
+// event the error is an *InvalidEventError, and the length is returned
+// too.
 func (s *StreamReader) read() (Event, time.Time, int, error) {
 	var pre [maxVarintLen]byte
 	n := 0
@@ -204,9 +231,23 @@ func (s *StreamReader) read() (Event, time.Time, int, error) {
 	}
 	ev, t, err := FromProto(&s.msg)
 	if err != nil {
+		if errors.Is(err, ErrUnknownKind) || errors.Is(err, ErrUnknownEnum) {
+			return nil, time.Time{}, n + int(size), invalidEvent(&s.msg, err)
+		}
 		return nil, time.Time{}, 0, err
 	}
 	return ev, t, n + int(size), nil
+}
+
+// invalidEvent describes the message m, which FromProto refused with err.
+func invalidEvent(m *eventsv1.Event, err error) *InvalidEventError {
+	bad := &InvalidEventError{SessionID: m.GetSessionId(), Route: routeFromProto(m.GetRoute()),
+		Time: nanosToTime(m.GetTimeUnixNano()), Err: err}
+	r := m.ProtoReflect()
+	if fd := r.WhichOneof(r.Descriptor().Oneofs().ByName("kind")); fd != nil {
+		bad.Kind = Kind(fd.Number())
+	}
+	return bad
 }
 
 // readBody reads size bytes into the reader's buffer. The buffer grows with
@@ -251,5 +292,5 @@ func (s *StreamReader) Index() int { return s.index }
 func (s *StreamReader) Offset() int64 { return s.off }
 
 // Err returns the error that stopped the reader: nil at a clean end of the
-// stream, otherwise a *StreamError.
+// stream (or while it reads on), otherwise a *StreamError.
 func (s *StreamReader) Err() error { return s.err }

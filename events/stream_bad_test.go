@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -60,11 +61,14 @@ func TestStreamReaderBadInput(t *testing.T) {
 		wantN   int   // events read before the error
 		wantErr error // nil: clean end
 		wantOff int64
+		// invalid marks a well-formed message that is no valid event: the
+		// reader reads on past it (the test appends one good message).
+		invalid bool
 	}{
 		{name: "empty", input: nil},
 		{name: "good only", input: good, wantN: goodN},
 		{name: "zero-length message has no kind", input: cat(good, []byte{0}),
-			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off},
+			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off, invalid: true},
 		{name: "truncated length varint", input: cat(good, []byte{0x80}),
 			wantN: goodN, wantErr: ErrTruncated, wantOff: off},
 		{name: "truncated long length varint", input: cat(good, []byte{0xff, 0xff, 0xff}),
@@ -90,28 +94,33 @@ func TestStreamReaderBadInput(t *testing.T) {
 		{name: "huge length", input: cat(good, protowire.AppendVarint(nil, 1<<62), []byte{1}),
 			wantN: goodN, wantErr: ErrMessageTooLarge, wantOff: off},
 		{name: "unknown kind", input: cat(good, frame(mustMarshal(t, &eventsv1.Event{SessionId: "s1"}))),
-			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off},
+			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off, invalid: true},
 		{name: "future kind field", input: cat(good, frame([]byte{0xb2, 0x01, 0x00})), // field 22, empty message
-			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off},
+			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off, invalid: true},
 		{name: "unknown log level", input: cat(good, frame(mustMarshal(t, &eventsv1.Event{Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{Level: 9}}}))),
-			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off},
+			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off, invalid: true},
 		{name: "unspecified log level", input: cat(good, frame(mustMarshal(t, &eventsv1.Event{Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{}}}))),
-			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off},
+			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off, invalid: true},
 		{name: "unknown horizon", input: cat(good, frame(mustMarshal(t, &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{Horizon: 3}}}))),
-			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off},
+			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off, invalid: true},
 		{name: "unknown metric kind", input: cat(good, frame(mustMarshal(t, &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{
 			Horizon: 1, Rows: []*eventsv1.TelemetryRow{{Kind: 1}, {Kind: 0}}}}}))),
-			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off},
+			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off, invalid: true},
 		{name: "read error", input: good, readErr: errIO,
 			wantN: goodN, wantErr: errIO, wantOff: off},
 		{name: "read error mid body", input: cat(good, []byte{5, 1}), readErr: errIO,
 			wantN: goodN, wantErr: errIO, wantOff: off},
 	}
+	tail := writeStream(t, []timedEvent{{ev: &SessionEnded{SessionID: "s1", Reason: "done"}}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var src io.Reader = bytes.NewReader(tt.input)
+			input := tt.input
+			if tt.invalid {
+				input = cat(input, tail)
+			}
+			var src io.Reader = bytes.NewReader(input)
 			if tt.readErr != nil {
-				src = &failingReader{b: tt.input, err: tt.readErr}
+				src = &failingReader{b: input, err: tt.readErr}
 			}
 			sr := NewStreamReader(src, tt.max)
 			n := 0
@@ -120,9 +129,6 @@ func TestStreamReaderBadInput(t *testing.T) {
 					t.Fatalf("message %d: nil event", n)
 				}
 				n++
-			}
-			if sr.Next() {
-				t.Fatal("Next after the end returned true")
 			}
 			if sr.Event() != nil {
 				t.Fatal("Event after the end is not nil")
@@ -135,7 +141,28 @@ func TestStreamReaderBadInput(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Err = %v, want nil", err)
 				}
+				if sr.Next() {
+					t.Fatal("Next after the end returned true")
+				}
 				return
+			}
+			defer func() {
+				// Damage stops the reader for good; an invalid event is
+				// read past, to the message after it.
+				more := 0
+				for sr.Next() {
+					more++
+				}
+				switch {
+				case tt.invalid && (more != 1 || sr.Err() != nil):
+					t.Errorf("after the invalid event: read %d more, Err %v; want 1 and nil", more, sr.Err())
+				case !tt.invalid && (more != 0 || sr.Err() != err):
+					t.Errorf("after the damage: read %d more, Err %v; want 0 and %v", more, sr.Err(), err)
+				}
+			}()
+			var bad *InvalidEventError
+			if errors.As(err, &bad) != tt.invalid {
+				t.Errorf("Err = %v: *InvalidEventError %v, want %v", err, bad != nil, tt.invalid)
 			}
 			var se *StreamError
 			if !errors.As(err, &se) {
@@ -231,4 +258,55 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	}
 	w.after--
 	return len(p), nil
+}
+
+// TestStreamReaderInvalidEvent checks what an InvalidEventError tells of
+// the message: its header, kind and time, whatever made it invalid.
+func TestStreamReaderInvalidEvent(t *testing.T) {
+	route := &eventsv1.RuntimeEnvContext{EnvId: "r1", EnvComponentId: "env", ModelComponentId: "model"}
+	at := time.Unix(1700000000, 5).UTC()
+	tests := []struct {
+		name     string
+		body     []byte
+		wantKind Kind
+		wantErr  error
+		header   bool // the body carries session s1, route and time
+	}{
+		{name: "log level unspecified", body: mustMarshal(t, &eventsv1.Event{SessionId: "s1", Route: route, TimeUnixNano: at.UnixNano(),
+			Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{Message: "hi"}}}), wantKind: KindLog, wantErr: ErrUnknownEnum, header: true},
+		{name: "telemetry horizon 7", body: mustMarshal(t, &eventsv1.Event{SessionId: "s1", Route: route, TimeUnixNano: at.UnixNano(),
+			Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{Horizon: 7}}}), wantKind: KindTelemetrySnapshot, wantErr: ErrUnknownEnum, header: true},
+		{name: "kind unset", body: mustMarshal(t, &eventsv1.Event{SessionId: "s1", Route: route, TimeUnixNano: at.UnixNano()}),
+			wantErr: ErrUnknownKind, header: true},
+		{name: "kind unknown to this version", body: append(mustMarshal(t, &eventsv1.Event{SessionId: "s1", Route: route, TimeUnixNano: at.UnixNano()}),
+			0xfa, 0x01, 0x00), // field 31, empty message
+			wantErr: ErrUnknownKind, header: true},
+		{name: "no header", body: mustMarshal(t, &eventsv1.Event{Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{Level: 9}}}),
+			wantKind: KindLog, wantErr: ErrUnknownEnum},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sr := NewStreamReader(bytes.NewReader(frame(tt.body)), 0)
+			if sr.Next() {
+				t.Fatal("Next returned an invalid event")
+			}
+			var bad *InvalidEventError
+			if !errors.As(sr.Err(), &bad) {
+				t.Fatalf("Err = %v, want an *InvalidEventError", sr.Err())
+			}
+			if !errors.Is(bad, tt.wantErr) || bad.Kind != tt.wantKind {
+				t.Errorf("kind %v cause %v, want %v and %v", bad.Kind, bad.Err, tt.wantKind, tt.wantErr)
+			}
+			want := InvalidEventError{}
+			if tt.header {
+				want = InvalidEventError{SessionID: "s1", Route: RuntimeEnvContext{EnvID: "r1", EnvComponentID: "env", ModelComponentID: "model"}, Time: at}
+			}
+			if bad.SessionID != want.SessionID || bad.Route != want.Route || !bad.Time.Equal(want.Time) {
+				t.Errorf("header %q %+v %v, want %q %+v %v", bad.SessionID, bad.Route, bad.Time, want.SessionID, want.Route, want.Time)
+			}
+			if sr.Next() || sr.Err() != nil {
+				t.Errorf("after the invalid event: Next true or Err %v at the end", sr.Err())
+			}
+		})
+	}
 }

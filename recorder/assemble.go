@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -101,7 +102,9 @@ type lane struct {
 }
 
 // problemKind names a class of input that did not fit, for the session row
-// and the log.
+// and the log. The values are written to the sessions table
+// (problem_summary) and to snapshots: they are part of the on-disk format,
+// do not change them.
 type problemKind string
 
 const (
@@ -117,6 +120,9 @@ const (
 	probLaneOutOfRange   problemKind = "env_index_out_of_range"
 	probMissingPayload   problemKind = "missing_payload"
 	probDuplicateSession problemKind = "duplicate_session_start"
+	probNoSpace          problemKind = "missing_space_spec"
+	probNotStarted       problemKind = "session_not_started"
+	probInvalidEvent     problemKind = "invalid_event"
 )
 
 // session is the assembly state of one recording: one route run, named by
@@ -150,6 +156,10 @@ type session struct {
 	// row awaits its reward (nil if the lane's step was dropped).
 	pending     []*episode
 	havePending bool
+
+	// numEnvs is the session's lane count N, from its last batch; 0 until
+	// one is seen.
+	numEnvs int32
 
 	obsSpec, actSpec     *spacesv1.SpaceSpec
 	obsLayout, actLayout *schema.Layout
@@ -343,21 +353,32 @@ func (a *assembler) problem(s *session, kind problemKind, format string, args ..
 // and pos its log position.
 func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 	s := a.sessionFor(ev, at, pos)
-	if s.ended && s.finalTelemetry {
-		// Only late telemetry (and logs) are expected after a session's
-		// files are written: they go to further part files. Anything else
-		// is counted.
+	if e, ok := ev.(*invalidEvent); ok {
+		// A message of the stream that was no valid event: counted, and
+		// nothing of it applied.
+		a.problem(s, probInvalidEvent, "%s; skipped", e.detail)
+		return
+	}
+	if s.ended {
+		// Only telemetry (the final snapshot, late window ones) and logs
+		// are expected after a session's end; once its files are written
+		// they go to further part files. Anything else is counted.
 		switch e := ev.(type) {
 		case *events.TelemetrySnapshot:
 			a.telemetry(s, e, at)
 			return
 		case *events.Log:
 			s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source})
-			a.out.sessionDone(s)
+			if s.finalTelemetry {
+				a.out.sessionDone(s)
+			}
 			return
 		}
 		a.problem(s, probAfterEnd, "%s after the session ended", ev.Kind())
 		return
+	}
+	if !s.started {
+		a.notStarted(s, ev)
 	}
 	switch e := ev.(type) {
 	case *events.EnvConnected, *events.ModelConnected:
@@ -399,6 +420,49 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 		a.stepCompleted(s, e)
 	case *events.ObservationEmitted:
 		a.observationEmitted(s, e, at)
+	}
+}
+
+// notStarted counts an event of a session that no SessionStarted opened
+// (EnvConnected and ModelConnected may come first). The event is applied
+// all the same. Every such event is counted; only the first is logged, as
+// a session whose start is missing from the stream has nothing else.
+func (a *assembler) notStarted(s *session, ev events.Event) {
+	switch ev.(type) {
+	case *events.SessionStarted, *events.EnvConnected, *events.ModelConnected:
+		return
+	}
+	s.problems[probNotStarted]++
+	if s.problems[probNotStarted] == 1 {
+		a.out.problem(s, probNotStarted, fmt.Sprintf("%s before any SessionStarted of the session; it is recorded, "+
+			"and it and every later event before a SessionStarted are counted in the session row but not logged", ev.Kind()))
+	}
+}
+
+// laneOutOfRange counts an episode whose env_index is not a lane of the
+// session: negative, or N or more once N is known.
+func (a *assembler) laneOutOfRange(s *session, kind events.Kind, rid string, envIndex int32) {
+	if envIndex < 0 || (s.numEnvs > 0 && envIndex >= s.numEnvs) {
+		a.problem(s, probLaneOutOfRange, "%s for %q: env_index %d is not a lane of the session's %d", kind, rid, envIndex, s.numEnvs)
+	}
+}
+
+// setNumEnvs notes the session's lane count n from a batch. The first
+// time, it checks the episodes already open: a session's first
+// EpisodeStarted events come before its first batch.
+func (a *assembler) setNumEnvs(s *session, n int) {
+	if n <= 0 || int(s.numEnvs) == n {
+		return
+	}
+	first := s.numEnvs == 0
+	s.numEnvs = int32(min(n, math.MaxInt32))
+	if !first {
+		return
+	}
+	for _, ep := range sortedOpen(s) {
+		if ep.envIndex >= s.numEnvs {
+			a.problem(s, probLaneOutOfRange, "EpisodeStarted for %q: env_index %d is not a lane of the session's %d", ep.recordID, ep.envIndex, s.numEnvs)
+		}
 	}
 }
 
@@ -463,6 +527,7 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		a.problem(s, probDuplicateStart, "EpisodeStarted for %q which was already recorded", e.EpisodeRecordID)
 		return
 	}
+	a.laneOutOfRange(s, events.KindEpisodeStarted, e.EpisodeRecordID, e.EnvIndex)
 	a.open++
 	ep := &episode{
 		id:        e.EpisodeID,
@@ -497,6 +562,7 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 		a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
 		return
 	}
+	a.laneOutOfRange(s, events.KindEpisodeCompleted, e.EpisodeRecordID, e.EnvIndex)
 	ep.completed = true
 	c := *e
 	ep.completion = &c
@@ -571,8 +637,13 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 		a.problem(s, probLaneCount, "ObservationEmitted at step %d: %d record ids for num_envs %d", e.Step, len(e.EpisodeRecordIDs), n)
 		return
 	}
+	a.setNumEnvs(s, n)
 	if e.Observation == nil {
 		a.problem(s, probMissingPayload, "ObservationEmitted at step %d has no observation", e.Step)
+		return
+	}
+	if e.ObservationSpace == nil {
+		a.problem(s, probNoSpace, "ObservationEmitted at step %d carries no observation space (the runtime sends one with every batch); its observation is not recorded", e.Step)
 		return
 	}
 	layout, ok := a.layoutFor(s, e.ObservationSpace, true)
@@ -620,8 +691,13 @@ func blobSize(leaves [][]byte) int {
 func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
 	a.closePending(s)
 	n := len(e.EpisodeRecordIDs)
+	a.setNumEnvs(s, n)
 	if e.Action == nil {
 		a.problem(s, probMissingPayload, "ActionReceived at step %d has no action", e.Step)
+		return
+	}
+	if e.ActionSpace == nil {
+		a.problem(s, probNoSpace, "ActionReceived at step %d carries no action space (the runtime sends one with every batch); its steps are not recorded", e.Step)
 		return
 	}
 	layout, ok := a.layoutFor(s, e.ActionSpace, false)

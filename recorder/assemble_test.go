@@ -330,3 +330,137 @@ func TestAssembleFinalTelemetryAfterEnd(t *testing.T) {
 		t.Fatalf("session written %d times, want 2 (final, then late telemetry)", len(c.sessions))
 	}
 }
+
+// TestAssembleProblemKinds checks that each kind of input that does not fit
+// is counted under its own kind, exactly, and that the rest records.
+func TestAssembleProblemKinds(t *testing.T) {
+	one := []string{"ep-000001"}
+	// base starts a one-lane session with one episode and its reset
+	// observation.
+	base := func(s *script) *script { return s.start().episode("ep-000001", 0, false).obs(0, true, one, 1) }
+	finalTelemetry := func(s *script) *script {
+		return s.add(&events.TelemetrySnapshot{SessionID: s.sid, Snapshot: events.Snapshot{Horizon: events.HorizonSession}})
+	}
+	ended := func(s *script, steps int64) *script {
+		return s.add(&events.SessionEnded{SessionID: s.sid, Reason: "done", TotalSteps: steps})
+	}
+	noSpaceObs := func(s *script, step int64, ids []string, v float32) *script {
+		return s.add(&events.ObservationEmitted{SessionID: s.sid, EpisodeRecordIDs: ids, Step: step, NumEnvs: uint32(len(ids)), Observation: obsSlab(v)})
+	}
+	noSpaceAct := func(s *script, step int64, ids []string, v int64) *script {
+		return s.add(&events.ActionReceived{SessionID: s.sid, EpisodeRecordIDs: ids, Step: step, Action: actSlab(v)})
+	}
+	cases := []struct {
+		name  string
+		build func(s *script)
+		want  map[problemKind]int64
+		// rows is the number of rows ep-000001 must get; logged is how
+		// many times the problems of want are logged (0: once per count).
+		rows   int
+		logged int
+		check  func(t *testing.T, c *capture)
+	}{
+		{name: "clean session", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1).complete("ep-000001", 0, 1, 1, true).end()
+		}, rows: 1},
+		{name: "events after SessionEnded, before the final telemetry", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1).complete("ep-000001", 0, 1, 1, true)
+			ended(s, 1).act(2, one, 0).reward(2, 1)
+			finalTelemetry(s)
+		}, want: map[problemKind]int64{probAfterEnd: 2}, rows: 1},
+		{name: "event after the session's files are written", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1).complete("ep-000001", 0, 1, 1, true).end().act(2, one, 0)
+		}, want: map[problemKind]int64{probAfterEnd: 1}, rows: 1},
+		{name: "second SessionEnded keeps the first totals", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1)
+			ended(s, 1)
+			ended(s, 99)
+			finalTelemetry(s)
+		}, want: map[problemKind]int64{probAfterEnd: 1}, rows: 1, check: func(t *testing.T, c *capture) {
+			if s := c.sessions[len(c.sessions)-1]; s.totalSteps != 1 {
+				t.Errorf("total_steps %d, want the first SessionEnded's 1", s.totalSteps)
+			}
+		}},
+		{name: "SessionFailed after SessionEnded", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1)
+			ended(s, 1).add(&events.SessionFailed{SessionID: s.sid, Reason: "late failure"})
+			finalTelemetry(s)
+		}, want: map[problemKind]int64{probAfterEnd: 1}, rows: 1, check: func(t *testing.T, c *capture) {
+			if len(c.sessions) != 1 || c.sessions[0].status != statusEnded {
+				t.Errorf("session written %d times, want once with status ended", len(c.sessions))
+			}
+		}},
+		{name: "observation with no space known", build: func(s *script) {
+			s.start().episode("ep-000001", 0, false)
+			noSpaceObs(s, 0, one, 1).obs(0, true, one, 1).act(1, one, 1).reward(1, 1).end()
+		}, want: map[problemKind]int64{probNoSpace: 1}, rows: 1},
+		{name: "action with no space known", build: func(s *script) {
+			noSpaceAct(base(s), 1, one, 1).reward(1, 1).end()
+		}, want: map[problemKind]int64{probNoSpace: 1, probRewardWithout: 1}, rows: 0},
+		{name: "space left out after one was sent", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1)
+			noSpaceObs(s, 1, one, 2)
+			noSpaceAct(s, 2, one, 0).reward(2, 1).end()
+		}, want: map[problemKind]int64{probNoSpace: 2, probRewardWithout: 1}, rows: 1},
+		{name: "first EpisodeStarted env_index beyond N", build: func(s *script) {
+			s.start().episode("ep-000001", 3, false).obs(0, true, one, 1).act(1, one, 1).reward(1, 1).end()
+		}, want: map[problemKind]int64{probLaneOutOfRange: 1}, rows: 1},
+		{name: "autoreset EpisodeStarted env_index beyond N", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1).complete("ep-000001", 0, 1, 1, true).
+				episode("ep-000002", 1, true).obs(0, true, []string{"ep-000002"}, 2).end()
+		}, want: map[problemKind]int64{probLaneOutOfRange: 1}, rows: 1},
+		{name: "negative env_index", build: func(s *script) {
+			s.start().episode("ep-000001", -1, false).obs(0, true, one, 1).act(1, one, 1).reward(1, 1).end()
+		}, want: map[problemKind]int64{probLaneOutOfRange: 1}, rows: 1},
+		{name: "EpisodeCompleted env_index beyond N", build: func(s *script) {
+			base(s).act(1, one, 1).reward(1, 1).complete("ep-000001", 5, 1, 1, true).end()
+		}, want: map[problemKind]int64{probLaneOutOfRange: 1}, rows: 1},
+		{name: "session never started", build: func(s *script) {
+			// Six events before the end; the final telemetry comes after it.
+			s.episode("ep-000001", 0, false).obs(0, true, one, 1).act(1, one, 1).reward(1, 1).
+				complete("ep-000001", 0, 1, 1, true).end()
+		}, want: map[problemKind]int64{probNotStarted: 6}, rows: 1, logged: 1},
+		{name: "SessionStarted after the first event", build: func(s *script) {
+			s.episode("ep-000001", 0, false).start().obs(0, true, one, 1).act(1, one, 1).reward(1, 1).end()
+		}, want: map[problemKind]int64{probNotStarted: 1}, rows: 1},
+		{name: "EnvConnected and ModelConnected may precede SessionStarted", build: func(s *script) {
+			s.add(&events.EnvConnected{SessionID: s.sid, EnvID: "env"}).add(&events.ModelConnected{SessionID: s.sid})
+			base(s).act(1, one, 1).reward(1, 1).end()
+		}, rows: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{sid: "s1"}
+			tc.build(s)
+			c := s.run()
+			if len(c.sessions) == 0 {
+				t.Fatal("session not written")
+			}
+			got := c.sessions[len(c.sessions)-1].problems
+			for k, n := range got {
+				if n != tc.want[k] {
+					t.Errorf("%s counted %d times, want %d (problems %v)", k, n, tc.want[k], c.problems)
+				}
+			}
+			var total int64
+			for k, n := range tc.want {
+				total += n
+				if got[k] != n {
+					t.Errorf("%s counted %d times, want %d (problems %v)", k, got[k], n, c.problems)
+				}
+			}
+			if tc.logged > 0 {
+				total = int64(tc.logged)
+			}
+			if int64(len(c.problems)) != total {
+				t.Errorf("%d problems logged, want %d: %v", len(c.problems), total, c.problems)
+			}
+			if e := c.episode(t, "ep-000001"); len(e.rows) != tc.rows {
+				t.Errorf("ep-000001 has %d rows, want %d", len(e.rows), tc.rows)
+			}
+			if tc.check != nil {
+				tc.check(t, c)
+			}
+		})
+	}
+}

@@ -14,6 +14,11 @@ var (
 	// than one log record may hold (256 MiB); the event is not recorded
 	// and the recorder goes on.
 	ErrEventTooLarge = errors.New("recorder: event too large")
+	// ErrNoRecording is returned by RecordInvalid for an invalid event
+	// that names no recording (its session id or env id is empty): it is
+	// logged and not recorded, and the caller counts it where it reads the
+	// stream.
+	ErrNoRecording = errors.New("recorder: event names no recording")
 	// ErrFailed wraps the first write or sync error after which the
 	// recorder stops accepting events: fsync errors cannot be retried
 	// safely.

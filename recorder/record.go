@@ -24,6 +24,10 @@ import (
 //	recSealed       every write handed to the writer before the snapshot
 //	                as of position as_of is durable: recovery may restore
 //	                that snapshot and skip the events up to as_of
+//	recInvalid      a message of an ingested stream that was well-formed
+//	                but no valid event: what names its recording, its
+//	                recording time and why it was refused (see
+//	                appendInvalid); counted as a problem of that recording
 //
 // A marker's body is protobuf wire data: field 1 the session id (bytes),
 // field 4 the env id (bytes; with field 1 it names the recording), field 2
@@ -39,6 +43,7 @@ const (
 	recSessionWrite byte = 4
 	recSnapshot     byte = 5
 	recSealed       byte = 6
+	recInvalid      byte = 7
 )
 
 var errBadMarker = errors.New("malformed marker record")

@@ -218,6 +218,13 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
 			ev.Kind(), sid, len(b), wal.MaxRecordSize, ErrEventTooLarge)
 	}
+	return r.handOver(ctx, bp)
+}
+
+// handOver queues the log record in *bp (which passes to the pipeline) and,
+// under SyncEach, waits until it is durable.
+func (r *Recorder) handOver(ctx context.Context, bp *[]byte) error {
+	b := *bp
 	// The charge is the buffer's capacity: what it holds in memory.
 	charge := min(int64(cap(b)), r.queueMax)
 	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
@@ -368,7 +375,7 @@ func (r *Recorder) logAndDecode(rec []byte) (decodedItem, error) {
 		r.fail(err)
 		return decodedItem{}, r.err()
 	}
-	ev, t, err := r.dec.Decode(rec[1:])
+	ev, t, err := decodeRecord(&r.dec, rec)
 	if err != nil {
 		// The hook encoded it a moment ago: this is a bug, not bad input.
 		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)

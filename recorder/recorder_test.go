@@ -865,7 +865,7 @@ func TestBadInputEndToEnd(t *testing.T) {
 		{"missing spec", "s-nospec", func(sid string) []events.Event {
 			return []events.Event{&events.ActionReceived{SessionID: sid, EpisodeRecordIDs: []string{"ep-000001"}, Step: 9,
 				Action: [][]byte{make([]byte, 8)}}}
-		}, ""},
+		}, "missing_space_spec"},
 	}
 	parent := t.TempDir()
 	root := filepath.Join(parent, "deep", "root")

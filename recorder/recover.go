@@ -205,7 +205,7 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 	defer rd.Close()
 	// Markers are small and few; events, most of the log, are checked
 	// but not decompressed.
-	rd.Filter(func(first byte) bool { return first != recEvent })
+	rd.Filter(func(first byte) bool { return first != recEvent && first != recInvalid })
 	var snap, sealed []byte
 	var snapAsOf uint64
 	for rd.Next() {

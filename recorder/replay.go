@@ -20,8 +20,8 @@ import (
 // cost of the channels small against records of a few hundred bytes; the
 // channels' capacity bounds what is in flight to a few batches.
 
-// replayBatch is a run of consecutive event records: their bytes (the
-// record type byte stripped) in arena, cut by end, and their positions.
+// replayBatch is a run of consecutive event records (recEvent and
+// recInvalid): their bytes in arena, cut by end, and their positions.
 type replayBatch struct {
 	arena []byte
 	end   []int
@@ -67,10 +67,10 @@ func replayEvents(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply
 		b := &replayBatch{}
 		for rd.Next() {
 			rec := rd.Record()
-			if len(rec) == 0 || rec[0] != recEvent {
+			if len(rec) == 0 || (rec[0] != recEvent && rec[0] != recInvalid) {
 				continue
 			}
-			b.arena = append(b.arena, rec[1:]...)
+			b.arena = append(b.arena, rec...)
 			b.end = append(b.end, len(b.arena))
 			b.pos = append(b.pos, rd.Pos())
 			if len(b.end) >= replayBatchRecords || len(b.arena) >= replayBatchBytes {
@@ -104,7 +104,7 @@ func replayEvents(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply
 			start := 0
 			for i, end := range b.end {
 				n++
-				ev, t, err := dec.Decode(b.arena[start:end])
+				ev, t, err := decodeRecord(&dec, b.arena[start:end])
 				start = end
 				if err != nil {
 					log.Error("skipping an undecodable log record", "pos", b.pos[i], "err", err)

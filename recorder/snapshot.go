@@ -32,8 +32,8 @@ import (
 //	          21 observation_space  22 action_space (SpaceSpec bytes)
 //	          23 episodes_recorded  24 steps_recorded  25 dropped_steps
 //	          26 problem (Problem, repeated)  27 log (Log, repeated)
-//	          28 telemetry (Telemetry, repeated)  29 writes
-//	          30 episode_writes
+//	          28 telemetry (Telemetry, repeated)  29 writes  30 num_envs
+//	          31 episode_writes
 //	Route     1 env_id  2 env_component_id  3 model_component_id
 //	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
 //	          6 started_at  7 last_at  8 next_step  9 steps_recorded
@@ -302,7 +302,8 @@ func appendSession(b []byte, s *session) ([]byte, error) {
 		})
 	}
 	b = appendInt(b, 29, int64(s.writes))
-	b = appendInt(b, 30, int64(s.episodeWrites))
+	b = appendInt(b, 30, int64(s.numEnvs))
+	b = appendInt(b, 31, int64(s.episodeWrites))
 	return b, nil
 }
 
@@ -568,6 +569,8 @@ func parseSession(b []byte) (*session, error) {
 		case 29:
 			s.writes = int(zz(v))
 		case 30:
+			s.numEnvs = int32(zz(v))
+		case 31:
 			s.episodeWrites = int(zz(v))
 		}
 		return nil

@@ -82,7 +82,7 @@ func normalize(s *session) map[string]any {
 	fields := []any{s.id, s.route, s.envID, s.status, s.reason, s.started, s.startedAt, s.endedAt, s.lastAt,
 		s.totalSteps, s.totalEpisodes, s.hasTotals, s.ended, s.finalTelemetry, s.sawFinalTelemetry, s.done,
 		s.havePending, s.obsSpecJSON, s.actSpecJSON, s.episodesRecorded, s.stepsRecorded, s.droppedSteps,
-		s.problems, s.logs, s.telemetry, s.writes}
+		s.problems, s.logs, s.telemetry, s.writes, s.numEnvs}
 	return map[string]any{"session": fields, "episodes": eps, "lanes": lanes, "pending": pending}
 }
 

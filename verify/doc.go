@@ -83,7 +83,11 @@
 //	lock            no recorder holds ROOT's lock (_rlrec/LOCK, tried and
 //	                released at once): while one writes, files are missing
 //	                or in progress, so temp files and the log's records are
-//	                not reported and the ROOT should be verified again later
+//	                not reported and the ROOT should be verified again later.
+//	                A ROOT this user may only read (a read-only mount, chmod
+//	                a-w) verifies like any other: its lock is tried through
+//	                a read-only open, and a lock that cannot be tried at all
+//	                for want of access is not a problem
 //
 // Directories and files whose names start with "_" or "." are skipped, as
 // dataset readers skip them (temp files excepted); entries at the top of

@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/rlrec/rlrec/internal/hive"
@@ -13,6 +14,13 @@ import (
 // checkLock reports whether a recorder holds ROOT's lock, trying it and
 // releasing it at once. A missing lock file means no recorder ever held it;
 // it is not created.
+//
+// Verify never writes, so a ROOT it may only read (a read-only mount, a
+// copy made read-only, another user's ROOT) is verified like any other:
+// the lock is tried through a read-only open where it must (vfs.OS), and a
+// lock that cannot be tried at all for want of access, or on a platform
+// without locks, is no problem of the ROOT: it is checked as one that no
+// recorder writes.
 func (v *verifier) checkLock() bool {
 	name := filepath.Join(v.root, hive.StateDir, hive.LockName)
 	if _, err := v.fs.Stat(name); err != nil {
@@ -20,11 +28,14 @@ func (v *verifier) checkLock() bool {
 	}
 	l, err := v.fs.Lock(name)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
+		switch {
+		case errors.Is(err, vfs.ErrLocked):
 			v.add(Problem{Check: CheckLock, Path: v.rel(name), Row: -1,
 				Message: "a recorder is writing this ROOT (it holds the lock): files may be missing or in progress, and temp files and the log are not checked",
 				Fix:     "verify again after the recorder has closed"})
 			return true
+		case errors.Is(err, vfs.ErrNoAccess), errors.Is(err, fs.ErrPermission), errors.Is(err, errors.ErrUnsupported):
+			return false
 		}
 		v.add(Problem{Check: CheckLock, Path: v.rel(name), Row: -1, Message: "cannot try the lock: " + err.Error(),
 			Fix: "check the permissions of ROOT/_rlrec"})

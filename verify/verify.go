@@ -62,13 +62,18 @@ func (f *fileEntry) recordingDirs() string { return f.dirs[0] + "/" + f.dirs[1] 
 // be checked at all (missing, not a directory) or a cancelled ctx;
 // problems in the ROOT are in the report.
 func Root(ctx context.Context, root string, opts Options) (*Report, error) {
+	return check(ctx, vfs.OS(), root, opts)
+}
+
+// check is Root on the file system fsys.
+func check(ctx context.Context, fsys vfs.FS, root string, opts Options) (*Report, error) {
 	if opts.MaxProblemsPerFile <= 0 {
 		opts.MaxProblemsPerFile = 20
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	v := &verifier{root: root, opts: opts, fs: vfs.OS()}
+	v := &verifier{root: root, opts: opts, fs: fsys}
 	info, err := v.fs.Stat(root)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRoot, root, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -38,7 +39,11 @@ the ROOT directory DIR (default ./rlrec-data).
 Events keep the times the stream carries; events without one are stamped
 with the current time. A damaged or truncated stream stops the ingest with an
 error naming the message and byte offset, after everything before the
-damage has been recorded durably.
+damage has been recorded durably. A message that is well-formed but no
+valid event (an unknown or missing kind, an unknown enum value such as log
+level 0) is skipped and logged, and the rest of the stream is recorded: it
+is counted in the sessions row of the recording it names (problem
+invalid_event), and in a report printed to standard error at the end.
 
 Example:
 
@@ -82,24 +87,29 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, refused, ingestErr := ingest(ctx, rec, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
+	rep, ingestErr := ingest(ctx, rec, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
 	closeErr := rec.Close(context.WithoutCancel(ctx))
+	rep.write(env.Stderr, name)
 	if ingestErr != nil {
 		if closeErr != nil {
 			return fmt.Errorf("%s: %w (and closing %s: %v)", name, ingestErr, ingestFlags.out, closeErr)
 		}
-		return fmt.Errorf("%s: %w; the %d events before it are recorded in %s", name, ingestErr, n, ingestFlags.out)
+		return fmt.Errorf("%s: %w; the %d events before it are recorded in %s", name, ingestErr, rep.recorded, ingestFlags.out)
 	}
 	if closeErr != nil {
 		return closeErr
 	}
-	fmt.Fprintf(env.Stdout, "Recorded %d events from %s into %s.\n", n, name, ingestFlags.out)
-	if len(refused) > 0 {
-		for _, r := range refused {
+	fmt.Fprintf(env.Stdout, "Recorded %d events from %s into %s", rep.recorded, name, ingestFlags.out)
+	if n := rep.counted + rep.unnamed; n > 0 {
+		fmt.Fprintf(env.Stdout, "; skipped %s", count(n, "invalid event"))
+	}
+	fmt.Fprintf(env.Stdout, ".\n")
+	if len(rep.refused) > 0 {
+		for _, r := range rep.refused {
 			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%d events not recorded again)\n", r.rec, ingestFlags.out, r.events)
 		}
 		return fmt.Errorf("%s: %d recordings of the stream are already in %s and were not recorded again; ingest into another ROOT to keep both copies",
-			name, len(refused), ingestFlags.out)
+			name, len(rep.refused), ingestFlags.out)
 	}
 	return nil
 }
@@ -110,36 +120,111 @@ type refusal struct {
 	events int
 }
 
-// ingest records every event of the stream r and returns how many it
-// recorded, and the recordings it refused because ROOT already held them
-// (their events are skipped; the rest of the stream records).
-func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage int) (int, []refusal, error) {
-	sr := events.NewStreamReader(r, maxMessage)
-	n := 0
-	var refused []refusal
-	index := map[hive.Recording]int{}
-	for sr.Next() {
-		t := sr.Time()
-		if t.IsZero() {
-			t = time.Now()
-		}
-		ev := sr.Event()
-		if err := rec.RecordAt(ctx, ev, t); err != nil {
-			if !errors.Is(err, recorder.ErrRecordingExists) {
-				return n, refused, fmt.Errorf("record event %d: %w", sr.Index(), err)
-			}
-			sid, route := ev.Header()
-			key := hive.Recording{SessionID: sid, EnvID: route.EnvID}
-			i, ok := index[key]
-			if !ok {
-				i = len(refused)
-				index[key] = i
-				refused = append(refused, refusal{rec: key})
-			}
-			refused[i].events++
-			continue
-		}
-		n++
+// ingestReport is what an ingest recorded and what it skipped: messages of
+// the stream that were well-formed but no valid event.
+type ingestReport struct {
+	recorded int
+	// counted are invalid events counted in the sessions row of the
+	// recording they name; unnamed name none, and only this report counts
+	// them (examples holds the first few).
+	counted, unnamed int
+	examples         []string
+	// refused are the recordings ROOT already held (their events are
+	// skipped; the rest of the stream records), in stream order.
+	refused []refusal
+	index   map[hive.Recording]int
+}
+
+// refuse notes an event of a recording ROOT already held.
+func (r *ingestReport) refuse(ev events.Event) {
+	sid, route := ev.Header()
+	key := hive.Recording{SessionID: sid, EnvID: route.EnvID}
+	if r.index == nil {
+		r.index = make(map[hive.Recording]int)
 	}
-	return n, refused, sr.Err()
+	i, ok := r.index[key]
+	if !ok {
+		i = len(r.refused)
+		r.index[key] = i
+		r.refused = append(r.refused, refusal{rec: key})
+	}
+	r.refused[i].events++
+}
+
+// reportExamples is how many invalid events naming no recording the
+// report lists.
+const reportExamples = 5
+
+// write prints the report of the skipped events to w, nothing when none
+// was skipped.
+func (r *ingestReport) write(w io.Writer, name string) {
+	if r.counted+r.unnamed == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s: skipped %s (well-formed messages that are no valid event: an unknown or missing kind, an unknown enum value)\n",
+		name, count(r.counted+r.unnamed, "invalid event"))
+	if r.counted > 0 {
+		fmt.Fprintf(w, "  %d counted in the sessions rows of the recordings they name (problem invalid_event)\n", r.counted)
+	}
+	if r.unnamed > 0 {
+		fmt.Fprintf(w, "  %d naming no recording (no session id or env id), counted only here:\n", r.unnamed)
+		for _, e := range r.examples {
+			fmt.Fprintf(w, "    %s\n", e)
+		}
+		if more := r.unnamed - len(r.examples); more > 0 {
+			fmt.Fprintf(w, "    and %d more\n", more)
+		}
+	}
+	fmt.Fprintf(w, "  fix the program that wrote the stream; the events around them are recorded\n")
+}
+
+// ingest records every event of the stream r, skips (and has rec count)
+// the messages that are well-formed but no valid event, and returns what
+// it recorded and skipped. Damage in the stream stops it.
+func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage int) (ingestReport, error) {
+	sr := events.NewStreamReader(r, maxMessage)
+	var rep ingestReport
+	for {
+		for sr.Next() {
+			if err := rec.RecordAt(ctx, sr.Event(), stamp(sr.Time())); err != nil {
+				if errors.Is(err, recorder.ErrRecordingExists) {
+					rep.refuse(sr.Event())
+					continue
+				}
+				return rep, fmt.Errorf("record event %d: %w", sr.Index(), err)
+			}
+			rep.recorded++
+		}
+		var bad *events.InvalidEventError
+		if !errors.As(sr.Err(), &bad) {
+			return rep, sr.Err()
+		}
+		switch err := rec.RecordInvalid(ctx, sr.Err(), stamp(bad.Time)); {
+		case err == nil:
+			rep.counted++
+		case errors.Is(err, recorder.ErrNoRecording):
+			rep.unnamed++
+			if len(rep.examples) < reportExamples {
+				rep.examples = append(rep.examples, sr.Err().Error())
+			}
+		default:
+			return rep, fmt.Errorf("record invalid event %d: %w", sr.Index(), err)
+		}
+	}
+}
+
+// count returns "1 thing" or "n things".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
+
+// stamp returns t, or the current time for a stream event without one.
+func stamp(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now()
+	}
+	return t
 }

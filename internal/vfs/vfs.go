@@ -66,6 +66,9 @@ type FS interface {
 	Stat(name string) (fs.FileInfo, error)
 	// Lock takes an exclusive lock on the named file, creating it if
 	// needed, that also excludes other processes. It fails at once (without
-	// waiting) when the lock is held.
+	// waiting) when the lock is held. The OS implementation locks an
+	// existing file this user may only read all the same (flock needs no
+	// write access), and fails with ErrNoAccess when it may not open the
+	// file at all.
 	Lock(name string) (io.Closer, error)
 }
