@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlrec/rlrec/internal/hive"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -53,6 +54,9 @@ func (r *Recorder) RecordInvalid(ctx context.Context, err error, t time.Time) er
 		r.opts.logger.Warn("invalid event names no recording (no session id or env id); skipped",
 			"session", bad.SessionID, "env_id", bad.Route.EnvID, "err", err)
 		return fmt.Errorf("record invalid event: %w: %w", ErrNoRecording, err)
+	}
+	if rec := (hive.Recording{SessionID: bad.SessionID, EnvID: bad.Route.EnvID}); r.isRefused(rec) {
+		return fmt.Errorf("invalid event of %s: %w in %s (its SessionStarted was refused)", rec, ErrRecordingExists, r.root)
 	}
 	ev := &invalidEvent{sessionID: bad.SessionID, route: bad.Route, kind: bad.Kind, detail: err.Error()}
 	bp := r.bufs.get(len(ev.detail))

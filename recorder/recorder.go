@@ -278,6 +278,17 @@ func (r *Recorder) admit(ev events.Event) error {
 	return fmt.Errorf("SessionStarted of %s: %w in %s; nothing of it is recorded again (record into another ROOT to keep both)", rec, ErrRecordingExists, r.root)
 }
 
+// isRefused reports whether rec's SessionStarted was refused (admit).
+func (r *Recorder) isRefused(rec hive.Recording) bool {
+	if r.refusedN.Load() == 0 {
+		return false
+	}
+	r.admitMu.Lock()
+	defer r.admitMu.Unlock()
+	_, ok := r.refused[rec]
+	return ok
+}
+
 // holds reports whether any table of ROOT has a partition of rec.
 func (r *Recorder) holds(rec hive.Recording) bool {
 	for _, t := range hive.Tables {

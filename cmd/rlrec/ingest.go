@@ -136,8 +136,7 @@ type ingestReport struct {
 }
 
 // refuse notes an event of a recording ROOT already held.
-func (r *ingestReport) refuse(ev events.Event) {
-	sid, route := ev.Header()
+func (r *ingestReport) refuse(sid string, route events.RuntimeEnvContext) {
 	key := hive.Recording{SessionID: sid, EnvID: route.EnvID}
 	if r.index == nil {
 		r.index = make(map[hive.Recording]int)
@@ -188,7 +187,7 @@ func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage
 		for sr.Next() {
 			if err := rec.RecordAt(ctx, sr.Event(), stamp(sr.Time())); err != nil {
 				if errors.Is(err, recorder.ErrRecordingExists) {
-					rep.refuse(sr.Event())
+					rep.refuse(sr.Event().Header())
 					continue
 				}
 				return rep, fmt.Errorf("record event %d: %w", sr.Index(), err)
@@ -202,6 +201,8 @@ func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage
 		switch err := rec.RecordInvalid(ctx, sr.Err(), stamp(bad.Time)); {
 		case err == nil:
 			rep.counted++
+		case errors.Is(err, recorder.ErrRecordingExists):
+			rep.refuse(bad.SessionID, bad.Route)
 		case errors.Is(err, recorder.ErrNoRecording):
 			rep.unnamed++
 			if len(rep.examples) < reportExamples {
