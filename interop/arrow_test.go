@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // readArrow reads a whole Parquet file with arrow-go's pqarrow into rows
@@ -170,17 +172,23 @@ func TestArrowReader(t *testing.T) {
 			"observation.instruction": "utf8", "action": list(arrow.PrimitiveTypes.Float32), "recorded_at": ts,
 		}},
 		{"pick-place episodes", "episodes", "pick-place-next", map[string]string{
-			"episode_id": "utf8", "episode_index": "int64", "env_index": "int32", "status": "utf8",
+			"episode_record_id": "utf8", "steps_file": "utf8", "episode_id": "utf8", "episode_index": "int64", "env_index": "int32", "status": "utf8",
 			"step_count": "int64", "cumulative_reward": "float64", "success": "bool",
 			"started_at": ts, "ended_at": ts, "final_info": "utf8", "final_observation_blob": "binary",
 		}},
 		{"all-leaves episodes", "episodes", "all-leaves-failing", map[string]string{
-			"status": "utf8", "step_count": "int64", "started_at": ts, "final_observation_blob": "binary",
+			"episode_record_id": "utf8", "steps_file": "utf8", "status": "utf8", "step_count": "int64", "started_at": ts, "final_observation_blob": "binary",
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(fx.root, tc.table, "session_id="+escape(tc.session), "episode_record_id=ep-000001", "part-00000.parquet")
+			rec := fx.recording(t, tc.session)
+			// The first episode's steps file; the episodes file that holds
+			// the first episode row written.
+			path := filepath.Join(hive.EpisodePartition("steps", rec, "ep-000001").Dir(fx.root), "part-00000.parquet")
+			if tc.table == "episodes" {
+				path = filepath.Join(recordingDir(fx.root, "episodes", rec), "part-00000.parquet")
+			}
 			sc, rows, kv := readArrow(t, path)
 			for col, want := range tc.types {
 				fs := sc.FieldIndices(col)
@@ -192,13 +200,28 @@ func TestArrowReader(t *testing.T) {
 					t.Errorf("column %q: Arrow type %s, want %s", col, got, want)
 				}
 			}
-			for _, part := range []string{"session_id", "episode_record_id"} {
+			for _, part := range []string{"session_id", "env_id"} {
 				if sc.HasField(part) {
 					t.Errorf("partition column %s is stored in the file", part)
 				}
 			}
+			checkEq(t, "rlrec.schema_version", kv["rlrec.schema_version"], "2")
+			checkEq(t, "rlrec.layout", kv["rlrec.layout"], "episode")
 			checkEq(t, "rlrec.session_id", kv["rlrec.session_id"], tc.session)
-			checkEq(t, "rlrec.episode_record_id", kv["rlrec.episode_record_id"], "ep-000001")
+			checkEq(t, "rlrec.env_id", kv["rlrec.env_id"], rec.EnvID)
+			if tc.table == "steps" {
+				if sc.HasField("episode_record_id") {
+					t.Errorf("partition column episode_record_id is stored in the file")
+				}
+				checkEq(t, "rlrec.episode_record_id", kv["rlrec.episode_record_id"], "ep-000001")
+			} else {
+				if v, ok := kv["rlrec.episode_record_id"]; ok {
+					t.Errorf("rlrec.episode_record_id = %q in an episodes file", v)
+				}
+				if n := sc.NumFields(); n < 2 || sc.Field(0).Name != "episode_record_id" || sc.Field(n-1).Name != "steps_file" {
+					t.Errorf("episodes columns %v, want episode_record_id first and steps_file last", sc)
+				}
+			}
 			specs := specsOf(t, path, kv)
 
 			duck := query(t, db, "SELECT * EXCLUDE (file_row_number) FROM read_parquet("+lit(path)+", file_row_number=true, hive_partitioning=false) ORDER BY file_row_number")
@@ -218,6 +241,18 @@ func TestArrowReader(t *testing.T) {
 					where := fmt.Sprintf("arrow-go row %d", i)
 					checkSide(t, where, ar, "observation", "observation_blob", specs.obs)
 					checkSide(t, where, ar, "action", "action_blob", specs.act)
+					continue
+				}
+				rid, _ := ar["episode_record_id"].(string)
+				e := fx.sessions[rec].episodes[rid]
+				if e == nil {
+					t.Errorf("row %d: episode_record_id %q, an episode the simulator did not start in %s", i, rid, rec)
+					continue
+				}
+				checkEq(t, fmt.Sprintf("row %d episode_id", i), ar["episode_id"], e.episodeID)
+				checkEq(t, fmt.Sprintf("row %d steps_recorded", i), ar["steps_recorded"], e.actions)
+				if e.actions > 0 {
+					checkEq(t, fmt.Sprintf("row %d steps_file", i), ar["steps_file"], hive.EpisodePartition("steps", rec, rid).File(0))
 				}
 			}
 		})

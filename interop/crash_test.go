@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -40,8 +41,10 @@ type crashEpisode struct {
 	Actions   int64 `json:"actions"`
 }
 
-// crashSession is what the child had handed over for one session.
+// crashSession is what the child had handed over for one recording.
 type crashSession struct {
+	SessionID string                  `json:"session_id"`
+	EnvID     string                  `json:"env_id"`
 	Episodes  map[string]crashEpisode `json:"episodes"`
 	Logs      int64                   `json:"logs"`
 	Telemetry int64                   `json:"telemetry"`
@@ -89,10 +92,10 @@ func crashChild(root string) error {
 		if err := rec.Flush(ctx); err != nil {
 			return err
 		}
-		out := map[string]crashSession{}
-		for id, s := range snap {
-			cs := crashSession{Episodes: map[string]crashEpisode{}, Logs: s.logs, Telemetry: s.telemetry}
-			out[id] = cs
+		var out []crashSession
+		for rec, s := range snap {
+			cs := crashSession{SessionID: rec.SessionID, EnvID: rec.EnvID, Episodes: map[string]crashEpisode{}, Logs: s.logs, Telemetry: s.telemetry}
+			out = append(out, cs)
 			for rid, e := range s.episodes {
 				ce := crashEpisode{Actions: e.actions}
 				if e.completed != nil {
@@ -170,12 +173,18 @@ func TestCrashRecovery(t *testing.T) {
 	if !errors.As(werr, &exit) || exit.ExitCode() != -1 {
 		t.Fatalf("child ended with %v before it was killed\nstderr:\n%s", werr, stderr.String())
 	}
-	var flushed map[string]crashSession
-	if err := json.Unmarshal([]byte(line), &flushed); err != nil {
+	var report []crashSession
+	if err := json.Unmarshal([]byte(line), &report); err != nil {
 		t.Fatalf("child report %q: %v", line, err)
 	}
-	if len(flushed) != len(crashConfigs()) {
-		t.Fatalf("child reported %d sessions, want %d", len(flushed), len(crashConfigs()))
+	flushed := map[hive.Recording]crashSession{}
+	sids := map[string]bool{}
+	for _, cs := range report {
+		flushed[hive.Recording{SessionID: cs.SessionID, EnvID: cs.EnvID}] = cs
+		sids[cs.SessionID] = true
+	}
+	if len(flushed) != len(crashConfigs()) || len(sids) != len(crashConfigs()) {
+		t.Fatalf("child reported %d recordings of %d sessions, want %d of %d", len(flushed), len(sids), len(crashConfigs()), len(crashConfigs()))
 	}
 
 	db := openDuck(t)
@@ -205,23 +214,27 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 
-	sessions := query(t, db, "SELECT session_id, status, steps_recorded, episodes_recorded FROM "+scan(tableGlob(root, "sessions")))
-	status := map[string]row{}
+	sessions := query(t, db, "SELECT session_id, env_id, status, steps_recorded, episodes_recorded FROM "+scan(tableGlob(root, "sessions")))
+	status := map[hive.Recording]row{}
 	for _, r := range sessions {
-		status[r["session_id"].(string)] = r
+		status[hive.Recording{SessionID: r["session_id"].(string), EnvID: r["env_id"].(string)}] = r
 	}
-	for _, id := range sortedKeys(flushed) {
-		cs := flushed[id]
-		t.Run(id, func(t *testing.T) {
-			s, ok := status[id]
+	if len(sessions) != len(flushed) {
+		t.Errorf("%d sessions rows after recovery, the child recorded %d recordings", len(sessions), len(flushed))
+	}
+	checkStepsFiles(t, db, root)
+	for _, rec := range sortedRecordings(flushed) {
+		cs := flushed[rec]
+		t.Run(rec.SessionID, func(t *testing.T) {
+			s, ok := status[rec]
 			if !ok {
-				t.Fatalf("no sessions row for the cut session")
+				t.Fatalf("no sessions row for the cut recording %s", rec)
 			}
 			checkEq(t, "session status", s["status"], "crashed")
 			rows := query(t, db, `SELECT e.episode_record_id, e.status, e.step_count, e.steps_recorded, s.n, s.lasts, s.firsts
-				FROM `+scan(sessionGlob(root, "episodes", id))+` e
+				FROM `+scan(recordingGlob(root, "episodes", rec))+` e
 				LEFT JOIN (SELECT episode_record_id, count(*) AS n, count(*) FILTER (is_last) AS lasts, count(*) FILTER (is_first) AS firsts
-				           FROM `+scan(sessionGlob(root, "steps", id))+` GROUP BY ALL) s USING (episode_record_id)`)
+				           FROM `+scan(recordingGlob(root, "steps", rec))+` GROUP BY ALL) s USING (episode_record_id)`)
 			got := map[string]row{}
 			var incomplete int
 			for _, r := range rows {
@@ -259,7 +272,7 @@ func TestCrashRecovery(t *testing.T) {
 				table   string
 				flushed int64
 			}{{"logs", cs.Logs}, {"telemetry", cs.Telemetry}} {
-				rows := query(t, db, "SELECT count(*) AS n FROM "+scan(sessionGlob(root, tb.table, id)))
+				rows := query(t, db, "SELECT count(*) AS n FROM "+scan(recordingGlob(root, tb.table, rec)))
 				if n := asInt64(t, rows[0]["n"]); n < tb.flushed {
 					t.Errorf("%s: %d rows, %d were flushed before the crash", tb.table, n, tb.flushed)
 				}

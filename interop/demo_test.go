@@ -36,11 +36,23 @@ func TestDemoQueries(t *testing.T) {
 	}
 	sessions, _ := strconv.Atoi(m[1])
 	completed, _ := strconv.Atoi(m[2])
-	episodeFiles, err := filepath.Glob(filepath.Join(root, "episodes", "*", "*", "*.parquet"))
-	if err != nil {
-		t.Fatal(err)
+	// One line per run: its session id and env id name its recording.
+	runs := map[[2]string]bool{}
+	for _, rm := range regexp.MustCompile(`(?m)^\s+session (\S+)\s+env (\S+)\s`).FindAllStringSubmatch(out, -1) {
+		runs[[2]string{rm[1], rm[2]}] = true
 	}
-
+	if len(runs) != sessions {
+		t.Fatalf("the demo listed %d distinct recordings, its summary says %d sessions:\n%s", len(runs), sessions, out)
+	}
+	// The episodes rows, counted by arrow-go file by file, independently
+	// of the queries under test (a file holds many episode rows).
+	var episodeRows int
+	for _, rel := range walkFiles(t, filepath.Join(root, "episodes")) {
+		if strings.HasSuffix(rel, ".parquet") {
+			_, rows, _ := readArrow(t, filepath.Join(root, "episodes", rel))
+			episodeRows += len(rows)
+		}
+	}
 	var queries []string
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
@@ -53,12 +65,17 @@ func TestDemoQueries(t *testing.T) {
 	}
 	db := openDuck(t)
 
-	// The episodes query: episodes per session and status.
+	// The episodes query: episodes per recording and status.
 	rows := query(t, db, queries[0])
-	seen := map[any]bool{}
+	seen := map[[2]string]bool{}
 	var total, done int64
 	for _, r := range rows {
-		seen[r["session_id"]] = true
+		sid, _ := r["session_id"].(string)
+		env, _ := r["env_id"].(string)
+		if !runs[[2]string{sid, env}] {
+			t.Errorf("episodes query: a row of session %v env %v, a run the demo did not list", r["session_id"], r["env_id"])
+		}
+		seen[[2]string{sid, env}] = true
 		n := r["episodes"].(int64)
 		total += n
 		switch r["status"] {
@@ -69,9 +86,9 @@ func TestDemoQueries(t *testing.T) {
 			t.Errorf("status %v", r["status"])
 		}
 	}
-	if len(seen) != sessions || done != int64(completed) || total != int64(len(episodeFiles)) {
-		t.Errorf("episodes query: %d sessions, %d completed, %d in all; the demo reported %d sessions and %d completed, and wrote %d episodes files",
-			len(seen), done, total, sessions, completed, len(episodeFiles))
+	if len(seen) != sessions || done != int64(completed) || total != int64(episodeRows) {
+		t.Errorf("episodes query: %d recordings, %d completed, %d in all; the demo reported %d sessions and %d completed, and wrote %d episodes rows",
+			len(seen), done, total, sessions, completed, episodeRows)
 	}
 
 	// The steps query: the first 10 steps of one session, with their
@@ -86,10 +103,14 @@ func TestDemoQueries(t *testing.T) {
 		}
 	}
 
+	checkStepsFiles(t, db, root)
+
 	// Every file the demo wrote is a finished one.
-	strays, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", ".*.tmp"))
-	if len(strays) > 0 {
-		t.Errorf("temp files left: %v", strays)
+	for _, rel := range walkFiles(t, root) {
+		name := filepath.Base(rel)
+		if !strings.HasPrefix(rel, "_rlrec"+string(filepath.Separator)) && (strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".parquet")) {
+			t.Errorf("a file other than a finished .parquet left: %s", rel)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "_rlrec", "log")); err != nil {
 		t.Errorf("the recorder's state directory: %v", err)

@@ -1,13 +1,18 @@
 package interop
 
 import (
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // openDuck opens an in-memory DuckDB database for one test.
@@ -82,9 +87,25 @@ func tableGlob(root, table string) string {
 	return filepath.Join(root, table, "**", "*.parquet")
 }
 
-// sessionGlob is the glob of one session's files of a table.
-func sessionGlob(root, table, sessionID string) string {
-	return filepath.Join(root, table, "session_id="+escape(sessionID), "**", "*.parquet")
+// recordingDir is the partition directory of one recording in a table,
+// ROOT/<table>/session_id=S/env_id=R, named with the project's encoding.
+func recordingDir(root, table string, rec hive.Recording) string {
+	return hive.RecordingPartition(table, rec).Dir(root)
+}
+
+// recordingGlob is the glob of one recording's files of a table.
+func recordingGlob(root, table string, rec hive.Recording) string {
+	return filepath.Join(recordingDir(root, table, rec), "**", "*.parquet")
+}
+
+// sortedRecordings returns the keys of m by session id, then env id.
+func sortedRecordings[V any](m map[hive.Recording]V) []hive.Recording {
+	keys := make([]hive.Recording, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	return keys
 }
 
 // escape percent-encodes a partition value as DESIGN.md specifies: every
@@ -105,6 +126,40 @@ func escape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// maxValueLen and hashDigits are the limits of a partition value's
+// directory form (DESIGN.md "Output layout", long ids).
+const (
+	maxValueLen = 200
+	hashDigits  = 16
+)
+
+// encodeValue is the directory form of a partition value, written from the
+// contract like escape: the escaped value, or when that is longer than
+// maxValueLen bytes its first bytes (cut before a %XX it would split), "~"
+// and the first hashDigits hex digits of the SHA-256 of the whole value.
+func encodeValue(s string) string {
+	e := escape(s)
+	if len(e) <= maxValueLen {
+		return e
+	}
+	cut := maxValueLen
+	for i := cut - 1; i >= cut-2; i-- {
+		if e[i] == '%' {
+			cut = i
+			break
+		}
+	}
+	sum := sha256.Sum256([]byte(s))
+	return e[:cut] + "~" + hex.EncodeToString(sum[:])[:hashDigits]
+}
+
+// scanValue is the value a dataset scan shows for partition value s: s
+// itself, or for a cut one the decoded cut name.
+func scanValue(t *testing.T, s string) string {
+	t.Helper()
+	return unescape(t, encodeValue(s))
 }
 
 // asInt64 converts a DuckDB integer result (or nil) for comparisons.

@@ -2,11 +2,13 @@ package interop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -14,9 +16,11 @@ import (
 // fixture is one ROOT holding every simulated session of fixtureConfigs,
 // recorded once and shared by the tests that only read it.
 type fixture struct {
-	root     string
-	sessions map[string]*sessionTally
-	configs  map[string]sim.Config
+	root string
+	// sessions and configs are keyed by recording: the config's session
+	// id and the env id the simulator minted for its run.
+	sessions map[hive.Recording]*sessionTally
+	configs  map[hive.Recording]sim.Config
 	err      error
 }
 
@@ -48,21 +52,34 @@ func fixtureConfigs() []sim.Config {
 }
 
 // record runs cfgs into a recorder on root through a tally and closes the
-// recorder; it returns what the simulator emitted.
-func record(ctx context.Context, root string, cfgs []sim.Config) (map[string]*sessionTally, error) {
+// recorder; it returns what the simulator emitted, by recording, and the
+// config of each recording.
+func record(ctx context.Context, root string, cfgs []sim.Config) (map[hive.Recording]*sessionTally, map[hive.Recording]sim.Config, error) {
 	rec, err := recorder.Open(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tl := newTally(rec)
-	_, runErr := sim.RunSessions(ctx, tl, cfgs)
+	sums, runErr := sim.RunSessions(ctx, tl, cfgs)
 	if err := rec.Close(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if runErr != nil {
-		return nil, runErr
+		return nil, nil, runErr
 	}
-	return tl.snapshot(), nil
+	snap := tl.snapshot()
+	byRec := make(map[hive.Recording]sim.Config, len(sums))
+	for i, sum := range sums {
+		r := hive.Recording{SessionID: sum.SessionID, EnvID: sum.EnvID}
+		if _, ok := snap[r]; !ok {
+			return nil, nil, fmt.Errorf("the simulator reported %s, but no event of it reached the recorder", r)
+		}
+		byRec[r] = cfgs[i]
+	}
+	if len(byRec) != len(snap) {
+		return nil, nil, fmt.Errorf("%d recordings handed over, the simulator ran %d", len(snap), len(byRec))
+	}
+	return snap, byRec, nil
 }
 
 // getFixture records the shared ROOT on first use.
@@ -75,12 +92,7 @@ func getFixture(t *testing.T) *fixture {
 			return
 		}
 		shared.root = dir
-		cfgs := fixtureConfigs()
-		shared.configs = make(map[string]sim.Config, len(cfgs))
-		for _, c := range cfgs {
-			shared.configs[c.SessionID] = c
-		}
-		shared.sessions, shared.err = record(context.Background(), dir, cfgs)
+		shared.sessions, shared.configs, shared.err = record(context.Background(), dir, fixtureConfigs())
 	})
 	if shared.err != nil {
 		t.Fatalf("record the shared fixture into %s: %v", shared.root, shared.err)
@@ -92,4 +104,19 @@ func cleanupFixture() {
 	if shared.root != "" {
 		os.RemoveAll(shared.root)
 	}
+}
+
+// recording returns the fixture's one recording of session id sid.
+func (fx *fixture) recording(t *testing.T, sid string) hive.Recording {
+	t.Helper()
+	var found []hive.Recording
+	for rec := range fx.sessions {
+		if rec.SessionID == sid {
+			found = append(found, rec)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("fixture has %d recordings of session %q, want 1", len(found), sid)
+	}
+	return found[0]
 }

@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,28 +12,37 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 	"github.com/rlrec/rlrec/sim"
 )
 
-// TestAwkwardIDs records sessions whose ids try to escape ROOT or need
-// escaping, and checks that DuckDB's hive partitioning gives back the exact
-// ids and that nothing was written outside ROOT.
+// TestAwkwardIDs records sessions whose ids try to escape ROOT, need
+// escaping or are too long for a directory name, and checks that every
+// path is encoded as DESIGN.md specifies, that DuckDB's hive partitioning
+// gives back the exact ids (or, for a cut one, the cut name, with the id in
+// the file metadata) and that nothing was written outside ROOT.
 func TestAwkwardIDs(t *testing.T) {
 	simIDs := []struct {
 		name string
 		id   string
+		env  string // "" lets the simulator mint a UUIDv7
 	}{
-		{"traversal, UTF-8, space, percent, equals, NUL", "s/../é %=x\x00"},
-		{"dot dot", ".."},
-		{"dot", "."},
-		{"already escaped", "%2E%2E%2Fetc"},
-		{"quotes and backslash", `a'b"c\d`},
-		{"leading slash", "/abs/path"},
+		{"traversal, UTF-8, space, percent, equals, NUL", "s/../é %=x\x00", ""},
+		{"dot dot", "..", ""},
+		{"dot", ".", ""},
+		{"already escaped", "%2E%2E%2Fetc", ""},
+		{"quotes and backslash", `a'b"c\d`, ""},
+		{"leading slash", "/abs/path", ""},
+		{"awkward env id", "plain-session", "../env/ü %=\x00"},
+		{"dot env id", "dot-env", "."},
+		{"245-byte session id", strings.Repeat("s", 245), ""},
+		{"42 e-acute session id, long env id", strings.Repeat("é", 42), strings.Repeat("r/", 120)},
 	}
 	handEpisode := "e/../ü %=\x00"
 	handSession := "hand/../built %=\x00"
+	handEnv := "hand/../env %=\x00"
 
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
@@ -44,81 +54,143 @@ func TestAwkwardIDs(t *testing.T) {
 	tl := newTally(rec)
 	var cfgs []sim.Config
 	for i, c := range simIDs {
-		cfgs = append(cfgs, sim.Config{
+		cfg := sim.Config{
 			SessionID: c.id, Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep,
 			MaxEpisodes: 2, MaxEpisodeSteps: 10, Seed: uint64(100 + i),
 			Clock: sim.StepClock(epoch, time.Millisecond),
-		})
+		}
+		if c.env != "" {
+			cfg.Route = events.RuntimeEnvContext{EnvID: c.env, EnvComponentID: "env/cartpole", ModelComponentID: "model/cartpole-policy"}
+		}
+		cfgs = append(cfgs, cfg)
 	}
-	if _, err := sim.RunSessions(ctx, tl, cfgs); err != nil {
+	sums, err := sim.RunSessions(ctx, tl, cfgs)
+	if err != nil {
 		t.Fatalf("run sessions: %v", err)
 	}
-	rewards := recordHandBuilt(t, ctx, tl, handSession, handEpisode)
+	rewards := recordHandBuilt(t, ctx, tl, handSession, handEnv, handEpisode)
 	if err := rec.Close(ctx); err != nil {
 		t.Fatalf("close: %v", err)
 	}
+	recs := make([]hive.Recording, len(sums))
+	for i, sum := range sums {
+		recs[i] = hive.Recording{SessionID: sum.SessionID, EnvID: sum.EnvID}
+		if simIDs[i].env != "" && sum.EnvID != simIDs[i].env {
+			t.Fatalf("%s: the simulator ran env id %q, the config set %q", simIDs[i].name, sum.EnvID, simIDs[i].env)
+		}
+	}
+	handRec := hive.Recording{SessionID: handSession, EnvID: handEnv}
 
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != 1 || entries[0].Name() != "root" {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		t.Fatalf("the recording's parent directory holds %v, want only root", names)
+		t.Fatalf("the recording's parent directory holds %v, want only root", dirNames(entries))
 	}
+	db := openDuck(t)
+	kv := kvMetadata(t, db, filepath.Join(root, "**", "*.parquet"))
+	var cut int
 	for _, rel := range walkFiles(t, root) {
 		parts := strings.Split(rel, string(filepath.Separator))
 		if parts[0] == "_rlrec" {
 			continue
 		}
-		// table/session_id=.../[episode_record_id=.../]part-N.parquet
-		if len(parts) < 3 || !strings.HasPrefix(parts[1], "session_id=") {
-			t.Errorf("file %s is not at table/session_id=S/...", rel)
+		// table/session_id=S/env_id=R/[episode_record_id=E/]part-N.parquet,
+		// each value the directory form of the one in the file's metadata.
+		keys := []string{"session_id", "env_id"}
+		if parts[0] == "steps" {
+			keys = append(keys, "episode_record_id")
 		}
-		for _, seg := range parts[1 : len(parts)-1] {
-			_, v, _ := strings.Cut(seg, "=")
-			if v != escape(unescape(t, v)) {
-				t.Errorf("%s: segment %q is not encoded as DESIGN.md specifies (%q)", rel, seg, escape(unescape(t, v)))
+		if len(parts) != len(keys)+2 {
+			t.Errorf("file %s is not at %s/%s=.../part-N.parquet", rel, parts[0], strings.Join(keys, "=.../"))
+			continue
+		}
+		m, ok := kv[filepath.Join(root, rel)]
+		if !ok {
+			t.Errorf("%s: parquet_kv_metadata did not list it", rel)
+			continue
+		}
+		for i, key := range keys {
+			seg := parts[i+1]
+			k, v, _ := strings.Cut(seg, "=")
+			if k != key {
+				t.Errorf("%s: segment %q, want %s=...", rel, seg, key)
+				continue
+			}
+			id, ok := m["rlrec."+key]
+			if !ok {
+				t.Errorf("%s: no rlrec.%s in the file metadata", rel, key)
+				continue
+			}
+			if v != encodeValue(id) {
+				t.Errorf("%s: segment %q, want %s=%s as DESIGN.md specifies for %q", rel, seg, key, encodeValue(id), id)
+			}
+			if len(seg) > 255 {
+				t.Errorf("%s: segment of %d bytes, over a file name's 255", rel, len(seg))
+			}
+			if len(v) > maxValueLen {
+				cut++
 			}
 		}
+	}
+	if cut == 0 {
+		t.Errorf("no cut partition value under ROOT; the long ids should give some")
 	}
 
-	db := openDuck(t)
-	sessions := map[string]bool{}
-	for _, r := range query(t, db, "SELECT session_id FROM "+scan(tableGlob(root, "sessions"))) {
-		sessions[r["session_id"].(string)] = true
+	type pair struct{ sid, env string }
+	seen := map[pair]bool{}
+	for _, r := range query(t, db, "SELECT session_id, env_id FROM "+scan(tableGlob(root, "sessions"))) {
+		seen[pair{r["session_id"].(string), r["env_id"].(string)}] = true
 	}
-	for _, c := range simIDs {
+	snap := tl.snapshot()
+	for i, c := range simIDs {
+		rec := recs[i]
 		t.Run(c.name, func(t *testing.T) {
-			if !sessions[c.id] {
-				t.Errorf("DuckDB did not return session_id %q; it returned %q", c.id, sortedKeys(sessions))
+			// The values a dataset scan shows: the ids, or their cut names.
+			sid, env := scanValue(t, rec.SessionID), scanValue(t, rec.EnvID)
+			if !seen[pair{sid, env}] {
+				t.Errorf("DuckDB did not return (session_id, env_id) (%q, %q); it returned %v", sid, env, seen)
 			}
-			s := tl.snapshot()[c.id]
+			s := snap[rec]
 			for _, table := range []string{"steps", "episodes", "logs", "telemetry", "sessions"} {
-				rows := query(t, db, "SELECT count(*) AS n FROM "+scan(tableGlob(root, table), "union_by_name=true")+" WHERE session_id = ?", c.id)
+				rows := query(t, db, "SELECT count(*) AS n FROM "+scan(tableGlob(root, table), "union_by_name=true")+" WHERE session_id = ? AND env_id = ?", sid, env)
 				if asInt64(t, rows[0]["n"]) == 0 {
-					t.Errorf("%s: no rows with session_id %q", table, c.id)
+					t.Errorf("%s: no rows with session_id %q and env_id %q", table, sid, env)
+				}
+				// The real ids are in every file's metadata, found by the
+				// project's encoding of the recording's directory.
+				files := kvMetadata(t, db, recordingGlob(root, table, rec))
+				if len(files) == 0 {
+					t.Errorf("%s: no files under %s", table, recordingDir(root, table, rec))
+				}
+				for f, m := range files {
+					checkEq(t, f+" rlrec.session_id", m["rlrec.session_id"], rec.SessionID)
+					checkEq(t, f+" rlrec.env_id", m["rlrec.env_id"], rec.EnvID)
 				}
 			}
-			rows := query(t, db, "SELECT episode_record_id FROM "+scan(tableGlob(root, "episodes"))+" WHERE session_id = ? ORDER BY episode_record_id", c.id)
+			rows := query(t, db, "SELECT episode_record_id FROM "+scan(tableGlob(root, "episodes"))+" WHERE session_id = ? AND env_id = ? ORDER BY episode_record_id", sid, env)
 			if len(rows) != len(s.order) {
 				t.Errorf("%d episodes rows, simulator started %d", len(rows), len(s.order))
+			}
+			for j, r := range rows {
+				if j < len(s.order) {
+					checkEq(t, fmt.Sprintf("episode_record_id %d", j), r["episode_record_id"], s.order[j])
+				}
 			}
 		})
 	}
 	t.Run("hand-built episode record id", func(t *testing.T) {
-		if !sessions[handSession] {
-			t.Errorf("DuckDB did not return session_id %q; it returned %q", handSession, sortedKeys(sessions))
+		if !seen[pair{handSession, handEnv}] {
+			t.Errorf("DuckDB did not return (session_id, env_id) (%q, %q); it returned %v", handSession, handEnv, seen)
 		}
 		for _, table := range []string{"steps", "episodes"} {
-			rows := query(t, db, "SELECT session_id, episode_record_id, count(*) AS n FROM "+scan(tableGlob(root, table), "union_by_name=true")+
+			rows := query(t, db, "SELECT session_id, env_id, episode_record_id, count(*) AS n FROM "+scan(tableGlob(root, table), "union_by_name=true")+
 				" WHERE session_id = ? GROUP BY ALL", handSession)
 			if len(rows) != 1 {
-				t.Fatalf("%s: %d (session, episode) groups for session %q, want 1: %v", table, len(rows), handSession, rows)
+				t.Fatalf("%s: %d (session, env, episode) groups for session %q, want 1: %v", table, len(rows), handSession, rows)
 			}
+			checkEq(t, table+" env_id", rows[0]["env_id"], handEnv)
 			checkEq(t, table+" episode_record_id", rows[0]["episode_record_id"], handEpisode)
 			want := int64(1)
 			if table == "steps" {
@@ -126,22 +198,24 @@ func TestAwkwardIDs(t *testing.T) {
 			}
 			checkEq(t, table+" rows", rows[0]["n"], want)
 		}
-		kv := kvMetadata(t, db, filepath.Join(root, "steps", "session_id="+escape(handSession), "*", "*.parquet"))
+		kv := kvMetadata(t, db, filepath.Join(hive.EpisodePartition("steps", handRec, handEpisode).Dir(root), "*.parquet"))
 		if len(kv) != 1 {
-			t.Fatalf("%d steps files for the hand-built session, want 1", len(kv))
+			t.Fatalf("%d steps files for the hand-built episode, want 1", len(kv))
 		}
 		for f, m := range kv {
 			checkEq(t, f+" rlrec.session_id", m["rlrec.session_id"], handSession)
+			checkEq(t, f+" rlrec.env_id", m["rlrec.env_id"], handEnv)
 			checkEq(t, f+" rlrec.episode_record_id", m["rlrec.episode_record_id"], handEpisode)
 		}
 	})
+	t.Run("steps_file", func(t *testing.T) { checkStepsFiles(t, db, root) })
 }
 
 // recordHandBuilt hands over one session of one single-lane episode with
-// the given ids, and returns the rewards of its steps.
-func recordHandBuilt(t *testing.T, ctx context.Context, h events.Hooks, sid, rid string) []float64 {
+// the given ids (session, env and episode record), and returns the rewards of its steps.
+func recordHandBuilt(t *testing.T, ctx context.Context, h events.Hooks, sid, envID, rid string) []float64 {
 	t.Helper()
-	route := events.RuntimeEnvContext{EnvID: "hand", EnvComponentID: "env-0", ModelComponentID: "model-0"}
+	route := events.RuntimeEnvContext{EnvID: envID, EnvComponentID: "env-0", ModelComponentID: "model-0"}
 	obsSpec := &spacesv1.SpaceSpec{Shape: []int64{2}, Dtype: spacesv1.DataType_DATA_TYPE_FLOAT32,
 		Spec: &spacesv1.SpaceSpec_Box{Box: &spacesv1.BoxSpec{Bounds: &spacesv1.BoxSpec_Unbounded{Unbounded: true}}}}
 	actSpec := &spacesv1.SpaceSpec{Dtype: spacesv1.DataType_DATA_TYPE_INT64,

@@ -8,15 +8,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // TestTableRowCounts reads every table of the shared ROOT with one DuckDB
-// glob each and compares the row counts with what the simulator emitted.
+// glob each and compares the row counts with what the simulator emitted,
+// and the recordings the path columns name with the ones it ran.
 func TestTableRowCounts(t *testing.T) {
 	fx := getFixture(t)
 	db := openDuck(t)
 	var episodes, steps, logs, telemetry int64
-	for _, s := range fx.sessions {
+	sessionIDs := map[string]bool{}
+	for rec, s := range fx.sessions {
+		sessionIDs[rec.SessionID] = true
 		episodes += int64(len(s.episodes))
 		logs += s.logs
 		telemetry += s.telemetry
@@ -40,12 +45,22 @@ func TestTableRowCounts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rows := query(t, db, "SELECT count(*) AS n, count(DISTINCT session_id) AS sessions FROM "+scan(tableGlob(fx.root, tc.table), tc.extra...))
+			rows := query(t, db, "SELECT count(*) AS n, count(DISTINCT session_id) AS sessions, count(DISTINCT (session_id, env_id)) AS recordings FROM "+
+				scan(tableGlob(fx.root, tc.table), tc.extra...))
 			if got := asInt64(t, rows[0]["n"]); got != tc.want {
 				t.Errorf("%s: %d rows, simulator emitted %d", tc.table, got, tc.want)
 			}
-			if got := asInt64(t, rows[0]["sessions"]); got != int64(len(fx.sessions)) {
-				t.Errorf("%s: %d distinct session_id values, want %d", tc.table, got, len(fx.sessions))
+			if got := asInt64(t, rows[0]["sessions"]); got != int64(len(sessionIDs)) {
+				t.Errorf("%s: %d distinct session_id values, want %d", tc.table, got, len(sessionIDs))
+			}
+			if got := asInt64(t, rows[0]["recordings"]); got != int64(len(fx.sessions)) {
+				t.Errorf("%s: %d distinct (session_id, env_id) pairs, want %d", tc.table, got, len(fx.sessions))
+			}
+			for _, r := range query(t, db, "SELECT DISTINCT session_id, env_id FROM "+scan(tableGlob(fx.root, tc.table), tc.extra...)) {
+				rec := hive.Recording{SessionID: r["session_id"].(string), EnvID: r["env_id"].(string)}
+				if fx.sessions[rec] == nil {
+					t.Errorf("%s: rows of %s, a recording the simulator did not run", tc.table, rec)
+				}
 			}
 		})
 	}
@@ -56,23 +71,31 @@ func TestSessionsTable(t *testing.T) {
 	fx := getFixture(t)
 	db := openDuck(t)
 	rows := query(t, db, "SELECT * FROM "+scan(tableGlob(fx.root, "sessions")))
-	byID := make(map[string]row, len(rows))
+	byRec := make(map[hive.Recording]row, len(rows))
 	for _, r := range rows {
-		byID[r["session_id"].(string)] = r
+		rec := hive.Recording{SessionID: r["session_id"].(string), EnvID: r["env_id"].(string)}
+		if _, dup := byRec[rec]; dup {
+			t.Errorf("%s has more than one sessions row", rec)
+		}
+		byRec[rec] = r
 	}
-	for _, id := range sortedKeys(fx.sessions) {
-		s := fx.sessions[id]
+	if len(rows) != len(fx.sessions) {
+		t.Errorf("%d sessions rows, the simulator ran %d recordings", len(rows), len(fx.sessions))
+	}
+	for _, rec := range sortedRecordings(fx.sessions) {
+		s := fx.sessions[rec]
+		id := rec.SessionID
 		t.Run(id, func(t *testing.T) {
-			r, ok := byID[id]
+			r, ok := byRec[rec]
 			if !ok {
-				t.Fatalf("no sessions row for %q (rows for %v)", id, sortedKeys(byID))
+				t.Fatalf("no sessions row for %s (rows for %v)", rec, sortedRecordings(byRec))
 			}
 			var steps, dropped int64 = 0, s.dropped
 			for _, e := range s.episodes {
 				steps += e.actions
 			}
 			checkEq(t, "status", r["status"], s.status)
-			checkEq(t, "env_id", r["env_id"], s.route.EnvID)
+			checkEq(t, "env_id (from the path)", r["env_id"], s.route.EnvID)
 			checkEq(t, "env_component_id", r["env_component_id"], s.route.EnvComponentID)
 			checkEq(t, "model_component_id", r["model_component_id"], s.route.ModelComponentID)
 			checkEq(t, "episodes_recorded", r["episodes_recorded"], int64(len(s.episodes)))
@@ -112,21 +135,21 @@ func TestEpisodesTable(t *testing.T) {
 	fx := getFixture(t)
 	db := openDuck(t)
 	rows := query(t, db, "SELECT * FROM "+scan(tableGlob(fx.root, "episodes")))
-	byKey := make(map[string]row, len(rows))
+	byKey := make(map[episodeKey]row, len(rows))
 	for _, r := range rows {
-		k := r["session_id"].(string) + "/" + r["episode_record_id"].(string)
+		k := episodeKeyOf(r)
 		if _, dup := byKey[k]; dup {
 			t.Errorf("episode %s has more than one row", k)
 		}
 		byKey[k] = r
 	}
-	for _, id := range sortedKeys(fx.sessions) {
-		s := fx.sessions[id]
-		t.Run(id, func(t *testing.T) {
+	for _, rec := range sortedRecordings(fx.sessions) {
+		s := fx.sessions[rec]
+		t.Run(rec.SessionID, func(t *testing.T) {
 			var completed, incomplete int
 			for _, rid := range s.order {
 				e := s.episodes[rid]
-				r, ok := byKey[id+"/"+rid]
+				r, ok := byKey[episodeKey{rec, rid}]
 				if !ok {
 					t.Errorf("episode %s: no episodes row", rid)
 					continue
@@ -135,9 +158,16 @@ func TestEpisodesTable(t *testing.T) {
 				checkEq(t, ctx+" episode_id", r["episode_id"], e.episodeID)
 				checkEq(t, ctx+" episode_index", r["episode_index"], e.index)
 				checkEq(t, ctx+" env_index", r["env_index"], e.envIndex)
-				checkEq(t, ctx+" env_id", r["env_id"], s.route.EnvID)
+				checkEq(t, ctx+" env_id (from the path)", r["env_id"], s.route.EnvID)
+				checkEq(t, ctx+" env_component_id", r["env_component_id"], s.route.EnvComponentID)
+				checkEq(t, ctx+" model_component_id", r["model_component_id"], s.route.ModelComponentID)
 				checkEq(t, ctx+" started_from_auto_reset", r["started_from_auto_reset"], e.autoReset)
 				checkEq(t, ctx+" steps_recorded", r["steps_recorded"], e.actions)
+				if e.actions > 0 {
+					checkEq(t, ctx+" steps_file", r["steps_file"], hive.EpisodePartition("steps", rec, rid).File(0))
+				} else {
+					checkEq(t, ctx+" steps_file of an episode without steps", r["steps_file"], nil)
+				}
 				checkFloat(t, ctx+" reward_sum", r["reward_sum"], e.rewardSum)
 				if c := e.completed; c != nil {
 					completed++
@@ -175,7 +205,7 @@ func TestEpisodesTable(t *testing.T) {
 			}
 			var n int
 			for k := range byKey {
-				if strings.HasPrefix(k, id+"/") {
+				if k.rec == rec {
 					n++
 				}
 			}
@@ -192,16 +222,18 @@ func TestEpisodesTable(t *testing.T) {
 func TestStepsPerSession(t *testing.T) {
 	fx := getFixture(t)
 	db := openDuck(t)
-	episodes := query(t, db, "SELECT session_id, episode_record_id, status, terminated, truncated FROM "+scan(tableGlob(fx.root, "episodes")))
-	epRow := make(map[string]row, len(episodes))
+	episodes := query(t, db, "SELECT session_id, env_id, episode_record_id, status, terminated, truncated FROM "+scan(tableGlob(fx.root, "episodes")))
+	epRow := make(map[episodeKey]row, len(episodes))
 	for _, r := range episodes {
-		epRow[r["session_id"].(string)+"/"+r["episode_record_id"].(string)] = r
+		epRow[episodeKeyOf(r)] = r
 	}
-	for _, id := range sortedKeys(fx.sessions) {
-		s := fx.sessions[id]
+	for _, rec := range sortedRecordings(fx.sessions) {
+		s := fx.sessions[rec]
+		id := rec.SessionID
 		t.Run(id, func(t *testing.T) {
-			src := scan(sessionGlob(fx.root, "steps", id))
-			aggs := query(t, db, `SELECT episode_record_id, any_value(session_id) AS sid, count(*) AS n, sum(reward) AS rewards,
+			src := scan(recordingGlob(fx.root, "steps", rec))
+			aggs := query(t, db, `SELECT episode_record_id, any_value(session_id) AS sid, count(DISTINCT session_id) AS sids,
+				any_value(env_id) AS eid, count(DISTINCT env_id) AS eids, count(*) AS n, sum(reward) AS rewards,
 				count(*) FILTER (is_first) AS firsts, count(*) FILTER (is_first AND step = 0) AS first_at_0,
 				count(*) FILTER (is_last) AS lasts, min(step) AS lo, max(step) AS hi, count(DISTINCT step) AS distinct_steps,
 				arg_max(is_last, step) AS last_is_last, arg_max(terminated, step) AS last_terminated, arg_max(truncated, step) AS last_truncated,
@@ -214,6 +246,9 @@ func TestStepsPerSession(t *testing.T) {
 				seen[rid] = true
 				ctx := "episode " + rid
 				checkEq(t, ctx+" session_id", a["sid"], id)
+				checkEq(t, ctx+" distinct session_id", a["sids"], int64(1))
+				checkEq(t, ctx+" env_id", a["eid"], rec.EnvID)
+				checkEq(t, ctx+" distinct env_id", a["eids"], int64(1))
 				e := s.episodes[rid]
 				if e == nil {
 					t.Errorf("%s: steps rows for an episode the simulator never started", ctx)
@@ -230,7 +265,7 @@ func TestStepsPerSession(t *testing.T) {
 				checkEq(t, ctx+" max(step)", a["hi"], n-1)
 				checkEq(t, ctx+" distinct steps", a["distinct_steps"], n)
 				checkEq(t, ctx+" terminated/truncated rows before the last", a["flags_before_last"], int64(0))
-				ep := epRow[id+"/"+rid]
+				ep := epRow[episodeKey{rec, rid}]
 				if ep == nil {
 					t.Errorf("%s: steps rows but no episodes row", ctx)
 					continue
@@ -263,34 +298,44 @@ func TestStepsPerSession(t *testing.T) {
 func TestStepsUnionByName(t *testing.T) {
 	fx := getFixture(t)
 	db := openDuck(t)
-	byEnv := map[string][]string{}
-	for _, id := range sortedKeys(fx.sessions) {
-		env := fx.configs[id].Env
-		byEnv[env] = append(byEnv[env], id)
+	byEnv := map[string][]hive.Recording{}
+	for _, rec := range sortedRecordings(fx.sessions) {
+		env := fx.configs[rec].Env
+		byEnv[env] = append(byEnv[env], rec)
 	}
 	for _, env := range sortedKeys(byEnv) {
-		ids := byEnv[env]
+		recs := byEnv[env]
 		t.Run(env, func(t *testing.T) {
-			if len(ids) < 2 {
-				t.Fatalf("fixture has %d sessions of %s, want >= 2", len(ids), env)
+			if len(recs) < 2 {
+				t.Fatalf("fixture has %d sessions of %s, want >= 2", len(recs), env)
 			}
 			var globs []string
 			var want int64
-			for _, id := range ids {
-				globs = append(globs, lit(sessionGlob(fx.root, "steps", id)))
-				for _, e := range fx.sessions[id].episodes {
+			for _, rec := range recs {
+				globs = append(globs, lit(recordingGlob(fx.root, "steps", rec)))
+				for _, e := range fx.sessions[rec].episodes {
 					want += e.actions
 				}
 			}
 			src := "read_parquet([" + strings.Join(globs, ", ") + "], hive_partitioning=true, union_by_name=true)"
-			rows := query(t, db, "SELECT session_id, count(*) AS n, count(*) FILTER (action_blob IS NULL) AS no_action FROM "+src+" GROUP BY session_id")
+			rows := query(t, db, "SELECT session_id, env_id, count(*) AS n, count(*) FILTER (action_blob IS NULL) AS no_action FROM "+src+" GROUP BY ALL")
 			var got int64
 			for _, r := range rows {
+				rec := hive.Recording{SessionID: r["session_id"].(string), EnvID: r["env_id"].(string)}
+				if s := fx.sessions[rec]; s == nil || fx.configs[rec].Env != env {
+					t.Errorf("rows of %s, not a recording of %s", rec, env)
+				} else {
+					var n int64
+					for _, e := range s.episodes {
+						n += e.actions
+					}
+					checkEq(t, fmt.Sprint(rec, " rows"), r["n"], n)
+				}
 				got += asInt64(t, r["n"])
-				checkEq(t, fmt.Sprint(r["session_id"], " rows without action_blob"), r["no_action"], int64(0))
+				checkEq(t, fmt.Sprint(rec, " rows without action_blob"), r["no_action"], int64(0))
 			}
-			if got != want || len(rows) != len(ids) {
-				t.Errorf("union_by_name over %v: %d rows in %d sessions, want %d rows in %d", ids, got, len(rows), want, len(ids))
+			if got != want || len(rows) != len(recs) {
+				t.Errorf("union_by_name over %v: %d rows in %d recordings, want %d rows in %d", recs, got, len(rows), want, len(recs))
 			}
 			// Every session of one env has the same columns, so a plain
 			// (positional) scan works too.
@@ -298,6 +343,24 @@ func TestStepsUnionByName(t *testing.T) {
 			n := query(t, db, "SELECT count(*) AS n FROM "+plain)
 			checkEq(t, "rows without union_by_name", n[0]["n"], want)
 		})
+	}
+}
+
+// episodeKey names one episode of a ROOT: its recording and episode
+// record id.
+type episodeKey struct {
+	rec hive.Recording
+	rid string
+}
+
+func (k episodeKey) String() string { return fmt.Sprintf("%s episode %q", k.rec, k.rid) }
+
+// episodeKeyOf is the key of a DuckDB row with session_id, env_id and
+// episode_record_id columns.
+func episodeKeyOf(r row) episodeKey {
+	return episodeKey{
+		rec: hive.Recording{SessionID: r["session_id"].(string), EnvID: r["env_id"].(string)},
+		rid: r["episode_record_id"].(string),
 	}
 }
 

@@ -5,23 +5,26 @@ import (
 	"sync"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // tally forwards every event to the recorder it wraps and keeps its own
 // account of what the runtime emitted, so the output can be checked against
 // what was handed over rather than against the recorder's own counters. An
 // event is counted after the recorder's hook returned, so a snapshot taken
-// before a Flush covers only events that Flush makes durable.
+// before a Flush covers only events that Flush makes durable. It keys what
+// it counts by recording, (session_id, env_id) as every event names it, so
+// that runs sharing a session id are counted apart.
 type tally struct {
 	next events.Hooks
 
 	mu       sync.Mutex
-	sessions map[string]*sessionTally
+	sessions map[hive.Recording]*sessionTally
 }
 
+// sessionTally is what was handed over for one recording.
 type sessionTally struct {
-	id       string
-	env      string
+	rec      hive.Recording
 	route    events.RuntimeEnvContext
 	status   string // "open", "ended" or "failed"
 	reason   string
@@ -55,25 +58,27 @@ type episodeTally struct {
 }
 
 func newTally(next events.Hooks) *tally {
-	return &tally{next: next, sessions: make(map[string]*sessionTally)}
+	return &tally{next: next, sessions: make(map[hive.Recording]*sessionTally)}
 }
 
-func (t *tally) session(id string) *sessionTally {
-	s := t.sessions[id]
+// session returns the tally of the recording an event names.
+func (t *tally) session(sid string, route events.RuntimeEnvContext) *sessionTally {
+	rec := hive.Recording{SessionID: sid, EnvID: route.EnvID}
+	s := t.sessions[rec]
 	if s == nil {
-		s = &sessionTally{id: id, status: "open", episodes: make(map[string]*episodeTally)}
-		t.sessions[id] = s
+		s = &sessionTally{rec: rec, route: route, status: "open", episodes: make(map[string]*episodeTally)}
+		t.sessions[rec] = s
 	}
 	return s
 }
 
 // snapshot returns a deep enough copy of the tally to compare against
 // while the recording goes on.
-func (t *tally) snapshot() map[string]*sessionTally {
+func (t *tally) snapshot() map[hive.Recording]*sessionTally {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]*sessionTally, len(t.sessions))
-	for id, s := range t.sessions {
+	out := make(map[hive.Recording]*sessionTally, len(t.sessions))
+	for rec, s := range t.sessions {
 		c := *s
 		c.episodes = make(map[string]*episodeTally, len(s.episodes))
 		for rid, e := range s.episodes {
@@ -82,7 +87,7 @@ func (t *tally) snapshot() map[string]*sessionTally {
 		}
 		c.order = append([]string(nil), s.order...)
 		c.lastAction = nil
-		out[id] = &c
+		out[rec] = &c
 	}
 	return out
 }
@@ -98,8 +103,8 @@ func (t *tally) OnModelConnected(ctx context.Context, ev *events.ModelConnected)
 func (t *tally) OnSessionStarted(ctx context.Context, ev *events.SessionStarted) error {
 	err := t.next.OnSessionStarted(ctx, ev)
 	t.mu.Lock()
-	s := t.session(ev.SessionID)
-	s.env, s.route = ev.EnvID, ev.Route
+	s := t.session(ev.SessionID, ev.Route)
+	s.route = ev.Route
 	t.mu.Unlock()
 	return err
 }
@@ -107,7 +112,7 @@ func (t *tally) OnSessionStarted(ctx context.Context, ev *events.SessionStarted)
 func (t *tally) OnSessionEnded(ctx context.Context, ev *events.SessionEnded) error {
 	err := t.next.OnSessionEnded(ctx, ev)
 	t.mu.Lock()
-	s := t.session(ev.SessionID)
+	s := t.session(ev.SessionID, ev.Route)
 	s.status, s.reason = "ended", ev.Reason
 	c := *ev
 	s.ended = &c
@@ -118,7 +123,7 @@ func (t *tally) OnSessionEnded(ctx context.Context, ev *events.SessionEnded) err
 func (t *tally) OnSessionFailed(ctx context.Context, ev *events.SessionFailed) error {
 	err := t.next.OnSessionFailed(ctx, ev)
 	t.mu.Lock()
-	s := t.session(ev.SessionID)
+	s := t.session(ev.SessionID, ev.Route)
 	s.status, s.reason = "failed", ev.Reason
 	if s.pending {
 		s.unanswered++
@@ -131,7 +136,7 @@ func (t *tally) OnSessionFailed(ctx context.Context, ev *events.SessionFailed) e
 func (t *tally) OnLog(ctx context.Context, ev *events.Log) error {
 	err := t.next.OnLog(ctx, ev)
 	t.mu.Lock()
-	t.session(ev.SessionID).logs++
+	t.session(ev.SessionID, ev.Route).logs++
 	t.mu.Unlock()
 	return err
 }
@@ -139,7 +144,7 @@ func (t *tally) OnLog(ctx context.Context, ev *events.Log) error {
 func (t *tally) OnEpisodeStarted(ctx context.Context, ev *events.EpisodeStarted) error {
 	err := t.next.OnEpisodeStarted(ctx, ev)
 	t.mu.Lock()
-	s := t.session(ev.SessionID)
+	s := t.session(ev.SessionID, ev.Route)
 	s.episodes[ev.EpisodeRecordID] = &episodeTally{
 		recordID: ev.EpisodeRecordID, episodeID: ev.EpisodeID, index: ev.EpisodeIndex,
 		envIndex: ev.EnvIndex, autoReset: ev.StartedFromAutoReset,
@@ -152,7 +157,7 @@ func (t *tally) OnEpisodeStarted(ctx context.Context, ev *events.EpisodeStarted)
 func (t *tally) OnEpisodeCompleted(ctx context.Context, ev *events.EpisodeCompleted) error {
 	err := t.next.OnEpisodeCompleted(ctx, ev)
 	t.mu.Lock()
-	if e := t.session(ev.SessionID).episodes[ev.EpisodeRecordID]; e != nil {
+	if e := t.session(ev.SessionID, ev.Route).episodes[ev.EpisodeRecordID]; e != nil {
 		c := *ev
 		e.finalInfo = ev.FinalInfo != nil
 		c.FinalInfo = nil
@@ -165,7 +170,7 @@ func (t *tally) OnEpisodeCompleted(ctx context.Context, ev *events.EpisodeComple
 func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived) error {
 	err := t.next.OnActionReceived(ctx, ev)
 	t.mu.Lock()
-	s := t.session(ev.SessionID)
+	s := t.session(ev.SessionID, ev.Route)
 	s.lastAction = append(s.lastAction[:0], ev.EpisodeRecordIDs...)
 	s.pending = true
 	for i, rid := range ev.EpisodeRecordIDs {
@@ -186,7 +191,7 @@ func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived)
 func (t *tally) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) error {
 	err := t.next.OnStepCompleted(ctx, ev)
 	t.mu.Lock()
-	s := t.session(ev.SessionID)
+	s := t.session(ev.SessionID, ev.Route)
 	s.pending = false
 	for i, r := range ev.Rewards {
 		if i < len(s.lastAction) {
@@ -202,7 +207,7 @@ func (t *tally) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) e
 func (t *tally) OnObservationEmitted(ctx context.Context, ev *events.ObservationEmitted) error {
 	err := t.next.OnObservationEmitted(ctx, ev)
 	t.mu.Lock()
-	s := t.session(ev.SessionID)
+	s := t.session(ev.SessionID, ev.Route)
 	for _, rid := range ev.EpisodeRecordIDs {
 		if e := s.episodes[rid]; e != nil && e.completed != nil {
 			e.finalObsSeen = true
@@ -215,7 +220,7 @@ func (t *tally) OnObservationEmitted(ctx context.Context, ev *events.Observation
 func (t *tally) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySnapshot) error {
 	err := t.next.OnTelemetrySnapshot(ctx, ev)
 	t.mu.Lock()
-	t.session(ev.SessionID).telemetry += int64(len(ev.Snapshot.Rows))
+	t.session(ev.SessionID, ev.Route).telemetry += int64(len(ev.Snapshot.Rows))
 	t.mu.Unlock()
 	return err
 }

@@ -6,11 +6,14 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -168,9 +171,9 @@ func sameScalar(got, want any) bool {
 func TestTypedColumnsEqualBlobs(t *testing.T) {
 	fx := getFixture(t)
 	db := openDuck(t)
-	for _, id := range sortedKeys(fx.sessions) {
-		t.Run(id, func(t *testing.T) {
-			glob := sessionGlob(fx.root, "steps", id)
+	for _, rec := range sortedRecordings(fx.sessions) {
+		t.Run(rec.SessionID, func(t *testing.T) {
+			glob := recordingGlob(fx.root, "steps", rec)
 			kv := kvMetadata(t, db, glob)
 			if len(kv) == 0 {
 				t.Fatalf("no steps files under %s", glob)
@@ -194,7 +197,7 @@ func TestTypedColumnsEqualBlobs(t *testing.T) {
 				"episode_id": "VARCHAR", "episode_index": "BIGINT", "env_index": "INTEGER", "step": "BIGINT",
 				"session_step": "BIGINT", "observation_blob": "BLOB", "action_blob": "BLOB", "reward": "DOUBLE",
 				"is_first": "BOOLEAN", "is_last": "BOOLEAN", "terminated": "BOOLEAN", "truncated": "BOOLEAN",
-				"recorded_at": "TIMESTAMP WITH TIME ZONE", "session_id": "VARCHAR", "episode_record_id": "VARCHAR",
+				"recorded_at": "TIMESTAMP WITH TIME ZONE", "session_id": "VARCHAR", "env_id": "VARCHAR", "episode_record_id": "VARCHAR",
 			}
 			for _, side := range []struct {
 				prefix string
@@ -275,13 +278,15 @@ func short(v any) string {
 }
 
 // TestFileMetadata checks the key-value metadata of every file under ROOT
-// against its path (DESIGN.md "Output layout"), that no partition column is
-// stored inside a file, and that a clean Close left no temporary files.
+// against its path (DESIGN.md "Output layout"), the shape of every path,
+// that no partition column is stored inside a file, and that a clean Close
+// left no temporary files.
 func TestFileMetadata(t *testing.T) {
 	fx := getFixture(t)
 	db := openDuck(t)
 	files := walkFiles(t, fx.root)
 	kv := kvMetadata(t, db, filepath.Join(fx.root, "**", "*.parquet"))
+	partFile := regexp.MustCompile(`^part-[0-9]{5}\.parquet$`)
 	var parquetFiles int
 	for _, rel := range files {
 		parts := strings.Split(rel, string(filepath.Separator))
@@ -298,33 +303,52 @@ func TestFileMetadata(t *testing.T) {
 			if !ok {
 				t.Fatalf("parquet_kv_metadata did not list %s", rel)
 			}
+			if !partFile.MatchString(parts[len(parts)-1]) {
+				t.Errorf("file name %q is not part-NNNNN.parquet", parts[len(parts)-1])
+			}
 			table := parts[0]
+			var keys []string
 			part := map[string]string{}
 			for _, seg := range parts[1 : len(parts)-1] {
 				k, v, ok := strings.Cut(seg, "=")
 				if !ok {
 					t.Fatalf("path segment %q is not key=value", seg)
 				}
+				keys = append(keys, k)
 				part[k] = unescape(t, v)
 			}
-			checkEq(t, "rlrec.schema_version", m["rlrec.schema_version"], "1")
+			checkEq(t, "rlrec.schema_version", m["rlrec.schema_version"], "2")
+			checkEq(t, "rlrec.layout", m["rlrec.layout"], "episode")
 			checkEq(t, "rlrec.session_id vs the path", m["rlrec.session_id"], part["session_id"])
+			checkEq(t, "rlrec.env_id vs the path", m["rlrec.env_id"], part["env_id"])
+			rec := hive.Recording{SessionID: m["rlrec.session_id"], EnvID: m["rlrec.env_id"]}
+			s := fx.sessions[rec]
+			if s == nil {
+				t.Errorf("file of %s, a recording the simulator did not run", rec)
+			}
+			want := []string{"session_id", "env_id"}
 			switch table {
-			case "steps", "episodes":
+			case "steps":
+				want = append(want, "episode_record_id")
 				checkEq(t, "rlrec.episode_record_id vs the path", m["rlrec.episode_record_id"], part["episode_record_id"])
-				specsOf(t, rel, m)
-				if len(part) != 2 {
-					t.Errorf("partitions %v, want session_id and episode_record_id", part)
+				if s != nil && s.episodes[part["episode_record_id"]] == nil {
+					t.Errorf("steps file of episode %q, which the simulator never started", part["episode_record_id"])
 				}
+				specsOf(t, rel, m)
+			case "episodes":
+				if v, ok := m["rlrec.episode_record_id"]; ok {
+					t.Errorf("rlrec.episode_record_id = %q on an episodes file, which holds many episodes", v)
+				}
+				specsOf(t, rel, m)
 			case "sessions", "logs", "telemetry":
 				if v, ok := m["rlrec.episode_record_id"]; ok {
 					t.Errorf("rlrec.episode_record_id = %q on a %s file", v, table)
 				}
-				if len(part) != 1 {
-					t.Errorf("partitions %v, want session_id only", part)
-				}
 			default:
 				t.Errorf("file in unknown table directory %q", table)
+			}
+			if !slices.Equal(keys, want) {
+				t.Errorf("partitions %v, want %v", keys, want)
 			}
 		})
 	}
@@ -332,9 +356,34 @@ func TestFileMetadata(t *testing.T) {
 		t.Errorf("%d .parquet files on disk, DuckDB's glob found %d", parquetFiles, len(kv))
 	}
 	t.Run("no partition column inside a file", func(t *testing.T) {
-		rows := query(t, db, "SELECT file_name, name FROM parquet_schema("+lit(filepath.Join(fx.root, "**", "*.parquet"))+") WHERE name IN ('session_id', 'episode_record_id')")
+		rows := query(t, db, "SELECT file_name, name FROM parquet_schema("+lit(filepath.Join(fx.root, "**", "*.parquet"))+") WHERE name IN ('session_id', 'env_id', 'episode_record_id')")
 		for _, r := range rows {
-			t.Errorf("%s stores partition column %s", r["file_name"], r["name"])
+			f := r["file_name"].(string)
+			if r["name"] == "episode_record_id" && strings.HasPrefix(f, filepath.Join(fx.root, "episodes")+string(filepath.Separator)) {
+				continue // a column of the episodes table, not a partition of it
+			}
+			t.Errorf("%s stores partition column %s", f, r["name"])
+		}
+	})
+	t.Run("episodes columns", func(t *testing.T) {
+		// episode_record_id is the episodes table's first column, steps_file
+		// its last, in every file.
+		var n int
+		for _, rel := range files {
+			if !strings.HasPrefix(rel, "episodes"+string(filepath.Separator)) {
+				continue
+			}
+			n++
+			var cols []string
+			for _, r := range query(t, db, "DESCRIBE SELECT * FROM read_parquet("+lit(filepath.Join(fx.root, rel))+", hive_partitioning=false)") {
+				cols = append(cols, r["column_name"].(string))
+			}
+			if len(cols) < 2 || cols[0] != "episode_record_id" || cols[len(cols)-1] != "steps_file" {
+				t.Errorf("%s: columns %v, want episode_record_id first and steps_file last", rel, cols)
+			}
+		}
+		if n == 0 {
+			t.Fatalf("no episodes files")
 		}
 	})
 }
