@@ -19,6 +19,9 @@ var (
 	// errNotFinished is returned by CommitParts for a part that is not
 	// finished (see Part.Finish) or already committed or aborted.
 	errNotFinished = errors.New("parquetout: part not finished, or already committed or aborted")
+	// ErrExists is returned when a part file would take the name of a
+	// published file: creation and publishing refuse to replace one.
+	ErrExists = errors.New("parquetout: a published file has that name")
 	// ErrCodec is returned for an unknown compression name in a Config.
 	ErrCodec = errors.New("parquetout: unknown compression codec")
 )

@@ -73,6 +73,7 @@ type Part struct {
 	// only be committed with a file-system sync (CommitParts).
 	group    bool
 	finished bool // closed by Finish, not yet renamed
+	synced   bool // made durable under its temp name by SyncParts
 	done     bool
 }
 
@@ -110,6 +111,10 @@ func createPart(fsys vfs.FS, dir string, n int, group bool) (*Part, error) {
 		if n, err = NextPart(fsys, dir); err != nil {
 			return nil, err
 		}
+	}
+	final := filepath.Join(dir, hive.PartName(n))
+	if _, err := fsys.Stat(final); err == nil {
+		return nil, fmt.Errorf("parquetout: create %s: %w", final, ErrExists)
 	}
 	var err error
 	p := &Part{
@@ -202,9 +207,9 @@ func (p *Part) Commit() error {
 		p.fsys.Remove(p.tmp)
 		return fmt.Errorf("parquetout: close %s: %w", p.tmp, err)
 	}
-	if err := p.fsys.Rename(p.tmp, p.final); err != nil {
+	if err := renameNoReplace(p.fsys, p.tmp, p.final); err != nil {
 		p.fsys.Remove(p.tmp)
-		return fmt.Errorf("parquetout: rename %s to %s: %w", p.tmp, filepath.Base(p.final), err)
+		return err
 	}
 	if err := p.fsys.SyncDir(p.dir); err != nil {
 		return fmt.Errorf("parquetout: sync directory %s after committing %s: %w", p.dir, filepath.Base(p.final), err)
@@ -228,27 +233,26 @@ func (p *Part) Finish() error {
 }
 
 // CommitParts makes a group of finished parts (see Finish) durable under
-// their final names with two file-system syncs for the whole group, where
-// Commit takes a file sync and a directory sync per part: it syncs the file
-// system holding syncRoot (every part's data, and every directory entry
-// created for them, become durable), renames every part to its final name,
-// and syncs the file system again (the renames become durable). It is
-// equivalent to Commit of each part, so a crash at any point leaves each
-// part either under its temp name or complete under its final name.
-//
-// Every part must be on the file system of syncRoot. On error, the parts
-// not yet renamed are aborted (their temp files removed, best effort), and
-// those renamed are complete under their final names but, if the second
-// sync failed, their names may not be durable.
+// their final names: SyncParts, then PublishParts. A crash at any point
+// leaves each part either under its temp name or complete under its final
+// name. A caller that must record the group before it becomes visible
+// (the recorder logs its markers) calls the two itself.
 func CommitParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
-	abort := func(ps []*Part) {
-		for _, p := range ps {
-			p.Abort()
-		}
+	if err := SyncParts(fsys, syncRoot, parts); err != nil {
+		return err
 	}
+	return PublishParts(fsys, syncRoot, parts)
+}
+
+// SyncParts makes the data of a group of finished parts durable under
+// their temp names, and every directory entry created for them, with one
+// sync of the file system holding syncRoot (every part must be on it),
+// where Commit takes a file sync and a directory sync per part. On error
+// every part is aborted.
+func SyncParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
 	for _, p := range parts {
 		if p.done || !p.finished {
-			abort(parts)
+			abortAll(parts)
 			return fmt.Errorf("parquetout: commit %s: %w", p.tmp, errNotFinished)
 		}
 	}
@@ -256,20 +260,72 @@ func CommitParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
 		return nil
 	}
 	if err := fsys.SyncFS(syncRoot); err != nil {
-		abort(parts)
+		abortAll(parts)
 		return fmt.Errorf("parquetout: sync the file system of %s before committing %d files: %w", syncRoot, len(parts), err)
 	}
+	for _, p := range parts {
+		p.synced = true
+	}
+	return nil
+}
+
+// PublishParts gives every part of a synced group (SyncParts) its final
+// name, refusing to replace an existing file (a published file is never
+// rewritten: ErrExists), then syncs the file system so that the names are
+// durable. On error the parts not yet renamed keep their temp names: they
+// are durable, and a caller that recorded the group before publishing it
+// publishes them after a restart (Publish). Those renamed are complete
+// under their final names but, if the sync failed, their names may not be
+// durable.
+func PublishParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
+	for _, p := range parts {
+		if !p.synced || p.done {
+			return fmt.Errorf("parquetout: publish %s: %w", p.tmp, errNotFinished)
+		}
+	}
 	for i, p := range parts {
-		if err := p.fsys.Rename(p.tmp, p.final); err != nil {
-			abort(parts[i:])
-			return fmt.Errorf("parquetout: rename %s to %s: %w", p.tmp, filepath.Base(p.final), err)
+		if err := renameNoReplace(p.fsys, p.tmp, p.final); err != nil {
+			for _, q := range parts[i:] {
+				q.finished, q.done = false, true
+			}
+			return err
 		}
 		p.finished, p.done = false, true
+	}
+	if len(parts) == 0 {
+		return nil
 	}
 	if err := fsys.SyncFS(syncRoot); err != nil {
 		return fmt.Errorf("parquetout: sync the file system of %s after committing %d files: %w", syncRoot, len(parts), err)
 	}
 	return nil
+}
+
+// renameNoReplace renames tmp to final unless final exists. The ROOT lock
+// keeps other writers out, so the check and the rename cannot race.
+func renameNoReplace(fsys vfs.FS, tmp, final string) error {
+	if _, err := fsys.Stat(final); err == nil {
+		return fmt.Errorf("parquetout: publish %s: %w: %s", tmp, ErrExists, final)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("parquetout: publish %s: stat %s: %w", tmp, final, err)
+	}
+	if err := fsys.Rename(tmp, final); err != nil {
+		return fmt.Errorf("parquetout: rename %s to %s: %w", tmp, filepath.Base(final), err)
+	}
+	return nil
+}
+
+// Publish renames the temp file of part n in dir, synced by a writer that
+// crashed before it could rename it, to its final name (see
+// PublishParts); the caller syncs the file system afterwards.
+func Publish(fsys vfs.FS, dir string, n int) error {
+	return renameNoReplace(fsys, filepath.Join(dir, hive.TempName(n)), filepath.Join(dir, hive.PartName(n)))
+}
+
+func abortAll(parts []*Part) {
+	for _, p := range parts {
+		p.Abort()
+	}
 }
 
 // Abort closes and removes the temp file. It is a no-op after Commit or a
