@@ -28,6 +28,9 @@ var (
 	// holds, and by every later event of that recording; none of them is
 	// recorded, and the recorder goes on with the others.
 	ErrRecordingExists = errors.New("recorder: recording already in ROOT")
+	// ErrCorruptJournal is returned by Open for a recovery journal
+	// (_rlrec/journal) that is damaged.
+	ErrCorruptJournal = errors.New("recorder: damaged recovery journal")
 	// ErrLayout is returned by Open for a ROOT of another schema version
 	// or steps layout (see layout.go).
 	ErrLayout = errors.New("recorder: ROOT of another schema version or layout")

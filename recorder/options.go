@@ -34,6 +34,7 @@ const (
 type options struct {
 	syncPolicy     SyncPolicy
 	syncInterval   time.Duration
+	batchDelay     time.Duration
 	memoryBudget   int64
 	compression    Compression
 	rowGroupRows   int
@@ -73,6 +74,7 @@ func defaultOptions() options {
 	return options{
 		syncPolicy:     SyncGroup,
 		syncInterval:   100 * time.Millisecond,
+		batchDelay:     2 * time.Second,
 		memoryBudget:   DefaultMemoryBudget,
 		compression:    CompressionZstd,
 		rowGroupRows:   64 * 1024,
@@ -89,6 +91,8 @@ func (o *options) validate() error {
 	switch {
 	case o.syncPolicy != SyncGroup && o.syncPolicy != SyncEach:
 		return fmt.Errorf("sync policy %d: %w", o.syncPolicy, ErrInvalidOption)
+	case o.batchDelay <= 0:
+		return fmt.Errorf("episode batch delay %v must be positive: %w", o.batchDelay, ErrInvalidOption)
 	case o.syncInterval <= 0:
 		return fmt.Errorf("sync interval %v must be positive: %w", o.syncInterval, ErrInvalidOption)
 	case o.memoryBudget < 16<<20:
@@ -115,6 +119,12 @@ func WithSyncPolicy(p SyncPolicy) Option { return func(o *options) { o.syncPolic
 
 // WithSyncInterval sets the group-commit interval (default 100 ms).
 func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.syncInterval = d } }
+
+// WithEpisodeBatchDelay bounds how long a finished episode waits before
+// its row (and its steps file) is published: the rows of the episodes of
+// a recording that finish within it share one episodes file (default 2 s;
+// a recording's end, Flush and Close publish at once).
+func WithEpisodeBatchDelay(d time.Duration) Option { return func(o *options) { o.batchDelay = d } }
 
 // WithMemoryBudget bounds the memory the recorder holds for queued events
 // and unwritten rows (default 256 MiB); when it is full, hooks wait.

@@ -31,9 +31,10 @@ import (
 //
 // A marker's body is protobuf wire data: field 1 the session id (bytes),
 // field 4 the env id (bytes; with field 1 it names the recording), field 2
-// the episode record id (episodes) and field 3 the write number k (varint:
-// the k-th episodes file of the recording, or the k-th write of its
-// session files); a seal's is field 1 as_of (varint). Markers let recovery skip work already done; they
+// the episode record id (episodes) or field 3 the write number k (varint:
+// the k-th write of the recording's session files), and field 5, repeated,
+// the files of the write (their final paths relative to ROOT, "/"
+// separators); a seal's is field 1 as_of (varint). Markers let recovery skip work already done; they
 // carry no data of their own. These values are part of the on-disk format:
 // do not change them.
 const (
@@ -55,20 +56,28 @@ func appendRecording(dst []byte, rec hive.Recording) []byte {
 	return protowire.AppendString(dst, rec.EnvID)
 }
 
-func appendEpisodeMarker(dst []byte, rec hive.Recording, record string, write int) []byte {
+func appendFiles(dst []byte, files []string) []byte {
+	for _, f := range files {
+		dst = protowire.AppendTag(dst, 5, protowire.BytesType)
+		dst = protowire.AppendString(dst, f)
+	}
+	return dst
+}
+
+func appendEpisodeMarker(dst []byte, rec hive.Recording, record string, files []string) []byte {
 	dst = append(dst, recEpisodeDone)
 	dst = appendRecording(dst, rec)
 	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
 	dst = protowire.AppendString(dst, record)
-	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
-	return protowire.AppendVarint(dst, uint64(write))
+	return appendFiles(dst, files)
 }
 
-func appendSessionMarker(dst []byte, typ byte, rec hive.Recording, write int) []byte {
+func appendSessionMarker(dst []byte, typ byte, rec hive.Recording, write int, files []string) []byte {
 	dst = append(dst, typ)
 	dst = appendRecording(dst, rec)
 	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
-	return protowire.AppendVarint(dst, uint64(write))
+	dst = protowire.AppendVarint(dst, uint64(write))
+	return appendFiles(dst, files)
 }
 
 func appendSealed(dst []byte, asOf uint64) []byte {
@@ -94,6 +103,7 @@ type marker struct {
 	rec    hive.Recording
 	record string
 	write  int
+	files  []string
 }
 
 func parseMarker(b []byte) (marker, error) {
@@ -117,6 +127,12 @@ func parseMarker(b []byte) (marker, error) {
 				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
 			}
 			m.record, b = v, b[n:]
+		case num == 5 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeString(b)
+			if n < 0 {
+				return m, fmt.Errorf("%w: %v", errBadMarker, protowire.ParseError(n))
+			}
+			m.files, b = append(m.files, v), b[n:]
 		case num == 4 && typ == protowire.BytesType:
 			v, n := protowire.ConsumeString(b)
 			if n < 0 {

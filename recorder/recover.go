@@ -2,10 +2,12 @@ package recorder
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
@@ -38,10 +40,11 @@ type RecoveryReport struct {
 func (r *Recorder) Recovered() RecoveryReport { return r.recovered }
 
 // recover replays a log left by a previous recorder, writes every episode
-// and session in it that is not yet durable, and empties the log. Writing is
-// idempotent (each partition's files are numbered by the order of writes in
-// its session, and a rewrite replaces a file with the same rows), so a crash
-// during recovery is recovered by the next Open.
+// and session in it that is not yet published, and empties the log. It
+// first settles the temp files a crash left: one a marker names was synced
+// before its marker, and is published; any other is removed, and its write
+// redone from the log under a new name (commit.go). A crash during
+// recovery is recovered by the next Open: its markers are in the journal.
 func (r *Recorder) recover() error {
 	dir := filepath.Join(r.root, stateDir, logDir)
 	rep, err := wal.Repair(r.fs, dir, r.opts.salvage, r.opts.logger)
@@ -49,16 +52,34 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to cut the log at the damage, losing what follows it", r.root, err, r.root)
 	}
 	r.recovered.Damage = rep
+	journal, err := readJournal(r.fs, r.root)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
 	if rep.Records == 0 {
-		return nil
+		if journal == nil {
+			return nil
+		}
+		// A crash after recovery emptied the log, before it removed the
+		// journal: every file the journal names was published.
+		done := newDoneSet(r.fs, r.root)
+		done.addRecords(r, journal, "journal")
+		if err := r.settleTemps(done); err != nil {
+			return err
+		}
+		return removeJournal(r.fs, r.root)
 	}
 	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
 
-	// Pass 1: the markers say which writes are already durable, and the
+	// Pass 1: the markers say which writes are already published, and the
 	// last sealed snapshot (checkpoint.go) where the replay may start. It
 	// skips event records without decompressing them.
 	done, snap, err := r.readMarkers(dir)
 	if err != nil {
+		return err
+	}
+	done.addRecords(r, journal, "journal")
+	if err := r.settleTemps(done); err != nil {
 		return err
 	}
 	r.w.skip = done
@@ -130,27 +151,43 @@ func (r *Recorder) recover() error {
 	if err := r.clearLog(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
+	if err := removeJournal(r.fs, r.root); err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
 	r.opts.logger.Info("recovered", "root", r.root, "sessions", r.recovered.Sessions, "crashed", r.recovered.Crashed,
 		"completed_episodes", r.recovered.Completed, "incomplete_episodes", r.recovered.Incomplete)
 	return nil
 }
 
-// doneSet holds the writes the markers in a log say are durable, and
-// finds the ones whose marker a crash lost by their files: an episode whose
-// episodes file is committed, or a session write whose sessions (k = 0),
-// telemetry or logs part k is committed, is durable. The log cannot hold a
-// more complete version of either: an episode's episodes file is written
-// only once the log holds all of its events, so a committed file is what
-// the log would rebuild, or better when a salvaged log lost records.
+// doneSet holds the writes the markers in a log (and the recovery
+// journal) say are published, and the files they name. A file is published
+// only once its marker is durable (commit.go), so a write without a marker
+// has no published file, and recovery writes it afresh. Only a damaged log
+// (cut by --salvage past a marker) can lose the marker of a published
+// write; so that recovery then duplicates nothing, an episode whose row is
+// in a published episodes file, and a recording whose sessions row is
+// published, count as published too (read from ROOT once per recording,
+// during recovery only).
 type doneSet struct {
 	fs   vfs.FS
 	root string
+	// rows caches the episode record ids in each recording's published
+	// episodes files.
+	rows map[hive.Recording]map[string]bool
 
 	episodes map[episodeKey]bool
 	sessions map[sessionWrite]bool
+	// files are the final paths, relative to ROOT, the markers name.
+	files map[string]bool
 	// firstWrite is the number of the first session write logged for
 	// each recording.
 	firstWrite map[hive.Recording]int
+}
+
+func newDoneSet(fsys vfs.FS, root string) *doneSet {
+	return &doneSet{fs: fsys, root: root, rows: make(map[hive.Recording]map[string]bool),
+		episodes: make(map[episodeKey]bool), sessions: make(map[sessionWrite]bool),
+		files: make(map[string]bool), firstWrite: make(map[hive.Recording]int)}
 }
 
 type episodeKey struct {
@@ -158,35 +195,30 @@ type episodeKey struct {
 	rid string
 }
 
-// marked reports whether an episode's marker was logged: its files are
-// durable.
-func (d *doneSet) marked(rec hive.Recording, rid string) bool {
-	return d.episodes[episodeKey{rec, rid}]
-}
-
-// episode reports whether the files of an episode, the k-th episodes file
-// of its recording, are durable: its marker was logged, or its episodes
-// file landed before a crash took the marker.
-func (d *doneSet) episode(rec hive.Recording, rid string, k int) bool {
-	return d.marked(rec, rid) || d.exists(hive.RecordingPartition(schema.TableEpisodes, rec), k)
+// episode reports whether an episode's files are published.
+func (d *doneSet) episode(rec hive.Recording, rid string) bool {
+	if d.episodes[episodeKey{rec, rid}] {
+		return true
+	}
+	rows, ok := d.rows[rec]
+	if !ok {
+		rows = publishedEpisodes(d.fs, d.root, rec)
+		d.rows[rec] = rows
+	}
+	return rows[rid]
 }
 
 // session reports whether the k-th write of a recording's session files is
-// durable.
+// published.
 func (d *doneSet) session(rec hive.Recording, k int) bool {
 	if d.sessions[sessionWrite{rec, k}] {
 		return true
 	}
-	if k == 0 {
-		return d.exists(hive.RecordingPartition(schema.TableSessions, rec), 0)
+	if k != 0 {
+		return false
 	}
-	return d.exists(hive.RecordingPartition(schema.TableTelemetry, rec), k) ||
-		d.exists(hive.RecordingPartition(schema.TableLogs, rec), k)
-}
-
-func (d *doneSet) exists(p hive.Partition, part int) bool {
-	_, err := d.fs.Stat(filepath.Join(d.root, filepath.FromSlash(p.File(part))))
-	return err == nil
+	n, err := parquetout.NextPart(d.fs, hive.RecordingPartition(schema.TableSessions, rec).Dir(d.root))
+	return err == nil && n > 0
 }
 
 type sessionWrite struct {
@@ -194,10 +226,87 @@ type sessionWrite struct {
 	write int
 }
 
+// add notes one marker record (its type byte first).
+func (d *doneSet) add(rec []byte) error {
+	m, err := parseMarker(rec[1:])
+	if err != nil {
+		return err
+	}
+	switch rec[0] {
+	case recEpisodeDone:
+		d.episodes[episodeKey{m.rec, m.record}] = true
+	case recSessionDone:
+		d.sessions[sessionWrite{m.rec, m.write}] = true
+	case recSessionWrite:
+		if _, ok := d.firstWrite[m.rec]; !ok {
+			d.firstWrite[m.rec] = m.write
+		}
+	}
+	for _, f := range m.files {
+		d.files[f] = true
+	}
+	return nil
+}
+
+// addRecords notes marker records read from where.
+func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
+	for _, rec := range recs {
+		if len(rec) == 0 {
+			continue
+		}
+		if err := d.add(rec); err != nil {
+			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "in", where, "err", err)
+		}
+	}
+}
+
+// settleTemps publishes the temp files the markers name and removes every
+// other temp file under ROOT, which a crashed writer left; it then syncs
+// the file system. A file a marker names that is neither published nor
+// under its temp name was removed by someone else: it is logged (verify
+// reports what is missing).
+func (r *Recorder) settleTemps(done *doneSet) error {
+	l, err := hive.List(r.fs, r.root)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
+	changed := false
+	for _, st := range l.Strays {
+		if !st.Temp {
+			continue
+		}
+		dir, name := path.Split(st.Rel)
+		n, _, _ := hive.ParsePartName(name)
+		final := path.Join(dir, hive.PartName(n))
+		osDir := filepath.Join(r.root, filepath.FromSlash(dir))
+		if done.files[final] {
+			if _, err := r.fs.Stat(filepath.Join(r.root, filepath.FromSlash(final))); err != nil {
+				if err := parquetout.Publish(r.fs, osDir, n); err != nil {
+					return fmt.Errorf("recover %s: %w", r.root, err)
+				}
+				r.opts.logger.Info("published a file the crashed recorder had made durable", "root", r.root, "file", final)
+				changed = true
+				continue
+			}
+		}
+		if err := r.fs.Remove(filepath.Join(r.root, filepath.FromSlash(st.Rel))); err != nil {
+			return fmt.Errorf("recover %s: remove a crashed write's temp file %s: %w", r.root, st.Rel, err)
+		}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.fs.SyncFS(r.root); err != nil {
+		return fmt.Errorf("recover %s: sync: %w", r.root, err)
+	}
+	return nil
+}
+
 // readMarkers reads the markers of the log in dir, and returns the last
 // snapshot record that a seal follows (nil if none).
 func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
-	done := &doneSet{fs: r.fs, root: r.root, episodes: make(map[episodeKey]bool), sessions: make(map[sessionWrite]bool), firstWrite: make(map[hive.Recording]int)}
+	done := newDoneSet(r.fs, r.root)
 	rd, err := wal.NewReader(r.fs, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("recover %s: %w", r.root, err)
@@ -228,24 +337,42 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 			}
 			continue
 		}
-		m, err := parseMarker(rec[1:])
-		if err != nil {
-			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
+		switch rec[0] {
+		case recEpisodeDone, recSessionDone, recSessionWrite:
+		default:
 			continue
 		}
-		switch rec[0] {
-		case recEpisodeDone:
-			done.episodes[episodeKey{m.rec, m.record}] = true
-		case recSessionDone:
-			done.sessions[sessionWrite{m.rec, m.write}] = true
-		case recSessionWrite:
-			if _, ok := done.firstWrite[m.rec]; !ok {
-				done.firstWrite[m.rec] = m.write
-			}
+		if err := done.add(rec); err != nil {
+			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
 		}
 	}
 	if err := rd.Err(); err != nil {
 		return nil, nil, fmt.Errorf("recover %s: read log: %w", r.root, err)
 	}
 	return done, sealed, nil
+}
+
+// publishedEpisodes returns the episode record ids in the published
+// episodes files of a recording. A file that cannot be read counts for
+// nothing: verify reports it.
+func publishedEpisodes(fsys vfs.FS, root string, rec hive.Recording) map[string]bool {
+	out := map[string]bool{}
+	dir := hive.RecordingPartition(schema.TableEpisodes, rec).Dir(root)
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		if _, temp, ok := hive.ParsePartName(e.Name()); !ok || temp {
+			continue
+		}
+		ids, err := parquetout.ReadEpisodeRecordIDs(fsys, filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			out[id] = true
+		}
+	}
+	return out
 }

@@ -42,7 +42,7 @@ func TestReplayEvents(t *testing.T) {
 			var wantAt []time.Time
 			for i := range tc.n {
 				if i%10 == 3 {
-					if _, err := l.Append(appendEpisodeMarker([]byte{recEpisodeDone}, hive.Recording{SessionID: "s"}, fmt.Sprint(i), i)); err != nil {
+					if _, err := l.Append(appendEpisodeMarker([]byte{recEpisodeDone}, hive.Recording{SessionID: "s"}, fmt.Sprint(i), nil)); err != nil {
 						t.Fatal(err)
 					}
 				}

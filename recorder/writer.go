@@ -2,10 +2,11 @@ package recorder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rlrec/rlrec/blob"
@@ -53,8 +54,18 @@ type writer struct {
 	// files shares a sixteenth of the budget among the open steps files.
 	files fileShare
 
+	// batchDelay bounds how long a finished episode's row waits in its
+	// recording's batch (batch.go).
+	batchDelay time.Duration
+	// closing is set once stop begins: a delayed flush no longer submits.
+	closing atomic.Bool
+
 	mu      sync.Mutex
 	formats map[formatKey]*parquetout.StepsFormat
+	// batches holds each recording's pending writes; parts the next part
+	// number of each partition written so far (by its path).
+	batches map[hive.Recording]*batch
+	parts   map[string]int
 	// live maps each write in flight (an episode or a session write) to
 	// the first log position it was built from and the order in which it
 	// was handed over (liveSeq counts them).
@@ -78,14 +89,17 @@ func newWriter(r *Recorder) *writer {
 			RowGroupBytes:   min(r.opts.memoryBudget/16, 32<<20),
 			BinaryThreshold: r.opts.typedThreshold,
 		},
-		log:     r.opts.logger,
-		pool:    newPool(r.opts.workers),
-		com:     newCommitter(),
-		rows:    semaphore.NewWeighted(rowsMax),
-		rowsMax: rowsMax,
-		files:   fileShare{share: max(r.opts.memoryBudget/16, 1<<20)},
-		formats: make(map[formatKey]*parquetout.StepsFormat),
-		live:    make(map[any]liveWrite),
+		log:        r.opts.logger,
+		pool:       newPool(r.opts.workers),
+		com:        newCommitter(),
+		rows:       semaphore.NewWeighted(rowsMax),
+		rowsMax:    rowsMax,
+		files:      fileShare{share: max(r.opts.memoryBudget/16, 1<<20)},
+		formats:    make(map[formatKey]*parquetout.StepsFormat),
+		batches:    make(map[hive.Recording]*batch),
+		parts:      make(map[string]int),
+		batchDelay: r.opts.batchDelay,
+		live:       make(map[any]liveWrite),
 	}
 	go w.commitLoop()
 	return w
@@ -108,20 +122,40 @@ func (w *writer) err() error {
 	return w.firstErr
 }
 
-// wait returns once every write submitted so far has finished and its
-// group is committed.
+// wait returns once every write submitted so far has finished, every
+// batch is flushed and every group is committed.
 func (w *writer) wait() error {
-	w.pool.wait()
+	w.drain()
 	w.com.flush()
 	return w.err()
 }
 
-// stop waits for every write and its commit, and ends the pool and the
-// committer.
+// drain runs every queued job, then flushes every batch (its entries are
+// all ready once their episodes' jobs ran).
+func (w *writer) drain() {
+	w.pool.wait()
+	w.flushAll()
+	w.pool.wait()
+}
+
+// stop waits for every write, flushes the batches, commits, and ends the
+// pool and the committer.
 func (w *writer) stop() error {
+	w.drain()
+	w.closing.Store(true)
 	w.pool.stop()
 	w.com.stop()
 	return w.err()
+}
+
+// submitIfRunning submits job unless the writer is stopping; it reports
+// whether it did.
+func (w *writer) submitIfRunning(q *serial, job func()) bool {
+	if w.closing.Load() {
+		return false
+	}
+	w.pool.submit(q, job)
+	return true
 }
 
 func (w *writer) counts() (completed, incomplete, skipped int) {
@@ -157,6 +191,7 @@ type episodeFile struct {
 	q      serial
 	format *parquetout.StepsFormat
 	steps  *parquetout.StepsWriter
+	part   int // the steps file's part number
 	row    parquetout.StepRow
 	leaves [2][][]byte
 }
@@ -196,7 +231,7 @@ func (w *writer) fileOf(ep *episode) *episodeFile {
 
 // stepsFull streams an open episode's buffered rows to its steps file.
 func (w *writer) stepsFull(s *session, ep *episode) {
-	if w.skip != nil && w.skip.marked(s.rec(), ep.recordID) {
+	if w.skip != nil && w.skip.episode(s.rec(), ep.recordID) {
 		// Recovery: this episode is already durable; drop its rows.
 		ep.rows, ep.arena = ep.rows[:0], ep.arena[:0]
 		return
@@ -244,9 +279,10 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
-		dir := m.stepsPartition().Dir(w.root)
+		p := m.stepsPartition()
+		f.part = w.nextPart(p)
 		meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: m.rec.SessionID, EnvID: m.rec.EnvID, EpisodeRecordID: m.rid}
-		if f.steps, err = format.CreateGroupAt(w.fs, dir, 0, meta); err != nil {
+		if f.steps, err = format.CreateGroupAt(w.fs, p.Dir(w.root), f.part, meta); err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		w.files.open.Add(1)
@@ -288,12 +324,11 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	return nil
 }
 
-// episodeDone writes a finished episode: the rest of its steps, then its
-// episodes row, which is the commit point of the episode.
+// episodeDone writes a finished episode: the rest of its steps on its own
+// queue, then its row waits in its recording's batch (batch.go), which
+// publishes it with its steps file.
 func (w *writer) episodeDone(s *session, ep *episode, status string) {
-	k := s.episodeWrites
-	s.episodeWrites++
-	if w.skip != nil && w.skip.episode(s.rec(), ep.recordID, k) {
+	if w.skip != nil && w.skip.episode(s.rec(), ep.recordID) {
 		w.mu.Lock()
 		w.skipped++
 		w.mu.Unlock()
@@ -315,46 +350,37 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 	f := w.fileOf(ep)
 	w.finishLive(ep)
 	j := w.takeRows(s, ep)
-	row := episodeRow(s, ep, status)
-	meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: s.id, EnvID: s.route.EnvID}
+	e := &batchEntry{ep: ep, rid: ep.recordID, status: status, row: episodeRow(s, ep, status),
+		meta: parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: s.id, EnvID: s.route.EnvID}}
 	if s.obsLayout != nil {
-		meta.ObservationSpace = s.obsLayout.Spec
+		e.meta.ObservationSpace = s.obsLayout.Spec
 	}
 	if s.actLayout != nil {
-		meta.ActionSpace = s.actLayout.Spec
+		e.meta.ActionSpace = s.actLayout.Spec
 	}
+	b := w.batchOf(s)
+	b.add(e)
 	em := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
-	hold := w.skip != nil // recovery commits as one group
 	w.pool.submit(&f.q, func() {
-		parts, err := w.writeEpisode(f, em, k, j, row, meta)
+		part, err := w.finishSteps(f, em, j)
 		w.rows.Release(j.charge)
 		if err != nil {
-			w.mu.Lock()
-			delete(w.live, ep)
-			w.mu.Unlock()
 			w.fail(err)
+			w.ready(b, e, true)
 			return
 		}
-		w.commit(commitItem{
-			parts:  parts,
-			marker: appendEpisodeMarker(nil, em.rec, em.rid, k),
-			live:   ep,
-			hold:   hold,
-			done: func() {
-				if status == episodeCompleted {
-					w.completed++
-				} else {
-					w.incomplete++
-				}
-			},
-		})
+		if part != nil {
+			e.steps = part
+			rel := em.stepsPartition().File(f.part)
+			e.row.StepsFile = &rel
+		}
+		w.ready(b, e, false)
 	})
 }
 
-// writeEpisode writes an episode's last rows and its episodes row (part k
-// of its recording's episodes partition), and returns its finished files
-// for the committer.
-func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, k int, j rowsJob, row schema.EpisodeRow, meta parquetout.Metadata) ([]*parquetout.Part, error) {
+// finishSteps writes an episode's last rows and finishes its steps file
+// (nil when the episode recorded no step), for its batch.
+func (w *writer) finishSteps(f *episodeFile, m episodeMeta, j rowsJob) (*parquetout.Part, error) {
 	if err := w.writeRows(f, m, j); err != nil {
 		if f.steps != nil {
 			f.steps.Abort()
@@ -362,25 +388,16 @@ func (w *writer) writeEpisode(f *episodeFile, m episodeMeta, k int, j rowsJob, r
 		}
 		return nil, err
 	}
-	parts := make([]*parquetout.Part, 0, 2)
-	if f.steps != nil {
-		p, err := f.steps.Finish()
-		w.files.open.Add(-1)
-		if err != nil {
-			f.steps.Abort()
-			return nil, fmt.Errorf("%s: %w", m, err)
-		}
-		parts = append(parts, p)
-		rel := m.stepsPartition().File(0)
-		row.StepsFile = &rel
+	if f.steps == nil {
+		return nil, nil
 	}
-	dir := hive.RecordingPartition(schema.TableEpisodes, m.rec).Dir(w.root)
-	p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, []schema.EpisodeRow{row})
+	p, err := f.steps.Finish()
+	w.files.open.Add(-1)
 	if err != nil {
-		abortParts(parts)
-		return nil, fmt.Errorf("episode row of %s episode %q: %w", m.rec, m.rid, err)
+		f.steps.Abort()
+		return nil, fmt.Errorf("%s: %w", m, err)
 	}
-	return append(parts, p), nil
+	return p, nil
 }
 
 func abortParts(parts []*parquetout.Part) {
@@ -422,13 +439,15 @@ func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {
 	return row
 }
 
-// sessionDone writes a session's files: at its end the logs, telemetry and
-// session row (the commit point), later any late telemetry or logs.
+// sessionDone hands a recording's session write to its batch: at its end
+// the logs, telemetry and session row (the commit point), later any late
+// telemetry or logs. It is published after the episodes finished before
+// it.
 func (w *writer) sessionDone(s *session) {
 	k := s.writes
 	s.writes++
 	if l := w.r.log; l != nil {
-		if _, err := l.Append(appendSessionMarker(nil, recSessionWrite, s.rec(), k)); err != nil {
+		if _, err := l.Append(appendSessionMarker(nil, recSessionWrite, s.rec(), k, nil)); err != nil {
 			w.fail(fmt.Errorf("append session write record: %w", err))
 			return
 		}
@@ -437,74 +456,75 @@ func (w *writer) sessionDone(s *session) {
 		s.logs, s.telemetry = nil, nil
 		return
 	}
-	logs := make([]schema.LogRow, len(s.logs))
+	job := &sessionWriteJob{k: k, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
 	for i, l := range s.logs {
-		logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source}
+		job.logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source}
 	}
-	tele := make([]schema.TelemetryRow, len(s.telemetry))
 	for i, t := range s.telemetry {
 		r := t.row
-		tele[i] = schema.TelemetryRow{Time: t.time, Horizon: t.horizon, Op: r.Op, Component: r.Component, Metric: r.Metric,
+		job.tele[i] = schema.TelemetryRow{Time: t.time, Horizon: t.horizon, Op: r.Op, Component: r.Component, Metric: r.Metric,
 			Kind: r.Kind.String(), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99}
 	}
 	s.logs, s.telemetry = nil, nil
-	var row *schema.SessionRow
 	if k == 0 {
-		row = sessionRow(s)
+		job.row = sessionRow(s)
 		if s.problemCount() > 0 {
 			w.log.Warn("recording has problems in its input", "session", s.id, "env", s.route.EnvID, "problems", s.problemSummary(), "dropped_steps", s.droppedSteps)
 		}
 	}
-	rec := s.rec()
 	token := new(byte)
+	job.token = token
 	w.addLive(token, s.firstPos, true)
-	hold := w.skip != nil // recovery commits as one group
-	w.pool.submit(&s.q, func() {
-		parts, err := w.writeSession(rec, k, row, logs, tele)
-		if err != nil {
-			w.mu.Lock()
-			delete(w.live, token)
-			w.mu.Unlock()
-			w.fail(err)
-			return
-		}
-		w.commit(commitItem{parts: parts, marker: appendSessionMarker(nil, recSessionDone, rec, k), live: token, hold: hold})
-	})
+	b := w.batchOf(s)
+	e := &batchEntry{session: job}
+	b.add(e)
+	w.ready(b, e, false)
 }
 
-// writeSession writes a session write's files and returns them, finished,
-// for the committer.
-func (w *writer) writeSession(rec hive.Recording, k int, row *schema.SessionRow, logs []schema.LogRow, tele []schema.TelemetryRow) ([]*parquetout.Part, error) {
+// writeSession writes a session write's files and hands them to the
+// committer.
+func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
+	if err := w.err(); err != nil {
+		return
+	}
 	meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: rec.SessionID, EnvID: rec.EnvID}
-	parts := make([]*parquetout.Part, 0, 3)
-	if len(logs) > 0 || k == 0 {
-		dir := hive.RecordingPartition(schema.TableLogs, rec).Dir(w.root)
-		p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, logs)
+	var parts []*parquetout.Part
+	var files []string
+	write := func(table string, what string, finish func(dir string, n int) (*parquetout.Part, error)) bool {
+		p := hive.RecordingPartition(table, rec)
+		n := w.nextPart(p)
+		part, err := finish(p.Dir(w.root), n)
 		if err != nil {
 			abortParts(parts)
-			return nil, fmt.Errorf("logs of %s: %w", rec, err)
+			w.fail(fmt.Errorf("%s of %s: %w", what, rec, err))
+			return false
 		}
-		parts = append(parts, p)
+		parts, files = append(parts, part), append(files, p.File(n))
+		return true
 	}
-	if len(tele) > 0 || k == 0 {
-		dir := hive.RecordingPartition(schema.TableTelemetry, rec).Dir(w.root)
-		p, err := parquetout.FinishTableAt(w.fs, dir, k, meta, w.cfg, tele)
-		if err != nil {
-			abortParts(parts)
-			return nil, fmt.Errorf("telemetry of %s: %w", rec, err)
+	if len(job.logs) > 0 || job.k == 0 {
+		if !write(schema.TableLogs, "logs", func(dir string, n int) (*parquetout.Part, error) {
+			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, job.logs)
+		}) {
+			return
 		}
-		parts = append(parts, p)
 	}
-	if row != nil {
-		dir := hive.RecordingPartition(schema.TableSessions, rec).Dir(w.root)
-		p, err := parquetout.FinishTableAt(w.fs, dir, 0, meta, w.cfg, []schema.SessionRow{*row})
-		if err != nil {
-			abortParts(parts)
-			return nil, fmt.Errorf("session row of %s: %w", rec, err)
+	if len(job.tele) > 0 || job.k == 0 {
+		if !write(schema.TableTelemetry, "telemetry", func(dir string, n int) (*parquetout.Part, error) {
+			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, job.tele)
+		}) {
+			return
 		}
-		parts = append(parts, p)
 	}
-	return parts, nil
+	if job.row != nil {
+		if !write(schema.TableSessions, "session row", func(dir string, n int) (*parquetout.Part, error) {
+			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, []schema.SessionRow{*job.row})
+		}) {
+			return
+		}
+	}
+	w.commit(commitItem{parts: parts, markers: [][]byte{appendSessionMarker(nil, recSessionDone, rec, job.k, files)},
+		live: []any{job.token}, hold: w.skip != nil})
 }
 
 func sessionRow(s *session) *schema.SessionRow {
@@ -582,21 +602,6 @@ func (w *writer) newSession(s *session, first events.Event) {
 // problem logs input that did not fit; the assembler counts it.
 func (w *writer) problem(s *session, kind problemKind, detail string) {
 	w.log.Warn("input did not fit the recording; counted and skipped", "session", s.id, "env", s.route.EnvID, "problem", string(kind), "detail", detail)
-}
-
-// marker appends a durability marker to the log.
-func (w *writer) marker(rec []byte) {
-	l := w.r.log
-	if l == nil {
-		// Recovery: the log is emptied once it is replayed.
-		return
-	}
-	if _, err := l.Append(rec); err != nil {
-		if !errors.Is(err, ErrClosed) {
-			w.fail(fmt.Errorf("append marker: %w", err))
-		}
-		return
-	}
 }
 
 // liveWrite is a write in flight: the first log position it was built

@@ -1,0 +1,295 @@
+package recorder
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// Episode rows in batches. A finished episode's steps file is finished
+// (complete, not yet durable) on the episode's own queue, but its episodes
+// row waits in its recording's batch, which writes the rows of many
+// episodes into one episodes file and hands that file, with the steps
+// files of its episodes, to the committer as one write: an episode is
+// published with its steps, and the episodes table is not one file per
+// episode (a one-row file is 2.4 KB of footer around 100 bytes of data).
+//
+// A batch keeps its entries in the order they were handed over: episodes
+// in the order the assembler finished them, and the recording's session
+// writes (its sessions row, logs and telemetry) among them, so that a
+// session write is published after the episodes finished before it. A
+// flush takes the entries ready so far from the front (an episode is ready
+// once its steps file is finished). It runs, on the batch's own queue,
+//   - at once when a session write is ready (the recording ended, or late
+//     telemetry came) or the ready episodes reach batchMaxRows rows or
+//     batchMaxBytes bytes;
+//   - else batch delay (WithEpisodeBatchDelay, default 2 s) after the
+//     first entry of a batch became ready;
+//   - and on writer.wait (Flush, Close, the end of recovery).
+//
+// So an episode's rows are visible within about the delay after it
+// completes, and at the latest when its recording ends.
+const (
+	batchMaxRows  = 4096
+	batchMaxBytes = 8 << 20
+	// batchRowBytes is what a row is counted beyond its blob.
+	batchRowBytes = 512
+)
+
+// batch is the pending writes of one recording.
+type batch struct {
+	rec hive.Recording
+	q   serial // flush jobs
+
+	mu      sync.Mutex
+	entries []*batchEntry
+	bytes   int  // of the ready episode rows at the front
+	armed   bool // a delayed flush is scheduled
+	queued  bool // a flush job is queued and has not started
+}
+
+// batchEntry is one write waiting in a batch: an episode's row with its
+// steps file, or a session write.
+type batchEntry struct {
+	ready, failed bool
+
+	// An episode.
+	ep     *episode // its entry in writer.live
+	rid    string
+	status string
+	row    schema.EpisodeRow
+	meta   parquetout.Metadata // the episodes file's (its spaces)
+	steps  *parquetout.Part    // nil: no steps file
+
+	// A session write (session set).
+	session *sessionWriteJob
+}
+
+// sessionWriteJob is the k-th write of a recording's session files.
+type sessionWriteJob struct {
+	k     int
+	row   *schema.SessionRow
+	logs  []schema.LogRow
+	tele  []schema.TelemetryRow
+	token any // its entry in writer.live
+}
+
+// batchOf returns the batch of s's recording, creating it on first use.
+func (w *writer) batchOf(s *session) *batch {
+	rec := s.rec()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.batches[rec]
+	if b == nil {
+		b = &batch{rec: rec}
+		w.batches[rec] = b
+	}
+	return b
+}
+
+// add appends an entry to the batch.
+func (b *batch) add(e *batchEntry) {
+	b.mu.Lock()
+	b.entries = append(b.entries, e)
+	b.mu.Unlock()
+}
+
+// ready marks e ready (or failed) and schedules a flush as the package doc
+// says.
+func (w *writer) ready(b *batch, e *batchEntry, failed bool) {
+	b.mu.Lock()
+	e.ready, e.failed = true, failed
+	now := false
+	rows := 0
+	b.bytes = 0
+	for _, x := range b.entries {
+		if !x.ready {
+			break
+		}
+		if x.session != nil {
+			now = true
+			break
+		}
+		rows++
+		b.bytes += batchRowBytes + len(x.row.FinalObservationBlob)
+	}
+	now = now || rows >= batchMaxRows || b.bytes >= batchMaxBytes
+	switch {
+	case now && !b.queued:
+		b.queued = true
+		b.mu.Unlock()
+		w.pool.submit(&b.q, func() { w.flush(b) })
+		return
+	case rows > 0 && !b.armed && !b.queued:
+		b.armed = true
+		b.mu.Unlock()
+		time.AfterFunc(w.batchDelay, func() { w.flushLater(b) })
+		return
+	}
+	b.mu.Unlock()
+}
+
+// flushLater is the delayed flush of a batch.
+func (w *writer) flushLater(b *batch) {
+	b.mu.Lock()
+	b.armed = false
+	if b.queued {
+		b.mu.Unlock()
+		return
+	}
+	b.queued = true
+	b.mu.Unlock()
+	if !w.submitIfRunning(&b.q, func() { w.flush(b) }) {
+		b.mu.Lock()
+		b.queued = false
+		b.mu.Unlock()
+	}
+}
+
+// flushAll queues a flush of every batch with entries; writer.wait calls
+// it once the episodes' own queues are drained, so every entry is ready.
+func (w *writer) flushAll() {
+	w.mu.Lock()
+	bs := make([]*batch, 0, len(w.batches))
+	for _, b := range w.batches {
+		bs = append(bs, b)
+	}
+	w.mu.Unlock()
+	for _, b := range bs {
+		b.mu.Lock()
+		n := len(b.entries)
+		queue := n > 0 && !b.queued
+		if queue {
+			b.queued = true
+		}
+		b.mu.Unlock()
+		if queue {
+			w.pool.submit(&b.q, func() { w.flush(b) })
+		}
+	}
+}
+
+// flush writes the ready entries at the front of a batch: runs of episodes
+// as one episodes file with their steps files, session writes as they are,
+// each handed to the committer in order.
+func (w *writer) flush(b *batch) {
+	b.mu.Lock()
+	b.queued = false
+	n := 0
+	for n < len(b.entries) && b.entries[n].ready {
+		n++
+	}
+	take := b.entries[:n:n]
+	b.entries = append([]*batchEntry(nil), b.entries[n:]...)
+	b.mu.Unlock()
+	var run []*batchEntry
+	for _, e := range take {
+		if e.session == nil {
+			run = append(run, e)
+			continue
+		}
+		w.writeEpisodes(b.rec, run)
+		run = run[:0]
+		w.writeSession(b.rec, e.session)
+	}
+	w.writeEpisodes(b.rec, run)
+}
+
+// writeEpisodes writes the rows of a run of finished episodes into one
+// episodes file and hands it, with their steps files, to the committer.
+func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry) {
+	var ok []*batchEntry
+	for _, e := range run {
+		if e.failed {
+			if e.steps != nil {
+				e.steps.Abort()
+			}
+			continue
+		}
+		ok = append(ok, e)
+	}
+	if len(ok) == 0 {
+		return
+	}
+	if err := w.err(); err != nil {
+		// An earlier write failed: commit nothing more; the data stays in
+		// the log for the next Open.
+		for _, e := range ok {
+			if e.steps != nil {
+				e.steps.Abort()
+			}
+		}
+		return
+	}
+	p := hive.RecordingPartition(schema.TableEpisodes, rec)
+	rows := make([]schema.EpisodeRow, len(ok))
+	for i, e := range ok {
+		rows[i] = e.row
+	}
+	meta := ok[len(ok)-1].meta
+	k := w.nextPart(p)
+	part, err := parquetout.FinishTableAt(w.fs, p.Dir(w.root), k, meta, w.cfg, rows)
+	if err != nil {
+		for _, e := range ok {
+			if e.steps != nil {
+				e.steps.Abort()
+			}
+		}
+		w.fail(fmt.Errorf("episode rows of %s: %w", rec, err))
+		return
+	}
+	epFile := p.File(k)
+	it := commitItem{hold: w.skip != nil}
+	for _, e := range ok {
+		files := []string{epFile}
+		if e.steps != nil {
+			it.parts = append(it.parts, e.steps)
+			files = append(files, *e.row.StepsFile)
+		}
+		it.markers = append(it.markers, appendEpisodeMarker(nil, rec, e.rid, files))
+		it.live = append(it.live, e.ep)
+	}
+	it.parts = append(it.parts, part)
+	statuses := make([]string, len(ok))
+	for i, e := range ok {
+		statuses[i] = e.status
+	}
+	it.done = func() {
+		for _, st := range statuses {
+			if st == episodeCompleted {
+				w.completed++
+			} else {
+				w.incomplete++
+			}
+		}
+	}
+	w.commit(it)
+}
+
+// nextPart returns the number of the next part file of partition p: one
+// more than the highest one there when first asked (temp files are gone:
+// recovery removes or publishes them first), then counting up. Only the
+// writer creates part files under ROOT, so the count cannot go stale.
+func (w *writer) nextPart(p hive.Partition) int {
+	rel := p.Rel()
+	w.mu.Lock()
+	n, ok := w.parts[rel]
+	w.mu.Unlock()
+	if !ok {
+		var err error
+		if n, err = parquetout.NextPart(w.fs, p.Dir(w.root)); err != nil {
+			n = 0 // creation then fails on the listing error's cause
+		}
+	}
+	w.mu.Lock()
+	if m, ok := w.parts[rel]; ok && m > n {
+		n = m
+	}
+	w.parts[rel] = n + 1
+	w.mu.Unlock()
+	return n
+}

@@ -1,0 +1,123 @@
+package recorder
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
+)
+
+// The recovery journal, ROOT/_rlrec/journal, holds the markers of the one
+// group of files a recovery publishes (commit.go): recovery writes no log,
+// so the journal is where those markers are durable before the renames. It
+// is written whole under a temp name, synced, renamed and its directory
+// synced, and removed once recovery has emptied the log; an Open that finds
+// it reads its markers with the log's (a crash during recovery).
+//
+//	magic "rlrec-journal-1\n"
+//	marker record, repeated: length (uvarint), the record (as in the log)
+//	CRC-32C (Castagnoli) of everything before it, 4 bytes little-endian
+//
+// Part of the on-disk format: do not change it.
+const (
+	journalName  = "journal"
+	journalMagic = "rlrec-journal-1\n"
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func journalPath(root string) string { return filepath.Join(root, hive.StateDir, journalName) }
+
+// writeJournal adds markers to the journal, durably.
+func writeJournal(fsys vfs.FS, root string, markers [][]byte) error {
+	old, err := readJournal(fsys, root)
+	if err != nil {
+		return err
+	}
+	b := []byte(journalMagic)
+	for _, m := range append(old, markers...) {
+		b = binary.AppendUvarint(b, uint64(len(m)))
+		b = append(b, m...)
+	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	state := filepath.Join(root, hive.StateDir)
+	tmp := filepath.Join(state, "."+journalName+".tmp")
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write recovery journal: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("write recovery journal %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync recovery journal %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close recovery journal %s: %w", tmp, err)
+	}
+	if err := fsys.Rename(tmp, journalPath(root)); err != nil {
+		return fmt.Errorf("rename recovery journal: %w", err)
+	}
+	if err := fsys.SyncDir(state); err != nil {
+		return fmt.Errorf("sync %s: %w", state, err)
+	}
+	return nil
+}
+
+// readJournal returns the markers of the journal, none when there is none.
+func readJournal(fsys vfs.FS, root string) ([][]byte, error) {
+	name := journalPath(root)
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read recovery journal: %w", err)
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read recovery journal %s: %w", name, err)
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("%s: %w: %s; it lists the files recovery was publishing: move it aside and run 'rlrec recover' again, then 'rlrec verify'", name, ErrCorruptJournal, what)
+	}
+	if len(b) < len(journalMagic)+4 || string(b[:len(journalMagic)]) != journalMagic {
+		return nil, bad("not a recovery journal")
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, bad("checksum mismatch")
+	}
+	var out [][]byte
+	for p := body[len(journalMagic):]; len(p) > 0; {
+		n, k := binary.Uvarint(p)
+		if k <= 0 || n > uint64(len(p)-k) {
+			return nil, bad("truncated record")
+		}
+		out = append(out, p[k:k+int(n)])
+		p = p[k+int(n):]
+	}
+	return out, nil
+}
+
+// removeJournal removes the journal once the log it stands beside is
+// empty.
+func removeJournal(fsys vfs.FS, root string) error {
+	if err := fsys.Remove(journalPath(root)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove recovery journal: %w", err)
+	}
+	state := filepath.Join(root, hive.StateDir)
+	if err := fsys.SyncDir(state); err != nil {
+		return fmt.Errorf("sync %s: %w", state, err)
+	}
+	return nil
+}
