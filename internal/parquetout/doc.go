@@ -16,6 +16,14 @@
 // point leaves either no file or a temp file, never a partial file under a
 // final name.
 //
+// # Valid by the specification
+//
+// Every file is valid Parquet as strict readers (Spark, Athena,
+// parquet-java, hyparquet) check it, not only as DuckDB and arrow read
+// it: CheckFooter checks a file's footer that way (every column chunk's
+// path_in_schema names its column, types, value and row counts agree,
+// pages and indexes lie inside the file).
+//
 // # Group commit
 //
 // On a disk where an fsync costs milliseconds, a sync per file and per

@@ -21,4 +21,7 @@ var (
 	errNotFinished = errors.New("parquetout: part not finished, or already committed or aborted")
 	// ErrCodec is returned for an unknown compression name in a Config.
 	ErrCodec = errors.New("parquetout: unknown compression codec")
+	// ErrFooter is wrapped by the *FooterError of CheckFooter: the file's
+	// footer is not valid by the Parquet format specification.
+	ErrFooter = errors.New("parquetout: footer is not valid Parquet")
 )
