@@ -9,7 +9,9 @@
 // names are stable and appear in the output):
 //
 //	file            every .parquet file opens (its footer is whole) and
-//	                every row group and page reads back
+//	                every row group and page reads back; a panic of
+//	                parquet-go while reading it is reported here, as damage
+//	                to the file
 //	schema-version  rlrec.schema_version is schema.SchemaVersion
 //	metadata        the key-value metadata is present: schema version,
 //	                session id, episode record id (steps, episodes), the

@@ -37,13 +37,14 @@ func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any)
 	c.problems = append(c.problems, Problem{Check: check, Path: c.f.rel, Row: row, Message: fmt.Sprintf(format, args...), Fix: fix})
 }
 
-// checkFile opens one part file and runs the checks of its table.
-func (v *verifier) checkFile(f *fileEntry) *fileCheck {
-	c := &fileCheck{v: v, f: f}
+// checkFile opens one part file and runs the checks of its table. It
+// always returns the check: a panic while reading the file (parquet-go
+// may panic on damaged pages) is reported as damage to the file.
+func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
+	c = &fileCheck{v: v, f: f}
 	defer func() {
-		// parquet-go may panic on a damaged page; report it as damage.
 		if r := recover(); r != nil {
-			c.add(CheckFile, -1, fixDamaged, "reading the file failed: %v", r)
+			c.add(CheckFile, -1, fixDamaged, "the file is damaged: reading it panicked: %v", r)
 			c.steps, c.episode, c.session = nil, nil, nil
 		}
 	}()
