@@ -29,7 +29,8 @@ type FooterError struct {
 	Problem string
 	// More counts the further problems found.
 	More int
-	// Err is the cause when the footer does not decode at all.
+	// Err is the cause when the footer cannot be read at all: it wraps
+	// ErrFooterUnreadable.
 	Err error
 }
 
@@ -61,7 +62,7 @@ func (e *FooterError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns ErrFooter and the cause, if any.
+// Unwrap returns ErrFooter and Err, if any.
 func (e *FooterError) Unwrap() []error {
 	if e.Err == nil {
 		return []error{ErrFooter}
@@ -96,18 +97,17 @@ const (
 //     negative, and its pages, column index and offset index lie between
 //     the leading magic and the footer.
 //
-// It returns nil, a *FooterError (which wraps ErrFooter) naming the first
-// problem and counting the others, or an error of reading r. It reads
+// It returns nil, a *FooterError (which wraps ErrFooter, and
+// ErrFooterUnreadable too when the footer cannot be read at all) naming
+// the first problem and counting the others, or an error of reading r. It reads
 // only the footer, never the pages, and does not panic on any input.
 func CheckFooter(r io.ReaderAt, size int64) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &FooterError{RowGroup: -1, Column: -1, Problem: fmt.Sprintf("the footer does not decode: %v", p)}
+			err = unreadable(nil, "the footer does not decode: %v", p)
 		}
 	}()
-	bad := func(format string, args ...any) error {
-		return &FooterError{RowGroup: -1, Column: -1, Problem: fmt.Sprintf(format, args...)}
-	}
+	bad := func(format string, args ...any) error { return unreadable(nil, format, args...) }
 	if size < int64(len(parquetMagic)+footerTailSize) {
 		return bad("a file of %d bytes is too short for a Parquet file", size)
 	}
@@ -137,11 +137,11 @@ func CheckFooter(r io.ReaderAt, size int64) (err error) {
 	// parquet-go's decoder allocates lists by their declared length:
 	// check every length against the bytes left before decoding.
 	if err := checkCompact(buf); err != nil {
-		return &FooterError{RowGroup: -1, Column: -1, Problem: "the footer does not decode: " + err.Error(), Err: err}
+		return unreadable(err, "the footer does not decode: %v", err)
 	}
 	var md format.FileMetaData
 	if err := thrift.Unmarshal(new(thrift.CompactProtocol), buf, &md); err != nil {
-		return &FooterError{RowGroup: -1, Column: -1, Problem: "the footer does not decode: " + err.Error(), Err: err}
+		return unreadable(err, "the footer does not decode: %v", err)
 	}
 	c := footerCheck{dataEnd: footerStart}
 	c.check(&md)
@@ -150,6 +150,15 @@ func CheckFooter(r io.ReaderAt, size int64) (err error) {
 	}
 	c.first.More = c.n - 1
 	return c.first
+}
+
+// unreadable is the error of a footer that cannot be read at all.
+func unreadable(cause error, format string, args ...any) *FooterError {
+	err := ErrFooterUnreadable
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", ErrFooterUnreadable, cause)
+	}
+	return &FooterError{RowGroup: -1, Column: -1, Problem: fmt.Sprintf(format, args...), Err: err}
 }
 
 // readAt fills p from r at off; io.EOF with p filled is no error.

@@ -280,6 +280,7 @@ func TestCheckFooter(t *testing.T) {
 		rowGroup, column int
 		path             string
 		more             int
+		unreadable       bool
 	}{
 		{name: "re-encoded unchanged", file: edit(steps, func(*format.FileMetaData) {})},
 		{name: "path_in_schema empty after Reset (parquet-go #602)", file: edit(steps, func(md *format.FileMetaData) {
@@ -360,35 +361,35 @@ func TestCheckFooter(t *testing.T) {
 			md.Schema = nil
 		}), want: "the schema is empty", rowGroup: -1, column: -1},
 		{name: "too short", file: raw(func([]byte) []byte { return []byte("PAR1PAR1") }),
-			want: "a file of 8 bytes is too short", rowGroup: -1, column: -1},
+			want: "a file of 8 bytes is too short", rowGroup: -1, column: -1, unreadable: true},
 		{name: "no leading magic", file: raw(func(b []byte) []byte { b[0] = 'X'; return b }),
-			want: `the file starts with "XAR1"`, rowGroup: -1, column: -1},
+			want: `the file starts with "XAR1"`, rowGroup: -1, column: -1, unreadable: true},
 		{name: "no trailing magic (truncated)", file: raw(func(b []byte) []byte { return b[:len(b)-3] }),
-			want: "not the magic", rowGroup: -1, column: -1},
+			want: "not the magic", rowGroup: -1, column: -1, unreadable: true},
 		{name: "footer length past the start", file: raw(func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[len(b)-8:], uint32(len(b)))
 			return b
-		}), want: "does not fit in a file of", rowGroup: -1, column: -1},
+		}), want: "does not fit in a file of", rowGroup: -1, column: -1, unreadable: true},
 		{name: "footer length zero", file: raw(func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[len(b)-8:], 0)
 			return b
-		}), want: "the footer length 0 does not fit", rowGroup: -1, column: -1},
+		}), want: "the footer length 0 does not fit", rowGroup: -1, column: -1, unreadable: true},
 		{name: "footer cut short", file: raw(func(b []byte) []byte {
 			data, md := footerOf(t, b)
 			footer, _ := thrift.Marshal(new(thrift.CompactProtocol), md)
 			return withFooter(data, footer[:len(footer)-10])
-		}), want: "the footer does not decode", rowGroup: -1, column: -1},
+		}), want: "the footer does not decode", rowGroup: -1, column: -1, unreadable: true},
 		{name: "bytes after the footer's struct", file: raw(func(b []byte) []byte {
 			data, md := footerOf(t, b)
 			footer, _ := thrift.Marshal(new(thrift.CompactProtocol), md)
 			return withFooter(data, append(footer, 0, 0))
-		}), want: "the footer does not decode", rowGroup: -1, column: -1},
+		}), want: "the footer does not decode", rowGroup: -1, column: -1, unreadable: true},
 		{name: "footer declaring a list of 2^31 schema elements", file: raw(func(b []byte) []byte {
 			data, _ := footerOf(t, b)
 			// version 1; field 2 (schema), a list of 0x7fffffff structs.
 			footer := []byte{0x15, 0x02, 0x19, 0xfc, 0xff, 0xff, 0xff, 0xff, 0x07, 0x00, 0x00}
 			return withFooter(data, footer)
-		}), want: "does not fit in the", rowGroup: -1, column: -1},
+		}), want: "does not fit in the", rowGroup: -1, column: -1, unreadable: true},
 		{name: "footer of random bytes", file: raw(func(b []byte) []byte {
 			data, md := footerOf(t, b)
 			footer, _ := thrift.Marshal(new(thrift.CompactProtocol), md)
@@ -396,7 +397,7 @@ func TestCheckFooter(t *testing.T) {
 				footer[i] = byte(i*131 + 7)
 			}
 			return withFooter(data, footer)
-		}), want: "the footer does not decode", rowGroup: -1, column: -1},
+		}), want: "the footer does not decode", rowGroup: -1, column: -1, unreadable: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -420,6 +421,9 @@ func TestCheckFooter(t *testing.T) {
 			}
 			if tc.path != "" && fe.Path != tc.path {
 				t.Errorf("path %q, want %q", fe.Path, tc.path)
+			}
+			if got, want := errors.Is(err, ErrFooterUnreadable), tc.unreadable; got != want {
+				t.Errorf("errors.Is(err, ErrFooterUnreadable) = %v, want %v", got, want)
 			}
 			if fe.More != tc.more {
 				t.Errorf("%d more problems, want %d: %v", fe.More, tc.more, err)
