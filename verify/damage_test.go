@@ -23,6 +23,12 @@ func offset(n int) byteAt {
 	}
 }
 
+// lastOf is the first byte of the last occurrence of s: for a column name,
+// its path_in_schema in the footer's last column chunk.
+func lastOf(s string) byteAt {
+	return func(b []byte) int { return bytes.LastIndex(b, []byte(s)) }
+}
+
 // TestVerifyFlippedBits damages one bit of a file the recorder wrote:
 // verify must report that file, whatever parquet-go makes of it (an
 // error, wrong values or a panic).
@@ -41,6 +47,8 @@ func TestVerifyFlippedBits(t *testing.T) {
 		{"telemetry footer length", schema.TableTelemetry, offset(-6), 5, CheckFile},
 		{"logs byte 18 bit 3", schema.TableLogs, offset(18), 3, CheckFile},
 		{"episodes byte 30 bit 7", schema.TableEpisodes, offset(30), 7, CheckFile},
+		{"steps path_in_schema", schema.TableSteps, lastOf(schema.ColRecordedAt), 0, CheckFooter},
+		{"sessions path_in_schema", schema.TableSessions, lastOf(schema.ColDroppedSteps), 2, CheckFooter},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,10 +1,14 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -13,6 +17,7 @@ import (
 const (
 	fixDamaged = "the file is damaged: run 'rlrec recover ROOT' if the log still holds this data, otherwise move the file out of ROOT (one bad file makes a whole DuckDB scan fail) and re-record it"
 	fixForeign = "rlrec did not write this file as it is now; move it out of ROOT, or restore it from a copy"
+	fixFooter  = "strict readers (Spark, Athena, parquet-java) refuse the file though DuckDB and pandas may read it (rlrec wrote such footers before it stopped reusing parquet-go writers, parquet-go issue #602): rewrite it with a Parquet writer that keeps its key-value metadata, or move it out of ROOT and re-record it"
 )
 
 // fileCheck collects what checking one file found.
@@ -54,6 +59,9 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 		return c
 	}
 	defer file.Close()
+	if !c.checkFooter(file) {
+		return c
+	}
 	pf, err := parquet.OpenFile(file, f.size, parquet.SkipBloomFilters(true))
 	if err != nil {
 		c.add(CheckFile, -1, fixDamaged, "not a readable Parquet file (truncated or damaged footer): %v", err)
@@ -75,6 +83,26 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 		checkFixed[schema.TelemetryRow](c, pf, schema.TelemetrySchema)
 	}
 	return c
+}
+
+// checkFooter checks the footer as strict readers check it
+// (parquetout.CheckFooter). It reports false when the footer cannot be
+// read at all, so that the file cannot be read further.
+func (c *fileCheck) checkFooter(r io.ReaderAt) bool {
+	err := parquetout.CheckFooter(r, c.f.size)
+	var fe *parquetout.FooterError
+	switch {
+	case err == nil:
+		return true
+	case !errors.As(err, &fe):
+		c.add(CheckFile, -1, "check the file's permissions and the disk", "cannot read: %v", err)
+		return false
+	case errors.Is(err, parquetout.ErrFooterUnreadable):
+		c.add(CheckFile, -1, fixDamaged, "not a readable Parquet file (truncated or damaged footer): %s", fe.Problem)
+		return false
+	}
+	c.add(CheckFooter, -1, fixFooter, "the footer is not valid Parquet: %s", strings.TrimPrefix(fe.Error(), "parquetout: footer: "))
+	return true
 }
 
 // checkMeta checks the key-value metadata and the partition path. It
