@@ -22,7 +22,10 @@
 // parquet-java, hyparquet) check it, not only as DuckDB and arrow read
 // it: CheckFooter checks a file's footer that way (every column chunk's
 // path_in_schema names its column, types, value and row counts agree,
-// pages and indexes lie inside the file).
+// pages and indexes lie inside the file), CheckFooters every file under a
+// directory; the tests of this package and the recorder's check every file
+// they write or read with them, and rlrec verify checks every file of a
+// ROOT.
 //
 // # Group commit
 //

@@ -477,3 +477,71 @@ func FuzzCheckFooter(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckFooters(t *testing.T) {
+	files := testFiles(t)
+	broken := editFooter(t, files["logs"], func(md *format.FileMetaData) {
+		md.RowGroups[0].Columns[1].MetaData.PathInSchema = []string{""}
+	})
+	tests := []struct {
+		name  string
+		files map[string][]byte // path under root -> content
+		want  []string          // parts of the error; none: nil
+	}{
+		{name: "no root", files: nil},
+		{name: "valid files", files: map[string][]byte{
+			"logs/session_id=s/part-00000.parquet":                         files["logs"],
+			"steps/session_id=s/episode_record_id=e/part-00000.parquet":    files["steps of 10 rows"],
+			"episodes/session_id=s/episode_record_id=e/part-00000.parquet": files["episodes"],
+		}},
+		{name: "temp and other files are not checked", files: map[string][]byte{
+			"logs/session_id=s/.part-00001.parquet.tmp": []byte("PAR1"),
+			"_rlrec/log/00000.seg":                      []byte("x"),
+		}},
+		{name: "each bad file named", files: map[string][]byte{
+			"logs/session_id=s/part-00000.parquet": files["logs"],
+			"logs/session_id=s/part-00001.parquet": broken,
+			"logs/session_id=t/part-00000.parquet": []byte("PAR1"),
+		}, want: []string{
+			filepath.FromSlash("logs/session_id=s/part-00001.parquet") + ": parquetout: footer: row group 0, column 1 (level): path_in_schema",
+			filepath.FromSlash("logs/session_id=t/part-00000.parquet") + ": parquetout: footer: a file of 4 bytes is too short",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			for p, b := range tc.files {
+				p = filepath.Join("/root", filepath.FromSlash(p))
+				if err := mem.MkdirAll(filepath.Dir(p)); err != nil {
+					t.Fatal(err)
+				}
+				f, err := mem.Create(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.Write(b); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+			err := CheckFooters(mem, "/root")
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrFooter) {
+				t.Fatalf("CheckFooters = %v, want an error wrapping ErrFooter", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not name %q:\n%v", w, err)
+				}
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; n != len(tc.want) {
+				t.Errorf("%d problems, want %d:\n%v", n, len(tc.want), err)
+			}
+		})
+	}
+}
