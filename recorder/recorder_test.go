@@ -330,6 +330,9 @@ func readRows[T any](t testing.TB, fsys vfs.FS, path string) []T {
 	if err != nil {
 		t.Fatalf("%s is not a complete Parquet file: %v", path, err)
 	}
+	if err := parquetout.CheckFooter(f, st.Size()); err != nil {
+		t.Errorf("%s: %v", path, err)
+	}
 	r := parquet.NewGenericReader[T](pf)
 	defer r.Close()
 	rows := make([]T, pf.NumRows())
