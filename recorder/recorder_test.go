@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlrec/rlrec/internal/parquetout"
 	"io"
 	"math"
 	"path/filepath"
@@ -328,6 +329,9 @@ func readRows[T any](t testing.TB, fsys vfs.FS, path string) []T {
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
 		t.Fatalf("%s is not a complete Parquet file: %v", path, err)
+	}
+	if err := parquetout.CheckFooter(f, st.Size()); err != nil {
+		t.Errorf("%s: %v", path, err)
 	}
 	r := parquet.NewGenericReader[T](pf)
 	defer r.Close()

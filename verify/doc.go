@@ -20,8 +20,17 @@
 // names are stable and appear in the output):
 //
 //	file            every .parquet file opens (its footer is whole) and
-//	                every row group and page reads back; every directory
-//	                of the listing can be read
+//	                every row group and page reads back (pages carry
+//	                checksums, which parquet-go checks as it reads); a
+//	                panic of parquet-go while reading it is reported here,
+//	                as damage to the file
+//	footer          the footer is valid by the Parquet specification as
+//	                strict readers (Spark, Athena, parquet-java) check it
+//	                (parquetout.CheckFooter): every column chunk's
+//	                path_in_schema names its column, types and value counts
+//	                agree with the schema and the row groups, pages and
+//	                indexes lie inside the file; every directory of the
+//	                listing can be read
 //	schema-version  rlrec.schema_version is schema.SchemaVersion
 //	metadata        the key-value metadata is present: schema version,
 //	                layout ("episode" or "session"), session id, env id,

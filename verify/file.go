@@ -1,11 +1,15 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -14,6 +18,7 @@ import (
 const (
 	fixDamaged = "the file is damaged: run 'rlrec recover ROOT' if the log still holds this data, otherwise move the file out of ROOT (one bad file makes a whole DuckDB scan fail) and re-record it"
 	fixForeign = "rlrec did not write this file as it is now; move it out of ROOT, or restore it from a copy"
+	fixFooter  = "strict readers (Spark, Athena, parquet-java) refuse the file though DuckDB and pandas may read it (rlrec wrote such footers before it stopped reusing parquet-go writers, parquet-go issue #602): rewrite it with a Parquet writer that keeps its key-value metadata, or move it out of ROOT and re-record it"
 )
 
 // fileSum is what the cross-file checks need of one file: the ids its
@@ -62,13 +67,14 @@ func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any)
 	c.problems = append(c.problems, Problem{Check: check, Path: c.f.Rel, Row: row, Message: fmt.Sprintf(format, args...), Fix: fix})
 }
 
-// checkFile opens one part file and runs the checks of its table.
-func (v *verifier) checkFile(f *fileEntry) *fileCheck {
-	c := &fileCheck{v: v, f: f, sum: fileSum{f: f}}
+// checkFile opens one part file and runs the checks of its table. It
+// always returns the check: a panic while reading the file (parquet-go
+// may panic on damaged pages) is reported as damage to the file.
+func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
+	c = &fileCheck{v: v, f: f, sum: fileSum{f: f}}
 	defer func() {
-		// parquet-go may panic on a damaged page; report it as damage.
 		if r := recover(); r != nil {
-			c.add(CheckFile, -1, fixDamaged, "reading the file failed: %v", r)
+			c.add(CheckFile, -1, fixDamaged, "the file is damaged: reading it panicked: %v", r)
 			c.sum.read, c.sum.steps, c.sum.episode, c.sum.session = false, nil, nil, nil
 		}
 	}()
@@ -78,6 +84,9 @@ func (v *verifier) checkFile(f *fileEntry) *fileCheck {
 		return c
 	}
 	defer file.Close()
+	if !c.checkFooter(file) {
+		return c
+	}
 	pf, err := parquet.OpenFile(file, f.Size, parquet.SkipBloomFilters(true))
 	if err != nil {
 		c.add(CheckFile, -1, fixDamaged, "not a readable Parquet file (truncated or damaged footer): %v", err)
@@ -99,6 +108,26 @@ func (v *verifier) checkFile(f *fileEntry) *fileCheck {
 		_, c.sum.read = readRows[schema.TelemetryRow](c, pf, schema.TelemetrySchema)
 	}
 	return c
+}
+
+// checkFooter checks the footer as strict readers check it
+// (parquetout.CheckFooter). It reports false when the footer cannot be
+// read at all, so that the file cannot be read further.
+func (c *fileCheck) checkFooter(r io.ReaderAt) bool {
+	err := parquetout.CheckFooter(r, c.f.Size)
+	var fe *parquetout.FooterError
+	switch {
+	case err == nil:
+		return true
+	case !errors.As(err, &fe):
+		c.add(CheckFile, -1, "check the file's permissions and the disk", "cannot read: %v", err)
+		return false
+	case errors.Is(err, parquetout.ErrFooterUnreadable):
+		c.add(CheckFile, -1, fixDamaged, "not a readable Parquet file (truncated or damaged footer): %s", fe.Problem)
+		return false
+	}
+	c.add(CheckFooter, -1, fixFooter, "the footer is not valid Parquet: %s", strings.TrimPrefix(fe.Error(), "parquetout: footer: "))
+	return true
 }
 
 // fixMove is the advice for a file whose metadata names another

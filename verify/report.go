@@ -13,6 +13,7 @@ type Check string
 // The checks; see the package doc for what each covers.
 const (
 	CheckFile          Check = "file"
+	CheckFooter        Check = "footer"
 	CheckSchemaVersion Check = "schema-version"
 	CheckMetadata      Check = "metadata"
 	CheckPartition     Check = "partition"

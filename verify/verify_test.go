@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/rlrec/rlrec/schema"
 )
@@ -101,6 +104,32 @@ func rewrite(t *testing.T, path string, edit func(rows []parquet.Row, kv map[str
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editFooter decodes the footer of the Parquet file at path, lets edit
+// change it, and writes the file back with the new footer.
+func editFooter(t *testing.T, path string, edit func(md *format.FileMetaData)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := len(b) - 8 - int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	var md format.FileMetaData
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[start:len(b)-8], &md); err != nil {
+		t.Fatal(err)
+	}
+	edit(&md)
+	footer, err := thrift.Marshal(new(thrift.CompactProtocol), &md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append(b[:start:start], footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	out = append(out, "PAR1"...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -224,6 +253,18 @@ func TestVerify(t *testing.T) {
 			rewrite(t, parquetFiles(t, root, schema.TableTelemetry)[0], func(rows []parquet.Row, kv map[string]string) []parquet.Row {
 				kv[schema.MetaSchemaVersion] = "99"
 				return rows
+			})
+		}},
+		{name: "empty-path-in-schema", golden: true, want: []Check{CheckFooter}, damage: func(t *testing.T, root string) {
+			// What parquet-go's Writer.Reset leaves in every file after a
+			// writer's first (parquet-go issue #602).
+			editFooter(t, parquetFiles(t, root, schema.TableEpisodes)[0], func(md *format.FileMetaData) {
+				for i := range md.RowGroups {
+					for j := range md.RowGroups[i].Columns {
+						p := &md.RowGroups[i].Columns[j].MetaData.PathInSchema
+						*p = make([]string, len(*p))
+					}
+				}
 			})
 		}},
 		{name: "log-with-records", want: []Check{CheckLog}, damage: func(t *testing.T, root string) {

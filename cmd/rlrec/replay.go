@@ -113,7 +113,7 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	}
 	var rids []string
 	if f.episode != "" {
-		if len(d.EpisodeFiles(rec, f.episode)) == 0 {
+		if !d.HasSteps(rec, f.episode) {
 			return fmt.Errorf("%s episode %q has no steps in %s; run 'rlrec inspect %s --session %s' for the list",
 				rec, f.episode, args[0], args[0], f.session)
 		}

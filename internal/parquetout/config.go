@@ -110,7 +110,8 @@ func (c Config) writerOptions(blobPaths [][]string, kv []kvPair) ([]parquet.Writ
 	opts := []parquet.WriterOption{
 		parquet.Compression(codec),
 		parquet.PageBufferSize(c.PageBufferSize),
-		parquet.WriteBufferSize(c.WriteBufferSize),
+		// The file's write buffer is rlrec's own (getWriteBuffer).
+		parquet.WriteBufferSize(0),
 		parquet.CreatedBy("rlrec", schema.SchemaVersion, ""),
 	}
 	for _, p := range blobPaths {

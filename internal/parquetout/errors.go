@@ -24,4 +24,11 @@ var (
 	ErrExists = errors.New("parquetout: a published file has that name")
 	// ErrCodec is returned for an unknown compression name in a Config.
 	ErrCodec = errors.New("parquetout: unknown compression codec")
+	// ErrFooter is wrapped by the *FooterError of CheckFooter: the file's
+	// footer is not valid by the Parquet format specification.
+	ErrFooter = errors.New("parquetout: footer is not valid Parquet")
+	// ErrFooterUnreadable is wrapped too when the footer cannot be read
+	// at all: the file is too short, lacks a magic, declares a footer
+	// length that does not fit, or its thrift does not decode.
+	ErrFooterUnreadable = errors.New("parquetout: no readable Parquet footer")
 )

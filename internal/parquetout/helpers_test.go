@@ -92,6 +92,9 @@ func openParquet(t testing.TB, path string) *parquet.File {
 	if err != nil {
 		t.Fatalf("open parquet %s: %v", path, err)
 	}
+	if err := CheckFooter(f, st.Size()); err != nil {
+		t.Errorf("%s: %v", path, err)
+	}
 	return pf
 }
 
@@ -124,9 +127,18 @@ func readRows(t testing.TB, pf *parquet.File) [][][]parquet.Value {
 	return out
 }
 
+// osFS returns the OS file system and a root under a temp directory;
+// when the test ends, every Parquet file under root must have a valid
+// footer.
 func osFS(t testing.TB) (vfs.FS, string) {
 	t.Helper()
-	return vfs.OS(), filepath.Join(t.TempDir(), "root")
+	fsys, root := vfs.OS(), filepath.Join(t.TempDir(), "root")
+	t.Cleanup(func() {
+		if err := CheckFooters(fsys, root); err != nil {
+			t.Error(err)
+		}
+	})
+	return fsys, root
 }
 
 func metaValue(pf *parquet.File, key string) (string, bool) {

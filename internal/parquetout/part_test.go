@@ -126,6 +126,9 @@ func openMem(t *testing.T, fsys vfs.FS, path string) *parquet.File {
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
+	if err := CheckFooter(f, st.Size()); err != nil {
+		t.Errorf("%s: %v", path, err)
+	}
 	return pf
 }
 

@@ -1,6 +1,7 @@
 package parquetout
 
 import (
+	"bufio"
 	"fmt"
 	"sync"
 	"time"
@@ -52,7 +53,10 @@ type StepsFormat struct {
 	cfg       Config
 	spaces    spaceJSON
 	blobPaths [][]string
-	pool      sync.Pool // of *stepsBuffers
+	// opts are the parquet-go options of every file of the format but
+	// its session and episode record ids, set per file.
+	opts []parquet.WriterOption
+	pool sync.Pool // of *stepsBuffers
 }
 
 // NewStepsFormat returns the steps format for the given observation and
@@ -85,6 +89,11 @@ func NewStepsFormat(obs, act *schema.Layout, cfg Config) (*StepsFormat, error) {
 			}
 		}
 	}
+	opts, err := cfg.writerOptions(f.blobPaths, nil)
+	if err != nil {
+		return nil, err
+	}
+	f.opts = append(opts, table.Schema)
 	return f, nil
 }
 
@@ -155,28 +164,24 @@ func (f *StepsFormat) start(part *Part, meta Metadata) (*StepsWriter, error) {
 	w := &StepsWriter{f: f, part: part, maxGroup: f.cfg.RowGroupBytes}
 	if st, ok := f.pool.Get().(*stepsBuffers); ok {
 		w.stepsBuffers = *st
-		w.pw.Reset(part)
 	} else {
-		opts, err := f.cfg.writerOptions(f.blobPaths, nil)
-		if err != nil {
-			part.Abort()
-			return nil, err
-		}
-		w.pw = parquet.NewWriter(part, append(opts, f.table.Schema)...)
 		w.arena = make([]byte, 0, arenaStart)
 	}
+	// A new parquet-go writer for every file: see getWriteBuffer.
+	w.out = getWriteBuffer(part, f.cfg.WriteBufferSize)
+	w.pw = parquet.NewWriter(w.out, f.opts...)
 	for _, e := range keyValues(schema.TableSteps, meta, f.spaces) {
 		w.pw.SetKeyValueMetadata(e.key, e.value)
 	}
 	return w, nil
 }
 
-// stepsBuffers is what a StepsWriter allocates once and its StepsFormat
-// recycles across files: a parquet-go writer (reset for each file) and the
-// batch buffers. Writing one short episode per file, building these anew
-// cost more than the rows themselves.
+// stepsBuffers is what a StepsWriter allocates and its StepsFormat
+// recycles across files: the batch buffers. The parquet-go writer is the
+// file's own, and its write buffer comes from getWriteBuffer.
 type stepsBuffers struct {
 	pw      *parquet.Writer
+	out     *bufio.Writer   // the file's write buffer, in front of the part
 	rowBuf  []pendingRow    // rows not yet handed to parquet-go
 	leafBuf [][]byte        // their typed leaves, row-major
 	arena   []byte          // copies of the bytes those rows reference
@@ -553,6 +558,10 @@ func (w *StepsWriter) close() error {
 		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
 		return w.err
 	}
+	if err := w.out.Flush(); err != nil {
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		return w.err
+	}
 	w.done = true
 	w.recycle()
 	return nil
@@ -576,7 +585,8 @@ func (w *StepsWriter) recycle() {
 	clear(w.rowBuf)
 	clear(w.leafBuf)
 	clear(w.scratch)
-	st := &stepsBuffers{pw: w.pw, rowBuf: w.rowBuf[:0], leafBuf: w.leafBuf[:0], arena: w.arena[:0], scratch: w.scratch[:0]}
+	putWriteBuffer(w.out)
+	st := &stepsBuffers{rowBuf: w.rowBuf[:0], leafBuf: w.leafBuf[:0], arena: w.arena[:0], scratch: w.scratch[:0]}
 	w.f.pool.Put(st)
 	w.release()
 }

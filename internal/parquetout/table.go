@@ -1,8 +1,8 @@
 package parquetout
 
 import (
+	"bufio"
 	"fmt"
-	"sync"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -35,7 +35,7 @@ func tableOf[T Row]() (string, [][]string) {
 type TableWriter[T Row] struct {
 	part      *Part
 	w         *parquet.GenericWriter[T]
-	pool      *sync.Pool
+	out       *bufio.Writer // the file's write buffer, in front of part
 	rowsLimit int64
 	groupRows int64
 	rows      int64
@@ -73,7 +73,7 @@ func createTable[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Confi
 		}
 	}
 	kv := keyValues(table, meta, spaces)
-	opts, err := cfg.writerOptions(blobs, nil)
+	opts, err := cfg.writerOptions(blobs, kv)
 	if err != nil {
 		return nil, err
 	}
@@ -81,33 +81,10 @@ func createTable[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Confi
 	if err != nil {
 		return nil, err
 	}
-	key := tablePoolKey{table: table, cfg: cfg, spaces: spaces.has}
-	pool, _ := tablePools.LoadOrStore(key, new(sync.Pool))
-	w := &TableWriter[T]{part: part, rowsLimit: cfg.RowGroupRows, pool: pool.(*sync.Pool)}
-	if pw, ok := w.pool.Get().(*parquet.GenericWriter[T]); ok {
-		w.w = pw
-		w.w.Reset(part)
-	} else {
-		w.w = parquet.NewGenericWriter[T](part, opts...)
-	}
-	// Every file of one pool key sets the same keys, so none is left over
-	// from a recycled writer's previous file.
-	for _, e := range kv {
-		w.w.SetKeyValueMetadata(e.key, e.value)
-	}
+	// A new parquet-go writer for every file: see getWriteBuffer.
+	w := &TableWriter[T]{part: part, rowsLimit: cfg.RowGroupRows, out: getWriteBuffer(part, cfg.WriteBufferSize)}
+	w.w = parquet.NewGenericWriter[T](w.out, opts...)
 	return w, nil
-}
-
-// tablePools recycles the parquet-go writers of the fixed tables, one pool
-// per table, configuration and set of metadata keys: the recorder writes
-// one small episodes file per episode, and a new writer costs more than
-// its row.
-var tablePools sync.Map // tablePoolKey -> *sync.Pool
-
-type tablePoolKey struct {
-	table  string
-	cfg    Config
-	spaces [2]bool
 }
 
 // Path returns the final path of the file.
@@ -178,8 +155,13 @@ func (w *TableWriter[T]) close() error {
 		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
 		return w.err
 	}
+	if err := w.out.Flush(); err != nil {
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		return w.err
+	}
 	w.done = true
-	w.pool.Put(w.w)
+	putWriteBuffer(w.out)
+	w.w, w.out = nil, nil
 	return nil
 }
 
