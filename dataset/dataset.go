@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -71,6 +72,11 @@ type Dataset struct {
 	// byPartition indexes files by table, recording and episode record id
 	// ("" for recording partitions).
 	byPartition map[partKey][]File
+
+	// mu guards steps: per recording, the steps_file of each episode
+	// (packed steps files), read on first use.
+	mu    sync.Mutex
+	steps map[Recording]map[string]string
 }
 
 // Open lists the ROOT at root. It reads directories only, except for the
@@ -219,13 +225,26 @@ func (d *Dataset) EpisodeFiles(rec Recording, episodeRecordID string) []File {
 }
 
 // EpisodeRecordIDs returns the record ids of a recording's episodes that
-// have a steps partition (layout "episode"), sorted. The episodes table
-// lists every episode (Episodes).
+// have steps: a steps partition (layout "episode") or, for packed steps
+// files (layout "session"), a steps_file in their episodes row; sorted.
+// The episodes table lists every episode (Episodes).
 func (d *Dataset) EpisodeRecordIDs(rec Recording) []string {
+	seen := map[string]bool{}
 	var ids []string
 	for k := range d.byPartition {
-		if k.table == schema.TableSteps && k.rec == rec && k.ep {
+		if k.table == schema.TableSteps && k.rec == rec && k.ep && !seen[k.rid] {
+			seen[k.rid] = true
 			ids = append(ids, k.rid)
+		}
+	}
+	if len(d.byPartition[partKey{table: schema.TableSteps, rec: rec}]) > 0 {
+		if files, err := d.stepsFiles(rec); err == nil {
+			for rid := range files {
+				if !seen[rid] {
+					seen[rid] = true
+					ids = append(ids, rid)
+				}
+			}
 		}
 	}
 	sort.Strings(ids)
@@ -251,4 +270,59 @@ func (d *Dataset) Lookup(sessionID, envID string) (Recording, error) {
 	}
 	return Recording{}, fmt.Errorf("session %q names %d recordings in %s (env ids %s): %w; give --env too",
 		sessionID, len(recs), d.root, strings.Join(envs, ", "), ErrAmbiguous)
+}
+
+// packedFileOf returns the path of the packed steps file (layout
+// "session") that an episode's episodes row names, "" when it names none.
+func (d *Dataset) packedFileOf(rec Recording, rid string) (string, error) {
+	if len(d.byPartition[partKey{table: schema.TableSteps, rec: rec}]) == 0 {
+		return "", nil
+	}
+	files, err := d.stepsFiles(rec)
+	if err != nil {
+		return "", err
+	}
+	rel, ok := files[rid]
+	if !ok {
+		return "", nil
+	}
+	return d.path(rel), nil
+}
+
+// stepsFiles returns, per episode record id, the steps_file of a
+// recording's episodes rows, read once per Dataset.
+func (d *Dataset) stepsFiles(rec Recording) (map[string]string, error) {
+	d.mu.Lock()
+	m, ok := d.steps[rec]
+	d.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	eps, err := d.Episodes(rec)
+	if err != nil {
+		return nil, err
+	}
+	m = make(map[string]string, len(eps))
+	for _, e := range eps {
+		if e.Row.StepsFile != nil {
+			m[e.EpisodeRecordID] = *e.Row.StepsFile
+		}
+	}
+	d.mu.Lock()
+	if d.steps == nil {
+		d.steps = make(map[Recording]map[string]string)
+	}
+	d.steps[rec] = m
+	d.mu.Unlock()
+	return m, nil
+}
+
+// HasSteps reports whether an episode has a steps file: its own partition
+// (layout "episode") or a packed file its episodes row names.
+func (d *Dataset) HasSteps(rec Recording, rid string) bool {
+	if len(d.EpisodeFiles(rec, rid)) > 0 {
+		return true
+	}
+	p, err := d.packedFileOf(rec, rid)
+	return err == nil && p != ""
 }

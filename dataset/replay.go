@@ -222,7 +222,7 @@ func (r *replayer) plan(rows []Episode) error {
 		ep := &replayEpisode{row: e.Row, rid: e.EpisodeRecordID, first: -1, last: -1}
 		r.eps = append(r.eps, ep)
 		r.byLane[e.Row.EnvIndex] = append(r.byLane[e.Row.EnvIndex], ep)
-		if len(r.d.EpisodeFiles(r.rec, e.EpisodeRecordID)) == 0 {
+		if !r.d.HasSteps(r.rec, e.EpisodeRecordID) {
 			continue
 		}
 		st, err := r.d.Steps(r.rec, e.EpisodeRecordID)

@@ -16,11 +16,14 @@ import (
 // Step is one row of the steps table (its fixed columns). Slices and the
 // struct itself are valid until the iterator's next Next or Close.
 type Step struct {
-	EpisodeID    string
-	EpisodeIndex int64
-	EnvIndex     int32
-	Step         int64
-	SessionStep  int64
+	// EpisodeRecordID is the episode's record id: from the file's column
+	// in a packed file (layout "session"), else from its partition.
+	EpisodeRecordID string
+	EpisodeID       string
+	EpisodeIndex    int64
+	EnvIndex        int32
+	Step            int64
+	SessionStep     int64
 	// ObservationBlob is nil when the column is null (no observation was
 	// seen before the action); a value with zero leaves is non-nil and
 	// empty. ActionBlob likewise.
@@ -77,16 +80,39 @@ type Steps struct {
 
 	err error
 
+	// only, when set, keeps the rows of one episode of a packed file;
+	// ridCol is the file's episode_record_id column (-1: none) and rids
+	// its values in the current row group.
+	only      string
+	filter    bool
+	inEpisode bool
+	ridCol    int
+	rids      []parquet.Value
+	partRID   string // the episode of an episode partition
+
 	obsLeaves, actLeaves [][]byte
 }
 
-// Steps returns an iterator over an episode's steps, across its part
-// files. An episode with no steps file is ErrNotFound.
+// Steps returns an iterator over an episode's steps: across the part files
+// of its partition (layout "episode"), or its rows of the packed file its
+// episodes row names (layout "session"). An episode with no steps file is
+// ErrNotFound.
 func (d *Dataset) Steps(rec Recording, episodeRecordID string) (*Steps, error) {
 	files := d.EpisodeFiles(rec, episodeRecordID)
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s episode %q: %w: no steps file in %s (an episode that recorded no step has none); run 'rlrec inspect %s --session %s' for the list",
-			rec, episodeRecordID, ErrNotFound, d.root, d.root, rec.SessionID)
+		path, err := d.packedFileOf(rec, episodeRecordID)
+		if err != nil {
+			return nil, err
+		}
+		if path == "" {
+			return nil, fmt.Errorf("%s episode %q: %w: no steps file in %s (an episode that recorded no step has none); run 'rlrec inspect %s --session %s' for the list",
+				rec, episodeRecordID, ErrNotFound, d.root, d.root, rec.SessionID)
+		}
+		s := &Steps{paths: []string{path}, only: episodeRecordID, filter: true}
+		if err := s.openNext(); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	paths := make([]string, len(files))
 	for i, f := range files {
@@ -97,7 +123,7 @@ func (d *Dataset) Steps(rec Recording, episodeRecordID string) (*Steps, error) {
 			return nil, err
 		}
 	}
-	s := &Steps{paths: paths}
+	s := &Steps{paths: paths, partRID: episodeRecordID}
 	if err := s.openNext(); err != nil {
 		return nil, err
 	}
@@ -166,6 +192,16 @@ func (s *Steps) openNext() error {
 		}
 		s.cols[i] = leaf.ColumnIndex
 	}
+	s.ridCol = -1
+	if leaf, ok := sch.Lookup(schema.ColEpisodeRecordID); ok && leaf.Node.Type().Kind() == parquet.ByteArray {
+		s.ridCol = leaf.ColumnIndex
+	} else if s.filter {
+		f.Close()
+		return fileErr(path, -1, fmt.Errorf("%w: %s; an episodes row names this file as a packed steps file, which must have it", ErrColumn, schema.ColEpisodeRecordID))
+	}
+	if s.partRID == "" && s.ridCol < 0 {
+		s.partRID, _ = f.pf.Lookup(schema.MetaEpisodeRecordID)
+	}
 	sp, err := f.spaces()
 	if err != nil {
 		f.Close()
@@ -199,10 +235,44 @@ func (s *Steps) Next() bool {
 			return false
 		}
 	}
+	if s.filter {
+		if !s.skipToEpisode() {
+			return false
+		}
+	}
 	s.fill(s.i)
 	s.row = s.base + int64(s.i)
 	s.i++
 	return true
+}
+
+// skipToEpisode moves to the next row of the episode a filtered iterator
+// keeps, reading row groups as needed; it returns false at the end (an
+// episode's rows are contiguous, so the first row of another episode after
+// them ends it) or on an error.
+func (s *Steps) skipToEpisode() bool {
+	for {
+		for s.i < s.n {
+			if string(s.rids[s.i].ByteArray()) == s.only {
+				s.inEpisode = true
+				return true
+			}
+			if s.inEpisode {
+				s.n = s.i
+				s.f.Close()
+				s.f = nil
+				return false
+			}
+			s.i++
+		}
+		if s.f == nil || s.rg >= len(s.f.pf.RowGroups()) {
+			return false
+		}
+		if err := s.readGroup(); err != nil {
+			s.err = err
+			return false
+		}
+	}
 }
 
 // readGroup reads the fixed columns of the next row group.
@@ -213,6 +283,19 @@ func (s *Steps) readGroup() error {
 	s.rg++
 	n := int(rg.NumRows())
 	chunks := rg.ColumnChunks()
+	if s.filter && !s.mayHold(s.rg-1, s.only) {
+		// The row group's statistics rule the episode out.
+		s.n, s.i = 0, 0
+		s.base += int64(n)
+		return nil
+	}
+	if s.ridCol >= 0 {
+		vals, err := readColumn(chunks[s.ridCol], s.rids[:0])
+		if err != nil || len(vals) != n {
+			return fileErr(s.f.path, s.base, fmt.Errorf("%w: column %s of row group %d: %v; run 'rlrec verify' on the ROOT", ErrColumn, schema.ColEpisodeRecordID, s.rg-1, err))
+		}
+		s.rids = vals
+	}
 	for c := range schema.NumFixedStepsColumns {
 		vals, err := readColumn(chunks[s.cols[c]], s.vals[c][:0])
 		if err != nil {
@@ -301,6 +384,13 @@ var emptyBlob = []byte{}
 
 func (s *Steps) fill(i int) {
 	st := &s.step
+	if s.ridCol >= 0 {
+		if id := s.rids[i].ByteArray(); string(id) != st.EpisodeRecordID {
+			st.EpisodeRecordID = string(id)
+		}
+	} else {
+		st.EpisodeRecordID = s.partRID
+	}
 	if id := s.vals[schema.StepsColEpisodeID][i].ByteArray(); string(id) != st.EpisodeID {
 		st.EpisodeID = string(id)
 	}
@@ -470,4 +560,19 @@ func (s *Steps) values(leaves [][]byte, l *schema.Layout, side string) ([]any, e
 		out[i] = v
 	}
 	return out, nil
+}
+
+// mayHold reports whether row group rg's episode_record_id column may
+// hold rid, by its statistics in the footer (true when it has none).
+func (s *Steps) mayHold(rg int, rid string) bool {
+	groups := s.f.pf.Metadata().RowGroups
+	if rg >= len(groups) || s.ridCol >= len(groups[rg].Columns) {
+		return true
+	}
+	st := groups[rg].Columns[s.ridCol].MetaData.Statistics
+	lo, hi := st.MinValue, st.MaxValue
+	if lo == nil || hi == nil {
+		return true
+	}
+	return string(lo) <= rid && rid <= string(hi)
 }

@@ -270,6 +270,10 @@ type TypedColumn struct {
 // StepsTable is the schema of a steps file for one pair of spaces.
 type StepsTable struct {
 	Schema *parquet.Schema
+	// Packed is set for the steps files of layout "session", which pack
+	// whole episodes and carry the column episode_record_id at
+	// StepsColEpisodeRecordID.
+	Packed bool
 	// Observation and Action list the typed columns, in leaf order.
 	Observation []TypedColumn
 	Action      []TypedColumn
@@ -292,10 +296,14 @@ const (
 	StepsColTerminated      = 10
 	StepsColTruncated       = 11
 	StepsColRecordedAt      = 12
+	// StepsColEpisodeRecordID is in packed steps files (layout
+	// "session") only.
+	StepsColEpisodeRecordID = 13
 )
 
 // NumFixedStepsColumns is the number of steps columns before the typed
-// ones.
+// ones, in the files of layout "episode"; a packed file (layout
+// "session") has one more, episode_record_id.
 const NumFixedStepsColumns = 13
 
 // StepsSchema returns the steps table schema for the given observation and
@@ -309,11 +317,25 @@ const NumFixedStepsColumns = 13
 // stored as binary; 0 means DefaultBinaryThreshold. Text leaves are always
 // strings.
 func StepsSchema(obs, act *Layout, binaryThreshold int) (*StepsTable, error) {
+	return stepsSchema(obs, act, binaryThreshold, false)
+}
+
+// PackedStepsSchema is StepsSchema for the packed steps files of layout
+// "session": the fixed columns end with episode_record_id
+// (StepsColEpisodeRecordID), since the file holds many episodes.
+func PackedStepsSchema(obs, act *Layout, binaryThreshold int) (*StepsTable, error) {
+	return stepsSchema(obs, act, binaryThreshold, true)
+}
+
+func stepsSchema(obs, act *Layout, binaryThreshold int, packed bool) (*StepsTable, error) {
 	if binaryThreshold <= 0 {
 		binaryThreshold = DefaultBinaryThreshold
 	}
 	fields := stepsFixedFields()
-	t := &StepsTable{}
+	if packed {
+		fields = append(fields, orderedField{ColEpisodeRecordID, parquet.Encoded(parquet.String(), dictEnc)})
+	}
+	t := &StepsTable{Packed: packed}
 	seen := make(map[string]bool, len(fields))
 	for _, f := range fields {
 		seen[f.name] = true
