@@ -20,24 +20,39 @@ import (
 //
 // A batch keeps its entries in the order they were handed over: episodes
 // in the order the assembler finished them, and the recording's session
-// writes (its sessions row, logs and telemetry) among them, so that a
-// session write is published after the episodes finished before it. A
-// flush takes the entries ready so far from the front (an episode is ready
-// once its steps file is finished). It runs, on the batch's own queue,
-//   - at once when a session write is ready (the recording ended, or late
-//     telemetry came) or the ready episodes reach batchMaxRows rows or
-//     batchMaxBytes bytes;
+// writes (its sessions row, logs and telemetry) among them. A flush takes
+// every ready episode (one is ready once its steps are written) and the
+// session writes that no unready entry precedes, so a session write is
+// published after the episodes finished before it: the episodes in one
+// episodes file (with their steps files), then the session writes in
+// order. It runs, on the batch's own queue,
+//   - at once when a session write is ready and nothing before it waits
+//     (the recording ended, or late telemetry came), or the ready episodes
+//     reach batchMaxRows rows or batchMaxBytes bytes of episodes rows, or
+//     their packed steps reach packedMaxBytes;
 //   - else batch delay (WithEpisodeBatchDelay, default 2 s) after the
 //     first entry of a batch became ready;
 //   - and on writer.wait (Flush, Close, the end of recovery).
 //
 // So an episode's rows are visible within about the delay after it
 // completes, and at the latest when its recording ends.
+//
+// Layout "session" (packed steps files): an episode whose rows were never
+// streamed out (all but long or image-heavy ones) has its rows appended,
+// whole and on the batch's queue, to its recording's open packed steps
+// file, whose row groups end only between episodes; a flush finishes that
+// file and publishes it with the episodes rows that name it, so the steps
+// of a recording are rolled into a file per flush (by time, or by
+// packedMaxBytes). An episode that streamed has a part file of its own in
+// the recording's partition.
 const (
 	batchMaxRows  = 4096
 	batchMaxBytes = 8 << 20
 	// batchRowBytes is what a row is counted beyond its blob.
 	batchRowBytes = 512
+	// packedMaxBytes bounds the step bytes (blobs and typed values, before
+	// compression) of one packed steps file.
+	packedMaxBytes = 128 << 20
 )
 
 // batch is the pending writes of one recording.
@@ -47,9 +62,15 @@ type batch struct {
 
 	mu      sync.Mutex
 	entries []*batchEntry
-	bytes   int  // of the ready episode rows at the front
 	armed   bool // a delayed flush is scheduled
 	queued  bool // a flush job is queued and has not started
+
+	// packed is the open packed steps file (layout "session"), and
+	// packedDone the ones finished since the last flush (when the spaces
+	// changed); only jobs on q touch them.
+	packed     *episodeFile
+	packedRel  string
+	packedDone []*parquetout.Part
 }
 
 // batchEntry is one write waiting in a batch: an episode's row with its
@@ -63,7 +84,9 @@ type batchEntry struct {
 	status string
 	row    schema.EpisodeRow
 	meta   parquetout.Metadata // the episodes file's (its spaces)
-	steps  *parquetout.Part    // nil: no steps file
+	steps  *parquetout.Part    // nil: no steps file of its own
+	// stepBytes are the bytes of its rows in the packed steps file.
+	stepBytes int
 
 	// A session write (session set).
 	session *sessionWriteJob
@@ -103,21 +126,22 @@ func (b *batch) add(e *batchEntry) {
 func (w *writer) ready(b *batch, e *batchEntry, failed bool) {
 	b.mu.Lock()
 	e.ready, e.failed = true, failed
-	now := false
-	rows := 0
-	b.bytes = 0
+	now, waiting := false, false
+	rows, bytes, steps := 0, 0, 0
 	for _, x := range b.entries {
-		if !x.ready {
-			break
+		switch {
+		case !x.ready:
+			waiting = true
+		case x.session != nil:
+			now = now || !waiting
+			waiting = true // later session writes wait for this one
+		default:
+			rows++
+			bytes += batchRowBytes + len(x.row.FinalObservationBlob)
+			steps += x.stepBytes
 		}
-		if x.session != nil {
-			now = true
-			break
-		}
-		rows++
-		b.bytes += batchRowBytes + len(x.row.FinalObservationBlob)
 	}
-	now = now || rows >= batchMaxRows || b.bytes >= batchMaxBytes
+	now = now || rows >= batchMaxRows || bytes >= batchMaxBytes || steps >= packedMaxBytes
 	switch {
 	case now && !b.queued:
 		b.queued = true
@@ -173,35 +197,41 @@ func (w *writer) flushAll() {
 	}
 }
 
-// flush writes the ready entries at the front of a batch: runs of episodes
-// as one episodes file with their steps files, session writes as they are,
-// each handed to the committer in order.
+// flush publishes what a batch holds ready (see the package doc): its
+// ready episodes as one episodes file with their steps files (and the
+// packed steps file they were appended to), then the session writes no
+// unready entry precedes, in order.
 func (w *writer) flush(b *batch) {
 	b.mu.Lock()
 	b.queued = false
-	n := 0
-	for n < len(b.entries) && b.entries[n].ready {
-		n++
-	}
-	take := b.entries[:n:n]
-	b.entries = append([]*batchEntry(nil), b.entries[n:]...)
-	b.mu.Unlock()
-	var run []*batchEntry
-	for _, e := range take {
-		if e.session == nil {
-			run = append(run, e)
-			continue
+	var eps, sessions, keep []*batchEntry
+	waiting := false
+	for _, e := range b.entries {
+		switch {
+		case !e.ready:
+			waiting = true
+			keep = append(keep, e)
+		case e.session != nil && waiting:
+			keep = append(keep, e)
+		case e.session != nil:
+			sessions = append(sessions, e)
+		default:
+			eps = append(eps, e)
 		}
-		w.writeEpisodes(b.rec, run)
-		run = run[:0]
+	}
+	b.entries = keep
+	b.mu.Unlock()
+	packed := w.finishPacked(b)
+	w.writeEpisodes(b.rec, eps, packed)
+	for _, e := range sessions {
 		w.writeSession(b.rec, e.session)
 	}
-	w.writeEpisodes(b.rec, run)
 }
 
-// writeEpisodes writes the rows of a run of finished episodes into one
-// episodes file and hands it, with their steps files, to the committer.
-func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry) {
+// writeEpisodes writes the rows of finished episodes into one episodes
+// file and hands it, with their steps files and the packed steps files
+// they were appended to, to the committer.
+func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []*parquetout.Part) {
 	var ok []*batchEntry
 	for _, e := range run {
 		if e.failed {
@@ -212,17 +242,23 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry) {
 		}
 		ok = append(ok, e)
 	}
-	if len(ok) == 0 {
-		return
-	}
-	if err := w.err(); err != nil {
-		// An earlier write failed: commit nothing more; the data stays in
-		// the log for the next Open.
+	abort := func() {
 		for _, e := range ok {
 			if e.steps != nil {
 				e.steps.Abort()
 			}
 		}
+		abortParts(packed)
+	}
+	if len(ok) == 0 {
+		// A packed file holds only rows of episodes in run.
+		abortParts(packed)
+		return
+	}
+	if err := w.err(); err != nil {
+		// An earlier write failed: commit nothing more; the data stays in
+		// the log for the next Open.
+		abort()
 		return
 	}
 	p := hive.RecordingPartition(schema.TableEpisodes, rec)
@@ -234,11 +270,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry) {
 	k := w.nextPart(p)
 	part, err := parquetout.FinishTableAt(w.fs, p.Dir(w.root), k, meta, w.cfg, rows)
 	if err != nil {
-		for _, e := range ok {
-			if e.steps != nil {
-				e.steps.Abort()
-			}
-		}
+		abort()
 		w.fail(fmt.Errorf("episode rows of %s: %w", rec, err))
 		return
 	}
@@ -248,12 +280,14 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry) {
 		files := []string{epFile}
 		if e.steps != nil {
 			it.parts = append(it.parts, e.steps)
+		}
+		if e.row.StepsFile != nil {
 			files = append(files, *e.row.StepsFile)
 		}
 		it.markers = append(it.markers, appendEpisodeMarker(nil, rec, e.rid, files))
 		it.live = append(it.live, e.ep)
 	}
-	it.parts = append(it.parts, part)
+	it.parts = append(append(it.parts, packed...), part)
 	statuses := make([]string, len(ok))
 	for i, e := range ok {
 		statuses[i] = e.status
@@ -292,4 +326,61 @@ func (w *writer) nextPart(p hive.Partition) int {
 	w.parts[rel] = n + 1
 	w.mu.Unlock()
 	return n
+}
+
+// pack appends a finished episode's rows, whole, to its recording's packed
+// steps file (layout "session"), opening one when none is open or the
+// spaces changed; it runs on the batch's queue.
+func (w *writer) pack(b *batch, m episodeMeta, j rowsJob, e *batchEntry) error {
+	if len(j.rows) == 0 {
+		return nil
+	}
+	f := b.packed
+	if f != nil && (f.obs != j.obs || f.act != j.act) {
+		w.finishPackedFile(b)
+		f = nil
+	}
+	if f == nil {
+		f = &episodeFile{packed: true}
+		b.packed = f
+	}
+	if err := w.writeRows(f, m, j); err != nil {
+		return err
+	}
+	if f.steps == nil {
+		return nil
+	}
+	f.steps.SetEpisodeBoundaries(true)
+	if err := f.steps.EndEpisode(); err != nil {
+		return fmt.Errorf("%s: %w", m, err)
+	}
+	rel := hive.RecordingPartition(schema.TableSteps, m.rec).File(f.part)
+	e.row.StepsFile = &rel
+	e.stepBytes = len(j.arena)
+	return nil
+}
+
+// finishPacked finishes the open packed steps file of a batch, and returns
+// it with the others finished since the last flush.
+func (w *writer) finishPacked(b *batch) []*parquetout.Part {
+	w.finishPackedFile(b)
+	out := b.packedDone
+	b.packedDone = nil
+	return out
+}
+
+func (w *writer) finishPackedFile(b *batch) {
+	f := b.packed
+	b.packed = nil
+	if f == nil || f.steps == nil {
+		return
+	}
+	p, err := f.steps.Finish()
+	w.files.open.Add(-1)
+	if err != nil {
+		f.steps.Abort()
+		w.fail(fmt.Errorf("packed steps of %s: %w", b.rec, err))
+		return
+	}
+	b.packedDone = append(b.packedDone, p)
 }

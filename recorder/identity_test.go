@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
@@ -70,7 +71,7 @@ func checkRecordings(t *testing.T, root string, sums []sim.Summary) {
 			if e.Row.Status == schema.EpisodeCompleted {
 				completed++
 			}
-			if e.Row.StepsRecorded > 0 && (e.Row.StepsFile == nil || len(d.EpisodeFiles(rec, e.EpisodeRecordID)) != 1) {
+			if e.Row.StepsRecorded > 0 && (e.Row.StepsFile == nil || !d.HasSteps(rec, e.EpisodeRecordID)) {
 				t.Fatalf("%s episode %s: steps_file %v", rec, e.EpisodeRecordID, e.Row.StepsFile)
 			}
 		}
@@ -259,22 +260,29 @@ func TestLayoutFile(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(root string) error
+		opts  []recorder.Option
 	}{
 		{"v1 tables without a layout file", func(root string) error {
 			return os.MkdirAll(filepath.Join(root, "steps", "session_id=s", "episode_record_id=ep-000001"), 0o755)
-		}},
+		}, nil},
 		{"another schema version", func(root string) error {
 			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {
 				return err
 			}
 			return os.WriteFile(filepath.Join(root, "_rlrec", "layout"), []byte("schema_version=3\nlayout=episode\n"), 0o644)
-		}},
+		}, nil},
 		{"another layout", func(root string) error {
 			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {
 				return err
 			}
 			return os.WriteFile(filepath.Join(root, "_rlrec", "layout"), []byte("schema_version=2\nlayout=session\n"), 0o644)
-		}},
+		}, []recorder.Option{recorder.WithLayout(hive.LayoutEpisode)}},
+		{"an unknown layout", func(root string) error {
+			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(root, "_rlrec", "layout"), []byte("schema_version=2\nlayout=diagonal\n"), 0o644)
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -282,7 +290,7 @@ func TestLayoutFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := snapshotTree(t, root)
-			rec, err := recorder.Open(root)
+			rec, err := recorder.Open(root, tc.opts...)
 			if err == nil {
 				rec.Close(context.Background())
 				t.Fatal("Open accepted the ROOT")

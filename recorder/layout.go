@@ -32,7 +32,7 @@ const (
 func (r *Recorder) checkLayout() error {
 	state := filepath.Join(r.root, hive.StateDir)
 	name := filepath.Join(state, hive.LayoutName)
-	want := hive.LayoutEpisode
+	want := r.opts.layout
 	f, err := r.fs.Open(name)
 	if err == nil {
 		b, err := io.ReadAll(f)
@@ -48,9 +48,14 @@ func (r *Recorder) checkLayout() error {
 		if v := kv[layoutKeyVersion]; v != schema.SchemaVersion {
 			return fmt.Errorf("open %s: %w: %s says schema version %q, this rlrec writes %q; record into a new ROOT", r.root, ErrLayout, name, v, schema.SchemaVersion)
 		}
-		if l := hive.Layout(kv[layoutKeyLayout]); l != want {
-			return fmt.Errorf("open %s: %w: the ROOT's steps layout is %q (%s), this recorder writes %q; record into a new ROOT", r.root, ErrLayout, l, name, want)
+		l, err := hive.ParseLayout(kv[layoutKeyLayout])
+		if err != nil {
+			return fmt.Errorf("open %s: %w: %s: %w", r.root, ErrLayout, name, err)
 		}
+		if want != "" && l != want {
+			return fmt.Errorf("open %s: %w: the ROOT's steps layout is %q (%s), and %q was asked for; record into a new ROOT, or leave the layout to the ROOT", r.root, ErrLayout, l, name, want)
+		}
+		r.layout = l
 		return nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -62,6 +67,10 @@ func (r *Recorder) checkLayout() error {
 				r.root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion)
 		}
 	}
+	if want == "" {
+		want = hive.LayoutEpisode
+	}
+	r.layout = want
 	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, want)
 	tmp := filepath.Join(state, "."+hive.LayoutName+".tmp")
 	out, err := r.fs.Create(tmp)
@@ -87,3 +96,6 @@ func (r *Recorder) checkLayout() error {
 	}
 	return nil
 }
+
+// Layout returns the ROOT's steps layout.
+func (r *Recorder) Layout() hive.Layout { return r.layout }

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"github.com/rlrec/rlrec/internal/hive"
 	"log/slog"
 	"time"
 
@@ -35,6 +36,7 @@ type options struct {
 	syncPolicy     SyncPolicy
 	syncInterval   time.Duration
 	batchDelay     time.Duration
+	layout         hive.Layout // "": the ROOT's, or LayoutEpisode for a new one
 	memoryBudget   int64
 	compression    Compression
 	rowGroupRows   int
@@ -91,6 +93,8 @@ func (o *options) validate() error {
 	switch {
 	case o.syncPolicy != SyncGroup && o.syncPolicy != SyncEach:
 		return fmt.Errorf("sync policy %d: %w", o.syncPolicy, ErrInvalidOption)
+	case o.layout != "" && o.layout != hive.LayoutEpisode && o.layout != hive.LayoutSession:
+		return fmt.Errorf("layout %q: want %q or %q: %w", o.layout, hive.LayoutEpisode, hive.LayoutSession, ErrInvalidOption)
 	case o.batchDelay <= 0:
 		return fmt.Errorf("episode batch delay %v must be positive: %w", o.batchDelay, ErrInvalidOption)
 	case o.syncInterval <= 0:
@@ -119,6 +123,11 @@ func WithSyncPolicy(p SyncPolicy) Option { return func(o *options) { o.syncPolic
 
 // WithSyncInterval sets the group-commit interval (default 100 ms).
 func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.syncInterval = d } }
+
+// WithLayout chooses the steps layout of a new ROOT (hive.LayoutEpisode,
+// the default, or hive.LayoutSession); Open refuses a ROOT created with
+// the other one. Without it, a recorder takes the ROOT's layout.
+func WithLayout(l hive.Layout) Option { return func(o *options) { o.layout = l } }
 
 // WithEpisodeBatchDelay bounds how long a finished episode waits before
 // its row (and its steps file) is published: the rows of the episodes of

@@ -68,6 +68,9 @@ type Recorder struct {
 	refusedN atomic.Int32
 
 	recovered RecoveryReport
+
+	// layout is the ROOT's steps layout (layout.go).
+	layout hive.Layout
 }
 
 // item is one unit of work for the pipeline: an encoded log record, or a

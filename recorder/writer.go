@@ -54,6 +54,8 @@ type writer struct {
 	// files shares a sixteenth of the budget among the open steps files.
 	files fileShare
 
+	// layout is the ROOT's steps layout.
+	layout hive.Layout
 	// batchDelay bounds how long a finished episode's row waits in its
 	// recording's batch (batch.go).
 	batchDelay time.Duration
@@ -97,6 +99,7 @@ func newWriter(r *Recorder) *writer {
 		files:      fileShare{share: max(r.opts.memoryBudget/16, 1<<20)},
 		formats:    make(map[formatKey]*parquetout.StepsFormat),
 		batches:    make(map[hive.Recording]*batch),
+		layout:     r.layout,
 		parts:      make(map[string]int),
 		batchDelay: r.opts.batchDelay,
 		live:       make(map[any]liveWrite),
@@ -177,7 +180,11 @@ func (w *writer) format(obs, act *schema.Layout, class int) (*parquetout.StepsFo
 	if f := w.formats[key]; f != nil {
 		return f, nil
 	}
-	f, err := parquetout.NewStepsFormat(obs, act, pageClassConfig(w.cfg, class))
+	newFormat := parquetout.NewStepsFormat
+	if w.layout == hive.LayoutSession {
+		newFormat = parquetout.NewPackedStepsFormat
+	}
+	f, err := newFormat(obs, act, pageClassConfig(w.cfg, class))
 	if err != nil {
 		return nil, err
 	}
@@ -192,8 +199,12 @@ type episodeFile struct {
 	format *parquetout.StepsFormat
 	steps  *parquetout.StepsWriter
 	part   int // the steps file's part number
-	row    parquetout.StepRow
-	leaves [2][][]byte
+	// packed is set for a batch's packed steps file (layout "session"),
+	// of the spaces obs and act.
+	packed   bool
+	obs, act *schema.Layout
+	row      parquetout.StepRow
+	leaves   [2][][]byte
 }
 
 // rowsJob is a batch of an episode's rows with the bytes they reference.
@@ -256,9 +267,18 @@ type episodeMeta struct {
 	env     int32
 }
 
-// stepsPartition is the partition of the episode's steps file.
-func (m episodeMeta) stepsPartition() hive.Partition {
+// stepsPartition is the partition of an episode's steps files: its own
+// (layout "episode"), or its recording's (layout "session").
+func (w *writer) stepsPartition(m episodeMeta) hive.Partition {
+	if w.layout == hive.LayoutSession {
+		return hive.RecordingPartition(schema.TableSteps, m.rec)
+	}
 	return hive.EpisodePartition(schema.TableSteps, m.rec, m.rid)
+}
+
+// meta is the metadata of a file of rec.
+func (w *writer) meta(rec hive.Recording) parquetout.Metadata {
+	return parquetout.Metadata{Layout: w.layout, SessionID: rec.SessionID, EnvID: rec.EnvID}
 }
 
 // String names the episode in errors.
@@ -279,18 +299,21 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
-		p := m.stepsPartition()
+		p := w.stepsPartition(m)
 		f.part = w.nextPart(p)
-		meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: m.rec.SessionID, EnvID: m.rec.EnvID, EpisodeRecordID: m.rid}
+		meta := w.meta(m.rec)
+		if w.layout == hive.LayoutEpisode {
+			meta.EpisodeRecordID = m.rid
+		}
 		if f.steps, err = format.CreateGroupAt(w.fs, p.Dir(w.root), f.part, meta); err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		w.files.open.Add(1)
-		f.format = format
+		f.format, f.obs, f.act = format, j.obs, j.act
 	}
 	f.steps.SetRowGroupBytes(w.files.rowGroupBytes(w.cfg.RowGroupBytes))
 	row := &f.row
-	row.EpisodeID, row.EpisodeIndex, row.EnvIndex = m.id, m.index, m.env
+	row.EpisodeRecordID, row.EpisodeID, row.EpisodeIndex, row.EnvIndex = m.rid, m.id, m.index, m.env
 	for i := range j.rows {
 		r := &j.rows[i]
 		row.Step, row.SessionStep = r.step, r.sessionStep
@@ -347,11 +370,12 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		}
 		return
 	}
+	streamed := ep.flushedRows > 0
 	f := w.fileOf(ep)
 	w.finishLive(ep)
 	j := w.takeRows(s, ep)
 	e := &batchEntry{ep: ep, rid: ep.recordID, status: status, row: episodeRow(s, ep, status),
-		meta: parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: s.id, EnvID: s.route.EnvID}}
+		meta: w.meta(s.rec())}
 	if s.obsLayout != nil {
 		e.meta.ObservationSpace = s.obsLayout.Spec
 	}
@@ -361,6 +385,18 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 	b := w.batchOf(s)
 	b.add(e)
 	em := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	if w.layout == hive.LayoutSession && !streamed {
+		// Its rows go, whole, to the recording's packed steps file.
+		w.pool.submit(&b.q, func() {
+			err := w.pack(b, em, j, e)
+			w.rows.Release(j.charge)
+			if err != nil {
+				w.fail(err)
+			}
+			w.ready(b, e, err != nil)
+		})
+		return
+	}
 	w.pool.submit(&f.q, func() {
 		part, err := w.finishSteps(f, em, j)
 		w.rows.Release(j.charge)
@@ -371,7 +407,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		}
 		if part != nil {
 			e.steps = part
-			rel := em.stepsPartition().File(f.part)
+			rel := w.stepsPartition(em).File(f.part)
 			e.row.StepsFile = &rel
 		}
 		w.ready(b, e, false)
@@ -487,7 +523,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 	if err := w.err(); err != nil {
 		return
 	}
-	meta := parquetout.Metadata{Layout: hive.LayoutEpisode, SessionID: rec.SessionID, EnvID: rec.EnvID}
+	meta := w.meta(rec)
 	var parts []*parquetout.Part
 	var files []string
 	write := func(table string, what string, finish func(dir string, n int) (*parquetout.Part, error)) bool {

@@ -19,11 +19,14 @@ import (
 // Write copies what it keeps: the caller may reuse every slice of the row
 // once Write returns.
 type StepRow struct {
-	EpisodeID    string
-	EpisodeIndex int64
-	EnvIndex     int32
-	Step         int64
-	SessionStep  int64
+	// EpisodeRecordID is written to packed files only (layout "session",
+	// NewPackedStepsFormat); elsewhere it is in the partition path.
+	EpisodeRecordID string
+	EpisodeID       string
+	EpisodeIndex    int64
+	EnvIndex        int32
+	Step            int64
+	SessionStep     int64
 	// ObservationBlob and ActionBlob are the lane's values in blob form;
 	// nil writes null.
 	ObservationBlob []byte
@@ -47,6 +50,7 @@ type StepRow struct {
 // steps file of those spaces. It is immutable and safe for concurrent use.
 type StepsFormat struct {
 	table     *schema.StepsTable
+	fixed     int                   // the number of fixed columns: the typed ones follow
 	typed     []*schema.TypedColumn // observation then action columns
 	hasObs    bool                  // a side without a layout ignores its leaves
 	hasAct    bool
@@ -63,15 +67,36 @@ type StepsFormat struct {
 // action layouts. A nil layout gives that side no typed columns and no
 // space in the metadata, and StepsWriter.Write then ignores its leaves.
 func NewStepsFormat(obs, act *schema.Layout, cfg Config) (*StepsFormat, error) {
+	return newStepsFormat(obs, act, cfg, false)
+}
+
+// NewPackedStepsFormat is NewStepsFormat for the packed steps files of
+// layout "session" (schema.PackedStepsSchema): every row also carries its
+// StepRow.EpisodeRecordID. A writer of many episodes ends each with
+// EndEpisode, so that no row group straddles two.
+func NewPackedStepsFormat(obs, act *schema.Layout, cfg Config) (*StepsFormat, error) {
+	return newStepsFormat(obs, act, cfg, true)
+}
+
+func newStepsFormat(obs, act *schema.Layout, cfg Config, packed bool) (*StepsFormat, error) {
 	cfg = cfg.withDefaults()
 	if _, err := codecFor(cfg.Compression); err != nil {
 		return nil, err
 	}
-	table, err := schema.StepsSchema(obs, act, cfg.BinaryThreshold)
+	var table *schema.StepsTable
+	var err error
+	if packed {
+		table, err = schema.PackedStepsSchema(obs, act, cfg.BinaryThreshold)
+	} else {
+		table, err = schema.StepsSchema(obs, act, cfg.BinaryThreshold)
+	}
 	if err != nil {
 		return nil, err
 	}
-	f := &StepsFormat{table: table, cfg: cfg, hasObs: obs != nil, hasAct: act != nil}
+	f := &StepsFormat{table: table, cfg: cfg, hasObs: obs != nil, hasAct: act != nil, fixed: schema.NumFixedStepsColumns}
+	if packed {
+		f.fixed++
+	}
 	if f.spaces, err = newSpaceJSON(layoutSpec(obs), layoutSpec(act)); err != nil {
 		return nil, err
 	}
@@ -130,9 +155,11 @@ type StepsWriter struct {
 	groupRows  int64
 	groupBytes int64
 	maxGroup   int64 // the row group bytes bound: Config.RowGroupBytes or SetRowGroupBytes
-	rows       int64
-	err        error // sticky: set once parquet-go or the file failed
-	done       bool
+	// episodes: row groups end only at EndEpisode (SetEpisodeBoundaries).
+	episodes bool
+	rows     int64
+	err      error // sticky: set once parquet-go or the file failed
+	done     bool
 }
 
 // Create starts a steps part file in dir (see CreatePart) with the given
@@ -237,19 +264,20 @@ func (w *StepsWriter) Write(r *StepRow) error {
 	}
 
 	pr := pendingRow{
-		episodeID:    r.EpisodeID,
-		episodeIndex: r.EpisodeIndex,
-		envIndex:     r.EnvIndex,
-		step:         r.Step,
-		sessionStep:  r.SessionStep,
-		obsBlob:      w.keepOptional(r.ObservationBlob),
-		actBlob:      w.keepOptional(r.ActionBlob),
-		reward:       r.Reward,
-		isFirst:      r.IsFirst,
-		isLast:       r.IsLast,
-		terminated:   r.Terminated,
-		truncated:    r.Truncated,
-		recordedAt:   r.RecordedAt.UnixMicro(),
+		episodeRecordID: r.EpisodeRecordID,
+		episodeID:       r.EpisodeID,
+		episodeIndex:    r.EpisodeIndex,
+		envIndex:        r.EnvIndex,
+		step:            r.Step,
+		sessionStep:     r.SessionStep,
+		obsBlob:         w.keepOptional(r.ObservationBlob),
+		actBlob:         w.keepOptional(r.ActionBlob),
+		reward:          r.Reward,
+		isFirst:         r.IsFirst,
+		isLast:          r.IsLast,
+		terminated:      r.Terminated,
+		truncated:       r.Truncated,
+		recordedAt:      r.RecordedAt.UnixMicro(),
 	}
 	w.rowBuf = append(w.rowBuf, pr)
 	w.keepLeaves(len(t.Observation), obsLeaves)
@@ -260,10 +288,30 @@ func (w *StepsWriter) Write(r *StepRow) error {
 	w.groupRows++
 	w.groupBytes += int64(fixedRowBytes + copyBytes)
 	switch {
-	case w.groupRows >= w.f.cfg.RowGroupRows || w.groupBytes >= w.maxGroup:
+	case !w.episodes && w.full():
 		return w.Flush()
 	case w.direct || w.pending >= batchRows:
 		return w.writePending()
+	}
+	return nil
+}
+
+// full reports whether the current row group reached its bounds.
+func (w *StepsWriter) full() bool {
+	return w.groupRows >= w.f.cfg.RowGroupRows || w.groupBytes >= w.maxGroup
+}
+
+// SetEpisodeBoundaries makes row groups end only at EndEpisode (once they
+// reach their bounds), so that a file of many episodes has no row group
+// that straddles two: a reader of one episode then reads only its row
+// groups. A row group may then exceed the bounds by one episode.
+func (w *StepsWriter) SetEpisodeBoundaries(on bool) { w.episodes = on }
+
+// EndEpisode marks the end of an episode's rows: under
+// SetEpisodeBoundaries, the row group ends here if it reached its bounds.
+func (w *StepsWriter) EndEpisode() error {
+	if w.episodes && w.full() {
+		return w.Flush()
 	}
 	return nil
 }
@@ -300,19 +348,20 @@ func checkLeaves(cols []schema.TypedColumn, leaves [][]byte, side string) (int, 
 // pendingRow is a row's fixed columns, buffered until the batch is handed
 // to parquet-go; byte slices point into the arena (nil: null).
 type pendingRow struct {
-	episodeID    string
-	obsBlob      []byte
-	actBlob      []byte
-	episodeIndex int64
-	step         int64
-	sessionStep  int64
-	recordedAt   int64
-	reward       float64
-	envIndex     int32
-	isFirst      bool
-	isLast       bool
-	terminated   bool
-	truncated    bool
+	episodeID       string
+	episodeRecordID string
+	obsBlob         []byte
+	actBlob         []byte
+	episodeIndex    int64
+	step            int64
+	sessionStep     int64
+	recordedAt      int64
+	reward          float64
+	envIndex        int32
+	isFirst         bool
+	isLast          bool
+	terminated      bool
+	truncated       bool
 }
 
 // keepOptional copies b into the arena; nil stays nil (null).
@@ -369,6 +418,16 @@ func (w *StepsWriter) writePending() error {
 	rows := w.rowBuf
 	for c := 0; c < len(cols); c++ {
 		s := w.scratch[:0]
+		// The typed columns and a packed file's episode_record_id first,
+		// then the fixed columns every steps file has.
+		switch {
+		case c >= w.f.fixed:
+			s = w.appendTyped(s, c-w.f.fixed)
+		case c == schema.StepsColEpisodeRecordID:
+			for i := range rows {
+				s = append(s, parquet.ByteArrayValue(stringBytes(rows[i].episodeRecordID)))
+			}
+		}
 		switch c {
 		case schema.StepsColEpisodeID:
 			for i := range rows {
@@ -422,8 +481,6 @@ func (w *StepsWriter) writePending() error {
 			for i := range rows {
 				s = append(s, parquet.Int64Value(rows[i].recordedAt))
 			}
-		default:
-			s = w.appendTyped(s, c-schema.NumFixedStepsColumns)
 		}
 		w.scratch = s
 		if _, err := cols[c].WriteRowValues(s); err != nil {
