@@ -17,8 +17,9 @@ import (
 
 // demoOptions are the demo command's flags.
 type demoOptions struct {
-	out  string
-	seed uint64
+	out    string
+	seed   uint64
+	layout layoutValue
 }
 
 var demoFlags demoOptions
@@ -26,7 +27,7 @@ var demoFlags demoOptions
 var cmdDemo = &Command{
 	Records:   true,
 	Name:      "demo",
-	UsageLine: "demo [--out DIR] [--seed X]",
+	UsageLine: "demo [--out DIR] [--layout episode|session] [--seed X]",
 	Short:     "record simulated sessions and show how to open them",
 	Long: `Demo runs four simulated rlmesh sessions at once into one recorder: a
 16-lane cartpole session and a 4-lane pick-place session (84x84x3 camera
@@ -45,6 +46,7 @@ Example:
 		demoFlags = demoOptions{}
 		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory")
 		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed of the simulated sessions")
+		bindLayout(fs, &demoFlags.layout)
 	},
 	Run: runDemo,
 }
@@ -70,7 +72,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	}
 	root := demoFlags.out
 	start := time.Now()
-	rec, err := recorder.Open(root, recorder.WithLogger(env.Logger))
+	rec, err := recorder.Open(root, append(demoFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 type ingestOptions struct {
 	out        string
 	maxMessage int
+	layout     layoutValue
 }
 
 var ingestFlags ingestOptions
@@ -29,7 +30,7 @@ var ingestFlags ingestOptions
 var cmdIngest = &Command{
 	Records:   true,
 	Name:      "ingest",
-	UsageLine: "ingest [--out DIR] [--max-message BYTES] [FILE|-]",
+	UsageLine: "ingest [--out DIR] [--layout episode|session] [--max-message BYTES] [FILE|-]",
 	Short:     "record a length-delimited protobuf event stream",
 	Long: `Ingest records an event stream (length-delimited rlrec.events.v1.Event
 protobuf messages, as 'rlrec simulate' and 'rlrec replay --format events'
@@ -53,6 +54,7 @@ Example:
 		ingestFlags = ingestOptions{}
 		fs.StringVar(&ingestFlags.out, "out", "rlrec-data", "output ROOT directory")
 		fs.IntVar(&ingestFlags.maxMessage, "max-message", events.DefaultMaxMessageBytes, "largest event message accepted, in bytes")
+		bindLayout(fs, &ingestFlags.layout)
 	},
 	Run: runIngest,
 }
@@ -83,7 +85,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		defer bar.Close()
 		in = io.TeeReader(in, bar)
 	}
-	rec, err := recorder.Open(ingestFlags.out, recorder.WithLogger(env.Logger))
+	rec, err := recorder.Open(ingestFlags.out, append(ingestFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}
