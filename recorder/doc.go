@@ -35,38 +35,41 @@
 // # Durability
 //
 // Every event is in the log before it is assembled. A Parquet file appears
-// under its final name only complete and durable (written under a temp
-// name, made durable, renamed, the rename made durable). The writers do
-// not sync each file: they finish an episode's steps and episodes files
-// (or a session write's files) under their temp names and hand them to one
-// committer goroutine, which commits them in groups (group commit): it
-// gathers what is handed to it for up to 5 ms or 256 files, syncs the
-// file system holding ROOT (syncfs(2): every file's data and every new
-// directory entry), renames every file of the group, and syncs the file
-// system again. Only then does it log the group's markers and release the
-// log positions its writes held. An episode's episodes file is its commit
-// point; its marker says it and its steps file are durable. A failed group
-// fails the recorder like any write error: its temp files are removed and
-// its data stays in the log for the next Open. Log segments are removed
-// once every episode and session with records in them is durable and
-// marked, or is in a sealed snapshot (below). A clean Close empties the
-// log.
+// under its final name only complete, durable and recorded (commit.go):
+// the writers finish files under temp names without syncing them; a
+// finished episode's row waits in its recording's batch (batch.go) and is
+// published with its steps file, many episodes to an episodes file; one
+// committer goroutine publishes the writes handed to it in groups (up to 5
+// ms or 256 files): it syncs the file system holding ROOT (syncfs(2)),
+// appends the group's markers to the log, each naming its write and its
+// files, waits until they are durable, renames every file to its final
+// name (refusing to replace a published one), syncs the file system again
+// and only then releases the log positions the writes held. So a file
+// never holds an event the log could lose, and every published file is
+// named by a durable marker. A failed group fails the recorder like any
+// write error; its data stays in the log for the next Open. Log segments
+// are removed once every write with records in them is published, or is
+// in a sealed snapshot (below). A clean Close empties the log.
 //
-// Part numbers are deterministic (an episode's files are part 0; the k-th
-// write of a session's sessions, logs and telemetry files is part k), so
-// recovery, which replays the log and rewrites whatever is not marked
-// durable, replaces rather than duplicates a file a crash let land before
-// its marker. After a crash, Open replays the log: completed episodes get
-// their files, open ones are written with status "incomplete" and every
-// step that reached the log, and their sessions get status "crashed". A torn
-// log tail is cut and reported; corruption inside a sealed segment stops
-// Open unless WithSalvage is set. Recovery reads the log twice: a marker
-// pass (which skips event records without decompressing them) finds the
-// durable writes and the last sealed snapshot, then the replay restores
-// that snapshot and reads, decodes and assembles the events after it (or
-// every event, without one) on three goroutines (replay.go). It writes
-// through the same committer but holds every file until the replay is done
-// and commits them as one group.
+// A published file is never rewritten. After a crash, Open first settles
+// the temp files: one a marker names is published (it was durable before
+// its marker), any other removed. It then replays the log, skipping the
+// writes the markers name, and writes the rest under new part numbers:
+// completed episodes, open ones with status "incomplete" and every step
+// that reached the log, their recordings with status "crashed". Only a
+// log damaged past a marker (cut with WithSalvage) can lose the marker of
+// a published write; recovery then also skips an episode whose row a
+// published episodes file holds, and a recording whose sessions row is
+// published, so that nothing is duplicated. A torn log tail is cut and
+// reported; corruption inside a sealed segment stops Open unless
+// WithSalvage is set. Recovery reads the log twice: a marker pass (which
+// skips event records without decompressing them) finds the published
+// writes and the last sealed snapshot, then the replay restores that
+// snapshot and reads, decodes and assembles the events after it (or every
+// event, without one) on three goroutines (replay.go). It writes through
+// the same committer but holds every file until the replay is done and
+// commits them as one group, whose markers go to a journal file
+// (_rlrec/journal) since recovery has no log to append to.
 //
 // Snapshots (checkpoint.go, snapshot.go) keep the log of a long-running
 // session bounded: once the oldest segments are held only by sessions
