@@ -64,6 +64,12 @@ type batch struct {
 	entries []*batchEntry
 	armed   bool // a delayed flush is scheduled
 	queued  bool // a flush job is queued and has not started
+	// Counts over entries, kept as they change so that an entry's
+	// hand-over costs O(1) however many wait: entries not ready, session
+	// writes, and the ready episodes' rows, episodes-row bytes and packed
+	// step bytes.
+	notReady, sessions int
+	rows, bytes, steps int
 
 	// packed is the open packed steps file (layout "session"), and
 	// packedDone the ones finished since the last flush (when the spaces
@@ -114,41 +120,46 @@ func (w *writer) batchOf(s *session) *batch {
 	return b
 }
 
-// add appends an entry to the batch.
+// add appends an entry, not yet ready, to the batch.
 func (b *batch) add(e *batchEntry) {
 	b.mu.Lock()
 	b.entries = append(b.entries, e)
+	b.notReady++
+	if e.session != nil {
+		b.sessions++
+	}
 	b.mu.Unlock()
 }
 
+// count adds a ready episode entry to the batch's counts (sign -1 takes it
+// out).
+func (b *batch) count(e *batchEntry, sign int) {
+	if e.session != nil || e.failed {
+		return
+	}
+	b.rows += sign
+	b.bytes += sign * (batchRowBytes + len(e.row.FinalObservationBlob))
+	b.steps += sign * e.stepBytes
+}
+
 // ready marks e ready (or failed) and schedules a flush as the package doc
-// says.
+// says. A session write waits until no entry of its batch is unready (not
+// only those before it): simpler to count, and it only delays it until an
+// episode's steps job has run.
 func (w *writer) ready(b *batch, e *batchEntry, failed bool) {
 	b.mu.Lock()
 	e.ready, e.failed = true, failed
-	now, waiting := false, false
-	rows, bytes, steps := 0, 0, 0
-	for _, x := range b.entries {
-		switch {
-		case !x.ready:
-			waiting = true
-		case x.session != nil:
-			now = now || !waiting
-			waiting = true // later session writes wait for this one
-		default:
-			rows++
-			bytes += batchRowBytes + len(x.row.FinalObservationBlob)
-			steps += x.stepBytes
-		}
-	}
-	now = now || rows >= batchMaxRows || bytes >= batchMaxBytes || steps >= packedMaxBytes
+	b.notReady--
+	b.count(e, 1)
+	now := (b.sessions > 0 && b.notReady == 0) ||
+		b.rows >= batchMaxRows || b.bytes >= batchMaxBytes || b.steps >= packedMaxBytes
 	switch {
 	case now && !b.queued:
 		b.queued = true
 		b.mu.Unlock()
 		w.pool.submit(&b.q, func() { w.flush(b) })
 		return
-	case rows > 0 && !b.armed && !b.queued:
+	case b.rows > 0 && !b.armed && !b.queued:
 		b.armed = true
 		b.mu.Unlock()
 		time.AfterFunc(w.batchDelay, func() { w.flushLater(b) })
@@ -220,6 +231,10 @@ func (w *writer) flush(b *batch) {
 		}
 	}
 	b.entries = keep
+	for _, e := range eps {
+		b.count(e, -1)
+	}
+	b.sessions -= len(sessions)
 	b.mu.Unlock()
 	packed := w.finishPacked(b)
 	w.writeEpisodes(b.rec, eps, packed)

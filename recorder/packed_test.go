@@ -2,6 +2,7 @@ package recorder_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,50 @@ func TestEpisodeBatchDelay(t *testing.T) {
 			t.Fatal("the first episode's row was not published within 5 s of a 50 ms batch delay")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestManyEmptyEpisodes: a stream of episodes that never step (300,000
+// EpisodeStarted once made 300,000 files and 3.5 GB) costs no steps file
+// and a few episodes files.
+func TestManyEmptyEpisodes(t *testing.T) {
+	const n = 30000
+	root := filepath.Join(t.TempDir(), "root")
+	ctx := context.Background()
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := events.RuntimeEnvContext{EnvID: "env-empty"}
+	at := time.Unix(1_700_000_000, 0)
+	record := func(ev events.Event) {
+		t.Helper()
+		if err := rec.RecordAt(ctx, ev, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(&events.SessionStarted{SessionID: "s", Route: route, EnvID: route.EnvID})
+	for i := range n {
+		record(&events.EpisodeStarted{SessionID: "s", Route: route, EpisodeID: fmt.Sprint("e", i), EpisodeRecordID: fmt.Sprintf("ep-%06d", i+1), EpisodeIndex: int64(i + 1)})
+	}
+	record(&events.SessionEnded{SessionID: "s", Route: route, Reason: "completed requested episodes"})
+	record(&events.TelemetrySnapshot{SessionID: "s", Route: route, Snapshot: events.Snapshot{Horizon: events.HorizonSession}})
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := d.Files(schema.TableSteps); len(f) != 0 {
+		t.Fatalf("%d steps files for episodes without steps", len(f))
+	}
+	r := dataset.Recording{SessionID: "s", EnvID: route.EnvID}
+	if f := d.PartitionFiles(schema.TableEpisodes, r); len(f) > n/4096+2 {
+		t.Fatalf("%d episodes files for %d episodes", len(f), n)
+	}
+	eps, err := d.Episodes(r)
+	if err != nil || len(eps) != n {
+		t.Fatalf("%d episodes rows, %v; want %d", len(eps), err, n)
 	}
 }
