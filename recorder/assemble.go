@@ -183,10 +183,12 @@ type session struct {
 	// orders them.
 	writes int
 	q      serial
-	// episodeWrites numbers the episodes files written for the recording:
-	// the k-th finished episode's row is part k of its episodes
-	// partition.
-	episodeWrites int
+	// rowDone is set once the sessions row is handed to the writer (the
+	// first write at or after the end); logBytes counts what logs and
+	// telemetry hold, which a write of their own hands over past
+	// logChunkBytes or logChunkRows (logChunk).
+	rowDone  bool
+	logBytes int
 
 	// scratch for lane splitting
 	split [][][]byte
@@ -408,8 +410,11 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 		a.out.sessionDone(s)
 	case *events.Log:
 		s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source})
+		s.logBytes += logRowBytes + len(e.Message)
+		a.logChunk(s)
 	case *events.TelemetrySnapshot:
 		a.telemetry(s, e, at)
+		a.logChunk(s)
 	case *events.EpisodeStarted:
 		a.episodeStarted(s, e, at, pos)
 	case *events.EpisodeCompleted:
@@ -466,11 +471,33 @@ func (a *assembler) setNumEnvs(s *session, n int) {
 	}
 }
 
+// Logs and telemetry of a running session are handed to the writer in a
+// write of their own (no sessions row) once they hold logChunkRows rows or
+// logChunkBytes bytes, so that a session with millions of log lines keeps
+// them within bounded memory. The bounds are constants, not a share of the
+// memory budget: recovery must cut the same writes as the run it replays.
+const (
+	logChunkRows  = 1 << 16
+	logChunkBytes = 8 << 20
+	// logRowBytes is what a log or telemetry row is counted beyond its
+	// message.
+	logRowBytes = 96
+)
+
+// logChunk hands a running session's logs and telemetry over once they
+// reach the bounds.
+func (a *assembler) logChunk(s *session) {
+	if len(s.logs)+len(s.telemetry) >= logChunkRows || s.logBytes >= logChunkBytes {
+		a.out.sessionDone(s)
+	}
+}
+
 func (a *assembler) telemetry(s *session, e *events.TelemetrySnapshot, at time.Time) {
 	h := e.Snapshot.Horizon.String()
 	for _, r := range e.Snapshot.Rows {
 		s.telemetry = append(s.telemetry, telemetryRow{time: at, horizon: h, row: r})
 	}
+	s.logBytes += logRowBytes * len(e.Snapshot.Rows)
 	switch {
 	case s.ended && s.finalTelemetry:
 		// Late rows (a window snapshot in flight at the end): written as a

@@ -204,3 +204,66 @@ func TestManyEmptyEpisodes(t *testing.T) {
 		t.Fatalf("%d episodes rows, %v; want %d", len(eps), err, n)
 	}
 }
+
+// TestLogsStreamOut: a running session's log lines and telemetry rows are
+// written out in chunks as they come, not held until it ends (1.2 million
+// log lines in one session once peaked at 1.46 GB).
+func TestLogsStreamOut(t *testing.T) {
+	const n = 200_000
+	root := filepath.Join(t.TempDir(), "root")
+	ctx := context.Background()
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := events.RuntimeEnvContext{EnvID: "env-logs"}
+	at := time.Unix(1_700_000_000, 0)
+	record := func(ev events.Event) {
+		t.Helper()
+		if err := rec.RecordAt(ctx, ev, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(&events.SessionStarted{SessionID: "s", Route: route, EnvID: route.EnvID})
+	for i := range n {
+		record(&events.Log{SessionID: "s", Route: route, Level: events.LogInfo, Message: fmt.Sprintf("line %d of a chatty environment", i)})
+	}
+	r := dataset.Recording{SessionID: "s", EnvID: route.EnvID}
+	// The session is still running: its lines must reach files anyway.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := dataset.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.PartitionFiles(schema.TableLogs, r)) >= n/(1<<16) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d logs files while the session runs, want its %d lines written out in chunks", len(d.PartitionFiles(schema.TableLogs, r)), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	record(&events.SessionEnded{SessionID: "s", Route: route, Reason: "completed requested episodes"})
+	record(&events.TelemetrySnapshot{SessionID: "s", Route: route, Snapshot: events.Snapshot{Horizon: events.HorizonSession}})
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := d.Logs(r)
+	if err != nil || len(logs) != n {
+		t.Fatalf("%d log rows, %v; want %d", len(logs), err, n)
+	}
+	for i, l := range logs {
+		if want := fmt.Sprintf("line %d of a chatty environment", i); l.Message != want {
+			t.Fatalf("row %d: %q, want %q", i, l.Message, want)
+		}
+	}
+	s, err := d.Session(r)
+	if err != nil || len(s.Rows) != 1 {
+		t.Fatalf("sessions rows %v, %v; want one", s, err)
+	}
+}

@@ -208,13 +208,13 @@ func (d *doneSet) episode(rec hive.Recording, rid string) bool {
 	return rows[rid]
 }
 
-// session reports whether the k-th write of a recording's session files is
-// published.
-func (d *doneSet) session(rec hive.Recording, k int) bool {
+// session reports whether the k-th write of a recording's session files
+// is published; final is set for the write with its sessions row.
+func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
 	if d.sessions[sessionWrite{rec, k}] {
 		return true
 	}
-	if k != 0 {
+	if !final {
 		return false
 	}
 	n, err := parquetout.NextPart(d.fs, hive.RecordingPartition(schema.TableSessions, rec).Dir(d.root))

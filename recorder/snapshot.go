@@ -33,7 +33,7 @@ import (
 //	          23 episodes_recorded  24 steps_recorded  25 dropped_steps
 //	          26 problem (Problem, repeated)  27 log (Log, repeated)
 //	          28 telemetry (Telemetry, repeated)  29 writes  30 num_envs
-//	          31 episode_writes
+//	          31 reserved  32 row_done
 //	Route     1 env_id  2 env_component_id  3 model_component_id
 //	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
 //	          6 started_at  7 last_at  8 next_step  9 steps_recorded
@@ -303,7 +303,7 @@ func appendSession(b []byte, s *session) ([]byte, error) {
 	}
 	b = appendInt(b, 29, int64(s.writes))
 	b = appendInt(b, 30, int64(s.numEnvs))
-	b = appendInt(b, 31, int64(s.episodeWrites))
+	b = appendBool(b, 32, s.rowDone)
 	return b, nil
 }
 
@@ -570,14 +570,18 @@ func parseSession(b []byte) (*session, error) {
 			s.writes = int(zz(v))
 		case 30:
 			s.numEnvs = int32(zz(v))
-		case 31:
-			s.episodeWrites = int(zz(v))
+		case 32:
+			s.rowDone = v != 0
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, l := range s.logs {
+		s.logBytes += logRowBytes + len(l.message)
+	}
+	s.logBytes += logRowBytes * len(s.telemetry)
 	if s.havePending {
 		s.pending = make([]*episode, len(pending))
 		for i, rid := range pending {

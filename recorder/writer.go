@@ -488,8 +488,12 @@ func (w *writer) sessionDone(s *session) {
 			return
 		}
 	}
-	if w.skip != nil && w.skip.session(s.rec(), k) {
-		s.logs, s.telemetry = nil, nil
+	final := s.ended && !s.rowDone
+	if final {
+		s.rowDone = true
+	}
+	if w.skip != nil && w.skip.session(s.rec(), k, final) {
+		s.logs, s.telemetry, s.logBytes = nil, nil, 0
 		return
 	}
 	job := &sessionWriteJob{k: k, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
@@ -501,8 +505,8 @@ func (w *writer) sessionDone(s *session) {
 		job.tele[i] = schema.TelemetryRow{Time: t.time, Horizon: t.horizon, Op: r.Op, Component: r.Component, Metric: r.Metric,
 			Kind: r.Kind.String(), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99}
 	}
-	s.logs, s.telemetry = nil, nil
-	if k == 0 {
+	s.logs, s.telemetry, s.logBytes = nil, nil, 0
+	if final {
 		job.row = sessionRow(s)
 		if s.problemCount() > 0 {
 			w.log.Warn("recording has problems in its input", "session", s.id, "env", s.route.EnvID, "problems", s.problemSummary(), "dropped_steps", s.droppedSteps)
@@ -538,14 +542,14 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		parts, files = append(parts, part), append(files, p.File(n))
 		return true
 	}
-	if len(job.logs) > 0 || job.k == 0 {
+	if len(job.logs) > 0 || job.row != nil {
 		if !write(schema.TableLogs, "logs", func(dir string, n int) (*parquetout.Part, error) {
 			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, job.logs)
 		}) {
 			return
 		}
 	}
-	if len(job.tele) > 0 || job.k == 0 {
+	if len(job.tele) > 0 || job.row != nil {
 		if !write(schema.TableTelemetry, "telemetry", func(dir string, n int) (*parquetout.Part, error) {
 			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, job.tele)
 		}) {
@@ -604,7 +608,7 @@ func (w *writer) newSession(s *session, first events.Event) {
 	late := first.Kind() == events.KindTelemetrySnapshot || first.Kind() == events.KindLog
 	if w.skip != nil {
 		if k, ok := w.skip.firstWrite[s.rec()]; ok && late {
-			s.writes, s.ended, s.finalTelemetry = k, true, true
+			s.writes, s.ended, s.finalTelemetry, s.rowDone = k, true, true, true
 			return
 		}
 		if !late {
@@ -625,11 +629,8 @@ func (w *writer) newSession(s *session, first events.Event) {
 	}
 	s.writes = n
 	if late {
-		s.ended, s.finalTelemetry = true, true
+		s.ended, s.finalTelemetry, s.rowDone = true, true, true
 		return
-	}
-	if p, err := parquetout.NextPart(w.fs, hive.RecordingPartition(schema.TableEpisodes, s.rec()).Dir(w.root)); err == nil {
-		s.episodeWrites = p
 	}
 	w.log.Warn("recording already under this root, and its stream does not start with SessionStarted; its new files get further part numbers",
 		"session", s.id, "env", s.route.EnvID, "first_part", n)

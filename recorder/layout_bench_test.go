@@ -1,0 +1,573 @@
+package recorder
+
+// Benchmarks of the two steps layouts of schema version 2 (hive.LayoutSession
+// and hive.LayoutEpisode) against the targets in BENCHMARKS.md, section
+// "Schema version 2 layouts". ROOT is under b.TempDir() (the OS file
+// system, on the disk the other figures used). Every op runs all the
+// compared variants, in an order that rotates from op to op, and reports
+// their ratios: compare ratios, not absolute figures, on a shared machine.
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/sim"
+)
+
+// benchPackedStep is benchStep with the column episode_record_id that the
+// packed steps files of layout "session" carry: the bare writer's rows.
+type benchPackedStep struct {
+	EpisodeID       string    `parquet:"episode_id,dict"`
+	EpisodeIndex    int64     `parquet:"episode_index"`
+	EnvIndex        int32     `parquet:"env_index"`
+	Step            int64     `parquet:"step"`
+	SessionStep     int64     `parquet:"session_step"`
+	ObservationBlob []byte    `parquet:"observation_blob,optional,plain"`
+	ActionBlob      []byte    `parquet:"action_blob,optional,plain"`
+	Reward          float64   `parquet:"reward"`
+	IsFirst         bool      `parquet:"is_first"`
+	IsLast          bool      `parquet:"is_last"`
+	Terminated      bool      `parquet:"terminated"`
+	Truncated       bool      `parquet:"truncated"`
+	RecordedAt      int64     `parquet:"recorded_at,timestamp(microsecond:utc)"`
+	EpisodeRecordID string    `parquet:"episode_record_id,dict"`
+	Observation     []float32 `parquet:"observation,optional,list"`
+	Action          *int64    `parquet:"action,optional"`
+}
+
+// packedCollector is a rowCollector that also keeps each row's episode
+// record id.
+type packedCollector struct {
+	*rowCollector
+	rids []string
+}
+
+func (c *packedCollector) OnActionReceived(ctx context.Context, ev *events.ActionReceived) error {
+	before := len(c.rows)
+	err := c.rowCollector.OnActionReceived(ctx, ev)
+	for i := before; i < len(c.rows); i++ {
+		c.rids = append(c.rids, ev.EpisodeRecordIDs[i-before])
+	}
+	return err
+}
+
+// packedRows collects the steps rows of the session cfg runs, as the bare
+// writer writes them, and counts the episodes that have rows (each is one
+// steps partition under layout "episode").
+func packedRows(b *testing.B, cfg sim.Config) ([]benchPackedStep, int) {
+	b.Helper()
+	col := &packedCollector{rowCollector: &rowCollector{limit: 1 << 24}}
+	if _, err := sim.Run(context.Background(), col, cfg); err != nil {
+		b.Fatal(err)
+	}
+	rows := make([]benchPackedStep, len(col.rows))
+	eps := map[string]bool{}
+	for i, r := range col.rows {
+		rows[i] = benchPackedStep{EpisodeID: r.EpisodeID, EpisodeIndex: r.EpisodeIndex, EnvIndex: r.EnvIndex,
+			Step: r.Step, SessionStep: r.SessionStep, ObservationBlob: r.ObservationBlob, ActionBlob: r.ActionBlob,
+			Reward: r.Reward, IsFirst: r.IsFirst, IsLast: r.IsLast, Terminated: r.Terminated, Truncated: r.Truncated,
+			RecordedAt: r.RecordedAt, EpisodeRecordID: col.rids[i], Observation: r.Observation, Action: r.Action}
+		eps[col.rids[i]] = true
+	}
+	return rows, len(eps)
+}
+
+// settle makes the disk quiet between timed variants: everything written
+// or removed so far is flushed (sync(2)), outside the timer.
+func settle() { syscall.Sync() }
+
+// countFiles counts the .parquet files and the directories under dir.
+func countFiles(b *testing.B, dir string) (files, dirs int) {
+	b.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == hive.StateDir {
+				return filepath.SkipDir
+			}
+			dirs++
+		} else if strings.HasSuffix(d.Name(), ".parquet") {
+			files++
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return files, dirs
+}
+
+// layoutProbeFileBytes is what each probe file holds: about the mean size
+// of a steps file of a 46-step cartpole episode under layout "episode"
+// (BenchmarkLayouts reports that mean as episode-steps-file-B).
+const layoutProbeFileBytes = 8 << 10
+
+// probeDirFiles creates n partition directories under parent, each with one
+// file of size bytes, with writers goroutines, the way the recorder's
+// writers and committer do under group commit: each directory is made
+// with mkdir -p, its file created under a temp name, written and closed
+// without a sync; a committer goroutine takes what is finished (waiting
+// up to window after the first file of a group, or until maxGroup files),
+// syncs the file system (syncfs(2)), renames each file to its final name
+// (a stat first: no replacing) and syncs the file system again. With
+// group false it creates every file under its final name and syncs the
+// file system once at the end: the cheapest way to make n directories and
+// files durable.
+func probeDirFiles(b *testing.B, parent string, n, size, writers int, group bool, window time.Duration, maxGroup int) time.Duration {
+	b.Helper()
+	payload := make([]byte, size)
+	fillFrames(payload, len(payload), 1)
+	fsys := vfs.OS()
+	type item struct{ tmp, final string }
+	done := make(chan item, maxGroup)
+	var next atomic.Int64
+	var failed atomic.Value
+	fail := func(err error) { failed.CompareAndSwap(nil, err) }
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				dir := filepath.Join(parent, "episode_record_id=ep-"+strconv.FormatInt(i, 10))
+				if err := fsys.MkdirAll(dir); err != nil {
+					fail(err)
+					return
+				}
+				final := filepath.Join(dir, hive.PartName(0))
+				name := final
+				if group {
+					name = filepath.Join(dir, hive.TempName(0))
+					if _, err := fsys.Stat(final); err == nil {
+						fail(fmt.Errorf("%s exists", final))
+						return
+					}
+				}
+				f, err := fsys.Create(name)
+				if err == nil {
+					_, err = f.Write(payload)
+					if cerr := f.Close(); err == nil {
+						err = cerr
+					}
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+				if group {
+					done <- item{name, final}
+				}
+			}
+		}()
+	}
+	if !group {
+		wg.Wait()
+		if err := fsys.SyncFS(parent); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	go func() { wg.Wait(); close(done) }()
+	var g []item
+	commit := func() {
+		if err := fsys.SyncFS(parent); err != nil {
+			b.Fatal(err)
+		}
+		for _, it := range g {
+			if _, err := fsys.Stat(it.final); err == nil {
+				b.Fatalf("%s exists", it.final)
+			}
+			if err := fsys.Rename(it.tmp, it.final); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := fsys.SyncFS(parent); err != nil {
+			b.Fatal(err)
+		}
+		g = g[:0]
+	}
+	for it := range done {
+		g = append(g, it)
+		timer := time.NewTimer(window)
+	gather:
+		for len(g) < maxGroup {
+			select {
+			case it, ok := <-done:
+				if !ok {
+					break gather
+				}
+				g = append(g, it)
+			case <-timer.C:
+				break gather
+			}
+		}
+		timer.Stop()
+		commit()
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
+}
+
+// layoutRuns counts the ops of BenchmarkLayouts in this process (across
+// -count runs), so that each op starts its rotation of the variants one
+// further on.
+var layoutRuns int
+
+// BenchmarkLayouts records the same simulated session (cartpole, 16
+// lanes, the simulator's default policy, next-step autoreset, 200-step
+// cap: about 46 steps an episode) in each op with every variant, in an
+// order that rotates from op to op:
+//
+//   - session: sim.Run into a recorder on a new ROOT with
+//     WithLayout(hive.LayoutSession) and the default options (durable log,
+//     SyncGroup), then Close;
+//   - episode: the same with hive.LayoutEpisode;
+//   - bare: a bare parquet-go GenericWriter writes the same rows (the
+//     fixed steps columns, episode_record_id and the typed observation and
+//     action, built from the simulator's events) with the same codec to one
+//     file, fsynced once at the end (writeBare);
+//   - probe-group: probeDirFiles with the recorder's writer count, commit
+//     window and group size, one directory and one file per episode;
+//   - probe-end: the same directories and files, one syncfs at the end.
+//
+// The session is also run into events.NoopHooks first; net figures
+// subtract that time (the simulator's own) from the recorder's. Between
+// variants, outside the timer, the previous variant's files are removed
+// and the disk is synced (settle).
+//
+// Reported per variant: session- and episode- net and gross rows/s
+// (lane-steps/s) and episodes/s; bare-rows/s; probe-group- and probe-end-
+// eps/s (directories with a file per second); the ratios session/bare and
+// episode/bare (net rows/s), episode/probe-group and episode/probe-end
+// (net episodes/s); and the files each layout wrote.
+func BenchmarkLayouts(b *testing.B) {
+	for _, bc := range []struct {
+		eps   int64
+		codec Compression
+	}{
+		{2000, CompressionZstd},
+	} {
+		b.Run(fmt.Sprintf("cartpole/n=16/eps=%d/%s", bc.eps, bc.codec), func(b *testing.B) {
+			base := b.TempDir()
+			type timing struct {
+				d     time.Duration
+				files int
+				dirs  int
+			}
+			sum := map[string]*timing{}
+			for _, v := range []string{"sim", "session", "episode", "bare", "probe-group", "probe-end"} {
+				sum[v] = &timing{}
+			}
+			var laneSteps, episodes, fileBytes, stepsFiles int64
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				cfg := sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep,
+					MaxEpisodes: bc.eps, MaxEpisodeSteps: 200, Seed: uint64(layoutRuns + 1)}
+				rows, eps := packedRows(b, cfg)
+				settle()
+				b.StartTimer()
+				t0 := time.Now()
+				s0, err := sim.Run(context.Background(), events.NoopHooks{}, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum["sim"].d += time.Since(t0)
+				if int(s0.LaneSteps) != len(rows) {
+					b.Fatalf("the simulator ran %d lane-steps, the collector saw %d rows", s0.LaneSteps, len(rows))
+				}
+				variants := []string{"session", "episode", "bare", "probe-group", "probe-end"}
+				k := layoutRuns % len(variants)
+				variants = append(variants[k:], variants[:k]...)
+				layoutRuns++
+				for _, v := range variants {
+					dir := filepath.Join(base, v+"-"+strconv.Itoa(i))
+					t0 := time.Now()
+					switch v {
+					case "session", "episode":
+						layout := hive.LayoutSession
+						if v == "episode" {
+							layout = hive.LayoutEpisode
+						}
+						r := openBench(b, dir, WithLayout(layout), WithCompression(bc.codec))
+						s, err := sim.Run(context.Background(), r, cfg)
+						if err != nil {
+							b.Fatal(err)
+						}
+						closeBench(b, r)
+						if s.LaneSteps != s0.LaneSteps {
+							b.Fatalf("runs differ: %d and %d lane-steps", s0.LaneSteps, s.LaneSteps)
+						}
+					case "bare":
+						if err := os.MkdirAll(dir, 0o755); err != nil {
+							b.Fatal(err)
+						}
+						writeBare(b, dir, rows, len(rows), benchCodec(bc.codec), parquet.PageBufferSize(256<<10))
+					case "probe-group", "probe-end":
+						parent := filepath.Join(dir, "steps", "session_id=s", "env_id=e")
+						probeDirFiles(b, parent, eps, layoutProbeFileBytes, defaultOptions().workers,
+							v == "probe-group", commitWindow, commitMaxParts)
+					}
+					d := time.Since(t0)
+					b.StopTimer()
+					sum[v].d += d
+					if v == "session" || v == "episode" {
+						f, n := countFiles(b, filepath.Join(dir, "steps"))
+						sum[v].files += f
+						sum[v].dirs += n
+						if v == "episode" {
+							fileBytes += dirBytes(b, filepath.Join(dir, "steps"))
+							stepsFiles += int64(f)
+						}
+					}
+					os.RemoveAll(dir)
+					settle()
+					b.StartTimer()
+				}
+				laneSteps += s0.LaneSteps
+				episodes += int64(eps)
+			}
+			b.StopTimer()
+			ls, ne := float64(laneSteps), float64(episodes)
+			rate := func(n float64, d time.Duration) float64 { return n / d.Seconds() }
+			bare := rate(ls, sum["bare"].d)
+			b.ReportMetric(bare, "bare-rows/s")
+			for _, v := range []string{"session", "episode"} {
+				net := sum[v].d - sum["sim"].d
+				b.ReportMetric(rate(ls, net), v+"-net-rows/s")
+				b.ReportMetric(rate(ls, sum[v].d), v+"-gross-rows/s")
+				b.ReportMetric(rate(ne, net), v+"-net-eps/s")
+				b.ReportMetric(rate(ls, net)/bare, v+"/bare")
+				b.ReportMetric(rate(ls, sum[v].d)/bare, v+"-gross/bare")
+				b.ReportMetric(float64(sum[v].files)/float64(b.N), v+"-steps-files")
+				b.ReportMetric(float64(sum[v].dirs)/float64(b.N), v+"-steps-dirs")
+			}
+			epNet := rate(ne, sum["episode"].d-sum["sim"].d)
+			epGross := rate(ne, sum["episode"].d)
+			for _, v := range []string{"probe-group", "probe-end"} {
+				p := rate(ne, sum[v].d)
+				b.ReportMetric(p, v+"-eps/s")
+				b.ReportMetric(epNet/p, "episode/"+v)
+				b.ReportMetric(epGross/p, "episode-gross/"+v)
+			}
+			b.ReportMetric(ne/float64(b.N), "episodes")
+			b.ReportMetric(ls/float64(b.N), "rows")
+			if stepsFiles > 0 {
+				b.ReportMetric(float64(fileBytes)/float64(stepsFiles), "episode-steps-file-B")
+			}
+			b.ReportMetric(0, "ns/op") // one op runs every variant: its time means nothing alone
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Where the time goes
+
+// ioKind names the file-system calls timedFS times.
+type ioKind int
+
+const (
+	ioMkdir ioKind = iota
+	ioCreate
+	ioStat
+	ioRename
+	ioSyncFS
+	ioSyncDir
+	ioPQWrite
+	ioPQClose
+	ioLogWrite
+	ioLogSync
+	ioOther
+	numIOKinds
+)
+
+var ioKindNames = [numIOKinds]string{"mkdir", "create", "stat", "rename", "syncfs", "syncdir",
+	"pq-write", "pq-close", "log-write", "log-fsync", "other"}
+
+// timedFS wraps a vfs.FS and sums the wall time spent in each kind of
+// call, on whichever goroutine makes it. Calls on files under the
+// recorder's state directory (the log) are counted apart from the Parquet
+// files'.
+type timedFS struct {
+	vfs.FS
+	ns, n [numIOKinds]atomic.Int64
+}
+
+func (t *timedFS) add(k ioKind, t0 time.Time) {
+	t.ns[k].Add(int64(time.Since(t0)))
+	t.n[k].Add(1)
+}
+
+func isState(name string) bool {
+	return strings.Contains(name, string(filepath.Separator)+hive.StateDir+string(filepath.Separator))
+}
+
+func (t *timedFS) Create(name string) (vfs.File, error) {
+	t0 := time.Now()
+	f, err := t.FS.Create(name)
+	t.add(ioCreate, t0)
+	if err != nil {
+		return nil, err
+	}
+	return &timedFile{File: f, t: t, log: isState(name)}, nil
+}
+
+func (t *timedFS) OpenAppend(name string) (vfs.File, error) {
+	t0 := time.Now()
+	f, err := t.FS.OpenAppend(name)
+	t.add(ioOther, t0)
+	if err != nil {
+		return nil, err
+	}
+	return &timedFile{File: f, t: t, log: isState(name)}, nil
+}
+
+func (t *timedFS) MkdirAll(name string) error {
+	t0 := time.Now()
+	defer t.add(ioMkdir, t0)
+	return t.FS.MkdirAll(name)
+}
+
+func (t *timedFS) Stat(name string) (fs.FileInfo, error) {
+	t0 := time.Now()
+	defer t.add(ioStat, t0)
+	return t.FS.Stat(name)
+}
+
+func (t *timedFS) Rename(a, b string) error {
+	t0 := time.Now()
+	defer t.add(ioRename, t0)
+	return t.FS.Rename(a, b)
+}
+
+func (t *timedFS) SyncFS(name string) error {
+	t0 := time.Now()
+	defer t.add(ioSyncFS, t0)
+	return t.FS.SyncFS(name)
+}
+
+func (t *timedFS) SyncDir(name string) error {
+	t0 := time.Now()
+	defer t.add(ioSyncDir, t0)
+	return t.FS.SyncDir(name)
+}
+
+func (t *timedFS) Remove(name string) error {
+	t0 := time.Now()
+	defer t.add(ioOther, t0)
+	return t.FS.Remove(name)
+}
+
+func (t *timedFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	t0 := time.Now()
+	defer t.add(ioOther, t0)
+	return t.FS.ReadDir(name)
+}
+
+type timedFile struct {
+	vfs.File
+	t   *timedFS
+	log bool
+}
+
+func (f *timedFile) Write(p []byte) (int, error) {
+	t0 := time.Now()
+	n, err := f.File.Write(p)
+	if f.log {
+		f.t.add(ioLogWrite, t0)
+	} else {
+		f.t.add(ioPQWrite, t0)
+	}
+	return n, err
+}
+
+func (f *timedFile) Sync() error {
+	t0 := time.Now()
+	err := f.File.Sync()
+	if f.log {
+		f.t.add(ioLogSync, t0)
+	} else {
+		f.t.add(ioOther, t0)
+	}
+	return err
+}
+
+func (f *timedFile) Close() error {
+	t0 := time.Now()
+	err := f.File.Close()
+	if f.log {
+		f.t.add(ioOther, t0)
+	} else {
+		f.t.add(ioPQClose, t0)
+	}
+	return err
+}
+
+// BenchmarkLayoutRecord records the session of BenchmarkLayouts with one
+// layout only (one op is one session into a new ROOT, then Close), through
+// a file system that times its calls: run it under -cpuprofile to see
+// where the CPU goes, and read the <call>-ms metrics (wall time summed
+// over the goroutines that made the calls, per op) for the time spent in
+// the file system. <call>-frac is that time over the op's wall time (the
+// calls run on several goroutines at once, so the fractions may add up
+// to more than 1).
+func BenchmarkLayoutRecord(b *testing.B) {
+	for _, layout := range []hive.Layout{hive.LayoutSession, hive.LayoutEpisode} {
+		b.Run(string(layout), func(b *testing.B) {
+			tfs := &timedFS{FS: vfs.OS()}
+			var laneSteps int64
+			var total time.Duration
+			for i := 0; b.Loop(); i++ {
+				cfg := sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep,
+					MaxEpisodes: 2000, MaxEpisodeSteps: 200, Seed: uint64(i + 1)}
+				dir := filepath.Join(b.TempDir(), strconv.Itoa(i))
+				t0 := time.Now()
+				r := openBench(b, dir, WithLayout(layout), WithFS(tfs))
+				s, err := sim.Run(context.Background(), r, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				closeBench(b, r)
+				total += time.Since(t0)
+				laneSteps += s.LaneSteps
+				b.StopTimer()
+				os.RemoveAll(dir)
+				settle()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(laneSteps)/total.Seconds(), "gross-rows/s")
+			for k := range numIOKinds {
+				ns := tfs.ns[k].Load()
+				if ns == 0 {
+					continue
+				}
+				b.ReportMetric(float64(ns)/1e6/float64(b.N), ioKindNames[k]+"-ms")
+				b.ReportMetric(float64(ns)/float64(total), ioKindNames[k]+"-frac")
+				b.ReportMetric(float64(tfs.n[k].Load())/float64(b.N), ioKindNames[k]+"-calls")
+			}
+		})
+	}
+}
