@@ -88,7 +88,8 @@ func (v *verifier) crossCheck() {
 		t := totals[sid]
 		ss := v.sessions[sid]
 		if len(ss) == 0 {
-			if t.episodes > 0 {
+			// A sessions file that did not read is reported as such.
+			if t.episodes > 0 && v.countFiles(schema.TableSessions, [2]string{sid, ""}) == 0 {
 				v.problems = append(v.problems, Problem{Check: CheckSession, Path: t.rel, Row: -1,
 					Message: fmt.Sprintf("session %q has %d episodes but no sessions row (written when the session ends)", sid, t.episodes),
 					Fix:     "run 'rlrec recover ROOT' if the log holds records; otherwise the session did not end while recorded"})

@@ -87,6 +87,11 @@ func TestVerifyFlippedBits(t *testing.T) {
 			if !found {
 				t.Fatalf("no %s problem names %s:\n%s", tc.want, rel, out.String())
 			}
+			for _, pr := range rep.Problems {
+				if pr.Path != filepath.ToSlash(rel) {
+					t.Errorf("a problem of another file than the damaged one: %+v", pr)
+				}
+			}
 			t.Log(out.String())
 		})
 	}
