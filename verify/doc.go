@@ -19,11 +19,16 @@
 // Every problem carries the name of the check that found it (Check; the
 // names are stable and appear in the output):
 //
-//	file            every .parquet file opens (its footer is whole) and
-//	                every row group and page reads back (pages carry
-//	                checksums, which parquet-go checks as it reads); a
-//	                panic of parquet-go while reading it is reported here,
-//	                as damage to the file
+//	file            every .parquet file opens (its footer is whole),
+//	                every page matches its CRC-32 checksum and its column
+//	                chunk, the offset and column indexes locate and count
+//	                the pages (parquetout.CheckPages), and every row group
+//	                reads back; a panic of parquet-go while reading it is
+//	                reported here, as damage to the file. Page statistics,
+//	                index bounds and metadata text are covered by no
+//	                checksum: damage there is found only where it breaks
+//	                another check. Pages compressed with a codec rlrec does
+//	                not write (ZSTD, SNAPPY, UNCOMPRESSED) are not read
 //	footer          the footer is valid by the Parquet specification as
 //	                strict readers (Spark, Athena, parquet-java) check it
 //	                (parquetout.CheckFooter): every column chunk's

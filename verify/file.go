@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
@@ -84,7 +85,7 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 		return c
 	}
 	defer file.Close()
-	if !c.checkFooter(file) {
+	if !c.checkFormat(file) {
 		return c
 	}
 	pf, err := parquet.OpenFile(file, f.Size, parquet.SkipBloomFilters(true))
@@ -92,7 +93,7 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 		c.add(CheckFile, -1, fixDamaged, "not a readable Parquet file (truncated or damaged footer): %v", err)
 		return c
 	}
-	if !c.checkMeta(pf) {
+	if !c.checkCodecs(pf) || !c.checkMeta(pf) {
 		return c
 	}
 	switch f.Table {
@@ -110,15 +111,20 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 	return c
 }
 
-// checkFooter checks the footer as strict readers check it
-// (parquetout.CheckFooter). It reports false when the footer cannot be
-// read at all, so that the file cannot be read further.
-func (c *fileCheck) checkFooter(r io.ReaderAt) bool {
-	err := parquetout.CheckFooter(r, c.f.Size)
+// checkFormat checks the footer as strict readers check it and every
+// page against its checksum and its column chunk (parquetout.CheckPages).
+// It reports false when the file cannot be read further: its footer
+// cannot be read at all or a page is damaged.
+func (c *fileCheck) checkFormat(r io.ReaderAt) bool {
+	err := parquetout.CheckPages(r, c.f.Size)
 	var fe *parquetout.FooterError
+	var pe *parquetout.PageError
 	switch {
 	case err == nil:
 		return true
+	case errors.As(err, &pe):
+		c.add(CheckFile, -1, fixDamaged, "a page is damaged: %s", strings.TrimPrefix(pe.Error(), "parquetout: pages: "))
+		return false
 	case !errors.As(err, &fe):
 		c.add(CheckFile, -1, "check the file's permissions and the disk", "cannot read: %v", err)
 		return false
@@ -127,6 +133,25 @@ func (c *fileCheck) checkFooter(r io.ReaderAt) bool {
 		return false
 	}
 	c.add(CheckFooter, -1, fixFooter, "the footer is not valid Parquet: %s", strings.TrimPrefix(fe.Error(), "parquetout: footer: "))
+	return true
+}
+
+// checkCodecs reports false, and the file as foreign, when a column chunk
+// is compressed with a codec rlrec does not write: its pages are not read
+// (parquet-go's LZ4 decoder, for one, grows its buffer without bound on
+// damaged input).
+func (c *fileCheck) checkCodecs(pf *parquet.File) bool {
+	for i, rg := range pf.Metadata().RowGroups {
+		for j, cc := range rg.Columns {
+			switch cc.MetaData.Codec {
+			case format.Uncompressed, format.Snappy, format.Zstd:
+				continue
+			}
+			c.add(CheckFile, -1, fixForeign, "row group %d column %d is compressed with %s; rlrec writes ZSTD, SNAPPY or UNCOMPRESSED pages only, and does not read these",
+				i, j, cc.MetaData.Codec)
+			return false
+		}
+	}
 	return true
 }
 

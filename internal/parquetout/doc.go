@@ -27,6 +27,14 @@
 // they write or read with them, and rlrec verify checks every file of a
 // ROOT.
 //
+// Page checksums: parquet-go v0.32.0 writes a CRC-32 of the page's bytes
+// into the header of every data and dictionary page it writes
+// (PageHeader.crc; no writer option turns it on or off), and
+// checks it when it reads a page whose crc is not 0. CheckPages checks
+// every page against its checksum and its column chunk without decoding
+// values (rlrec verify runs it on every file). Page headers, statistics,
+// index bounds and the footer are covered by no checksum in Parquet.
+//
 // # Group commit
 //
 // On a disk where an fsync costs milliseconds, a sync per file and per

@@ -31,4 +31,7 @@ var (
 	// at all: the file is too short, lacks a magic, declares a footer
 	// length that does not fit, or its thrift does not decode.
 	ErrFooterUnreadable = errors.New("parquetout: no readable Parquet footer")
+	// ErrPage is wrapped by the *PageError of CheckPages: a page does not
+	// match its checksum or its column chunk.
+	ErrPage = errors.New("parquetout: page is damaged")
 )

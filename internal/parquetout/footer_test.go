@@ -202,6 +202,22 @@ func testFiles(t testing.TB) map[string][]byte {
 		}
 		files[name] = memFile(t, mem, path)
 	}
+	for _, codec := range []string{CompressionSnappy, CompressionNone} {
+		f, err := NewStepsFormat(mustCompile(t, sBox(dtF32, 4)), mustCompile(t, sDiscrete(dtI64, 2)), Config{Compression: codec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := f.Create(mem, "/steps-"+codec, Metadata{SessionID: "s", EpisodeRecordID: "e"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeCartpole(t, w, 6)
+		path, err := w.Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["steps "+codec] = memFile(t, mem, path)
+	}
 	meta := Metadata{SessionID: "s", EpisodeRecordID: "e"}
 	path, err = WriteTable(mem, "/episodes", meta, Config{}, []schema.EpisodeRow{{EpisodeID: "e", Status: schema.EpisodeCompleted, StartedAt: t0, FinalObservationBlob: []byte{1}}})
 	add("episodes", path, err)
@@ -444,7 +460,8 @@ func TestCheckFooterReadError(t *testing.T) {
 }
 
 // FuzzCheckFooter damages written files anywhere: CheckFooter returns nil
-// or a *FooterError, never panics, and a footer it passes opens.
+// or a *FooterError, never panics, and a footer it passes opens; CheckPages
+// returns nil, a *FooterError or a *PageError.
 func FuzzCheckFooter(f *testing.F) {
 	files := testFiles(f)
 	names := slices.Sorted(func(yield func(string) bool) {
@@ -474,6 +491,10 @@ func FuzzCheckFooter(f *testing.F) {
 			if _, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)), parquet.SkipPageIndex(true)); err != nil {
 				t.Fatalf("CheckFooter passed a footer parquet-go does not open: %v", err)
 			}
+		}
+		var pe *PageError
+		if err := CheckPages(bytes.NewReader(b), int64(len(b))); err != nil && !errors.As(err, &fe) && !errors.As(err, &pe) {
+			t.Fatalf("CheckPages = %v, not a *FooterError or *PageError", err)
 		}
 	})
 }

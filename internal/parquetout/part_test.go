@@ -99,7 +99,7 @@ func cartpoleWriter(t *testing.T, fsys vfs.FS, dir string, cfg Config) *StepsWri
 	return w
 }
 
-func writeCartpole(t *testing.T, w *StepsWriter, n int) {
+func writeCartpole(t testing.TB, w *StepsWriter, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		o, a := f32s(float32(i), 1, 2, 3), i64le(int64(i&1))
