@@ -151,15 +151,17 @@ func (w *writer) ready(b *batch, e *batchEntry, failed bool) {
 	e.ready, e.failed = true, failed
 	b.notReady--
 	b.count(e, 1)
-	now := (b.sessions > 0 && b.notReady == 0) ||
-		b.rows >= batchMaxRows || b.bytes >= batchMaxBytes || b.steps >= packedMaxBytes
+	now := ((b.sessions > 0 && b.notReady == 0) ||
+		b.rows >= batchMaxRows || b.bytes >= batchMaxBytes || b.steps >= packedMaxBytes) && w.skip == nil
 	switch {
 	case now && !b.queued:
 		b.queued = true
 		b.mu.Unlock()
 		w.pool.submit(&b.q, func() { w.flush(b) })
 		return
-	case b.rows > 0 && !b.armed && !b.queued:
+	case b.rows > 0 && !b.armed && !b.queued && w.skip == nil:
+		// Recovery flushes once, at its end: its files then do not depend
+		// on timing.
 		b.armed = true
 		b.mu.Unlock()
 		time.AfterFunc(w.batchDelay, func() { w.flushLater(b) })

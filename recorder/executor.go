@@ -19,7 +19,40 @@ type pool struct {
 	ready   []*serial // queues with jobs, not running
 	stopped bool
 	wg      sync.WaitGroup // running workers
-	pending sync.WaitGroup // submitted jobs not yet finished
+	pending counter        // submitted jobs not yet finished
+}
+
+// counter counts jobs in flight. Unlike a sync.WaitGroup it may be added
+// to while another goroutine waits for zero (a batch's delayed flush
+// submits from a timer while Flush waits), and wait returns at a moment
+// the count is zero.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	zero *sync.Cond
+}
+
+func (c *counter) add(d int) {
+	c.mu.Lock()
+	if c.zero == nil {
+		c.zero = sync.NewCond(&c.mu)
+	}
+	c.n += d
+	if c.n == 0 {
+		c.zero.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+func (c *counter) wait() {
+	c.mu.Lock()
+	if c.zero == nil {
+		c.zero = sync.NewCond(&c.mu)
+	}
+	for c.n > 0 {
+		c.zero.Wait()
+	}
+	c.mu.Unlock()
 }
 
 // serial is a queue of jobs that run one after another.
@@ -41,7 +74,7 @@ func newPool(workers int) *pool {
 
 // submit queues job on q; it does not block.
 func (p *pool) submit(q *serial, job func()) {
-	p.pending.Add(1)
+	p.pending.add(1)
 	q.mu.Lock()
 	q.jobs = append(q.jobs, job)
 	start := !q.running
@@ -87,17 +120,17 @@ func (p *pool) work() {
 			q.jobs = q.jobs[1:]
 			q.mu.Unlock()
 			job()
-			p.pending.Done()
+			p.pending.add(-1)
 		}
 	}
 }
 
 // wait returns once every submitted job has finished.
-func (p *pool) wait() { p.pending.Wait() }
+func (p *pool) wait() { p.pending.wait() }
 
 // stop waits for every job and ends the workers.
 func (p *pool) stop() {
-	p.pending.Wait()
+	p.pending.wait()
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()

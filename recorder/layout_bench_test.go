@@ -87,6 +87,18 @@ func packedRows(b *testing.B, cfg sim.Config) ([]benchPackedStep, int) {
 	return rows, len(eps)
 }
 
+// cpuTimes is the user and the system CPU time this process has used.
+type cpuTimes struct{ user, sys time.Duration }
+
+func cpuTime() cpuTimes {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return cpuTimes{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
+}
+
+func (c cpuTimes) sub(d cpuTimes) cpuTimes { return cpuTimes{c.user - d.user, c.sys - d.sys} }
+func (c cpuTimes) add(d cpuTimes) cpuTimes { return cpuTimes{c.user + d.user, c.sys + d.sys} }
+
 // settle makes the disk quiet between timed variants: everything written
 // or removed so far is flushed (sync(2)), outside the timer.
 func settle() { syscall.Sync() }
@@ -116,8 +128,8 @@ func countFiles(b *testing.B, dir string) (files, dirs int) {
 
 // layoutProbeFileBytes is what each probe file holds: about the mean size
 // of a steps file of a 46-step cartpole episode under layout "episode"
-// (BenchmarkLayouts reports that mean as episode-steps-file-B).
-const layoutProbeFileBytes = 8 << 10
+// (5.8 KB; BenchmarkLayouts reports it as episode-steps-file-B).
+const layoutProbeFileBytes = 6 << 10
 
 // probeDirFiles creates n partition directories under parent, each with one
 // file of size bytes, with writers goroutines, the way the recorder's
@@ -263,7 +275,10 @@ var layoutRuns int
 // (lane-steps/s) and episodes/s; bare-rows/s; probe-group- and probe-end-
 // eps/s (directories with a file per second); the ratios session/bare and
 // episode/bare (net rows/s), episode/probe-group and episode/probe-end
-// (net episodes/s); and the files each layout wrote.
+// (net episodes/s); the files each layout wrote; and the CPU time of the
+// process (user and system, all goroutines and the kernel's work on
+// their behalf) per row of the simulator, each layout and the bare
+// writer, and per episode of layout episode and the probes.
 func BenchmarkLayouts(b *testing.B) {
 	for _, bc := range []struct {
 		eps   int64
@@ -275,6 +290,7 @@ func BenchmarkLayouts(b *testing.B) {
 			base := b.TempDir()
 			type timing struct {
 				d     time.Duration
+				cpu   cpuTimes
 				files int
 				dirs  int
 			}
@@ -290,12 +306,13 @@ func BenchmarkLayouts(b *testing.B) {
 				rows, eps := packedRows(b, cfg)
 				settle()
 				b.StartTimer()
-				t0 := time.Now()
+				t0, c0 := time.Now(), cpuTime()
 				s0, err := sim.Run(context.Background(), events.NoopHooks{}, cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
 				sum["sim"].d += time.Since(t0)
+				sum["sim"].cpu = sum["sim"].cpu.add(cpuTime().sub(c0))
 				if int(s0.LaneSteps) != len(rows) {
 					b.Fatalf("the simulator ran %d lane-steps, the collector saw %d rows", s0.LaneSteps, len(rows))
 				}
@@ -305,7 +322,7 @@ func BenchmarkLayouts(b *testing.B) {
 				layoutRuns++
 				for _, v := range variants {
 					dir := filepath.Join(base, v+"-"+strconv.Itoa(i))
-					t0 := time.Now()
+					t0, c0 := time.Now(), cpuTime()
 					switch v {
 					case "session", "episode":
 						layout := hive.LayoutSession
@@ -331,9 +348,10 @@ func BenchmarkLayouts(b *testing.B) {
 						probeDirFiles(b, parent, eps, layoutProbeFileBytes, defaultOptions().workers,
 							v == "probe-group", commitWindow, commitMaxParts)
 					}
-					d := time.Since(t0)
+					d, c := time.Since(t0), cpuTime().sub(c0)
 					b.StopTimer()
 					sum[v].d += d
+					sum[v].cpu = sum[v].cpu.add(c)
 					if v == "session" || v == "episode" {
 						f, n := countFiles(b, filepath.Join(dir, "steps"))
 						sum[v].files += f
@@ -372,6 +390,14 @@ func BenchmarkLayouts(b *testing.B) {
 				b.ReportMetric(p, v+"-eps/s")
 				b.ReportMetric(epNet/p, "episode/"+v)
 				b.ReportMetric(epGross/p, "episode-gross/"+v)
+			}
+			for _, v := range []string{"sim", "session", "episode", "bare"} {
+				b.ReportMetric(float64(sum[v].cpu.user)/ls, v+"-user-ns/row")
+				b.ReportMetric(float64(sum[v].cpu.sys)/ls, v+"-sys-ns/row")
+			}
+			for _, v := range []string{"episode", "probe-group", "probe-end"} {
+				b.ReportMetric(float64(sum[v].cpu.user)/ne/1e3, v+"-user-us/ep")
+				b.ReportMetric(float64(sum[v].cpu.sys)/ne/1e3, v+"-sys-us/ep")
 			}
 			b.ReportMetric(ne/float64(b.N), "episodes")
 			b.ReportMetric(ls/float64(b.N), "rows")
