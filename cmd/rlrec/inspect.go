@@ -85,32 +85,6 @@ func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
 }
 
-// parseAfterArgs parses flags that follow positional arguments ("ROOT
-// --session S"; package flag stops at the first positional one) and
-// returns the positional arguments. bind registers the command's flags
-// with their current values as defaults.
-func parseAfterArgs(args []string, bind func(fs *flag.FlagSet)) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		if a := args[0]; a == "--" {
-			pos = append(pos, args[1:]...)
-			break
-		} else if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			args = args[1:]
-			continue
-		}
-		fs := flag.NewFlagSet("", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		bind(fs)
-		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%v", err)
-		}
-		args = fs.Args()
-	}
-	return pos, nil
-}
-
 // inspectReport is the --json output. Field names are the documented
 // contract: do not change them.
 type inspectReport struct {
@@ -188,10 +162,6 @@ type inspectEpisode struct {
 }
 
 func runInspect(ctx context.Context, env *Env, args []string) error {
-	args, err := parseAfterArgs(args, func(fs *flag.FlagSet) { bindInspectFlags(fs, &inspectFlags) })
-	if err != nil {
-		return err
-	}
 	f := inspectFlags
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))

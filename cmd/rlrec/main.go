@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -119,7 +120,8 @@ func run(ctx context.Context, env *Env, args []string) int {
 	if c.SetFlags != nil {
 		c.SetFlags(fs)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(env.Stdout, c)
 			return 0
@@ -127,7 +129,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "rlrec %s: %v\nusage: rlrec %s\nrun 'rlrec help %s' for details\n", c.Name, err, c.UsageLine, c.Name)
 		return 2
 	}
-	if err := c.Run(ctx, env, fs.Args()); err != nil {
+	if err := c.Run(ctx, env, pos); err != nil {
 		var ue *usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(env.Stderr, "rlrec %s: %v\nusage: rlrec %s\n", c.Name, err, c.UsageLine)
@@ -137,6 +139,45 @@ func run(ctx context.Context, env *Env, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// parseArgs parses the flags of fs wherever they stand in args and returns
+// the positional arguments in order. It is the one rule of every command:
+// a flag may come before or after the positional arguments
+// ("verify ROOT --max-problems 5" is "verify --max-problems 5 ROOT"),
+// "--" ends the flags (what follows is positional even when it starts with
+// "-"), and "-" alone is positional (standard input or output).
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		// One flag, with its value when it takes one and the value is the
+		// next argument.
+		chunk := args[i : i+1]
+		name := strings.TrimLeft(a, "-")
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+			chunk = args[i : i+2]
+			i++
+		}
+		if err := fs.Parse(chunk); err != nil {
+			return nil, err
+		}
+	}
+	return pos, nil
+}
+
+// isBoolFlag reports whether f takes no value ("--json", not "--json x").
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 func lookup(name string) *Command {

@@ -33,8 +33,7 @@ and what was cut from a damaged log.
 A torn log tail, as a crash leaves it, is cut without asking: nothing in it
 was reported durable. Damage inside a sealed (older) segment is corruption
 of data that was durable; recover then stops, and --salvage cuts the log at
-the damage instead, losing every record after it. The flag may come before
-or after ROOT.
+the damage instead, losing every record after it.
 
 Example:
 
@@ -49,18 +48,10 @@ Example:
 
 func runRecover(ctx context.Context, env *Env, args []string) error {
 	salvage := recoverFlags.salvage
-	var rest []string
-	for _, a := range args {
-		if a == "--salvage" || a == "-salvage" {
-			salvage = true
-			continue
-		}
-		rest = append(rest, a)
+	if len(args) != 1 {
+		return usagef("want one ROOT directory, got %d arguments", len(args))
 	}
-	if len(rest) != 1 {
-		return usagef("want one ROOT directory, got %d arguments", len(rest))
-	}
-	root := rest[0]
+	root := args[0]
 	rec, err := recorder.Open(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError

@@ -83,10 +83,6 @@ func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
 }
 
 func runReplay(ctx context.Context, env *Env, args []string) error {
-	args, err := parseAfterArgs(args, func(fs *flag.FlagSet) { bindReplayFlags(fs, &replayFlags) })
-	if err != nil {
-		return err
-	}
 	f := replayFlags
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
