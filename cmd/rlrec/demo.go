@@ -43,8 +43,8 @@ Example:
   rlrec demo --out /tmp/demo && rlrec demo --out /tmp/demo`,
 	SetFlags: func(fs *flag.FlagSet) {
 		demoFlags = demoOptions{}
-		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory")
-		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed of the simulated sessions")
+		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory `DIR`")
+		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed `X` of the simulated sessions")
 	},
 	Run: runDemo,
 }

@@ -47,12 +47,13 @@ invalid_event), and in a report printed to standard error at the end.
 
 Example:
 
-  rlrec simulate --env cartpole --envs 8 --episodes 50 -o - | rlrec ingest --out data -
+  rlrec simulate --env cartpole --envs 8 --episodes 50 -o - |
+      rlrec ingest --out data -
   rlrec ingest --out data cartpole.events`,
 	SetFlags: func(fs *flag.FlagSet) {
 		ingestFlags = ingestOptions{}
-		fs.StringVar(&ingestFlags.out, "out", "rlrec-data", "output ROOT directory")
-		fs.IntVar(&ingestFlags.maxMessage, "max-message", events.DefaultMaxMessageBytes, "largest event message accepted, in bytes")
+		fs.StringVar(&ingestFlags.out, "out", "rlrec-data", "output ROOT directory `DIR`")
+		fs.IntVar(&ingestFlags.maxMessage, "max-message", events.DefaultMaxMessageBytes, "largest event message accepted, in `BYTES`")
 	},
 	Run: runIngest,
 }

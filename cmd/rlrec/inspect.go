@@ -79,9 +79,9 @@ Example:
 // bindInspectFlags registers the flags with f's current values as
 // defaults.
 func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
-	fs.StringVar(&f.session, "session", f.session, "show this session's spaces and episodes")
-	fs.StringVar(&f.env, "env", f.env, "with --session: the env id of the recording, when the session id names several")
-	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only this episode record id")
+	fs.StringVar(&f.session, "session", f.session, "show session `S`'s spaces and episodes")
+	fs.StringVar(&f.env, "env", f.env, "with --session: the env id `R` of the recording, when the session id names several")
+	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `E`")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
 }
 

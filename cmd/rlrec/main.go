@@ -17,8 +17,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // Command is one rlrec subcommand, defined in a file of its own.
@@ -40,7 +42,8 @@ type Command struct {
 	Records bool
 }
 
-// Env is what a command may touch: its streams and logger.
+// Env is what a command may touch: its streams and logger, and what they
+// are connected to.
 type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -60,6 +63,7 @@ var commands = []*Command{
 	cmdReplay,
 	cmdVerify,
 	cmdRecover,
+	cmdVersion,
 }
 
 // usageError marks an error in how the command was invoked (exit status 2).
@@ -109,6 +113,9 @@ func run(ctx context.Context, env *Env, args []string) int {
 		}
 		printCommands(env.Stdout)
 		return 0
+	}
+	if name == "--version" || name == "-version" {
+		name = cmdVersion.Name
 	}
 	c := lookup(name)
 	if c == nil {
@@ -189,25 +196,132 @@ func lookup(name string) *Command {
 	return nil
 }
 
+// helpWidth is the width help text is wrapped to.
+const helpWidth = 80
+
 func printCommands(w io.Writer) {
 	fmt.Fprintf(w, "rlrec records rlmesh sessions as Parquet and reads them back.\n\nUsage: rlrec <command> [flags] [args]\n\nCommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-10s %s\n", c.Name, c.Short)
 	}
 	fmt.Fprintf(w, "\nRun 'rlrec help <command>' for a command's flags and an example.\n")
+	fmt.Fprintf(w, "Flags may come before or after a command's arguments; -- ends them.\n")
 }
 
+// printHelp prints a command's usage line, its long help and its flags,
+// wrapped at helpWidth columns. Long flags are spelled with two dashes,
+// one-letter flags with one (package flag accepts either).
 func printHelp(w io.Writer, c *Command) {
-	fmt.Fprintf(w, "usage: rlrec %s\n\n%s\n", c.UsageLine, c.Long)
+	fmt.Fprintf(w, "%s\n\n%s\n", wrapUsage("usage: rlrec "+c.UsageLine, helpWidth), c.Long)
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	if c.SetFlags != nil {
 		c.SetFlags(fs)
 	}
-	has := false
-	fs.VisitAll(func(*flag.Flag) { has = true })
-	if has {
-		fmt.Fprintf(w, "\nFlags:\n")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  " + flagName(f.Name)
+		if arg != "" {
+			line += " " + arg
+		}
+		fmt.Fprintln(w, line)
+		if !isZeroDefault(f) {
+			def := f.DefValue
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, isString := g.Get().(string); isString {
+					def = strconv.Quote(def)
+				}
+			}
+			usage += " (default " + def + ")"
+		}
+		for _, l := range wrapWords(usage, helpWidth-8) {
+			fmt.Fprintf(w, "        %s\n", l)
+		}
+	})
+	fmt.Fprintf(w, "  -h, --help\n        show this help\n")
+}
+
+// flagName spells a flag as help shows it: --name, or -n for one letter.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
 	}
+	return "--" + name
+}
+
+// isZeroDefault reports whether a flag's default is its type's zero value,
+// which help leaves unsaid.
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s":
+		return true
+	}
+	return false
+}
+
+// wrapWords wraps text at spaces into lines of at most width columns (a
+// single word longer than width stands on its own line).
+func wrapWords(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// wrapUsage wraps a usage line at width columns between its words and
+// bracketed groups ("[--env NAME]" stays whole), indenting continuation
+// lines under the command's arguments.
+func wrapUsage(line string, width int) string {
+	var tokens []string
+	depth, start := 0, 0
+	for i, r := range line {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ' ':
+			if depth == 0 {
+				if i > start {
+					tokens = append(tokens, line[start:i])
+				}
+				start = i + 1
+			}
+		}
+	}
+	if start < len(line) {
+		tokens = append(tokens, line[start:])
+	}
+	if len(tokens) < 3 {
+		return line
+	}
+	// "usage: rlrec NAME" starts every line's indentation.
+	head := strings.Join(tokens[:3], " ")
+	indent := strings.Repeat(" ", utf8.RuneCountInString(head))
+	var b strings.Builder
+	b.WriteString(head)
+	col := utf8.RuneCountInString(head)
+	for _, t := range tokens[3:] {
+		n := utf8.RuneCountInString(t)
+		if col+1+n > width && col > len(indent) {
+			b.WriteString("\n" + indent)
+			col = len(indent)
+		}
+		b.WriteString(" " + t)
+		col += 1 + n
+	}
+	return b.String()
 }

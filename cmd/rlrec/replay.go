@@ -64,7 +64,8 @@ Formats (--format):
 Example:
 
   rlrec replay data --session 0190a1b2-... --episode ep-000003 | head
-  rlrec replay data --session 0190a1b2-... --format events | rlrec ingest --out copy -
+  rlrec replay data --session 0190a1b2-... --format events |
+      rlrec ingest --out copy -
   rlrec replay data --session 0190a1b2-... --format arrow -o steps.arrows`,
 	SetFlags: func(fs *flag.FlagSet) {
 		replayFlags = replayOptions{format: "jsonl"}
@@ -75,10 +76,10 @@ Example:
 
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
-	fs.StringVar(&f.session, "session", f.session, "session id (required)")
-	fs.StringVar(&f.env, "env", f.env, "env id of the recording, when the session id names several (rlmesh's local runner reuses session ids)")
-	fs.StringVar(&f.episode, "episode", f.episode, "episode record id (default: every episode of the session)")
-	fs.StringVar(&f.format, "format", f.format, "output format: jsonl, events or arrow")
+	fs.StringVar(&f.session, "session", f.session, "session id `S` (required)")
+	fs.StringVar(&f.env, "env", f.env, "env id `R` of the recording, when the session id names several (rlmesh's local runner reuses session ids)")
+	fs.StringVar(&f.episode, "episode", f.episode, "episode record id `E` (default: every episode of the session)")
+	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
 	fs.StringVar(&f.out, "o", f.out, "output `FILE` (default: standard output)")
 }
 

@@ -43,7 +43,7 @@ Example:
   rlrec verify --max-problems 5 /data/run-42 || rlrec recover /data/run-42`,
 	SetFlags: func(fs *flag.FlagSet) {
 		verifyFlags = verifyOptions{}
-		fs.IntVar(&verifyFlags.maxProblems, "max-problems", 20, "problems listed per file; the rest are counted")
+		fs.IntVar(&verifyFlags.maxProblems, "max-problems", 20, "list at most `N` problems per file; the rest are counted")
 	},
 	Run: runVerify,
 }
