@@ -169,6 +169,9 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 	if f.episode != "" && f.session == "" {
 		return usagef("--episode needs --session")
 	}
+	if err := checkRoot(args[0]); err != nil {
+		return err
+	}
 	d, err := dataset.Open(args[0])
 	if err != nil {
 		return err

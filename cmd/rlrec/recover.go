@@ -52,6 +52,10 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 		return usagef("want one ROOT directory, got %d arguments", len(args))
 	}
 	root := args[0]
+	// Opening a recorder creates ROOT: recover never does.
+	if err := checkRoot(root); err != nil {
+		return err
+	}
 	rec, err := recorder.Open(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -56,6 +58,9 @@ func runVerify(ctx context.Context, env *Env, args []string) error {
 		return usagef("--max-problems %d: want at least 1", verifyFlags.maxProblems)
 	}
 	root := args[0]
+	if err := checkRoot(root); err != nil {
+		return err
+	}
 	opts := verify.Options{MaxProblemsPerFile: verifyFlags.maxProblems}
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal {
@@ -74,7 +79,11 @@ func runVerify(ctx context.Context, env *Env, args []string) error {
 		_ = bar.Finish()
 	}
 	if err != nil {
-		return fmt.Errorf("%w; check the path", err)
+		if errors.Is(err, verify.ErrNotRoot) {
+			// checkRoot passed, so the ROOT went away or cannot be listed.
+			return fmt.Errorf("%s; check the path and its permissions", strings.TrimPrefix(err.Error(), "verify: "))
+		}
+		return err
 	}
 	if err := rep.Write(env.Stdout); err != nil {
 		return fmt.Errorf("write the report: %w", err)
