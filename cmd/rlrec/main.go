@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"golang.org/x/term"
 )
 
 // Command is one rlrec subcommand, defined in a file of its own.
@@ -49,9 +51,16 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Logger *slog.Logger
-	// IsTerminal reports whether Stderr is an interactive terminal (for
-	// progress bars and colour).
+	// IsTerminal reports whether Stderr is an interactive terminal on which
+	// progress is wanted (see isTerminal).
 	IsTerminal bool
+	// StdinTerminal and StdoutTerminal report whether Stdin and Stdout are
+	// terminals: a command then does not wait silently for input, and
+	// writes no binary output to the screen.
+	StdinTerminal, StdoutTerminal bool
+	// Width is the width in columns of the terminal on Stdout; 0 when
+	// Stdout is no terminal or its width is unknown.
+	Width int
 }
 
 // commands lists every command, in the order help shows them.
@@ -78,10 +87,13 @@ func usagef(format string, args ...any) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	env := &Env{
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		IsTerminal: isTerminal(os.Stderr),
+		Stdin:          os.Stdin,
+		Stdout:         os.Stdout,
+		Stderr:         os.Stderr,
+		IsTerminal:     isTerminal(os.Stderr),
+		StdinTerminal:  term.IsTerminal(int(os.Stdin.Fd())),
+		StdoutTerminal: term.IsTerminal(int(os.Stdout.Fd())),
+		Width:          terminalWidth(os.Stdout),
 	}
 	env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if len(os.Args) > 1 {

@@ -14,3 +14,16 @@ func isTerminal(f *os.File) bool {
 	}
 	return term.IsTerminal(int(f.Fd()))
 }
+
+// terminalWidth returns the width in columns of the terminal on f, 0 when f
+// is no terminal or its size is unknown.
+func terminalWidth(f *os.File) int {
+	if !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	w, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || w <= 0 {
+		return 0
+	}
+	return w
+}
