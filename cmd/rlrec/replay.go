@@ -100,6 +100,9 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	default:
 		return usagef("--format %q: want jsonl, events or arrow", f.format)
 	}
+	if f.format != "jsonl" && (f.out == "" || f.out == "-") && env.StdoutTerminal {
+		return refuseTerminal("--format " + f.format)
+	}
 	if err := checkRoot(args[0]); err != nil {
 		return err
 	}

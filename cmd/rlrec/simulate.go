@@ -105,6 +105,9 @@ func runSimulate(ctx context.Context, env *Env, args []string) error {
 	if f.out == "" {
 		return usagef("no output: give -o FILE, or -o - for standard output")
 	}
+	if f.out == "-" && env.StdoutTerminal {
+		return refuseTerminal("the event stream")
+	}
 	write := func(w io.Writer) ([]sim.Summary, error) {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		sums, err := sim.RunSessions(ctx, sim.NewStreamHooks(events.NewStreamWriter(bw)), cfgs)

@@ -27,3 +27,10 @@ func terminalWidth(f *os.File) int {
 	}
 	return w
 }
+
+// refuseTerminal is the usage error of a command asked to write binary
+// output (what) to standard output when that is a terminal.
+func refuseTerminal(what string) error {
+	return usagef("%s is binary and standard output is a terminal: redirect it (> FILE, or | a command "+
+		"that reads it) or use -o FILE", what)
+}
