@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,35 @@ func TestIngestNotAStream(t *testing.T) {
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {
 		t.Errorf("an empty stream left %s behind: %v", root, err)
+	}
+}
+
+// TestProgress: on a terminal stderr, ingest from a pipe (no size known)
+// shows the bytes read, and verify shows its progress per file; with
+// stderr redirected neither does.
+func TestProgress(t *testing.T) {
+	stream := readTestStream(t)
+	terminal := func(e *Env) { e.IsTerminal = true; e.Stdin = bytes.NewReader(stream) }
+	redirected := func(e *Env) { e.Stdin = bytes.NewReader(stream) }
+	root := filepath.Join(t.TempDir(), "root")
+	code, _, stderr := runEnv(t, terminal, "ingest", "--out", root, "-")
+	if code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "ingesting standard input") || !strings.Contains(stderr, " B") {
+		t.Errorf("ingest from a pipe shows no progress on a terminal: %q", stderr)
+	}
+	if _, _, stderr := runEnv(t, redirected, "ingest", "--out", filepath.Join(t.TempDir(), "r2"), "-"); stderr != "" {
+		t.Errorf("ingest with stderr redirected printed %q", stderr)
+	}
+	code, _, stderr = runEnv(t, func(e *Env) { e.IsTerminal = true }, "verify", goldenRoot)
+	if code != 0 {
+		t.Fatalf("verify: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "verifying "+goldenRoot) || !strings.Contains(stderr, "/18") || !strings.Contains(stderr, "files") {
+		t.Errorf("verify shows no progress per file on a terminal: %q", stderr)
+	}
+	if _, _, stderr := runEnv(t, nil, "verify", goldenRoot); stderr != "" {
+		t.Errorf("verify with stderr redirected printed %q", stderr)
 	}
 }

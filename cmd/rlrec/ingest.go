@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
@@ -89,8 +87,10 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "rlrec ingest: waiting for an event stream on standard input, which is a terminal: "+
 			"pipe one in (rlrec simulate -o - | rlrec ingest -) or give FILE; Ctrl-D ends the input, Ctrl-C stops\n")
 	}
-	if env.IsTerminal && size > 0 {
-		bar := progressbar.DefaultBytes(size, "ingesting "+src)
+	// Progress on a terminal stderr: a bar for a file, the bytes read so
+	// far for a pipe.
+	bar := bytesProgress(env, size, "ingesting "+src)
+	if bar != nil {
 		defer bar.Close()
 		in = io.TeeReader(in, bar)
 	}
@@ -99,6 +99,9 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	br := bufio.NewReaderSize(in, 1<<20)
 	first, err := firstFrame(br, ingestFlags.maxMessage)
 	if err != nil {
+		if bar != nil {
+			_ = bar.Finish()
+		}
 		if errors.Is(err, io.EOF) {
 			fmt.Fprintf(env.Stdout, "Recorded 0 events from %s: the stream is empty, so nothing was written to %s.\n", src, ingestFlags.out)
 			return nil
@@ -117,6 +120,9 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	in = io.MultiReader(bytes.NewReader(first), br)
 	rep, ingestErr := ingest(ctx, rec, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
 	closeErr := rec.Close(context.WithoutCancel(ctx))
+	if bar != nil {
+		_ = bar.Finish()
+	}
 	rep.write(env.Stderr, src)
 	if ingestErr != nil {
 		if closeErr != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/verify"
 )
 
@@ -18,10 +20,6 @@ type verifyOptions struct {
 }
 
 var verifyFlags verifyOptions
-
-// verifyProgressBytes is the ROOT size from which a terminal gets a
-// progress bar.
-const verifyProgressBytes = 64 << 20
 
 var cmdVerify = &Command{
 	Name:      "verify",
@@ -62,15 +60,15 @@ func runVerify(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	opts := verify.Options{MaxProblemsPerFile: verifyFlags.maxProblems}
+	// Progress per file on a terminal: the listing reads directories only,
+	// so counting the files first costs little beside reading them.
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal {
-		opts.Progress = func(done, total int64) {
-			if bar == nil && total >= verifyProgressBytes {
-				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(env.Stderr), progressbar.OptionShowBytes(true),
-					progressbar.OptionSetDescription("verifying "+root), progressbar.OptionClearOnFinish())
-			}
-			if bar != nil {
-				_ = bar.Set64(done)
+		if l, err := hive.List(vfs.OS(), root); err == nil && len(l.Files) > 0 {
+			bar = countProgress(env, len(l.Files), "verifying "+root, "files")
+			opts.Progress = func(done, total int64) {
+				bar.Describe(fmt.Sprintf("verifying %s (%s of %s)", root, humanBytes(done), humanBytes(total)))
+				_ = bar.Add(1)
 			}
 		}
 	}
