@@ -70,7 +70,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	}
 	root := demoFlags.out
 	start := time.Now()
-	rec, err := recorder.Open(root, recorder.WithLogger(env.Logger))
+	rec, err := openRecorder(root, recorder.WithLogger(env.Logger))
 	if err != nil {
 		return err
 	}

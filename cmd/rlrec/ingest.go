@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
@@ -113,7 +114,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%s is not an event stream (length-delimited rlrec.events.v1.Event messages, as 'rlrec simulate -o' "+
 			"and 'rlrec replay --format events' write): its first message %v; %s", src, err, where)
 	}
-	rec, err := recorder.Open(ingestFlags.out, recorder.WithLogger(env.Logger))
+	rec, err := openRecorder(ingestFlags.out, recorder.WithLogger(env.Logger))
 	if err != nil {
 		return err
 	}
@@ -128,22 +129,22 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		if closeErr != nil {
 			return fmt.Errorf("%s: %w (and closing %s: %v)", src, ingestErr, ingestFlags.out, closeErr)
 		}
-		return fmt.Errorf("%s: %w; the %d events before it are recorded in %s", src, ingestErr, rep.recorded, ingestFlags.out)
+		return fmt.Errorf("%s: %w; the %s before it are recorded in %s", src, ingestErr, count(rep.recorded, "event"), ingestFlags.out)
 	}
 	if closeErr != nil {
 		return closeErr
 	}
-	fmt.Fprintf(env.Stdout, "Recorded %d events from %s into %s", rep.recorded, src, ingestFlags.out)
+	fmt.Fprintf(env.Stdout, "Recorded %s from %s into %s", count(rep.recorded, "event"), src, ingestFlags.out)
 	if n := rep.counted + rep.unnamed; n > 0 {
 		fmt.Fprintf(env.Stdout, "; skipped %s", count(n, "invalid event"))
 	}
 	fmt.Fprintf(env.Stdout, ".\n")
 	if len(rep.refused) > 0 {
 		for _, r := range rep.refused {
-			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%d events not recorded again)\n", r.rec, ingestFlags.out, r.events)
+			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%s not recorded again)\n", r.rec, ingestFlags.out, count(r.events, "event"))
 		}
-		return fmt.Errorf("%s: %d recordings of the stream are already in %s and were not recorded again; ingest into another ROOT to keep both copies",
-			src, len(rep.refused), ingestFlags.out)
+		return fmt.Errorf("%s: %s of the stream already in %s %s not recorded again; ingest into another ROOT to keep both copies",
+			src, count(len(rep.refused), "recording"), ingestFlags.out, wasWere(len(rep.refused)))
 	}
 	return nil
 }
@@ -307,12 +308,23 @@ func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage
 	}
 }
 
-// count returns "1 thing" or "n things".
-func count(n int, thing string) string {
+// count returns "1 thing" or "n things" ("batches" for "batch").
+func count[N int | int64](n N, thing string) string {
 	if n == 1 {
 		return "1 " + thing
 	}
-	return strconv.Itoa(n) + " " + thing + "s"
+	if strings.HasSuffix(thing, "ch") || strings.HasSuffix(thing, "s") {
+		return strconv.FormatInt(int64(n), 10) + " " + thing + "es"
+	}
+	return strconv.FormatInt(int64(n), 10) + " " + thing + "s"
+}
+
+// wasWere returns "was" for 1, "were" otherwise.
+func wasWere[N int | int64](n N) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }
 
 // stamp returns t, or the current time for a stream event without one.

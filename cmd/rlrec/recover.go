@@ -49,14 +49,14 @@ Example:
 func runRecover(ctx context.Context, env *Env, args []string) error {
 	salvage := recoverFlags.salvage
 	if len(args) != 1 {
-		return usagef("want one ROOT directory, got %d arguments", len(args))
+		return usagef("want one ROOT directory, got %s", count(len(args), "argument"))
 	}
 	root := args[0]
 	// Opening a recorder creates ROOT: recover never does.
 	if err := checkRoot(root); err != nil {
 		return err
 	}
-	rec, err := recorder.Open(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
+	rec, err := openRecorder(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
 		if errors.As(err, &ce) && !salvage {
@@ -83,7 +83,7 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	fmt.Fprintf(w, "%s: recovered from the log of a recorder that did not close\n", root)
 	fmt.Fprintf(w, "  log records replayed:  %d\n", rep.Records)
 	if rep.Snapshot {
-		fmt.Fprintf(w, "  replayed from:         the recorder's last sealed snapshot (%d open episodes rebuilt from the log before it)\n", rep.Rebuilt)
+		fmt.Fprintf(w, "  replayed from:         the recorder's last sealed snapshot (%s rebuilt from the log before it)\n", count(int(rep.Rebuilt), "open episode"))
 	}
 	fmt.Fprintf(w, "  sessions:              %d (%d crashed: they had not ended)\n", rep.Sessions, rep.Crashed)
 	fmt.Fprintf(w, "  episodes written:      %d completed, %d incomplete\n", rep.Completed, rep.Incomplete)
@@ -98,9 +98,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	}
 	fmt.Fprintf(w, "  log damage:            %s\n", kind)
 	fmt.Fprintf(w, "    cut at:              %s offset %d (%v)\n", d.Segment, d.Offset, d.Cause)
-	fmt.Fprintf(w, "    cut:                 %d bytes, %d intact records lost", d.BytesCut, d.RecordsCut)
+	fmt.Fprintf(w, "    cut:                 %s, %s lost", count(int(d.BytesCut), "byte"), count(int(d.RecordsCut), "intact record"))
 	if len(d.SegmentsRemoved) > 0 {
-		fmt.Fprintf(w, ", %d segment files removed", len(d.SegmentsRemoved))
+		fmt.Fprintf(w, ", %s removed", count(len(d.SegmentsRemoved), "segment file"))
 	}
 	fmt.Fprintln(w)
 	if d.Salvaged {

@@ -291,7 +291,7 @@ func TestVerifyCommand(t *testing.T) {
 	}{
 		{name: "clean", args: []string{"verify", root}, code: 0, stdout: []string{"rows: no problems"}},
 		{name: "needs-recovery", args: []string{"verify", crashed}, code: 1,
-			stdout: []string{"_rlrec/log: log: the log holds", "run 'rlrec recover ROOT'"}, stderr: []string{"problems found"}},
+			stdout: []string{"_rlrec/log: log: the log holds", "run 'rlrec recover ROOT'"}, stderr: []string{"1 problem found"}},
 		{name: "no-root", args: []string{"verify"}, code: 2, stderr: []string{"usage: rlrec verify"}},
 		{name: "two-roots", args: []string{"verify", root, root}, code: 2, stderr: []string{"want one ROOT"}},
 		{name: "missing-root", args: []string{"verify", filepath.Join(root, "nope")}, code: 1, stderr: []string{"does not exist", "a ROOT is a directory"}},

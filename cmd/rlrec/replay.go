@@ -216,8 +216,8 @@ func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset
 	for _, n := range rep.Notes {
 		fmt.Fprintf(env.Stderr, "rlrec replay: note: %s\n", n)
 	}
-	fmt.Fprintf(env.Stderr, "replayed %s: %d events, %d lanes, %d batches (%d rebuilt from dropped_steps)\n",
-		rec, rep.Events, rep.Lanes, rep.Batches, rep.HiddenBatches)
+	fmt.Fprintf(env.Stderr, "replayed %s: %s, %s, %s (%d rebuilt from dropped_steps)\n",
+		rec, count(rep.Events, "event"), count(rep.Lanes, "lane"), count(rep.Batches, "batch"), rep.HiddenBatches)
 	return nil
 }
 

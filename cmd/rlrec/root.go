@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/recorder"
 )
 
 // whatIsRoot is the sentence every refusal of a path that is no ROOT ends
@@ -53,6 +54,18 @@ func checkRoot(root string) error {
 		}
 	}
 	return fmt.Errorf("%s %s (%s)", root, what, whatIsRoot)
+}
+
+// openRecorder opens a recorder on root. A ROOT another recorder holds is
+// refused with what to do: the holder is another process (or another
+// recorder of this one), whoever the user.
+func openRecorder(root string, opts ...recorder.Option) (*recorder.Recorder, error) {
+	rec, err := recorder.Open(root, opts...)
+	if errors.Is(err, recorder.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use: another process is recording into it (it holds the lock %s); "+
+			"wait for it to finish, or choose another directory", root, filepath.Join(root, hive.StateDir, hive.LockName))
+	}
+	return rec, err
 }
 
 // isRoot reports whether dir holds the recorder's state directory or a

@@ -50,7 +50,7 @@ Example:
 
 func runVerify(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 1 {
-		return usagef("want one ROOT directory, got %d arguments", len(args))
+		return usagef("want one ROOT directory, got %s", count(len(args), "argument"))
 	}
 	if verifyFlags.maxProblems < 1 {
 		return usagef("--max-problems %d: want at least 1", verifyFlags.maxProblems)
@@ -87,7 +87,7 @@ func runVerify(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	if !rep.OK() {
-		return fmt.Errorf("%s: %d problems found; see above for each file and what to do", root, len(rep.Problems))
+		return fmt.Errorf("%s: %s found; see above for each file and what to do", root, count(len(rep.Problems), "problem"))
 	}
 	return nil
 }
