@@ -75,10 +75,13 @@ sessions and episodes, and null for values the tables hold as null:
 recorder is writing ROOT ("recorder_writing"): run 'rlrec recover ROOT'.
 "spaces" and "episodes" are present with --session only; "return" is the
 runtime's cumulative_reward, "mean_return" its mean over completed
-episodes. A space's "path" is its leaf path as the typed steps columns
-spell it: dict keys and tuple indices joined by ".", a key's own "%" and
-"." written "%25" and "%2E" ("" for a single-leaf space). Times are
-RFC 3339 in UTC.
+episodes. "final_info" is the episode's final info as a JSON object (the
+final_info column's text parsed). An integer outside +-(2^53-1) is
+written as a JSON string of its digits, as readers that parse JSON
+numbers as doubles (JavaScript, jq) would round it. A space's "path" is
+its leaf path as the typed steps columns spell it: dict keys and tuple
+indices joined by ".", a key's own "%" and "." written "%25" and "%2E"
+("" for a single-leaf space). Times are RFC 3339 in UTC.
 
 Example:
 
@@ -116,9 +119,9 @@ type inspectReport struct {
 }
 
 type inspectTable struct {
-	Table string `json:"table"`
-	Files int    `json:"files"`
-	Bytes int64  `json:"bytes"`
+	Table string  `json:"table"`
+	Files int     `json:"files"`
+	Bytes jsonInt `json:"bytes"`
 }
 
 type inspectStray struct {
@@ -135,14 +138,14 @@ type inspectSession struct {
 	ModelComponentID   string           `json:"model_component_id"`
 	StartedAt          *string          `json:"started_at"`
 	EndedAt            *string          `json:"ended_at"`
-	TotalSteps         *int64           `json:"total_steps"`
-	TotalEpisodes      *int64           `json:"total_episodes"`
-	EpisodesRecorded   int64            `json:"episodes_recorded"`
-	EpisodesCompleted  int64            `json:"episodes_completed"`
-	EpisodesIncomplete int64            `json:"episodes_incomplete"`
-	StepsRecorded      int64            `json:"steps_recorded"`
-	DroppedSteps       int64            `json:"dropped_steps"`
-	Problems           int64            `json:"problems"`
+	TotalSteps         *jsonInt         `json:"total_steps"`
+	TotalEpisodes      *jsonInt         `json:"total_episodes"`
+	EpisodesRecorded   jsonInt          `json:"episodes_recorded"`
+	EpisodesCompleted  jsonInt          `json:"episodes_completed"`
+	EpisodesIncomplete jsonInt          `json:"episodes_incomplete"`
+	StepsRecorded      jsonInt          `json:"steps_recorded"`
+	DroppedSteps       jsonInt          `json:"dropped_steps"`
+	Problems           jsonInt          `json:"problems"`
 	ProblemSummary     *string          `json:"problem_summary"`
 	RewardSum          float64          `json:"reward_sum"`
 	MeanReturn         *float64         `json:"mean_return"`
@@ -163,23 +166,25 @@ type inspectLeaf struct {
 }
 
 type inspectEpisode struct {
-	EpisodeRecordID      string   `json:"episode_record_id"`
-	EpisodeID            string   `json:"episode_id"`
-	EpisodeIndex         int64    `json:"episode_index"`
-	EnvIndex             int32    `json:"env_index"`
-	Status               string   `json:"status"`
-	StartedFromAutoReset bool     `json:"started_from_auto_reset"`
-	StepCount            *int64   `json:"step_count"`
-	StepsRecorded        int64    `json:"steps_recorded"`
-	Return               *float64 `json:"return"`
-	RewardSum            float64  `json:"reward_sum"`
-	Terminated           bool     `json:"terminated"`
-	Truncated            bool     `json:"truncated"`
-	Success              *bool    `json:"success"`
-	DurationMs           *int64   `json:"duration_ms"`
-	StartedAt            string   `json:"started_at"`
-	EndedAt              *string  `json:"ended_at"`
-	FinalInfo            *string  `json:"final_info"`
+	EpisodeRecordID      string          `json:"episode_record_id"`
+	EpisodeID            string          `json:"episode_id"`
+	EpisodeIndex         jsonInt         `json:"episode_index"`
+	EnvIndex             int32           `json:"env_index"`
+	Status               string          `json:"status"`
+	StartedFromAutoReset bool            `json:"started_from_auto_reset"`
+	StepCount            *jsonInt        `json:"step_count"`
+	StepsRecorded        jsonInt         `json:"steps_recorded"`
+	Return               *float64        `json:"return"`
+	RewardSum            float64         `json:"reward_sum"`
+	Terminated           bool            `json:"terminated"`
+	Truncated            bool            `json:"truncated"`
+	Success              *bool           `json:"success"`
+	DurationMs           *jsonInt        `json:"duration_ms"`
+	StartedAt            string          `json:"started_at"`
+	EndedAt              *string         `json:"ended_at"`
+	FinalInfo            json.RawMessage `json:"final_info"`
+
+	finalInfoText *string
 }
 
 func runInspect(ctx context.Context, env *Env, args []string) error {
@@ -232,7 +237,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		it := inspectTable{Table: t}
 		for _, file := range d.Files(t) {
 			it.Files++
-			it.Bytes += file.Size
+			it.Bytes += jsonInt(file.Size)
 		}
 		rep.Tables = append(rep.Tables, it)
 	}
@@ -259,9 +264,9 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.EnvComponentID, is.ModelComponentID = row.EnvComponentID, row.ModelComponentID
 			st := fmtTime(row.StartedAt)
 			is.StartedAt, is.EndedAt = &st, fmtTimePtr(row.EndedAt)
-			is.TotalSteps, is.TotalEpisodes = row.TotalSteps, row.TotalEpisodes
-			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = row.EpisodesRecorded, row.StepsRecorded, row.DroppedSteps
-			is.Problems, is.ProblemSummary = row.Problems, row.ProblemSummary
+			is.TotalSteps, is.TotalEpisodes = (*jsonInt)(row.TotalSteps), (*jsonInt)(row.TotalEpisodes)
+			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = jsonInt(row.EpisodesRecorded), jsonInt(row.StepsRecorded), jsonInt(row.DroppedSteps)
+			is.Problems, is.ProblemSummary = jsonInt(row.Problems), row.ProblemSummary
 		}
 		eps, err := d.Episodes(rec)
 		if err != nil {
@@ -286,11 +291,11 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 				continue
 			}
 			is.Episodes = append(is.Episodes, inspectEpisode{
-				EpisodeRecordID: e.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: r.EpisodeIndex, EnvIndex: r.EnvIndex,
-				Status: r.Status, StartedFromAutoReset: r.StartedFromAutoReset, StepCount: r.StepCount, StepsRecorded: r.StepsRecorded,
+				EpisodeRecordID: e.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: jsonInt(r.EpisodeIndex), EnvIndex: r.EnvIndex,
+				Status: r.Status, StartedFromAutoReset: r.StartedFromAutoReset, StepCount: (*jsonInt)(r.StepCount), StepsRecorded: jsonInt(r.StepsRecorded),
 				Return: r.CumulativeReward, RewardSum: r.RewardSum, Terminated: r.Terminated, Truncated: r.Truncated,
-				Success: r.Success, DurationMs: r.DurationMs, StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
-				FinalInfo: r.FinalInfo,
+				Success: r.Success, DurationMs: (*jsonInt)(r.DurationMs), StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
+				FinalInfo: finalInfoJSON(r.FinalInfo), finalInfoText: r.FinalInfo,
 			})
 		}
 		if n > 0 {
@@ -346,7 +351,7 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "TABLE\tFILES\tBYTES\n")
 	for _, t := range rep.Tables {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Table, t.Files, humanBytes(t.Bytes))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Table, t.Files, humanBytes(int64(t.Bytes)))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n")
@@ -416,7 +421,7 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 		if e.DurationMs != nil {
 			fmt.Fprintf(w, ", %d ms", *e.DurationMs)
 		}
-		fmt.Fprintf(w, "\n  final info: %s\n", derefStrOr(e.FinalInfo, "(none)"))
+		fmt.Fprintf(w, "\n  final info: %s\n", derefStrOr(e.finalInfoText, "(none)"))
 	}
 	return nil
 }
@@ -450,7 +455,7 @@ func inspectFindings(rep *inspectReport) (problems, notes []string) {
 			// running on other lanes then are incomplete by design.
 			if s.EpisodesIncomplete > 0 {
 				notes = append(notes, fmt.Sprintf("%s: %s still running when the session reached its episode count %s recorded as incomplete, as expected",
-					name, count(int(s.EpisodesIncomplete), "episode"), isAre(s.EpisodesIncomplete)))
+					name, count(int(s.EpisodesIncomplete), "episode"), isAre(int64(s.EpisodesIncomplete))))
 			}
 		case schema.SessionFailed:
 			problems = append(problems, fmt.Sprintf("%s: failed%s, with %s", name, reason, count(int(s.EpisodesIncomplete), "incomplete episode")))

@@ -48,9 +48,13 @@ Formats (--format):
              "observation", "action"}
           observation and action decoded from the blobs with the space
           specs stored in the files (Dict as an object, Tuple as an array,
-          arrays nested by shape, Text as a string, NaN and infinities as
-          the strings "NaN", "Infinity", "-Infinity"); null when none was
-          recorded.
+          arrays nested by shape, Text as a string, bool Box elements as
+          true/false, MultiBinary as 0/1, NaN and infinities as the
+          strings "NaN", "Infinity", "-Infinity"); null when none was
+          recorded. An integer outside +-(2^53-1) (int64 and uint64
+          leaves, step counters) is written as a JSON string of its
+          digits, "18446744073709551615": readers that parse JSON numbers
+          as doubles (JavaScript, jq) would round it.
   events  the hook event stream the session was recorded from, as a
           length-delimited protobuf stream with the recorded times (the
           input of 'rlrec ingest'): recording it again gives equal tables.
@@ -171,7 +175,11 @@ func replayJSONL(ctx context.Context, w io.Writer, d *dataset.Dataset, rec datas
 			line = append(line[:0], prefix...)
 			line = append(line, `,"episode_id":`...)
 			line = blob.AppendJSONString(line, s.EpisodeID)
-			line = fmt.Appendf(line, `,"step":%d,"session_step":%d,"reward":`, s.Step, s.SessionStep)
+			line = append(line, `,"step":`...)
+			line = blob.AppendJSONInt(line, s.Step)
+			line = append(line, `,"session_step":`...)
+			line = blob.AppendJSONInt(line, s.SessionStep)
+			line = append(line, `,"reward":`...)
 			line = blob.AppendJSONFloat(line, s.Reward, 64)
 			line = fmt.Appendf(line, `,"is_first":%t,"is_last":%t,"terminated":%t,"truncated":%t,"recorded_at":"%s","observation":`,
 				s.IsFirst, s.IsLast, s.Terminated, s.Truncated, s.RecordedAt.UTC().Format(time.RFC3339Nano))
