@@ -113,7 +113,6 @@ func TestGolden(t *testing.T) {
 		{"inspect session", []string{"inspect", goldenRoot, "--session", "golden-all-leaves"}, "inspect-session.txt"},
 		{"inspect session json", []string{"inspect", goldenRoot, "--session", "golden-cartpole", "--json"}, "inspect-session.json"},
 		{"inspect episode", []string{"inspect", goldenRoot, "--session", "golden-cartpole", "--episode", "ep-000002"}, "inspect-episode.txt"},
-		{"inspect episode json", []string{"inspect", goldenRoot, "--session", "golden-all-leaves", "--episode", "ep-000001", "--json"}, "inspect-episode.json"},
 		{"replay jsonl", []string{"replay", goldenRoot, "--session", "golden-all-leaves"}, "replay-all-leaves.jsonl"},
 		{"replay jsonl episode", []string{"replay", goldenRoot, "--session", "golden-cartpole", "--episode", "ep-000003"}, "replay-cartpole-ep3.jsonl"},
 		{"verify", []string{"verify", goldenRoot}, "verify.txt"},

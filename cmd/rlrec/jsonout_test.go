@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +48,38 @@ func TestJSONInt(t *testing.T) {
 			t.Errorf("jsonInt(%d) = %s, %v; want %s", tc.v, got, err, tc.want)
 		}
 	}
+}
+
+// TestInspectEpisodeJSON: inspect --json nests an episode's final_info as
+// an object. The golden file holds the episode only: the rest of the
+// report (file sizes) follows the golden ROOT's layout.
+func TestInspectEpisodeJSON(t *testing.T) {
+	code, out, errOut := runCmd(t, "inspect", goldenRoot, "--session", "golden-all-leaves", "--episode", "ep-000001", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	var rep struct {
+		Sessions []struct {
+			Episodes []map[string]any `json:"episodes"`
+		} `json:"sessions"`
+	}
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sessions) != 1 || len(rep.Sessions[0].Episodes) != 1 {
+		t.Fatalf("want one session with one episode:\n%s", out)
+	}
+	ep := rep.Sessions[0].Episodes[0]
+	if _, ok := ep["final_info"].(map[string]any); !ok {
+		t.Errorf("final_info is %T, want a JSON object", ep["final_info"])
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(ep); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "inspect-episode-final-info.json", b.String())
 }
