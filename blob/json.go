@@ -18,8 +18,13 @@ import (
 //   - Box, MultiDiscrete, MultiBinary: arrays nested by the leaf's shape;
 //     shape [] renders the bare scalar.
 //   - Discrete: an integer (the raw element, start not added).
-//   - MultiBinary and bool elements: 0 or 1 (any non-zero byte is 1).
-//   - Integers render exactly (uint64 as unsigned); floats (float16 widened
+//   - Box bool elements: true or false (any non-zero byte is true).
+//   - MultiBinary elements: 0 or 1 (any non-zero byte is 1), the values
+//     rlmesh's wire vectors and numpy give them.
+//   - Integers render exactly (uint64 as unsigned). An int64 or uint64
+//     outside ±(2^53-1), which a reader that parses JSON numbers as
+//     doubles (JavaScript, jq, DuckDB's json) would round, renders as a
+//     JSON string of its digits (see AppendJSONInt). Floats (float16 widened
 //     to float32) in the shortest form that parses back to the same value
 //     at their width, e.g. 1.0 renders as 1 and 1e21 as 1e+21. NaN and the
 //     infinities, which JSON cannot express as numbers, render as the
@@ -75,7 +80,7 @@ func appendSpace(dst []byte, spec *spacesv1.SpaceSpec, layout *schema.Layout, le
 	case schema.KindText:
 		return AppendJSONString(dst, string(b))
 	case schema.KindMultiBinary:
-		dst, _ = appendNested(dst, lf.Shape, spacesv1.DataType_DATA_TYPE_BOOL, 1, b)
+		dst, _ = appendNested(dst, lf.Shape, multiBinaryElem, 1, b)
 		return dst
 	}
 	dst, _ = appendNested(dst, lf.Shape, lf.DType, lf.ElemSize, b)
@@ -103,14 +108,24 @@ func appendNested(dst []byte, shape []int64, dt spacesv1.DataType, size int, b [
 	return append(dst, ']'), b
 }
 
+// multiBinaryElem stands for the elements of a MultiBinary leaf in
+// appendNested and appendElem: bytes rendered 0 or 1. It is no DataType
+// value the protocol defines.
+const multiBinaryElem spacesv1.DataType = -1
+
 func appendElem(dst []byte, dt spacesv1.DataType, b []byte) []byte {
 	le := binary.LittleEndian
 	switch dt {
-	case spacesv1.DataType_DATA_TYPE_BOOL:
+	case multiBinaryElem:
 		if b[0] != 0 {
 			return append(dst, '1')
 		}
 		return append(dst, '0')
+	case spacesv1.DataType_DATA_TYPE_BOOL:
+		if b[0] != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
 	case spacesv1.DataType_DATA_TYPE_UINT8:
 		return strconv.AppendUint(dst, uint64(b[0]), 10)
 	case spacesv1.DataType_DATA_TYPE_INT8:
@@ -124,9 +139,9 @@ func appendElem(dst []byte, dt spacesv1.DataType, b []byte) []byte {
 	case spacesv1.DataType_DATA_TYPE_INT32:
 		return strconv.AppendInt(dst, int64(int32(le.Uint32(b))), 10)
 	case spacesv1.DataType_DATA_TYPE_UINT64:
-		return strconv.AppendUint(dst, le.Uint64(b), 10)
+		return AppendJSONUint(dst, le.Uint64(b))
 	case spacesv1.DataType_DATA_TYPE_INT64:
-		return strconv.AppendInt(dst, int64(le.Uint64(b)), 10)
+		return AppendJSONInt(dst, int64(le.Uint64(b)))
 	case spacesv1.DataType_DATA_TYPE_FLOAT16:
 		return AppendJSONFloat(dst, float64(Float16ToFloat32(le.Uint16(b))), 32)
 	case spacesv1.DataType_DATA_TYPE_FLOAT32:
@@ -135,6 +150,34 @@ func appendElem(dst []byte, dt spacesv1.DataType, b []byte) []byte {
 		return AppendJSONFloat(dst, math.Float64frombits(le.Uint64(b)), 64)
 	}
 	return append(dst, "null"...)
+}
+
+// MaxJSONSafeInt is the largest integer that every JSON reader holds
+// exactly, 2^53-1 (JavaScript's Number.MAX_SAFE_INTEGER): a reader that
+// parses JSON numbers as doubles rounds a larger one.
+const MaxJSONSafeInt = 1<<53 - 1
+
+// AppendJSONInt appends v as a JSON number when it is within
+// ±MaxJSONSafeInt, and otherwise as a JSON string of its decimal digits
+// ("9223372036854775807"), so that no reader rounds it. It is the int64
+// rendering of every JSON rlrec writes.
+func AppendJSONInt(dst []byte, v int64) []byte {
+	if v >= -MaxJSONSafeInt && v <= MaxJSONSafeInt {
+		return strconv.AppendInt(dst, v, 10)
+	}
+	dst = append(dst, '"')
+	dst = strconv.AppendInt(dst, v, 10)
+	return append(dst, '"')
+}
+
+// AppendJSONUint is AppendJSONInt for a uint64.
+func AppendJSONUint(dst []byte, v uint64) []byte {
+	if v <= MaxJSONSafeInt {
+		return strconv.AppendUint(dst, v, 10)
+	}
+	dst = append(dst, '"')
+	dst = strconv.AppendUint(dst, v, 10)
+	return append(dst, '"')
 }
 
 // AppendJSONFloat appends f as a JSON number in the shortest form that

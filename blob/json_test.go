@@ -28,8 +28,13 @@ func TestAppendJSON(t *testing.T) {
 		{"float16 widened", boxSpec(spacesv1.DataType_DATA_TYPE_FLOAT16, 2), [][]byte{le16(0x3555, 0x7e00)}, `[0.33325195,"NaN"]`},
 		{"nested 2x0", boxSpec(spacesv1.DataType_DATA_TYPE_UINT8, 2, 0), [][]byte{{}}, `[[],[]]`},
 		{"nested 2x1x2 int8", boxSpec(spacesv1.DataType_DATA_TYPE_INT8, 2, 1, 2), [][]byte{{1, 0xff, 0x80, 0x7f}}, `[[[1,-1]],[[-128,127]]]`},
-		{"uint64 max", boxSpec(spacesv1.DataType_DATA_TYPE_UINT64), [][]byte{le64(math.MaxUint64)}, `18446744073709551615`},
-		{"bool box", boxSpec(spacesv1.DataType_DATA_TYPE_BOOL, 2), [][]byte{{0, 3}}, `[0,1]`},
+		{"uint64 max", boxSpec(spacesv1.DataType_DATA_TYPE_UINT64), [][]byte{le64(math.MaxUint64)}, `"18446744073709551615"`},
+		{"uint64 safe", boxSpec(spacesv1.DataType_DATA_TYPE_UINT64, 2), [][]byte{le64(1<<53-1, 1<<53)}, `[9007199254740991,"9007199254740992"]`},
+		{"int64 bounds", boxSpec(spacesv1.DataType_DATA_TYPE_INT64, 5), [][]byte{le64(uint64(1<<53-1), uint64(1<<53), negU64(1<<53-1), negU64(1<<53), 1<<63)},
+			`[9007199254740991,"9007199254740992",-9007199254740991,"-9007199254740992","-9223372036854775808"]`},
+		{"int64 discrete", discreteSpec(spacesv1.DataType_DATA_TYPE_INT64, 5, 0), [][]byte{le64(3)}, `3`},
+		{"bool box", boxSpec(spacesv1.DataType_DATA_TYPE_BOOL, 2), [][]byte{{0, 3}}, `[false,true]`},
+		{"bool scalar", boxSpec(spacesv1.DataType_DATA_TYPE_BOOL), [][]byte{{1}}, `true`},
 		{"multibinary 2x2", multiBinarySpec(2, 2), [][]byte{{1, 0, 0, 1}}, `[[1,0],[0,1]]`},
 		{"discrete", discreteSpec(spacesv1.DataType_DATA_TYPE_INT16, 5, -2), [][]byte{le16(0xfffe)}, `-2`},
 		{"text escapes", textSpec(), [][]byte{[]byte("a\"b\\c\n\x01é\u2028")}, `"a\"b\\c\n\u0001é` + "\u2028" + `"`},
@@ -90,3 +95,6 @@ func TestAppendJSONNoAllocs(t *testing.T) {
 }
 
 func jsonValid(b []byte) bool { return json.Valid(b) }
+
+// negU64 is the two's complement bits of -v.
+func negU64(v int64) uint64 { return uint64(-v) }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
+	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -32,8 +30,9 @@ var cmdDemo = &Command{
 	Long: `Demo runs four simulated rlmesh sessions at once into one recorder: a
 16-lane cartpole session and a 4-lane pick-place session (84x84x3 camera
 images and a text instruction), each under both autoreset modes
-(next-step and disabled). It prints what it wrote and the DuckDB and pandas
-one-liners that open it.
+(next-step and disabled). It prints what it wrote (the files of this run
+only), why its lane-steps outnumber its step rows, and the DuckDB and
+pandas one-liners that open it.
 
 The recording goes to DIR (default ./rlrec-demo). Running the demo again adds
 new sessions beside the old ones.
@@ -44,19 +43,19 @@ Example:
   rlrec demo --out /tmp/demo && rlrec demo --out /tmp/demo`,
 	SetFlags: func(fs *flag.FlagSet) {
 		demoFlags = demoOptions{}
-		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory")
-		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed of the simulated sessions")
+		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory `DIR`")
+		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed `X` of the simulated sessions")
 		bindLayout(fs, &demoFlags.layout)
 	},
 	Run: runDemo,
 }
 
-// demoSessions are the sessions the demo records.
 // demoSessions are the demo's runs. Like rlmesh's local runner, every run
 // of one process shares the session id local-<pid>, and each gets its own
 // UUIDv7 env id (the routing key): a recording is the pair. rlmesh allows
-// disabled autoreset only with one lane.
-func demoSessions(seed uint64) []sim.Config {
+// disabled autoreset only with one lane. Tests replace it with smaller
+// runs.
+var demoSessions = func(seed uint64) []sim.Config {
 	sid := fmt.Sprintf("local-%d", os.Getpid())
 	return []sim.Config{
 		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 200, Seed: seed, TelemetryInterval: 200 * time.Millisecond, SessionID: sid},
@@ -71,12 +70,19 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		return usagef("unexpected argument %q", args[0])
 	}
 	root := demoFlags.out
+	// A ROOT that holds recordings already (an earlier demo) is added to:
+	// what this run wrote is counted apart.
+	existed := false
+	if ok, _, err := isRoot(root); err == nil && ok {
+		existed = true
+	}
 	start := time.Now()
-	rec, err := recorder.Open(root, append(demoFlags.layout.options(), recorder.WithLogger(env.Logger))...)
+	rec, err := openRecorder(root, append(demoFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}
-	sums, runErr := sim.RunSessions(ctx, rec, demoSessions(demoFlags.seed))
+	cfgs := demoSessions(demoFlags.seed)
+	sums, runErr := sim.RunSessions(ctx, rec, cfgs)
 	if err := rec.Close(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
@@ -94,13 +100,40 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(w, "Recorded %d simulated sessions (%d episodes completed, %d lane-steps) into %s in %.1fs.\n\n",
 		len(sums), episodes, laneSteps, root, elapsed.Seconds())
 	for i, s := range sums {
-		c := demoSessions(demoFlags.seed)[i]
+		c := cfgs[i]
 		fmt.Fprintf(w, "  session %s  env %s  %-10s %2d lanes  autoreset %-9s  %d episodes completed\n", s.SessionID, s.EnvID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
 	}
 	fmt.Fprintln(w, "\n  Episodes still running when a session reached its episode count are recorded\n  too, with status \"incomplete\".")
-	fmt.Fprintln(w)
-	if err := printTableSizes(env, root); err != nil {
+
+	d, err := dataset.Open(root)
+	if err != nil {
 		return err
+	}
+	mine := map[dataset.Recording]bool{}
+	var rows, dropped int64
+	for _, s := range sums {
+		r := dataset.Recording{SessionID: s.SessionID, EnvID: s.EnvID}
+		mine[r] = true
+		sess, err := d.Session(r)
+		if err != nil {
+			return err
+		}
+		if row := sess.Row(); row != nil {
+			rows += row.StepsRecorded
+			dropped += row.DroppedSteps
+		}
+	}
+	fmt.Fprintf(w, "\n  The %d lane-steps are %d step rows and %d dropped steps: under next-step\n"+
+		"  autoreset, the step after an episode ends on a lane only resets that lane,\n"+
+		"  so it belongs to no episode; the sessions table counts it in dropped_steps.\n",
+		laneSteps, rows, dropped)
+	if other := laneSteps - rows - dropped; other != 0 {
+		fmt.Fprintf(w, "  %d more lane-steps were counted as problems: run 'rlrec inspect %s'.\n", other, root)
+	}
+	fmt.Fprintf(w, "\nThis run wrote:\n\n")
+	printTableSizes(w, d, mine)
+	if existed {
+		fmt.Fprintf(w, "\n  %s held earlier recordings too; the queries below read them all.\n", root)
 	}
 	// Steps files of different spaces have different typed columns, so
 	// the steps query reads one session; the episodes table is the same
@@ -109,52 +142,26 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(w, "\nOpen it in DuckDB:\n\n")
 	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, env_id, status, count(*) AS episodes, avg(cumulative_reward) AS mean_return FROM %s GROUP BY ALL ORDER BY ALL\"\n", episodesSrc)
 	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/env_id=%s/**/*.parquet', hive_partitioning=true) ORDER BY ALL LIMIT 10\"\n", root, sums[0].SessionID, sums[0].EnvID)
+	fmt.Fprintf(w, "\n  No duckdb command? 'pip install duckdb' installs DuckDB for Python (run the\n"+
+		"  same SQL as python3 -c \"import duckdb; duckdb.sql('SELECT ...').show()\"), and\n"+
+		"  the DuckDB CLI is a single binary from the installation page of duckdb.org.\n")
 	fmt.Fprintf(w, "\nOr in pandas:\n\n")
 	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/episodes')[['session_id','env_id','episode_record_id','status','cumulative_reward']])\"\n", root)
 	fmt.Fprintf(w, "  python3 -c \"import pandas as pd; print(pd.read_parquet('%s/steps/session_id=%s/env_id=%s').head())\"\n", root, sums[0].SessionID, sums[0].EnvID)
 	return nil
 }
 
-// printTableSizes prints the number of files and bytes of each table.
-func printTableSizes(env *Env, root string) error {
-	type size struct{ files, bytes int64 }
-	sizes := map[string]*size{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), "_") && rel != "." {
-				return filepath.SkipDir
+// printTableSizes prints the number of files and bytes of each table that
+// belong to the recordings in mine.
+func printTableSizes(w io.Writer, d *dataset.Dataset, mine map[dataset.Recording]bool) {
+	for _, t := range dataset.Tables {
+		var files, bytes int64
+		for _, f := range d.Files(t) {
+			if mine[f.Recording] {
+				files++
+				bytes += f.Size
 			}
-			return nil
 		}
-		if !strings.HasSuffix(d.Name(), ".parquet") || strings.HasPrefix(d.Name(), ".") {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		table := strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
-		if sizes[table] == nil {
-			sizes[table] = &size{}
-		}
-		sizes[table].files++
-		sizes[table].bytes += info.Size()
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", root, err)
+		fmt.Fprintf(w, "  %-10s %5d files %10.1f KiB\n", t, files, float64(bytes)/1024)
 	}
-	tables := make([]string, 0, len(sizes))
-	for t := range sizes {
-		tables = append(tables, t)
-	}
-	sort.Strings(tables)
-	for _, t := range tables {
-		fmt.Fprintf(env.Stdout, "  %-10s %5d files %10.1f KiB\n", t, sizes[t].files, float64(sizes[t].bytes)/1024)
-	}
-	return nil
 }

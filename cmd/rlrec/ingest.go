@@ -2,16 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
@@ -48,12 +49,13 @@ invalid_event), and in a report printed to standard error at the end.
 
 Example:
 
-  rlrec simulate --env cartpole --envs 8 --episodes 50 -o - | rlrec ingest --out data -
+  rlrec simulate --env cartpole --envs 8 --episodes 50 -o - |
+      rlrec ingest --out data -
   rlrec ingest --out data cartpole.events`,
 	SetFlags: func(fs *flag.FlagSet) {
 		ingestFlags = ingestOptions{}
-		fs.StringVar(&ingestFlags.out, "out", "rlrec-data", "output ROOT directory")
-		fs.IntVar(&ingestFlags.maxMessage, "max-message", events.DefaultMaxMessageBytes, "largest event message accepted, in bytes")
+		fs.StringVar(&ingestFlags.out, "out", "rlrec-data", "output ROOT directory `DIR`")
+		fs.IntVar(&ingestFlags.maxMessage, "max-message", events.DefaultMaxMessageBytes, "largest event message accepted, in `BYTES`")
 		bindLayout(fs, &ingestFlags.layout)
 	},
 	Run: runIngest,
@@ -69,7 +71,11 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	}
 	var in io.Reader = env.Stdin
 	var size int64 = -1
-	if name != "-" {
+	// src names the input in messages.
+	src := name
+	if name == "-" {
+		src = "standard input"
+	} else {
 		f, err := os.Open(name)
 		if err != nil {
 			return fmt.Errorf("%w; check the path", err)
@@ -80,40 +86,128 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		}
 		in = f
 	}
-	if env.IsTerminal && size > 0 {
-		bar := progressbar.DefaultBytes(size, "ingesting "+name)
+	if name == "-" && env.StdinTerminal {
+		fmt.Fprintf(env.Stderr, "rlrec ingest: waiting for an event stream on standard input, which is a terminal: "+
+			"pipe one in (rlrec simulate -o - | rlrec ingest -) or give FILE; Ctrl-D ends the input, Ctrl-C stops\n")
+	}
+	// Progress on a terminal stderr: a bar for a file, the bytes read so
+	// far for a pipe.
+	bar := bytesProgress(env, size, "ingesting "+src)
+	if bar != nil {
 		defer bar.Close()
 		in = io.TeeReader(in, bar)
 	}
-	rec, err := recorder.Open(ingestFlags.out, append(ingestFlags.layout.options(), recorder.WithLogger(env.Logger))...)
+	// The first message is read before ROOT is created: input that is no
+	// event stream (a text file, say) leaves nothing behind.
+	br := bufio.NewReaderSize(in, 1<<20)
+	first, err := firstFrame(br, ingestFlags.maxMessage)
+	if err != nil {
+		if bar != nil {
+			_ = bar.Finish()
+		}
+		if errors.Is(err, io.EOF) {
+			fmt.Fprintf(env.Stdout, "Recorded 0 events from %s: the stream is empty, so nothing was written to %s.\n", src, ingestFlags.out)
+			return nil
+		}
+		where := ingestFlags.out + " was not created"
+		if _, serr := os.Stat(ingestFlags.out); serr == nil {
+			where = "nothing was written to " + ingestFlags.out
+		}
+		return fmt.Errorf("%s is not an event stream (length-delimited rlrec.events.v1.Event messages, as 'rlrec simulate -o' "+
+			"and 'rlrec replay --format events' write): its first message %v; %s", src, err, where)
+	}
+	rec, err := openRecorder(ingestFlags.out, append(ingestFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}
+	in = io.MultiReader(bytes.NewReader(first), br)
 	rep, ingestErr := ingest(ctx, rec, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
 	closeErr := rec.Close(context.WithoutCancel(ctx))
-	rep.write(env.Stderr, name)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	rep.write(env.Stderr, src)
 	if ingestErr != nil {
 		if closeErr != nil {
-			return fmt.Errorf("%s: %w (and closing %s: %v)", name, ingestErr, ingestFlags.out, closeErr)
+			return fmt.Errorf("%s: %w (and closing %s: %v)", src, ingestErr, ingestFlags.out, closeErr)
 		}
-		return fmt.Errorf("%s: %w; the %d events before it are recorded in %s", name, ingestErr, rep.recorded, ingestFlags.out)
+		return fmt.Errorf("%s: %w; the %s before it are recorded in %s", src, ingestErr, count(rep.recorded, "event"), ingestFlags.out)
 	}
 	if closeErr != nil {
 		return closeErr
 	}
-	fmt.Fprintf(env.Stdout, "Recorded %d events from %s into %s", rep.recorded, name, ingestFlags.out)
+	fmt.Fprintf(env.Stdout, "Recorded %s from %s into %s", count(rep.recorded, "event"), src, ingestFlags.out)
 	if n := rep.counted + rep.unnamed; n > 0 {
 		fmt.Fprintf(env.Stdout, "; skipped %s", count(n, "invalid event"))
 	}
 	fmt.Fprintf(env.Stdout, ".\n")
 	if len(rep.refused) > 0 {
 		for _, r := range rep.refused {
-			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%d events not recorded again)\n", r.rec, ingestFlags.out, r.events)
+			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%s not recorded again)\n", r.rec, ingestFlags.out, count(r.events, "event"))
 		}
-		return fmt.Errorf("%s: %d recordings of the stream are already in %s and were not recorded again; ingest into another ROOT to keep both copies",
-			name, len(rep.refused), ingestFlags.out)
+		return fmt.Errorf("%s: %s of the stream already in %s %s not recorded again; ingest into another ROOT to keep both copies",
+			src, count(len(rep.refused), "recording"), ingestFlags.out, wasWere(len(rep.refused)))
 	}
 	return nil
+}
+
+// firstFrame reads the first message of an event stream from br, its
+// length prefix included, and checks that it is an event: a valid one, or
+// a well-formed message that names its session or kind (ingest skips and
+// counts those). The error is io.EOF for an empty stream, else it says
+// why the input is no event stream. The frame's buffer grows with the
+// bytes read, not with what the length prefix claims.
+func firstFrame(br *bufio.Reader, maxMessage int) ([]byte, error) {
+	if maxMessage <= 0 {
+		maxMessage = events.DefaultMaxMessageBytes
+	}
+	var frame []byte
+	for {
+		b, err := br.ReadByte()
+		if err == io.EOF && len(frame) == 0 {
+			return nil, io.EOF
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ends inside its length prefix: %w", noEOF(err))
+		}
+		frame = append(frame, b)
+		if b < 0x80 {
+			break
+		}
+		if len(frame) == binary.MaxVarintLen64 {
+			return nil, fmt.Errorf("has a length prefix longer than %d bytes", binary.MaxVarintLen64)
+		}
+	}
+	size, _ := binary.Uvarint(frame)
+	if size > uint64(maxMessage) {
+		return nil, fmt.Errorf("claims %d bytes, more than the %d bytes --max-message allows", size, maxMessage)
+	}
+	var body bytes.Buffer
+	body.Write(frame)
+	if n, err := io.CopyN(&body, br, int64(size)); err != nil {
+		return nil, fmt.Errorf("claims %d bytes but the input ends after %d: %w", size, n, noEOF(err))
+	}
+	frame = body.Bytes()
+	sr := events.NewStreamReader(bytes.NewReader(frame), maxMessage)
+	if sr.Next() {
+		return frame, nil
+	}
+	var bad *events.InvalidEventError
+	if errors.As(sr.Err(), &bad) {
+		if bad.SessionID != "" || bad.Route.EnvID != "" || bad.Kind != 0 {
+			return frame, nil
+		}
+		return nil, fmt.Errorf("has no event kind and names no session")
+	}
+	return nil, fmt.Errorf("does not decode: %v", sr.Err())
+}
+
+// noEOF turns io.EOF into io.ErrUnexpectedEOF: an end inside a message.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // refusal is a recording of the stream that ROOT already held.
@@ -216,12 +310,23 @@ func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage
 	}
 }
 
-// count returns "1 thing" or "n things".
-func count(n int, thing string) string {
+// count returns "1 thing" or "n things" ("batches" for "batch").
+func count[N int | int64](n N, thing string) string {
 	if n == 1 {
 		return "1 " + thing
 	}
-	return strconv.Itoa(n) + " " + thing + "s"
+	if strings.HasSuffix(thing, "ch") || strings.HasSuffix(thing, "s") {
+		return strconv.FormatInt(int64(n), 10) + " " + thing + "es"
+	}
+	return strconv.FormatInt(int64(n), 10) + " " + thing + "s"
+}
+
+// wasWere returns "was" for 1, "were" otherwise.
+func wasWere[N int | int64](n N) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }
 
 // stamp returns t, or the current time for a stream event without one.

@@ -3,17 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -36,13 +42,21 @@ var cmdInspect = &Command{
 problems the recorder counted), and stray files readers skip. With
 --session it adds that session's spaces and episodes (length, return,
 terminated/truncated/success, status); with --episode as well, only that
-episode, with its final info. On a terminal each session shows a
-sparkline of its episode returns.
+episode, with its final info. When standard output is a terminal, each
+session shows a sparkline of its episode returns, as wide as the terminal.
+
+Under "problems" it lists what needs doing: input problems, failed,
+crashed or open sessions, stray files, and a ROOT whose recorder crashed
+(records left in its log under _rlrec/log: run 'rlrec recover ROOT').
+Under "notes" it explains what is as expected, such as the incomplete
+episodes of a session that ended by reaching its episode count (episodes
+still running on other lanes then).
 
 --json prints the same as one JSON object with fixed field names, sorted
 sessions and episodes, and null for values the tables hold as null:
 
-  {"root", "tables": [{"table", "files", "bytes"}],
+  {"root", "needs_recovery", "recorder_writing",
+   "tables": [{"table", "files", "bytes"}],
    "strays": [{"path", "reason"}],
    "sessions": [{"session_id", "status", "reason", "env_id",
      "env_component_id", "model_component_id", "started_at", "ended_at",
@@ -57,12 +71,17 @@ sessions and episodes, and null for values the tables hold as null:
        "truncated", "success", "duration_ms", "started_at", "ended_at",
        "final_info"}]}]}
 
+"needs_recovery" is true when the recorder's log holds records and no
+recorder is writing ROOT ("recorder_writing"): run 'rlrec recover ROOT'.
 "spaces" and "episodes" are present with --session only; "return" is the
 runtime's cumulative_reward, "mean_return" its mean over completed
-episodes. A space's "path" is its leaf path as the typed steps columns
-spell it: dict keys and tuple indices joined by ".", a key's own "%" and
-"." written "%25" and "%2E" ("" for a single-leaf space). Times are
-RFC 3339 in UTC.
+episodes. "final_info" is the episode's final info as a JSON object (the
+final_info column's text parsed). An integer outside +-(2^53-1) is
+written as a JSON string of its digits, as readers that parse JSON
+numbers as doubles (JavaScript, jq) would round it. A space's "path" is
+its leaf path as the typed steps columns spell it: dict keys and tuple
+indices joined by ".", a key's own "%" and "." written "%25" and "%2E"
+("" for a single-leaf space). Times are RFC 3339 in UTC.
 
 Example:
 
@@ -79,51 +98,30 @@ Example:
 // bindInspectFlags registers the flags with f's current values as
 // defaults.
 func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
-	fs.StringVar(&f.session, "session", f.session, "show this session's spaces and episodes")
-	fs.StringVar(&f.env, "env", f.env, "with --session: the env id of the recording, when the session id names several")
-	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only this episode record id")
+	fs.StringVar(&f.session, "session", f.session, "show session `S`'s spaces and episodes")
+	fs.StringVar(&f.env, "env", f.env, "with --session: the env id `R` of the recording, when the session id names several")
+	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `E`")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
-}
-
-// parseAfterArgs parses flags that follow positional arguments ("ROOT
-// --session S"; package flag stops at the first positional one) and
-// returns the positional arguments. bind registers the command's flags
-// with their current values as defaults.
-func parseAfterArgs(args []string, bind func(fs *flag.FlagSet)) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		if a := args[0]; a == "--" {
-			pos = append(pos, args[1:]...)
-			break
-		} else if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			args = args[1:]
-			continue
-		}
-		fs := flag.NewFlagSet("", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		bind(fs)
-		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%v", err)
-		}
-		args = fs.Args()
-	}
-	return pos, nil
 }
 
 // inspectReport is the --json output. Field names are the documented
 // contract: do not change them.
 type inspectReport struct {
-	Root     string           `json:"root"`
-	Tables   []inspectTable   `json:"tables"`
-	Strays   []inspectStray   `json:"strays"`
-	Sessions []inspectSession `json:"sessions"`
+	Root string `json:"root"`
+	// NeedsRecovery is set when the recorder's log holds records and no
+	// recorder holds the lock: a recorder crashed or was killed.
+	NeedsRecovery bool `json:"needs_recovery"`
+	// RecorderWriting is set when a recorder holds ROOT's lock.
+	RecorderWriting bool             `json:"recorder_writing"`
+	Tables          []inspectTable   `json:"tables"`
+	Strays          []inspectStray   `json:"strays"`
+	Sessions        []inspectSession `json:"sessions"`
 }
 
 type inspectTable struct {
-	Table string `json:"table"`
-	Files int    `json:"files"`
-	Bytes int64  `json:"bytes"`
+	Table string  `json:"table"`
+	Files int     `json:"files"`
+	Bytes jsonInt `json:"bytes"`
 }
 
 type inspectStray struct {
@@ -140,14 +138,14 @@ type inspectSession struct {
 	ModelComponentID   string           `json:"model_component_id"`
 	StartedAt          *string          `json:"started_at"`
 	EndedAt            *string          `json:"ended_at"`
-	TotalSteps         *int64           `json:"total_steps"`
-	TotalEpisodes      *int64           `json:"total_episodes"`
-	EpisodesRecorded   int64            `json:"episodes_recorded"`
-	EpisodesCompleted  int64            `json:"episodes_completed"`
-	EpisodesIncomplete int64            `json:"episodes_incomplete"`
-	StepsRecorded      int64            `json:"steps_recorded"`
-	DroppedSteps       int64            `json:"dropped_steps"`
-	Problems           int64            `json:"problems"`
+	TotalSteps         *jsonInt         `json:"total_steps"`
+	TotalEpisodes      *jsonInt         `json:"total_episodes"`
+	EpisodesRecorded   jsonInt          `json:"episodes_recorded"`
+	EpisodesCompleted  jsonInt          `json:"episodes_completed"`
+	EpisodesIncomplete jsonInt          `json:"episodes_incomplete"`
+	StepsRecorded      jsonInt          `json:"steps_recorded"`
+	DroppedSteps       jsonInt          `json:"dropped_steps"`
+	Problems           jsonInt          `json:"problems"`
 	ProblemSummary     *string          `json:"problem_summary"`
 	RewardSum          float64          `json:"reward_sum"`
 	MeanReturn         *float64         `json:"mean_return"`
@@ -168,36 +166,37 @@ type inspectLeaf struct {
 }
 
 type inspectEpisode struct {
-	EpisodeRecordID      string   `json:"episode_record_id"`
-	EpisodeID            string   `json:"episode_id"`
-	EpisodeIndex         int64    `json:"episode_index"`
-	EnvIndex             int32    `json:"env_index"`
-	Status               string   `json:"status"`
-	StartedFromAutoReset bool     `json:"started_from_auto_reset"`
-	StepCount            *int64   `json:"step_count"`
-	StepsRecorded        int64    `json:"steps_recorded"`
-	Return               *float64 `json:"return"`
-	RewardSum            float64  `json:"reward_sum"`
-	Terminated           bool     `json:"terminated"`
-	Truncated            bool     `json:"truncated"`
-	Success              *bool    `json:"success"`
-	DurationMs           *int64   `json:"duration_ms"`
-	StartedAt            string   `json:"started_at"`
-	EndedAt              *string  `json:"ended_at"`
-	FinalInfo            *string  `json:"final_info"`
+	EpisodeRecordID      string          `json:"episode_record_id"`
+	EpisodeID            string          `json:"episode_id"`
+	EpisodeIndex         jsonInt         `json:"episode_index"`
+	EnvIndex             int32           `json:"env_index"`
+	Status               string          `json:"status"`
+	StartedFromAutoReset bool            `json:"started_from_auto_reset"`
+	StepCount            *jsonInt        `json:"step_count"`
+	StepsRecorded        jsonInt         `json:"steps_recorded"`
+	Return               *float64        `json:"return"`
+	RewardSum            float64         `json:"reward_sum"`
+	Terminated           bool            `json:"terminated"`
+	Truncated            bool            `json:"truncated"`
+	Success              *bool           `json:"success"`
+	DurationMs           *jsonInt        `json:"duration_ms"`
+	StartedAt            string          `json:"started_at"`
+	EndedAt              *string         `json:"ended_at"`
+	FinalInfo            json.RawMessage `json:"final_info"`
+
+	finalInfoText *string
 }
 
 func runInspect(ctx context.Context, env *Env, args []string) error {
-	args, err := parseAfterArgs(args, func(fs *flag.FlagSet) { bindInspectFlags(fs, &inspectFlags) })
-	if err != nil {
-		return err
-	}
 	f := inspectFlags
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
 	}
 	if f.episode != "" && f.session == "" {
 		return usagef("--episode needs --session")
+	}
+	if err := checkRoot(args[0]); err != nil {
+		return err
 	}
 	d, err := dataset.Open(args[0])
 	if err != nil {
@@ -207,6 +206,8 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	st := readRootState(args[0])
+	rep.NeedsRecovery, rep.RecorderWriting = st.logRecords && !st.writing, st.writing
 	if f.json {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -215,7 +216,9 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 		}
 		return nil
 	}
-	return printInspect(env.Stdout, rep, f, env.IsTerminal)
+	// Sparklines are for a person at the terminal that stdout is: not
+	// for a file or a pipe, whatever stderr is.
+	return printInspect(env.Stdout, rep, f, inspectDisplay{sparklines: env.StdoutTerminal, width: env.Width})
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -234,7 +237,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		it := inspectTable{Table: t}
 		for _, file := range d.Files(t) {
 			it.Files++
-			it.Bytes += file.Size
+			it.Bytes += jsonInt(file.Size)
 		}
 		rep.Tables = append(rep.Tables, it)
 	}
@@ -261,9 +264,9 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.EnvComponentID, is.ModelComponentID = row.EnvComponentID, row.ModelComponentID
 			st := fmtTime(row.StartedAt)
 			is.StartedAt, is.EndedAt = &st, fmtTimePtr(row.EndedAt)
-			is.TotalSteps, is.TotalEpisodes = row.TotalSteps, row.TotalEpisodes
-			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = row.EpisodesRecorded, row.StepsRecorded, row.DroppedSteps
-			is.Problems, is.ProblemSummary = row.Problems, row.ProblemSummary
+			is.TotalSteps, is.TotalEpisodes = (*jsonInt)(row.TotalSteps), (*jsonInt)(row.TotalEpisodes)
+			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = jsonInt(row.EpisodesRecorded), jsonInt(row.StepsRecorded), jsonInt(row.DroppedSteps)
+			is.Problems, is.ProblemSummary = jsonInt(row.Problems), row.ProblemSummary
 		}
 		eps, err := d.Episodes(rec)
 		if err != nil {
@@ -288,11 +291,11 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 				continue
 			}
 			is.Episodes = append(is.Episodes, inspectEpisode{
-				EpisodeRecordID: e.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: r.EpisodeIndex, EnvIndex: r.EnvIndex,
-				Status: r.Status, StartedFromAutoReset: r.StartedFromAutoReset, StepCount: r.StepCount, StepsRecorded: r.StepsRecorded,
+				EpisodeRecordID: e.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: jsonInt(r.EpisodeIndex), EnvIndex: r.EnvIndex,
+				Status: r.Status, StartedFromAutoReset: r.StartedFromAutoReset, StepCount: (*jsonInt)(r.StepCount), StepsRecorded: jsonInt(r.StepsRecorded),
 				Return: r.CumulativeReward, RewardSum: r.RewardSum, Terminated: r.Terminated, Truncated: r.Truncated,
-				Success: r.Success, DurationMs: r.DurationMs, StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
-				FinalInfo: r.FinalInfo,
+				Success: r.Success, DurationMs: (*jsonInt)(r.DurationMs), StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
+				FinalInfo: finalInfoJSON(r.FinalInfo), finalInfoText: r.FinalInfo,
 			})
 		}
 		if n > 0 {
@@ -329,12 +332,26 @@ func leavesOf(l *schema.Layout) []inspectLeaf {
 	return out
 }
 
-func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, terminal bool) error {
+// inspectDisplay is what printInspect knows of the screen.
+type inspectDisplay struct {
+	// sparklines draws each session's returns; only on a terminal.
+	sparklines bool
+	// width is the terminal's width in columns (0: unknown, taken as 80).
+	width int
+}
+
+// recordingName names a session in inspect's notes: its env id too, as
+// several recordings may share a session id.
+func recordingName(s *inspectSession) string {
+	return fmt.Sprintf("session %s env %s", s.SessionID, s.EnvID)
+}
+
+func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspectDisplay) error {
 	fmt.Fprintf(w, "ROOT %s\n\n", rep.Root)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "TABLE\tFILES\tBYTES\n")
 	for _, t := range rep.Tables {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Table, t.Files, humanBytes(t.Bytes))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Table, t.Files, humanBytes(int64(t.Bytes)))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n")
@@ -349,31 +366,27 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, terminal bo
 			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(s.RewardSum), mean, s.Problems)
 	}
 	tw.Flush()
-	if terminal {
+	if disp.sparklines {
+		width := disp.width
+		if width <= 0 {
+			width = 80
+		}
 		fmt.Fprintf(w, "\nreturns per episode:\n")
 		for _, s := range rep.Sessions {
-			fmt.Fprintf(w, "  %s  %s\n", s.SessionID, sparkline(s.returns, 60))
+			fmt.Fprintf(w, "  %s\n    %s\n", recordingName(&s), sparkline(s.returns, width-4))
 		}
 	}
-	var problems []string
-	for _, s := range rep.Sessions {
-		if s.Problems > 0 {
-			problems = append(problems, fmt.Sprintf("session %s: %d input problems: %s", s.SessionID, s.Problems, derefStr(s.ProblemSummary)))
-		}
-		if s.EpisodesIncomplete > 0 {
-			problems = append(problems, fmt.Sprintf("session %s: %d incomplete episodes (status %s)", s.SessionID, s.EpisodesIncomplete, s.Status))
-		}
-		if s.Reason != nil && s.Status != schema.SessionEnded {
-			problems = append(problems, fmt.Sprintf("session %s: %s: %s", s.SessionID, s.Status, *s.Reason))
-		}
-	}
-	for _, st := range rep.Strays {
-		problems = append(problems, fmt.Sprintf("stray %s: %s", st.Path, st.Reason))
-	}
+	problems, notes := inspectFindings(rep)
 	if len(problems) > 0 {
 		fmt.Fprintf(w, "\nproblems:\n")
 		for _, p := range problems {
 			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\nnotes:\n")
+		for _, n := range notes {
+			fmt.Fprintf(w, "  %s\n", n)
 		}
 	}
 	if f.session == "" {
@@ -408,9 +421,109 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, terminal bo
 		if e.DurationMs != nil {
 			fmt.Fprintf(w, ", %d ms", *e.DurationMs)
 		}
-		fmt.Fprintf(w, "\n  final info: %s\n", derefStrOr(e.FinalInfo, "(none)"))
+		fmt.Fprintf(w, "\n  final info: %s\n", derefStrOr(e.finalInfoText, "(none)"))
 	}
 	return nil
+}
+
+// inspectFindings returns what inspect lists under "problems" (what went
+// wrong, each with what to do) and under "notes" (what is as expected but
+// easy to misread).
+func inspectFindings(rep *inspectReport) (problems, notes []string) {
+	recoverCmd := fmt.Sprintf("run 'rlrec recover %s'", rep.Root)
+	switch {
+	case rep.RecorderWriting:
+		problems = append(problems, fmt.Sprintf("a recorder is writing %s now (it holds %s/%s): recordings it has not finished are missing or partial; inspect again once it has closed",
+			rep.Root, hive.StateDir, hive.LockName))
+	case rep.NeedsRecovery:
+		problems = append(problems, fmt.Sprintf("the recorder's log %s/%s/%s holds records it never wrote out: a recorder crashed or was killed, so episodes and sessions are missing or unfinished; %s to write them",
+			rep.Root, hive.StateDir, hive.LogDir, recoverCmd))
+	}
+	for i := range rep.Sessions {
+		s := &rep.Sessions[i]
+		name := recordingName(s)
+		if s.Problems > 0 {
+			problems = append(problems, fmt.Sprintf("%s: %s in its input: %s", name, count(int(s.Problems), "problem"), derefStr(s.ProblemSummary)))
+		}
+		reason := ""
+		if s.Reason != nil && *s.Reason != "" {
+			reason = " (" + *s.Reason + ")"
+		}
+		switch s.Status {
+		case schema.SessionEnded:
+			// The session reached its episode count: episodes still
+			// running on other lanes then are incomplete by design.
+			if s.EpisodesIncomplete > 0 {
+				notes = append(notes, fmt.Sprintf("%s: %s still running when the session reached its episode count %s recorded as incomplete, as expected",
+					name, count(int(s.EpisodesIncomplete), "episode"), isAre(int64(s.EpisodesIncomplete))))
+			}
+		case schema.SessionFailed:
+			problems = append(problems, fmt.Sprintf("%s: failed%s, with %s", name, reason, count(int(s.EpisodesIncomplete), "incomplete episode")))
+		case schema.SessionCrashed, schema.SessionOpen:
+			what := "crashed: the recorder stopped before the session ended"
+			if s.Status == schema.SessionOpen {
+				what = "open: the recorder closed before the session ended"
+			}
+			problems = append(problems, fmt.Sprintf("%s: %s%s, with %s; %s to be sure its log is written out (it says so when there is nothing left), then 'rlrec verify %s'",
+				name, what, reason, count(int(s.EpisodesIncomplete), "incomplete episode"), recoverCmd, rep.Root))
+		default:
+			fix := "its recorder may not have closed; " + recoverCmd
+			if rep.RecorderWriting {
+				fix = "a recorder is still writing it"
+			}
+			problems = append(problems, fmt.Sprintf("%s: no sessions row (%s)", name, fix))
+		}
+	}
+	for _, st := range rep.Strays {
+		problems = append(problems, fmt.Sprintf("stray %s: %s", st.Path, st.Reason))
+	}
+	return problems, notes
+}
+
+func isAre(n int64) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// rootState is what the recorder's state directory says of a ROOT.
+type rootState struct {
+	// logRecords: the log holds records (a recorder did not close, or is
+	// writing).
+	logRecords bool
+	// writing: a recorder holds the lock.
+	writing bool
+}
+
+// readRootState reads ROOT's lock and log without changing them: the lock
+// is tried and released at once (as verify does), and the log is read
+// only up to its first record.
+func readRootState(root string) rootState {
+	var st rootState
+	fsys := vfs.OS()
+	lock := filepath.Join(root, hive.StateDir, hive.LockName)
+	if _, err := fsys.Stat(lock); err == nil {
+		l, err := fsys.Lock(lock)
+		if errors.Is(err, vfs.ErrLocked) {
+			st.writing = true
+		} else if err == nil {
+			l.Close()
+		}
+	}
+	dir := filepath.Join(root, hive.StateDir, hive.LogDir)
+	if _, err := fsys.Stat(dir); err != nil {
+		return st
+	}
+	r, err := wal.NewReader(fsys, dir)
+	if err != nil {
+		st.logRecords = true // unreadable: recover repairs it
+		return st
+	}
+	defer r.Close()
+	var ce *wal.CorruptionError
+	st.logRecords = r.Next() || errors.As(r.Err(), &ce)
+	return st
 }
 
 // printSpace prints a space's leaves as a tree: "image: Box(84,84,3) uint8"
@@ -482,17 +595,24 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }
 
-// sparkline renders values as block characters, averaged into at most
-// width buckets.
+// sparkline renders values as block characters, averaged into buckets so
+// that the line, with the min and max of the values after it, fits in
+// width columns.
 func sparkline(vals []float64, width int) string {
 	if len(vals) == 0 {
 		return "(no returns)"
 	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	suffix := fmt.Sprintf("  min %s max %s", fmtFloat(lo), fmtFloat(hi))
+	n := max(width-utf8.RuneCountInString(suffix), 8)
 	buckets := vals
-	if len(vals) > width {
-		buckets = make([]float64, width)
+	if len(vals) > n {
+		buckets = make([]float64, n)
 		for i := range buckets {
-			lo, hi := i*len(vals)/width, (i+1)*len(vals)/width
+			lo, hi := i*len(vals)/n, (i+1)*len(vals)/n
 			var s float64
 			for _, v := range vals[lo:hi] {
 				s += v
@@ -500,19 +620,18 @@ func sparkline(vals []float64, width int) string {
 			buckets[i] = s / float64(hi-lo)
 		}
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	blo, bhi := math.Inf(1), math.Inf(-1)
 	for _, v := range buckets {
-		lo, hi = min(lo, v), max(hi, v)
+		blo, bhi = min(blo, v), max(bhi, v)
 	}
-	const bars = "▁▂▃▄▅▆▇█"
-	runes := []rune(bars)
+	runes := []rune("▁▂▃▄▅▆▇█")
 	var b strings.Builder
 	for _, v := range buckets {
 		i := 0
-		if hi > lo {
-			i = int((v - lo) / (hi - lo) * float64(len(runes)-1))
+		if bhi > blo {
+			i = int((v - blo) / (bhi - blo) * float64(len(runes)-1))
 		}
 		b.WriteRune(runes[i])
 	}
-	return fmt.Sprintf("%s  min %s max %s", b.String(), fmtFloat(lo), fmtFloat(hi))
+	return b.String() + suffix
 }

@@ -33,8 +33,7 @@ and what was cut from a damaged log.
 A torn log tail, as a crash leaves it, is cut without asking: nothing in it
 was reported durable. Damage inside a sealed (older) segment is corruption
 of data that was durable; recover then stops, and --salvage cuts the log at
-the damage instead, losing every record after it. The flag may come before
-or after ROOT.
+the damage instead, losing every record after it.
 
 Example:
 
@@ -49,19 +48,15 @@ Example:
 
 func runRecover(ctx context.Context, env *Env, args []string) error {
 	salvage := recoverFlags.salvage
-	var rest []string
-	for _, a := range args {
-		if a == "--salvage" || a == "-salvage" {
-			salvage = true
-			continue
-		}
-		rest = append(rest, a)
+	if len(args) != 1 {
+		return usagef("want one ROOT directory, got %s", count(len(args), "argument"))
 	}
-	if len(rest) != 1 {
-		return usagef("want one ROOT directory, got %d arguments", len(rest))
+	root := args[0]
+	// Opening a recorder creates ROOT: recover never does.
+	if err := checkRoot(root); err != nil {
+		return err
 	}
-	root := rest[0]
-	rec, err := recorder.Open(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
+	rec, err := openRecorder(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
 		if errors.As(err, &ce) && !salvage {
@@ -88,7 +83,7 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	fmt.Fprintf(w, "%s: recovered from the log of a recorder that did not close\n", root)
 	fmt.Fprintf(w, "  log records replayed:  %d\n", rep.Records)
 	if rep.Snapshot {
-		fmt.Fprintf(w, "  replayed from:         the recorder's last sealed snapshot (%d open episodes rebuilt from the log before it)\n", rep.Rebuilt)
+		fmt.Fprintf(w, "  replayed from:         the recorder's last sealed snapshot (%s rebuilt from the log before it)\n", count(int(rep.Rebuilt), "open episode"))
 	}
 	fmt.Fprintf(w, "  sessions:              %d (%d crashed: they had not ended)\n", rep.Sessions, rep.Crashed)
 	fmt.Fprintf(w, "  episodes written:      %d completed, %d incomplete\n", rep.Completed, rep.Incomplete)
@@ -103,9 +98,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	}
 	fmt.Fprintf(w, "  log damage:            %s\n", kind)
 	fmt.Fprintf(w, "    cut at:              %s offset %d (%v)\n", d.Segment, d.Offset, d.Cause)
-	fmt.Fprintf(w, "    cut:                 %d bytes, %d intact records lost", d.BytesCut, d.RecordsCut)
+	fmt.Fprintf(w, "    cut:                 %s, %s lost", count(int(d.BytesCut), "byte"), count(int(d.RecordsCut), "intact record"))
 	if len(d.SegmentsRemoved) > 0 {
-		fmt.Fprintf(w, ", %d segment files removed", len(d.SegmentsRemoved))
+		fmt.Fprintf(w, ", %s removed", count(len(d.SegmentsRemoved), "segment file"))
 	}
 	fmt.Fprintln(w)
 	if d.Salvaged {

@@ -294,10 +294,10 @@ func TestVerifyCommand(t *testing.T) {
 	}{
 		{name: "clean", args: []string{"verify", root}, code: 0, stdout: []string{"rows: no problems"}},
 		{name: "needs-recovery", args: []string{"verify", crashed}, code: 1,
-			stdout: []string{"_rlrec/log: log: the log holds", "run 'rlrec recover ROOT'"}, stderr: []string{"problems found"}},
+			stdout: []string{"_rlrec/log: log: the log holds", "run 'rlrec recover ROOT'"}, stderr: []string{"1 problem found"}},
 		{name: "no-root", args: []string{"verify"}, code: 2, stderr: []string{"usage: rlrec verify"}},
 		{name: "two-roots", args: []string{"verify", root, root}, code: 2, stderr: []string{"want one ROOT"}},
-		{name: "missing-root", args: []string{"verify", filepath.Join(root, "nope")}, code: 1, stderr: []string{"not a readable rlrec ROOT"}},
+		{name: "missing-root", args: []string{"verify", filepath.Join(root, "nope")}, code: 1, stderr: []string{"does not exist", "a ROOT is a directory"}},
 		{name: "help", args: []string{"verify", "--help"}, code: 0, stdout: []string{"Example:", "rlrec verify rlrec-demo"}},
 		{name: "recover-help", args: []string{"recover", "--help"}, code: 0, stdout: []string{"Example:", "--salvage"}},
 		{name: "recover-no-root", args: []string{"recover"}, code: 2, stderr: []string{"usage: rlrec recover"}},

@@ -48,9 +48,13 @@ Formats (--format):
              "observation", "action"}
           observation and action decoded from the blobs with the space
           specs stored in the files (Dict as an object, Tuple as an array,
-          arrays nested by shape, Text as a string, NaN and infinities as
-          the strings "NaN", "Infinity", "-Infinity"); null when none was
-          recorded.
+          arrays nested by shape, Text as a string, bool Box elements as
+          true/false, MultiBinary as 0/1, NaN and infinities as the
+          strings "NaN", "Infinity", "-Infinity"); null when none was
+          recorded. An integer outside +-(2^53-1) (int64 and uint64
+          leaves, step counters) is written as a JSON string of its
+          digits, "18446744073709551615": readers that parse JSON numbers
+          as doubles (JavaScript, jq) would round it.
   events  the hook event stream the session was recorded from, as a
           length-delimited protobuf stream with the recorded times (the
           input of 'rlrec ingest'): recording it again gives equal tables.
@@ -64,7 +68,8 @@ Formats (--format):
 Example:
 
   rlrec replay data --session 0190a1b2-... --episode ep-000003 | head
-  rlrec replay data --session 0190a1b2-... --format events | rlrec ingest --out copy -
+  rlrec replay data --session 0190a1b2-... --format events |
+      rlrec ingest --out copy -
   rlrec replay data --session 0190a1b2-... --format arrow -o steps.arrows`,
 	SetFlags: func(fs *flag.FlagSet) {
 		replayFlags = replayOptions{format: "jsonl"}
@@ -75,18 +80,14 @@ Example:
 
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
-	fs.StringVar(&f.session, "session", f.session, "session id (required)")
-	fs.StringVar(&f.env, "env", f.env, "env id of the recording, when the session id names several (rlmesh's local runner reuses session ids)")
-	fs.StringVar(&f.episode, "episode", f.episode, "episode record id (default: every episode of the session)")
-	fs.StringVar(&f.format, "format", f.format, "output format: jsonl, events or arrow")
+	fs.StringVar(&f.session, "session", f.session, "session id `S` (required)")
+	fs.StringVar(&f.env, "env", f.env, "env id `R` of the recording, when the session id names several (rlmesh's local runner reuses session ids)")
+	fs.StringVar(&f.episode, "episode", f.episode, "episode record id `E` (default: every episode of the session)")
+	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
 	fs.StringVar(&f.out, "o", f.out, "output `FILE` (default: standard output)")
 }
 
 func runReplay(ctx context.Context, env *Env, args []string) error {
-	args, err := parseAfterArgs(args, func(fs *flag.FlagSet) { bindReplayFlags(fs, &replayFlags) })
-	if err != nil {
-		return err
-	}
 	f := replayFlags
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
@@ -102,6 +103,12 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		}
 	default:
 		return usagef("--format %q: want jsonl, events or arrow", f.format)
+	}
+	if f.format != "jsonl" && (f.out == "" || f.out == "-") && env.StdoutTerminal {
+		return refuseTerminal("--format " + f.format)
+	}
+	if err := checkRoot(args[0]); err != nil {
+		return err
 	}
 	d, err := dataset.Open(args[0])
 	if err != nil {
@@ -168,7 +175,11 @@ func replayJSONL(ctx context.Context, w io.Writer, d *dataset.Dataset, rec datas
 			line = append(line[:0], prefix...)
 			line = append(line, `,"episode_id":`...)
 			line = blob.AppendJSONString(line, s.EpisodeID)
-			line = fmt.Appendf(line, `,"step":%d,"session_step":%d,"reward":`, s.Step, s.SessionStep)
+			line = append(line, `,"step":`...)
+			line = blob.AppendJSONInt(line, s.Step)
+			line = append(line, `,"session_step":`...)
+			line = blob.AppendJSONInt(line, s.SessionStep)
+			line = append(line, `,"reward":`...)
 			line = blob.AppendJSONFloat(line, s.Reward, 64)
 			line = fmt.Appendf(line, `,"is_first":%t,"is_last":%t,"terminated":%t,"truncated":%t,"recorded_at":"%s","observation":`,
 				s.IsFirst, s.IsLast, s.Terminated, s.Truncated, s.RecordedAt.UTC().Format(time.RFC3339Nano))
@@ -213,8 +224,8 @@ func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset
 	for _, n := range rep.Notes {
 		fmt.Fprintf(env.Stderr, "rlrec replay: note: %s\n", n)
 	}
-	fmt.Fprintf(env.Stderr, "replayed %s: %d events, %d lanes, %d batches (%d rebuilt from dropped_steps)\n",
-		rec, rep.Events, rep.Lanes, rep.Batches, rep.HiddenBatches)
+	fmt.Fprintf(env.Stderr, "replayed %s: %s, %s, %s (%d rebuilt from dropped_steps)\n",
+		rec, count(rep.Events, "event"), count(rep.Lanes, "lane"), count(rep.Batches, "batch"), rep.HiddenBatches)
 	return nil
 }
 

@@ -40,7 +40,7 @@ var simulateClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var cmdSimulate = &Command{
 	Name:      "simulate",
-	UsageLine: "simulate [--env NAME] [--envs N] [--episodes K] [--autoreset next-step|disabled] [--max-steps M] [--sessions S] [--fail-after STEP] [--seed X] -o FILE|-",
+	UsageLine: "simulate [--env NAME] [--envs N] [--episodes K] [--autoreset next-step|disabled] [--max-steps M] [--sessions S] [--fail-after STEP] [--seed X] [--telemetry-interval D] [--reproducible] -o FILE|-",
 	Short:     "write the event stream of simulated rlmesh sessions",
 	Long: `Simulate runs built-in rlmesh sessions (a simulated runtime driving a
 built-in environment and policy over N vectorized lanes) and writes their
@@ -63,28 +63,31 @@ stream, session i with seed X+i.
 With --reproducible the sessions read a simulated clock (starting at
 2026-01-01T00:00:00Z, 1 ms per reading) instead of the wall clock, so one
 session's flags always give the same bytes; concurrent sessions
-(--sessions > 1) still interleave in a varying order. --telemetry-interval adds window telemetry snapshots, which are
-wall-clock driven and so never reproducible.
+(--sessions > 1) still interleave in a varying order. --telemetry-interval
+adds window telemetry snapshots, which are wall-clock driven and so never
+reproducible.
 
 The output goes to FILE, written in full under a temporary name and then
 renamed, or to standard output with -o -.
 
 Example:
 
-  rlrec simulate --env cartpole --envs 16 --episodes 200 --autoreset next-step -o cartpole.events
-  rlrec simulate --env pick-place --envs 4 --episodes 8 --sessions 2 --fail-after 40 -o - > pick.events`,
+  rlrec simulate --env cartpole --envs 16 --episodes 200 \
+      --autoreset next-step -o cartpole.events
+  rlrec simulate --env pick-place --envs 4 --episodes 8 --sessions 2 \
+      --fail-after 40 -o - > pick.events`,
 	SetFlags: func(fs *flag.FlagSet) {
 		f := &simulateFlags
-		fs.StringVar(&f.env, "env", "cartpole", "built-in environment: "+strings.Join(sim.Envs(), ", "))
-		fs.IntVar(&f.envs, "envs", 4, "number of vectorized lanes (num_envs) per session")
-		fs.Int64Var(&f.episodes, "episodes", 10, "end each session once this many episodes have completed (max_episodes)")
-		fs.StringVar(&f.autoreset, "autoreset", "next-step", "autoreset mode: next-step or disabled")
-		fs.Int64Var(&f.maxSteps, "max-steps", 0, "truncate episodes at this many steps (0: no cap)")
-		fs.IntVar(&f.sessions, "sessions", 1, "number of concurrent sessions")
-		fs.Int64Var(&f.failAfter, "fail-after", 0, "fail each session after this many steps (0: never)")
-		fs.Uint64Var(&f.seed, "seed", 1, "base seed; session i uses seed+i")
+		fs.StringVar(&f.env, "env", "cartpole", "built-in environment `NAME`: "+strings.Join(sim.Envs(), ", "))
+		fs.IntVar(&f.envs, "envs", 4, "`N` vectorized lanes (num_envs) per session")
+		fs.Int64Var(&f.episodes, "episodes", 10, "end each session once `K` episodes have completed (max_episodes)")
+		fs.StringVar(&f.autoreset, "autoreset", "next-step", "autoreset `MODE`: next-step or disabled")
+		fs.Int64Var(&f.maxSteps, "max-steps", 0, "truncate episodes at `M` steps (0: no cap)")
+		fs.IntVar(&f.sessions, "sessions", 1, "run `S` sessions concurrently")
+		fs.Int64Var(&f.failAfter, "fail-after", 0, "fail each session after `STEP` steps (0: never)")
+		fs.Uint64Var(&f.seed, "seed", 1, "base seed `X`; session i uses X+i")
 		fs.StringVar(&f.out, "o", "", "output `FILE`, or - for standard output (required)")
-		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots at this interval (0: none)")
+		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots every `D`, such as 200ms (0: none)")
 		fs.BoolVar(&f.reproducible, "reproducible", false, "use a simulated clock so the same flags give the same bytes")
 	},
 	Run: runSimulate,
@@ -101,6 +104,9 @@ func runSimulate(ctx context.Context, env *Env, args []string) error {
 	}
 	if f.out == "" {
 		return usagef("no output: give -o FILE, or -o - for standard output")
+	}
+	if f.out == "-" && env.StdoutTerminal {
+		return refuseTerminal("the event stream")
 	}
 	write := func(w io.Writer) ([]sim.Summary, error) {
 		bw := bufio.NewWriterSize(w, 1<<20)

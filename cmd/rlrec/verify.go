@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/verify"
 )
 
@@ -16,10 +20,6 @@ type verifyOptions struct {
 }
 
 var verifyFlags verifyOptions
-
-// verifyProgressBytes is the ROOT size from which a terminal gets a
-// progress bar.
-const verifyProgressBytes = 64 << 20
 
 var cmdVerify = &Command{
 	Name:      "verify",
@@ -43,29 +43,32 @@ Example:
   rlrec verify --max-problems 5 /data/run-42 || rlrec recover /data/run-42`,
 	SetFlags: func(fs *flag.FlagSet) {
 		verifyFlags = verifyOptions{}
-		fs.IntVar(&verifyFlags.maxProblems, "max-problems", 20, "problems listed per file; the rest are counted")
+		fs.IntVar(&verifyFlags.maxProblems, "max-problems", 20, "list at most `N` problems per file; the rest are counted")
 	},
 	Run: runVerify,
 }
 
 func runVerify(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 1 {
-		return usagef("want one ROOT directory, got %d arguments", len(args))
+		return usagef("want one ROOT directory, got %s", count(len(args), "argument"))
 	}
 	if verifyFlags.maxProblems < 1 {
 		return usagef("--max-problems %d: want at least 1", verifyFlags.maxProblems)
 	}
 	root := args[0]
+	if err := checkRoot(root); err != nil {
+		return err
+	}
 	opts := verify.Options{MaxProblemsPerFile: verifyFlags.maxProblems}
+	// Progress per file on a terminal: the listing reads directories only,
+	// so counting the files first costs little beside reading them.
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal {
-		opts.Progress = func(done, total int64) {
-			if bar == nil && total >= verifyProgressBytes {
-				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(env.Stderr), progressbar.OptionShowBytes(true),
-					progressbar.OptionSetDescription("verifying "+root), progressbar.OptionClearOnFinish())
-			}
-			if bar != nil {
-				_ = bar.Set64(done)
+		if l, err := hive.List(vfs.OS(), root); err == nil && len(l.Files) > 0 {
+			bar = countProgress(env, len(l.Files), "verifying "+root, "files")
+			opts.Progress = func(done, total int64) {
+				bar.Describe(fmt.Sprintf("verifying %s (%s of %s)", root, humanBytes(done), humanBytes(total)))
+				_ = bar.Add(1)
 			}
 		}
 	}
@@ -74,13 +77,17 @@ func runVerify(ctx context.Context, env *Env, args []string) error {
 		_ = bar.Finish()
 	}
 	if err != nil {
-		return fmt.Errorf("%w; check the path", err)
+		if errors.Is(err, verify.ErrNotRoot) {
+			// checkRoot passed, so the ROOT went away or cannot be listed.
+			return fmt.Errorf("%s; check the path and its permissions", strings.TrimPrefix(err.Error(), "verify: "))
+		}
+		return err
 	}
 	if err := rep.Write(env.Stdout); err != nil {
 		return fmt.Errorf("write the report: %w", err)
 	}
 	if !rep.OK() {
-		return fmt.Errorf("%s: %d problems found; see above for each file and what to do", root, len(rep.Problems))
+		return fmt.Errorf("%s: %s found; see above for each file and what to do", root, count(len(rep.Problems), "problem"))
 	}
 	return nil
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/recorder"
+)
+
+// whatIsRoot is the sentence every refusal of a path that is no ROOT ends
+// with.
+var whatIsRoot = func() string {
+	names := make([]string, len(hive.Tables))
+	for i, t := range hive.Tables {
+		names[i] = t.Name + "/"
+	}
+	return fmt.Sprintf("a ROOT is a directory rlrec recorded into ('rlrec demo --out DIR', 'rlrec ingest --out DIR'): "+
+		"it holds %s/ (the recorder's state) or the table directories %s", hive.StateDir, strings.Join(names, ", "))
+}()
+
+// checkRoot returns nil when root is a ROOT: a directory that holds the
+// recorder's state directory or a table directory. Otherwise the error says
+// what root is instead (missing, a file, empty, a directory inside a ROOT)
+// and what a ROOT is. It only reads.
+func checkRoot(root string) error {
+	info, err := os.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist; check the path (%s)", root, whatIsRoot)
+	case err != nil:
+		return fmt.Errorf("cannot read %s: %v; check the path and its permissions", root, err)
+	case !info.IsDir():
+		return fmt.Errorf("%s is a file, not a ROOT directory (%s)", root, whatIsRoot)
+	}
+	ok, entries, err := isRoot(root)
+	if err != nil {
+		return fmt.Errorf("cannot list %s: %v; check its permissions", root, err)
+	}
+	if ok {
+		return nil
+	}
+	what := "is not an rlrec ROOT"
+	switch {
+	case len(entries) == 0:
+		what = "is an empty directory, not an rlrec ROOT"
+	default:
+		if parent := enclosingRoot(root); parent != "" {
+			what = fmt.Sprintf("is a directory inside the ROOT %s, not a ROOT itself: give %s", parent, parent)
+		}
+	}
+	return fmt.Errorf("%s %s (%s)", root, what, whatIsRoot)
+}
+
+// openRecorder opens a recorder on root. A ROOT another recorder holds is
+// refused with what to do: the holder is another process (or another
+// recorder of this one), whoever the user.
+func openRecorder(root string, opts ...recorder.Option) (*recorder.Recorder, error) {
+	rec, err := recorder.Open(root, opts...)
+	if errors.Is(err, recorder.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use: another process is recording into it (it holds the lock %s); "+
+			"wait for it to finish, or choose another directory", root, filepath.Join(root, hive.StateDir, hive.LockName))
+	}
+	return rec, err
+}
+
+// isRoot reports whether dir holds the recorder's state directory or a
+// table directory, and returns its entries.
+func isRoot(dir string) (bool, []fs.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if e.Name() == hive.StateDir {
+			return true, entries, nil
+		}
+		if _, ok := hive.Lookup(e.Name()); ok {
+			return true, entries, nil
+		}
+	}
+	return false, entries, nil
+}
+
+// enclosingRoot returns the nearest ROOT above dir when dir is a table or
+// partition directory of it (at most table/session_id=/env_id=/
+// episode_record_id= deep), or "".
+func enclosingRoot(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for range 4 {
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			return ""
+		}
+		base := filepath.Base(abs)
+		_, table := hive.Lookup(base)
+		if !table && !strings.Contains(base, "=") {
+			return ""
+		}
+		if ok, _, _ := isRoot(parent); ok && table {
+			return relOrAbs(parent, dir)
+		}
+		abs = parent
+	}
+	return ""
+}
+
+// relOrAbs returns p relative to the directory the user named a path from
+// (the working directory) when the user's path was relative.
+func relOrAbs(p, given string) string {
+	if filepath.IsAbs(given) {
+		return p
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil {
+		return rel
+	}
+	return p
+}
