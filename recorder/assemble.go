@@ -179,6 +179,10 @@ type session struct {
 
 	firstPos uint64
 
+	// seq is the highest producer sequence number among the recording's
+	// logged events (sequence.go); 0 when none carried one.
+	seq uint64
+
 	// writes counts the session's file writes handed to the writer; q
 	// orders them.
 	writes int
@@ -352,7 +356,9 @@ func (a *assembler) problem(s *session, kind problemKind, format string, args ..
 // apply folds one event into the state. at is the event's recording time
 // and pos its log position.
 func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
+	ev, seq := unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
+	s.seq = max(s.seq, seq)
 	if e, ok := ev.(*invalidEvent); ok {
 		// A message of the stream that was no valid event: counted, and
 		// nothing of it applied.
