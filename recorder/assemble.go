@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlrec/rlrec/blob"
@@ -272,6 +273,9 @@ type assembler struct {
 	// before their rows are streamed out; open counts open episodes.
 	episodeBudget int
 	open          int
+	// problems counts the problems counted in every session, for Stats;
+	// it is read from other goroutines.
+	problems atomic.Int64
 }
 
 // minEpisodeBuffer is the least an open episode may buffer before its rows
@@ -350,6 +354,7 @@ func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *sessi
 
 func (a *assembler) problem(s *session, kind problemKind, format string, args ...any) {
 	s.problems[kind]++
+	a.problems.Add(1)
 	a.out.problem(s, kind, fmt.Sprintf(format, args...))
 }
 
@@ -439,6 +444,7 @@ func (a *assembler) notStarted(s *session, ev events.Event) {
 		return
 	}
 	s.problems[probNotStarted]++
+	a.problems.Add(1)
 	if s.problems[probNotStarted] == 1 {
 		a.out.problem(s, probNotStarted, fmt.Sprintf("%s before any SessionStarted of the session; it is recorded, "+
 			"and it and every later event before a SessionStarted are counted in the session row but not logged", ev.Kind()))
