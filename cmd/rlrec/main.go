@@ -55,6 +55,7 @@ var commands = []*Command{
 	cmdDemo,
 	cmdSimulate,
 	cmdIngest,
+	cmdServe,
 	cmdInspect,
 	cmdReplay,
 	cmdVerify,
