@@ -45,6 +45,9 @@ func CheckListen(addr, token string) error {
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", addr, err)
 	}
+	if host == "" {
+		return fmt.Errorf("listen address %q listens on every interface, not loopback; give a token file (--token-file), or listen on 127.0.0.1: %w", addr, ErrInsecureListen)
+	}
 	if host == "localhost" {
 		return nil
 	}

@@ -3,7 +3,6 @@ package ingest_test
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -48,6 +47,16 @@ func startServer(t testing.TB, root, addr string, opts ingest.Options) *testServ
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, rec, srv, addr)
+}
+
+// serveRecorder serves srv over rec on a loopback port.
+func serveRecorder(t testing.TB, rec *recorder.Recorder, srv *ingest.Server) *testServer {
+	return serveOn(t, rec, srv, "127.0.0.1:0")
+}
+
+func serveOn(t testing.TB, rec *recorder.Recorder, srv *ingest.Server, addr string) *testServer {
+	t.Helper()
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -342,5 +351,3 @@ func (p *chaosProxy) serve(c net.Conn) {
 	s.Close()
 	<-done
 }
-
-var errNever = errors.New("never")
