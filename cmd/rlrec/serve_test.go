@@ -43,7 +43,9 @@ func startServe(t *testing.T, args ...string) (addr string, stop func() (int, st
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
-	go func() { code <- run(ctx, env, append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...)) }()
+	go func() {
+		code <- run(ctx, env, append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...))
+	}()
 	re := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
