@@ -123,6 +123,7 @@ type Decoder struct {
 	enum    int32 // log level or telemetry horizon
 	src     span
 	hasSrc  bool
+	seq     uint64 // the message's sequence field (sequence.go)
 
 	actSpecs, obsSpecs specMemo
 }
@@ -296,6 +297,7 @@ func newEvent(k Kind) Event {
 func (d *Decoder) decode(in []byte) (Event, int64, error) {
 	d.str = d.str[:0]
 	d.hdr = [4]span{}
+	d.seq = 0
 	d.clearKind()
 	var (
 		ns   int64
@@ -321,6 +323,8 @@ func (d *Decoder) decode(in []byte) (Event, int64, error) {
 			}
 		case num == 3 && typ == protowire.VarintType:
 			ns = int64(v)
+		case num == 4 && typ == protowire.VarintType:
+			d.seq = v
 		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(KindTelemetrySnapshot) && typ == protowire.BytesType:
 			if k := Kind(num); k != kind {
 				if err := d.resetKind(in, kind); err != nil {

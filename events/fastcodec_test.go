@@ -631,3 +631,45 @@ func TestASCIIChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestDecoderSequence(t *testing.T) {
+	ev := &StepCompleted{SessionID: "s", Route: RuntimeEnvContext{EnvID: "e"}, Step: 3, Rewards: []float64{1, 2}}
+	base, err := AppendMarshal(nil, ev, time.Unix(5, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		msg  []byte
+		want uint64
+	}{
+		{"absent", base, 0},
+		{"zero appends nothing", AppendSequence(append([]byte(nil), base...), 0), 0},
+		{"one", AppendSequence(append([]byte(nil), base...), 1), 1},
+		{"large", AppendSequence(append([]byte(nil), base...), 1<<40+3), 1<<40 + 3},
+		{"last of two wins", AppendSequence(AppendSequence(append([]byte(nil), base...), 7), 9), 9},
+	}
+	var d Decoder
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, at, err := d.Decode(tc.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Sequence() != tc.want {
+				t.Errorf("Sequence() = %d, want %d", d.Sequence(), tc.want)
+			}
+			if diff := diffEvents(ev, got); diff != "" || !at.Equal(time.Unix(5, 0)) {
+				t.Errorf("event changed by the sequence field: %s (time %v)", diff, at)
+			}
+			// protobuf-go agrees, and FromProto ignores the field.
+			var m eventsv1.Event
+			if err := proto.Unmarshal(tc.msg, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.GetSequence() != tc.want {
+				t.Errorf("proto sequence = %d, want %d", m.GetSequence(), tc.want)
+			}
+		})
+	}
+}

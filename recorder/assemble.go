@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlrec/rlrec/blob"
@@ -179,6 +180,10 @@ type session struct {
 
 	firstPos uint64
 
+	// seq is the highest producer sequence number among the recording's
+	// logged events (sequence.go); 0 when none carried one.
+	seq uint64
+
 	// writes counts the session's file writes handed to the writer; q
 	// orders them.
 	writes int
@@ -270,6 +275,9 @@ type assembler struct {
 	// before their rows are streamed out; open counts open episodes.
 	episodeBudget int
 	open          int
+	// problems counts the problems counted in every session, for Stats;
+	// it is read from other goroutines.
+	problems atomic.Int64
 }
 
 // minEpisodeBuffer is the least an open episode may buffer before its rows
@@ -348,13 +356,16 @@ func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *sessi
 
 func (a *assembler) problem(s *session, kind problemKind, format string, args ...any) {
 	s.problems[kind]++
+	a.problems.Add(1)
 	a.out.problem(s, kind, fmt.Sprintf(format, args...))
 }
 
 // apply folds one event into the state. at is the event's recording time
 // and pos its log position.
 func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
+	ev, seq := unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
+	s.seq = max(s.seq, seq)
 	if e, ok := ev.(*invalidEvent); ok {
 		// A message of the stream that was no valid event: counted, and
 		// nothing of it applied.
@@ -438,6 +449,7 @@ func (a *assembler) notStarted(s *session, ev events.Event) {
 		return
 	}
 	s.problems[probNotStarted]++
+	a.problems.Add(1)
 	if s.problems[probNotStarted] == 1 {
 		a.out.problem(s, probNotStarted, fmt.Sprintf("%s before any SessionStarted of the session; it is recorded, "+
 			"and it and every later event before a SessionStarted are counted in the session row but not logged", ev.Kind()))

@@ -174,7 +174,11 @@ func parseRoute(b []byte, r *events.RuntimeEnvContext) error {
 // with its type byte) with dec.
 func decodeRecord(dec *events.Decoder, rec []byte) (events.Event, time.Time, error) {
 	if rec[0] != recInvalid {
-		return dec.Decode(rec[1:])
+		ev, at, err := dec.Decode(rec[1:])
+		if err == nil && dec.Sequence() != 0 {
+			ev = &sequenced{Event: ev, seq: dec.Sequence()}
+		}
+		return ev, at, err
 	}
 	ev, at, err := parseInvalid(rec[1:])
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,18 +132,42 @@ func countFiles(b *testing.B, dir string) (files, dirs int) {
 // (5.8 KB; BenchmarkLayouts reports it as episode-steps-file-B).
 const layoutProbeFileBytes = 6 << 10
 
+// probeMode is how probeDirFiles makes its files durable.
+type probeMode struct {
+	// group: each file is created under a temp name and a committer
+	// publishes the finished ones in groups, as the recorder does; else
+	// every file is created under its final name and the file system is
+	// synced once at the end.
+	group bool
+	// window and maxGroup bound a group: the committer waits up to window
+	// after the first file of a group, or until maxGroup files.
+	window   time.Duration
+	maxGroup int
+}
+
+// The probes of BenchmarkLayouts. probe-commit groups as the recorder's
+// committer does (commitWindow, commitMaxParts); probe-batch as layout
+// "episode" does in effect, since its steps files are handed to the
+// committer with their episodes batch (WithEpisodeBatchDelay's default,
+// or batchMaxRows episodes); probe-end syncs once at the end.
+var layoutProbes = map[string]probeMode{
+	"probe-commit": {true, commitWindow, commitMaxParts},
+	"probe-batch":  {true, defaultOptions().batchDelay, batchMaxRows},
+	"probe-end":    {false, 0, 1},
+}
+
 // probeDirFiles creates n partition directories under parent, each with one
-// file of size bytes, with writers goroutines, the way the recorder's
-// writers and committer do under group commit: each directory is made
-// with mkdir -p, its file created under a temp name, written and closed
-// without a sync; a committer goroutine takes what is finished (waiting
-// up to window after the first file of a group, or until maxGroup files),
-// syncs the file system (syncfs(2)), renames each file to its final name
-// (a stat first: no replacing) and syncs the file system again. With
-// group false it creates every file under its final name and syncs the
-// file system once at the end: the cheapest way to make n directories and
-// files durable.
-func probeDirFiles(b *testing.B, parent string, n, size, writers int, group bool, window time.Duration, maxGroup int) time.Duration {
+// file of size bytes, with writers goroutines. In a group mode it works as
+// the recorder's writers and committer do: each directory is made with
+// mkdir -p, its file created under a temp name (after a stat of the final
+// name), written and closed without a sync; a committer goroutine takes
+// the finished files in groups (mode.window, mode.maxGroup), syncs the
+// file system (syncfs(2)), renames each file to its final name (a stat
+// first: no replacing) and syncs the file system again. Otherwise it
+// creates every file under its final name and syncs the file system once
+// at the end: the cheapest way to make n directories and files durable.
+func probeDirFiles(b *testing.B, parent string, n, size, writers int, mode probeMode) time.Duration {
+	group, window, maxGroup := mode.group, mode.window, mode.maxGroup
 	b.Helper()
 	payload := make([]byte, size)
 	fillFrames(payload, len(payload), 1)
@@ -262,9 +287,9 @@ var layoutRuns int
 //     fixed steps columns, episode_record_id and the typed observation and
 //     action, built from the simulator's events) with the same codec to one
 //     file, fsynced once at the end (writeBare);
-//   - probe-group: probeDirFiles with the recorder's writer count, commit
-//     window and group size, one directory and one file per episode;
-//   - probe-end: the same directories and files, one syncfs at the end.
+//   - probe-commit, probe-batch, probe-end: probeDirFiles with the
+//     recorder's writer count, one directory and one file (of about a
+//     steps file's size) per episode, in each mode of layoutProbes.
 //
 // The session is also run into events.NoopHooks first; net figures
 // subtract that time (the simulator's own) from the recorder's. Between
@@ -272,10 +297,10 @@ var layoutRuns int
 // and the disk is synced (settle).
 //
 // Reported per variant: session- and episode- net and gross rows/s
-// (lane-steps/s) and episodes/s; bare-rows/s; probe-group- and probe-end-
-// eps/s (directories with a file per second); the ratios session/bare and
-// episode/bare (net rows/s), episode/probe-group and episode/probe-end
-// (net episodes/s); the files each layout wrote; and the CPU time of the
+// (lane-steps/s) and episodes/s; bare-rows/s; each probe's eps/s
+// (directories with a file per second); the ratios session/bare and
+// episode/bare (net rows/s) and episode/<probe> (net episodes/s; the
+// -gross ratios without the subtraction); the files each layout wrote; and the CPU time of the
 // process (user and system, all goroutines and the kernel's work on
 // their behalf) per row of the simulator, each layout and the bare
 // writer, and per episode of layout episode and the probes.
@@ -295,7 +320,8 @@ func BenchmarkLayouts(b *testing.B) {
 				dirs  int
 			}
 			sum := map[string]*timing{}
-			for _, v := range []string{"sim", "session", "episode", "bare", "probe-group", "probe-end"} {
+			variantNames := []string{"session", "episode", "bare", "probe-commit", "probe-batch", "probe-end"}
+			for _, v := range append([]string{"sim"}, variantNames...) {
 				sum[v] = &timing{}
 			}
 			var laneSteps, episodes, fileBytes, stepsFiles int64
@@ -316,9 +342,8 @@ func BenchmarkLayouts(b *testing.B) {
 				if int(s0.LaneSteps) != len(rows) {
 					b.Fatalf("the simulator ran %d lane-steps, the collector saw %d rows", s0.LaneSteps, len(rows))
 				}
-				variants := []string{"session", "episode", "bare", "probe-group", "probe-end"}
-				k := layoutRuns % len(variants)
-				variants = append(variants[k:], variants[:k]...)
+				k := layoutRuns % len(variantNames)
+				variants := slices.Concat(variantNames[k:], variantNames[:k])
 				layoutRuns++
 				for _, v := range variants {
 					dir := filepath.Join(base, v+"-"+strconv.Itoa(i))
@@ -343,10 +368,9 @@ func BenchmarkLayouts(b *testing.B) {
 							b.Fatal(err)
 						}
 						writeBare(b, dir, rows, len(rows), benchCodec(bc.codec), parquet.PageBufferSize(256<<10))
-					case "probe-group", "probe-end":
+					default:
 						parent := filepath.Join(dir, "steps", "session_id=s", "env_id=e")
-						probeDirFiles(b, parent, eps, layoutProbeFileBytes, defaultOptions().workers,
-							v == "probe-group", commitWindow, commitMaxParts)
+						probeDirFiles(b, parent, eps, layoutProbeFileBytes, defaultOptions().workers, layoutProbes[v])
 					}
 					d, c := time.Since(t0), cpuTime().sub(c0)
 					b.StopTimer()
@@ -385,7 +409,7 @@ func BenchmarkLayouts(b *testing.B) {
 			}
 			epNet := rate(ne, sum["episode"].d-sum["sim"].d)
 			epGross := rate(ne, sum["episode"].d)
-			for _, v := range []string{"probe-group", "probe-end"} {
+			for _, v := range []string{"probe-commit", "probe-batch", "probe-end"} {
 				p := rate(ne, sum[v].d)
 				b.ReportMetric(p, v+"-eps/s")
 				b.ReportMetric(epNet/p, "episode/"+v)
@@ -395,7 +419,7 @@ func BenchmarkLayouts(b *testing.B) {
 				b.ReportMetric(float64(sum[v].cpu.user)/ls, v+"-user-ns/row")
 				b.ReportMetric(float64(sum[v].cpu.sys)/ls, v+"-sys-ns/row")
 			}
-			for _, v := range []string{"episode", "probe-group", "probe-end"} {
+			for _, v := range []string{"episode", "probe-commit", "probe-batch", "probe-end"} {
 				b.ReportMetric(float64(sum[v].cpu.user)/ne/1e3, v+"-user-us/ep")
 				b.ReportMetric(float64(sum[v].cpu.sys)/ne/1e3, v+"-sys-us/ep")
 			}

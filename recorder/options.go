@@ -45,6 +45,7 @@ type options struct {
 	logger         *slog.Logger
 	fs             vfs.FS
 	salvage        bool
+	resume         bool
 	workers        int
 	// segmentSize is the log's segment size (0: the log's default, 64
 	// MiB); tests make it small to exercise reclaiming and snapshots.

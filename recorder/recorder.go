@@ -71,6 +71,12 @@ type Recorder struct {
 
 	// layout is the ROOT's steps layout (layout.go).
 	layout hive.Layout
+
+	// resume mode (resume.go): the recordings Open resumed and their
+	// sequence numbers, and whether Close leaves the log for the next Open.
+	resumed   int
+	recovSeqs map[hive.Recording]uint64
+	keepLog   bool
 }
 
 // item is one unit of work for the pipeline: an encoded log record, or a
@@ -161,6 +167,9 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: log: %w", r.root, err)
 	}
 	r.log = l
+	if r.resumed > 0 {
+		r.startResumed()
+	}
 	r.queueMax = max(o.memoryBudget/8, 1<<20)
 	r.queueBudget = semaphore.NewWeighted(r.queueMax)
 	r.queue = newIntake(r.queueMax)
@@ -199,6 +208,11 @@ func (r *Recorder) submit(ctx context.Context, ev events.Event) error {
 // until it is durable. Ingesting a recorded stream uses it to keep the
 // stream's times.
 func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
+	return r.record(ctx, ev, t, 0)
+}
+
+// record is RecordAt, and RecordSequenced when seq is not 0.
+func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq uint64) error {
 	if ev == nil {
 		return fmt.Errorf("record: %w", events.ErrNilEvent)
 	}
@@ -214,6 +228,7 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 		sid, _ := ev.Header()
 		return fmt.Errorf("record %s of session %q: %w", ev.Kind(), sid, err)
 	}
+	b = events.AppendSequence(b, seq)
 	*bp = b
 	if len(b) > wal.MaxRecordSize {
 		r.bufs.put(bp)
@@ -453,13 +468,18 @@ func (r *Recorder) Close(ctx context.Context) error {
 	if r.err() == nil {
 		now := r.opts.clock()
 		for _, s := range r.asm.sortedSessions() {
+			if r.opts.resume && !s.ended {
+				// Left in the log for the next Open to resume.
+				r.keepLog = true
+				continue
+			}
 			r.asm.finishOpen(s, statusOpen, now)
 		}
 	}
 	errs = append(errs, r.w.stop())
 	if err := errors.Join(errs...); err == nil {
 		errs = append(errs, r.log.Close())
-		if errs[len(errs)-1] == nil {
+		if errs[len(errs)-1] == nil && !r.keepLog {
 			errs = append(errs, r.clearLog())
 		}
 	} else {

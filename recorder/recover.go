@@ -135,6 +135,9 @@ func (r *Recorder) recover() error {
 		// keeps the rows the log held, and verify will name it.
 		r.opts.logger.Error("recovery could not rebuild an episode as the log's snapshot recorded it", "root", r.root, "err", cuErr)
 	}
+	if r.opts.resume {
+		return r.resumeRecovered(last)
+	}
 	for _, s := range r.asm.sortedSessions() {
 		r.recovered.Sessions++
 		if !s.ended {

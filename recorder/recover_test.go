@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rlrec/rlrec/schema"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -106,7 +108,11 @@ func dump(t testing.TB, tb *tables) string {
 	t.Helper()
 	var lines []string
 	for _, f := range tb.files {
-		lines = append(lines, "file "+f)
+		// How episodes rows split into files follows when batches were
+		// flushed, which timing decides; the rows are compared below.
+		if !strings.HasPrefix(f, schema.TableEpisodes+string(filepath.Separator)) {
+			lines = append(lines, "file "+f)
+		}
 	}
 	for k, v := range tb.steps {
 		lines = append(lines, fmt.Sprintf("steps %v %s", k, js(v)))

@@ -33,7 +33,9 @@ import (
 //	          23 episodes_recorded  24 steps_recorded  25 dropped_steps
 //	          26 problem (Problem, repeated)  27 log (Log, repeated)
 //	          28 telemetry (Telemetry, repeated)  29 writes  30 num_envs
-//	          31 reserved  32 row_done
+//	          31 reserved  32 row_done  40 sequence (varint, not
+//	          zigzag: the highest producer sequence number logged,
+//	          sequence.go)
 //	Route     1 env_id  2 env_component_id  3 model_component_id
 //	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
 //	          6 started_at  7 last_at  8 next_step  9 steps_recorded
@@ -304,6 +306,7 @@ func appendSession(b []byte, s *session) ([]byte, error) {
 	b = appendInt(b, 29, int64(s.writes))
 	b = appendInt(b, 30, int64(s.numEnvs))
 	b = appendBool(b, 32, s.rowDone)
+	b = appendSessionSeq(b, s)
 	return b, nil
 }
 
@@ -572,6 +575,8 @@ func parseSession(b []byte) (*session, error) {
 			s.numEnvs = int32(zz(v))
 		case 32:
 			s.rowDone = v != 0
+		case snapshotSeqField:
+			s.seq = v
 		}
 		return nil
 	})

@@ -68,6 +68,7 @@ var commands = []*Command{
 	cmdDemo,
 	cmdSimulate,
 	cmdIngest,
+	cmdServe,
 	cmdInspect,
 	cmdReplay,
 	cmdVerify,

@@ -30,7 +30,7 @@ func TestLimitMemory(t *testing.T) {
 
 func TestRecordingCommandsLimitMemory(t *testing.T) {
 	for _, c := range commands {
-		want := c.Name == "demo" || c.Name == "ingest" || c.Name == "recover"
+		want := c.Name == "demo" || c.Name == "ingest" || c.Name == "recover" || c.Name == "serve"
 		if c.Records != want {
 			t.Errorf("command %s: Records = %v, want %v", c.Name, c.Records, want)
 		}

@@ -30,6 +30,9 @@ type simulateOptions struct {
 	out          string
 	telemetry    time.Duration
 	reproducible bool
+	to           string
+	tokenFile    string
+	tlsCA        string
 }
 
 // simulateFlags holds the parsed flags; SetFlags binds them.
@@ -40,7 +43,7 @@ var simulateClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var cmdSimulate = &Command{
 	Name:      "simulate",
-	UsageLine: "simulate [--env NAME] [--envs N] [--episodes K] [--autoreset next-step|disabled] [--max-steps M] [--sessions S] [--fail-after STEP] [--seed X] [--telemetry-interval D] [--reproducible] -o FILE|-",
+	UsageLine: "simulate [--env NAME] [--envs N] [--episodes K] [--autoreset next-step|disabled] [--max-steps M] [--sessions S] [--fail-after STEP] [--seed X] [--telemetry-interval D] [--reproducible] -o FILE|- | --to ADDR [--token-file F] [--tls-ca CA]",
 	Short:     "write the event stream of simulated rlmesh sessions",
 	Long: `Simulate runs built-in rlmesh sessions (a simulated runtime driving a
 built-in environment and policy over N vectorized lanes) and writes their
@@ -68,14 +71,21 @@ adds window telemetry snapshots, which are wall-clock driven and so never
 reproducible.
 
 The output goes to FILE, written in full under a temporary name and then
-renamed, or to standard output with -o -.
+renamed, or to standard output with -o -. With --to ADDR the events go
+instead to the 'rlrec serve' listening there, through the Go client
+(package client), which reconnects and resends by itself; simulate ends
+once the server has acknowledged every event durable. --token-file gives
+the server's token, --tls-ca the CA (PEM) that signed its certificate,
+for a server started with --tls-cert.
 
 Example:
 
   rlrec simulate --env cartpole --envs 16 --episodes 200 \
       --autoreset next-step -o cartpole.events
   rlrec simulate --env pick-place --envs 4 --episodes 8 --sessions 2 \
-      --fail-after 40 -o - > pick.events`,
+      --fail-after 40 -o - > pick.events
+  rlrec simulate --env cartpole --envs 16 --episodes 200 \
+      --to 127.0.0.1:7465`,
 	SetFlags: func(fs *flag.FlagSet) {
 		f := &simulateFlags
 		fs.StringVar(&f.env, "env", "cartpole", "built-in environment `NAME`: "+strings.Join(sim.Envs(), ", "))
@@ -89,6 +99,9 @@ Example:
 		fs.StringVar(&f.out, "o", "", "output `FILE`, or - for standard output (required)")
 		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots every `D`, such as 200ms (0: none)")
 		fs.BoolVar(&f.reproducible, "reproducible", false, "use a simulated clock so the same flags give the same bytes")
+		fs.StringVar(&f.to, "to", "", "send the events to the rlrec serve at `ADDR` (host:port) instead of -o")
+		fs.StringVar(&f.tokenFile, "token-file", "", "with --to: read the server's token from `FILE`")
+		fs.StringVar(&f.tlsCA, "tls-ca", "", "with --to: connect over TLS, trusting the CA certificates in PEM `FILE`")
 	},
 	Run: runSimulate,
 }
@@ -102,8 +115,17 @@ func runSimulate(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.to != "" {
+		if f.out != "" {
+			return usagef("give -o or --to, not both")
+		}
+		return simulateTo(ctx, env, f, cfgs)
+	}
+	if f.tokenFile != "" || f.tlsCA != "" {
+		return usagef("--token-file and --tls-ca go with --to")
+	}
 	if f.out == "" {
-		return usagef("no output: give -o FILE, or -o - for standard output")
+		return usagef("no output: give -o FILE, or -o - for standard output, or --to ADDR")
 	}
 	if f.out == "-" && env.StdoutTerminal {
 		return refuseTerminal("the event stream")
@@ -128,6 +150,17 @@ func runSimulate(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	dest := f.out
+	if dest == "-" {
+		dest = "standard output"
+	}
+	reportSimulated(env, f, sums, "events written to "+dest)
+	return nil
+}
+
+// reportSimulated prints what the sessions did, and where their events
+// went.
+func reportSimulated(env *Env, f simulateOptions, sums []sim.Summary, where string) {
 	var steps, laneSteps, episodes, failed int64
 	for _, s := range sums {
 		steps += s.Steps
@@ -137,13 +170,8 @@ func runSimulate(ctx context.Context, env *Env, args []string) error {
 			failed++
 		}
 	}
-	dest := f.out
-	if dest == "-" {
-		dest = "standard output"
-	}
-	fmt.Fprintf(env.Stderr, "simulated %d session(s) of %s (%d failed): %d steps, %d lane-steps, %d episodes completed; events written to %s\n",
-		len(sums), f.env, failed, steps, laneSteps, episodes, dest)
-	return nil
+	fmt.Fprintf(env.Stderr, "simulated %d session(s) of %s (%d failed): %d steps, %d lane-steps, %d episodes completed; %s\n",
+		len(sums), f.env, failed, steps, laneSteps, episodes, where)
 }
 
 // simulateConfigs turns the flags into one config per session.

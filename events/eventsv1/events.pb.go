@@ -258,6 +258,13 @@ type Event struct {
 	// 0 when unknown. Recorders use it as the event's recording time, so a
 	// replayed stream records the same times as the original.
 	TimeUnixNano int64 `protobuf:"varint,3,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	// The event's number within its recording (its session_id and
+	// route.env_id), from a producer that may resend events (the rlrec
+	// serve client): 1 for the recording's first event, one more for each
+	// next one; 0 (absent) when unnumbered. A recorder keeps it with the
+	// event in its log, so that after a restart it knows the last event of
+	// each recording it holds and drops resent ones.
+	Sequence uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Event_EnvConnected
@@ -324,6 +331,13 @@ func (x *Event) GetRoute() *RuntimeEnvContext {
 func (x *Event) GetTimeUnixNano() int64 {
 	if x != nil {
 		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *Event) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
 	}
 	return 0
 }
@@ -1463,12 +1477,13 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\x11RuntimeEnvContext\x12\x15\n" +
 	"\x06env_id\x18\x01 \x01(\tR\x05envId\x12(\n" +
 	"\x10env_component_id\x18\x02 \x01(\tR\x0eenvComponentId\x12,\n" +
-	"\x12model_component_id\x18\x03 \x01(\tR\x10modelComponentId\"\x85\b\n" +
+	"\x12model_component_id\x18\x03 \x01(\tR\x10modelComponentId\"\xa1\b\n" +
 	"\x05Event\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
 	"\x05route\x18\x02 \x01(\v2\".rlrec.events.v1.RuntimeEnvContextR\x05route\x12$\n" +
-	"\x0etime_unix_nano\x18\x03 \x01(\x03R\ftimeUnixNano\x12D\n" +
+	"\x0etime_unix_nano\x18\x03 \x01(\x03R\ftimeUnixNano\x12\x1a\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12D\n" +
 	"\renv_connected\x18\n" +
 	" \x01(\v2\x1d.rlrec.events.v1.EnvConnectedH\x00R\fenvConnected\x12J\n" +
 	"\x0fmodel_connected\x18\v \x01(\v2\x1f.rlrec.events.v1.ModelConnectedH\x00R\x0emodelConnected\x12J\n" +

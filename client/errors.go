@@ -1,0 +1,19 @@
+package client
+
+import "errors"
+
+// Sentinel errors of package client; match them with errors.Is.
+var (
+	// ErrClosed is returned by a hook, Flush or Close called after Close.
+	ErrClosed = errors.New("client: closed")
+	// ErrRefused is wrapped by Flush when the server refused events
+	// handed over since the last Flush; the error names the first.
+	ErrRefused = errors.New("client: events refused by the server")
+	// ErrEventTooLarge is returned by a hook whose event encodes to more
+	// than the largest message the server takes (WithMaxMessageBytes); it
+	// is not sent.
+	ErrEventTooLarge = errors.New("client: event too large")
+	// ErrUnauthenticated is wrapped by every call once the server refused
+	// the client's token: give the right one (WithToken).
+	ErrUnauthenticated = errors.New("client: token refused by the server")
+)

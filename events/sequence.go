@@ -1,0 +1,35 @@
+package events
+
+import "google.golang.org/protobuf/encoding/protowire"
+
+// Sequence numbers
+//
+// An eventsv1.Event may carry a sequence field (number 4): the event's
+// number within its recording, set by a producer that resends events
+// after a lost connection (package client), so that a server can drop
+// what it already has. The Go event types do not hold it, since it is no
+// part of the runtime's event: it travels beside them. AppendMarshal never
+// writes it; AppendSequence adds it to an encoded message, and
+// Decoder.Sequence reads it back.
+
+// sequenceField is the field number of eventsv1.Event.sequence. It is part
+// of the wire format: do not change it.
+const sequenceField = 4
+
+// AppendSequence appends the sequence field seq to the encoded
+// eventsv1.Event message that ends dst (as AppendMarshal wrote it) and
+// returns the extended slice. Protobuf lets fields come in any order, so
+// the result decodes to the same event, with Sequence seq. A seq of 0
+// appends nothing: 0 means unnumbered.
+func AppendSequence(dst []byte, seq uint64) []byte {
+	if seq == 0 {
+		return dst
+	}
+	dst = append(dst, byte(sequenceField<<3|protowire.VarintType))
+	return protowire.AppendVarint(dst, seq)
+}
+
+// Sequence returns the sequence field of the message the last successful
+// Decode decoded (the last one when the field is repeated), 0 when it had
+// none.
+func (d *Decoder) Sequence() uint64 { return d.seq }

@@ -1,0 +1,48 @@
+// Package ingest is the server side of `rlrec serve`: a gRPC service
+// (rlrec.ingest.v1, package ingestv1) through which producers in other
+// processes hand events to one recorder, and learn which are durable.
+//
+// # Usage
+//
+//	rec, err := recorder.Open(root, recorder.WithResume(true))
+//	srv, err := ingest.NewServer(rec, ingest.Options{Token: token, Logger: logger})
+//	gs := grpc.NewServer(srv.ServerOptions()...)
+//	srv.Register(gs)               // the Ingest service and grpc.health.v1
+//	go gs.Serve(listener)
+//	http.Handle("/metrics", srv.Metrics())
+//	...
+//	srv.Drain(ctx)                 // acknowledge what was received, end the streams
+//	gs.GracefulStop()
+//	srv.Close()
+//	rec.Close(ctx)
+//
+// # Contract
+//
+// Each stream carries batches of rlrec.events.v1.Event messages, each
+// numbered within its recording (session_id, route.env_id) by its sequence
+// field, from 1. The server hands each event to the recorder
+// (recorder.RecordSequenced) unless it already has it: an event whose
+// sequence is at most the last one the server has of its recording is a
+// resent duplicate and is dropped. The last sequence of every recording
+// comes from the events handed over since the server started and, for a
+// recording that was open when the previous server stopped or crashed,
+// from the recorder's log (recorder.RecoveredSequence, under
+// recorder.WithResume). A stream's batch is acknowledged (durable_batch)
+// only once every event in it is durable in the recorder's log, was
+// already there, or is refused (and then named in the acknowledgement).
+// Durability comes from recorder.Flush, run by one goroutine for every
+// stream in turn, so that many batches share one log fsync.
+//
+// Events of one recording must come on one stream at a time, in order.
+// A client that loses its stream opens another and resends every event
+// not acknowledged; the server keeps no state per stream, so the new
+// stream may reach a new server process.
+//
+// Back-pressure: a stream's events are handed over as they are read, and
+// handing over waits while the recorder's memory budget is full; the
+// stream is then not read, and gRPC flow control stops its client.
+//
+// # Concurrency
+//
+// A Server is safe for concurrent use; it serves any number of streams.
+package ingest

@@ -1,0 +1,502 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/ingest/ingestv1"
+	"github.com/rlrec/rlrec/recorder"
+)
+
+// DefaultMaxMessageBytes is the largest request a Server accepts when
+// Options.MaxMessageBytes is 0: 64 MiB, a batch of a few hundred lanes of
+// camera images.
+const DefaultMaxMessageBytes = 64 << 20
+
+// Options configure a Server.
+type Options struct {
+	// Token, when set, is required of every Ingest call (metadata
+	// "authorization: Bearer TOKEN"); the health service stays open.
+	Token string
+	// MaxMessageBytes bounds one request (0: DefaultMaxMessageBytes).
+	MaxMessageBytes int
+	// Logger gets what the server reports; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Server is the Ingest service over one recorder.
+type Server struct {
+	ingestv1.UnimplementedIngestServer
+
+	rec    *recorder.Recorder
+	opts   Options
+	log    *slog.Logger
+	health *health.Server
+	m      metrics
+
+	// recMu guards recs, the state of every recording seen.
+	recMu sync.Mutex
+	recs  map[recordingKey]*recordingState
+
+	// tickets numbers the batches fully handed over; durable is the last
+	// ticket a recorder Flush has covered. durableCh is closed and
+	// replaced each time durable moves.
+	tickets   atomic.Uint64
+	durable   atomic.Uint64
+	durMu     sync.Mutex
+	durableCh chan struct{}
+	kick      chan struct{}
+	stopDur   chan struct{}
+	durDone   chan struct{}
+	failed    atomic.Pointer[error]
+
+	drainOnce sync.Once
+	draining  chan struct{}
+	streams   sync.WaitGroup
+	closeOnce sync.Once
+}
+
+type recordingKey struct{ sessionID, envID string }
+
+// recordingState is what the server knows of one recording: the last
+// sequence handed over. mu serialises the events of the recording across
+// streams (an old stream still being read and its client's new one).
+type recordingState struct {
+	mu   sync.Mutex
+	last uint64
+}
+
+// NewServer returns a Server recording into rec, which should be opened
+// WithResume so that recordings and their sequences survive a restart.
+// It starts the goroutine that makes batches durable; Close stops it.
+func NewServer(rec *recorder.Recorder, opts Options) (*Server, error) {
+	if rec == nil {
+		return nil, errors.New("ingest: new server: nil recorder")
+	}
+	if opts.MaxMessageBytes < 0 {
+		return nil, fmt.Errorf("ingest: new server: max message size %d bytes is negative", opts.MaxMessageBytes)
+	}
+	if opts.MaxMessageBytes == 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		rec: rec, opts: opts, log: log,
+		health:    health.NewServer(),
+		recs:      make(map[recordingKey]*recordingState),
+		durableCh: make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		stopDur:   make(chan struct{}),
+		durDone:   make(chan struct{}),
+		draining:  make(chan struct{}),
+	}
+	s.m.init()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(ingestv1.Ingest_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	go s.durability()
+	return s, nil
+}
+
+// ServerOptions returns the grpc.ServerOptions the service needs: the
+// token check and the message size bound. Add credentials (TLS) to them.
+func (s *Server) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
+		grpc.ChainStreamInterceptor(s.streamAuth),
+		grpc.ChainUnaryInterceptor(s.unaryAuth),
+	}
+}
+
+// Register registers the Ingest service and the standard health service
+// (grpc.health.v1) on gs.
+func (s *Server) Register(gs *grpc.Server) {
+	ingestv1.RegisterIngestServer(gs, s)
+	healthpb.RegisterHealthServer(gs, s.health)
+}
+
+// Drain stops taking batches: every stream finishes the batch in hand,
+// waits until what it took is durable and acknowledged, and ends with
+// status Unavailable, so that its client resends the rest to the next
+// server. The health service reports NOT_SERVING from now on. Drain
+// returns once every stream has ended, or ctx is done.
+func (s *Server) Drain(ctx context.Context) error {
+	s.drainOnce.Do(func() {
+		s.health.Shutdown()
+		close(s.draining)
+	})
+	done := make(chan struct{})
+	go func() { s.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("ingest: drain: %w", ctx.Err())
+	}
+}
+
+// Close stops the durability goroutine. Call it after the gRPC server has
+// stopped, before closing the recorder.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.stopDur)
+		<-s.durDone
+	})
+}
+
+// Err returns the recorder error that stopped the server, or nil.
+func (s *Server) Err() error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (s *Server) fail(err error) {
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.log.Error("the recorder failed; streams are ended, restart the server to recover the ROOT", "err", err)
+		s.health.Shutdown()
+	}
+}
+
+// durability is the goroutine that makes handed-over batches durable:
+// whenever some are not, it flushes the recorder and publishes the
+// ticket the flush covered. One flush (one log fsync) covers every batch
+// of every stream handed over before it began.
+func (s *Server) durability() {
+	defer close(s.durDone)
+	for {
+		select {
+		case <-s.kick:
+		case <-s.stopDur:
+			return
+		}
+		mark := s.tickets.Load()
+		if mark == s.durable.Load() {
+			continue
+		}
+		start := time.Now()
+		err := s.rec.Flush(context.Background())
+		s.m.flush.observe(time.Since(start).Seconds())
+		if err != nil {
+			s.fail(fmt.Errorf("flush the recorder: %w", err))
+			s.publish()
+			return
+		}
+		s.durable.Store(mark)
+		s.publish()
+		if s.tickets.Load() != mark {
+			s.wake()
+		}
+	}
+}
+
+func (s *Server) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// publish wakes every stream waiting for durability.
+func (s *Server) publish() {
+	s.durMu.Lock()
+	close(s.durableCh)
+	s.durableCh = make(chan struct{})
+	s.durMu.Unlock()
+}
+
+func (s *Server) durableChanged() <-chan struct{} {
+	s.durMu.Lock()
+	defer s.durMu.Unlock()
+	return s.durableCh
+}
+
+// recording returns the state of a recording, creating it from what the
+// recorder recovered.
+func (s *Server) recording(sessionID, envID string) *recordingState {
+	k := recordingKey{sessionID, envID}
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	st := s.recs[k]
+	if st == nil {
+		st = &recordingState{last: s.rec.RecoveredSequence(sessionID, envID)}
+		s.recs[k] = st
+	}
+	return st
+}
+
+// pendingAck is a batch handed over and not yet acknowledged.
+type pendingAck struct {
+	batch   uint64
+	ticket  uint64
+	refused []*ingestv1.Refusal
+	bytes   int64
+}
+
+// stream is the state of one Record call.
+type stream struct {
+	s   *Server
+	gs  ingestv1.Ingest_RecordServer
+	dec events.Decoder
+
+	mu      sync.Mutex
+	pending []pendingAck
+	ended   bool // no more batches will be added
+	last    uint64
+	// poke wakes sendAcks when the stream ends.
+	poke chan struct{}
+}
+
+// Record serves one stream: see the package doc.
+func (s *Server) Record(gs ingestv1.Ingest_RecordServer) error {
+	s.streams.Add(1)
+	defer s.streams.Done()
+	s.m.streams.Add(1)
+	defer s.m.streams.Add(-1)
+	select {
+	case <-s.draining:
+		return status.Error(codes.Unavailable, ErrDraining.Error())
+	default:
+	}
+	st := &stream{s: s, gs: gs, poke: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(gs.Context())
+	defer cancel()
+
+	// The receiver reads ahead by one request, so that a drain can end the
+	// stream while Recv waits.
+	type recv struct {
+		req *ingestv1.RecordRequest
+		err error
+	}
+	reqs := make(chan recv)
+	go func() {
+		for {
+			req, err := gs.Recv()
+			select {
+			case reqs <- recv{req, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	acks := make(chan error, 1)
+	go func() { acks <- st.sendAcks(ctx) }()
+
+	finish := func(end error) error {
+		st.mu.Lock()
+		st.ended = true
+		st.mu.Unlock()
+		st.poke <- struct{}{}
+		if end != nil && status.Code(end) != codes.Unavailable {
+			// A broken stream: its acks can no longer be sent.
+			cancel()
+			<-acks
+			return end
+		}
+		if err := <-acks; err != nil {
+			return err
+		}
+		return end
+	}
+	for {
+		var r recv
+		select {
+		case r = <-reqs:
+		case <-s.draining:
+			return finish(status.Error(codes.Unavailable, ErrDraining.Error()))
+		}
+		if r.err == io.EOF {
+			return finish(nil)
+		}
+		if r.err != nil {
+			return finish(r.err)
+		}
+		if err := st.handle(ctx, r.req); err != nil {
+			return finish(err)
+		}
+	}
+}
+
+// handle hands over one batch's events and queues its acknowledgement.
+func (st *stream) handle(ctx context.Context, req *ingestv1.RecordRequest) error {
+	s := st.s
+	if req.GetBatch() != st.last+1 {
+		return status.Errorf(codes.InvalidArgument, "rlrec serve: batch %d after batch %d: batches are numbered 1, 2, ... on each stream", req.GetBatch(), st.last)
+	}
+	if err := s.Err(); err != nil {
+		return status.Errorf(codes.Unavailable, "rlrec serve: %v", err)
+	}
+	st.last = req.GetBatch()
+	p := pendingAck{batch: req.GetBatch()}
+	for i, msg := range req.GetEvents() {
+		p.bytes += int64(len(msg))
+		ref, err := st.event(ctx, msg)
+		if err != nil {
+			return err
+		}
+		if ref != nil {
+			ref.Batch, ref.Index = req.GetBatch(), uint32(i)
+			p.refused = append(p.refused, ref)
+			s.m.refused[ref.Reason].Add(1)
+		}
+	}
+	s.m.batches.Add(1)
+	s.m.bytes.Add(p.bytes)
+	s.m.unacked.Add(p.bytes)
+	p.ticket = s.tickets.Add(1)
+	st.mu.Lock()
+	st.pending = append(st.pending, p)
+	st.mu.Unlock()
+	s.wake()
+	return nil
+}
+
+// event hands over one event, unless the server has it. It returns a
+// refusal for an event it does not record, and an error that ends the
+// stream when the event could not be handed over (the stream is gone, or
+// the recorder failed); the event then stays unacknowledged.
+func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, error) {
+	s := st.s
+	ev, at, err := st.dec.Decode(msg)
+	if err != nil {
+		return s.invalid(ctx, msg, err), nil
+	}
+	seq := st.dec.Sequence()
+	sid, route := ev.Header()
+	if seq == 0 {
+		return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Reason: ingestv1.RefusalReason_REFUSAL_REASON_NO_SEQUENCE,
+			Message: fmt.Sprintf("%s event of session %q (env_id %q) has no sequence number", ev.Kind(), sid, route.EnvID)}, nil
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	rs := s.recording(sid, route.EnvID)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if seq <= rs.last {
+		s.m.duplicates.Add(1)
+		return nil, nil
+	}
+	if seq > rs.last+1 {
+		s.m.gaps.Add(1)
+		s.log.Warn("sequence gap: events of a recording are missing (a client that lost events it had not sent?)",
+			"session", sid, "env", route.EnvID, "after", rs.last, "got", seq)
+	}
+	err = s.rec.RecordSequenced(ctx, ev, at, seq)
+	switch {
+	case err == nil:
+		rs.last = seq
+		s.m.events.Add(1)
+		return nil, nil
+	case ctx.Err() != nil:
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case errors.Is(err, recorder.ErrFailed), errors.Is(err, recorder.ErrClosed):
+		s.fail(err)
+		return nil, status.Errorf(codes.Unavailable, "rlrec serve: %v", err)
+	}
+	rs.last = seq
+	return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq,
+		Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER, Message: err.Error()}, nil
+}
+
+// invalid refuses a message that does not decode. A well-formed message
+// that is no valid event is counted in the recording it names, as
+// rlrec ingest does.
+func (s *Server) invalid(ctx context.Context, msg []byte, err error) *ingestv1.Refusal {
+	ref := &ingestv1.Refusal{Reason: ingestv1.RefusalReason_REFUSAL_REASON_MALFORMED, Message: err.Error()}
+	if !errors.Is(err, events.ErrUnknownKind) && !errors.Is(err, events.ErrUnknownEnum) {
+		return ref
+	}
+	// The stream reader describes an invalid event with its header.
+	framed := protowire.AppendVarint(make([]byte, 0, len(msg)+10), uint64(len(msg)))
+	r := events.NewStreamReader(bytes.NewReader(append(framed, msg...)), len(msg)+1)
+	r.Next()
+	var bad *events.InvalidEventError
+	if !errors.As(r.Err(), &bad) {
+		return ref
+	}
+	ref.Reason = ingestv1.RefusalReason_REFUSAL_REASON_INVALID_EVENT
+	ref.SessionId, ref.EnvId = bad.SessionID, bad.Route.EnvID
+	at := bad.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	if err := s.rec.RecordInvalid(ctx, bad, at); err != nil {
+		ref.Message += "; " + err.Error()
+	}
+	return ref
+}
+
+// sendAcks sends the acknowledgement of every pending batch once it is
+// durable, until the stream has ended and nothing is pending.
+func (st *stream) sendAcks(ctx context.Context) error {
+	s := st.s
+	for {
+		ch := s.durableChanged()
+		if err := s.Err(); err != nil {
+			return status.Errorf(codes.Unavailable, "rlrec serve: %v", err)
+		}
+		d := s.durable.Load()
+		st.mu.Lock()
+		n := 0
+		for n < len(st.pending) && st.pending[n].ticket <= d {
+			n++
+		}
+		done := st.ended && n == len(st.pending)
+		var resp *ingestv1.RecordResponse
+		var acked int64
+		if n > 0 {
+			resp = &ingestv1.RecordResponse{DurableBatch: st.pending[n-1].batch}
+			for _, p := range st.pending[:n] {
+				resp.Refused = append(resp.Refused, p.refused...)
+				acked += p.bytes
+			}
+			st.pending = append(st.pending[:0], st.pending[n:]...)
+		}
+		st.mu.Unlock()
+		if resp != nil {
+			s.m.unacked.Add(-acked)
+			if err := st.gs.Send(resp); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-st.poke:
+		case <-ctx.Done():
+			st.mu.Lock()
+			var left int64
+			for _, p := range st.pending {
+				left += p.bytes
+			}
+			st.pending = nil
+			st.mu.Unlock()
+			s.m.unacked.Add(-left)
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package recorder
+
+import (
+	"context"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Sequence numbers
+//
+// A producer that may resend events after a lost connection (rlrec serve's
+// clients) numbers the events of each recording 1, 2, 3, ...
+// RecordSequenced keeps that number in the event's log record (the
+// eventsv1.Event sequence field), and the assembler keeps the highest one
+// per recording in its state and in snapshots (Session field 40), so that
+// after a crash recovery knows the last event of each recording that
+// reached the log. Under WithResume, RecoveredSequence reports it to the
+// server, which then drops the resent events it already has.
+
+// snapshotSeqField is the Session field of a snapshot that holds the
+// recording's highest sequence number. It is part of the on-disk format:
+// do not change it. (Fields 40 and up of Session are reserved for
+// sequence and resume state.)
+const snapshotSeqField protowire.Number = 40
+
+// sequenced is a logged event with the sequence number its record
+// carries: decodeRecord wraps events that have one, and the assembler
+// unwraps them (unsequence).
+type sequenced struct {
+	events.Event
+	seq uint64
+}
+
+// unsequence returns the event inside a sequenced one and its number, or
+// ev itself and 0.
+func unsequence(ev events.Event) (events.Event, uint64) {
+	if s, ok := ev.(*sequenced); ok {
+		return s.Event, s.seq
+	}
+	return ev, 0
+}
+
+func appendSessionSeq(b []byte, s *session) []byte {
+	if s.seq == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, snapshotSeqField, protowire.VarintType)
+	return protowire.AppendVarint(b, s.seq)
+}
+
+// RecordSequenced hands over an event observed at time t like RecordAt,
+// with its producer's sequence number seq: the event's number within its
+// recording (its session id and route env id), counted from 1. The log
+// record keeps it, so that a recorder opened WithResume after a crash
+// reports, through RecoveredSequence, the highest number of each
+// recording that reached the log. The recorder does not check the
+// numbers; dropping duplicates is the caller's work. A seq of 0 is
+// RecordAt.
+func (r *Recorder) RecordSequenced(ctx context.Context, ev events.Event, t time.Time, seq uint64) error {
+	return r.record(ctx, ev, t, seq)
+}
+
+// RecoveredSequence returns the highest sequence number (RecordSequenced)
+// among the events of the recording (sessionID, envID) that Open found in
+// the log and resumed, or 0 when it found none. It is set only under
+// WithResume; it does not change after Open.
+func (r *Recorder) RecoveredSequence(sessionID, envID string) uint64 {
+	return r.recovSeqs[hive.Recording{SessionID: sessionID, EnvID: envID}]
+}

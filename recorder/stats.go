@@ -1,0 +1,25 @@
+package recorder
+
+// Stats are running totals of a Recorder, for monitoring (rlrec serve's
+// /metrics).
+type Stats struct {
+	// EpisodesWritten counts the episodes whose files are durable since
+	// Open, completed or incomplete, those recovery wrote included.
+	EpisodesWritten int64
+	// Problems counts the input problems counted since Open (the
+	// sessions table's problems column, summed over recordings).
+	Problems int64
+	// Failed is set once a write or sync error stopped the recorder.
+	Failed bool
+}
+
+// Stats returns the recorder's running totals. It is safe to call
+// concurrently with anything else.
+func (r *Recorder) Stats() Stats {
+	completed, incomplete, _ := r.w.counts()
+	st := Stats{EpisodesWritten: int64(completed + incomplete), Failed: r.err() != nil}
+	if a := r.asm; a != nil {
+		st.Problems = a.problems.Load()
+	}
+	return st
+}
