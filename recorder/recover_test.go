@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/rlrec/rlrec/schema"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
 )
 
