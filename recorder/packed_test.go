@@ -160,6 +160,23 @@ func TestEpisodeBatchDelay(t *testing.T) {
 	}
 }
 
+// openForEvents opens a recorder on root and returns it with a function
+// that hands it one event, failing the test on an error.
+func openForEvents(t *testing.T, root string) (*recorder.Recorder, func(events.Event)) {
+	t.Helper()
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1_700_000_000, 0)
+	return rec, func(ev events.Event) {
+		t.Helper()
+		if err := rec.RecordAt(context.Background(), ev, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestManyEmptyEpisodes: a stream of episodes that never step (300,000
 // EpisodeStarted once made 300,000 files and 3.5 GB) costs no steps file
 // and a few episodes files.
@@ -167,18 +184,8 @@ func TestManyEmptyEpisodes(t *testing.T) {
 	const n = 30000
 	root := filepath.Join(t.TempDir(), "root")
 	ctx := context.Background()
-	rec, err := recorder.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, record := openForEvents(t, root)
 	route := events.RuntimeEnvContext{EnvID: "env-empty"}
-	at := time.Unix(1_700_000_000, 0)
-	record := func(ev events.Event) {
-		t.Helper()
-		if err := rec.RecordAt(ctx, ev, at); err != nil {
-			t.Fatal(err)
-		}
-	}
 	record(&events.SessionStarted{SessionID: "s", Route: route, EnvID: route.EnvID})
 	for i := range n {
 		record(&events.EpisodeStarted{SessionID: "s", Route: route, EpisodeID: fmt.Sprint("e", i), EpisodeRecordID: fmt.Sprintf("ep-%06d", i+1), EpisodeIndex: int64(i + 1)})
@@ -212,18 +219,8 @@ func TestLogsStreamOut(t *testing.T) {
 	const n = 200_000
 	root := filepath.Join(t.TempDir(), "root")
 	ctx := context.Background()
-	rec, err := recorder.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, record := openForEvents(t, root)
 	route := events.RuntimeEnvContext{EnvID: "env-logs"}
-	at := time.Unix(1_700_000_000, 0)
-	record := func(ev events.Event) {
-		t.Helper()
-		if err := rec.RecordAt(ctx, ev, at); err != nil {
-			t.Fatal(err)
-		}
-	}
 	record(&events.SessionStarted{SessionID: "s", Route: route, EnvID: route.EnvID})
 	for i := range n {
 		record(&events.Log{SessionID: "s", Route: route, Level: events.LogInfo, Message: fmt.Sprintf("line %d of a chatty environment", i)})
