@@ -367,7 +367,6 @@ func (w *writer) pack(b *batch, m episodeMeta, j rowsJob, e *batchEntry) error {
 	if f.steps == nil {
 		return nil
 	}
-	f.steps.SetEpisodeBoundaries(true)
 	if err := f.steps.EndEpisode(); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
 	}

@@ -176,6 +176,11 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		abortParts(parts)
 		return
 	}
+	if err := w.r.ensureLayout(); err != nil {
+		abortParts(parts)
+		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+		return
+	}
 	if err := parquetout.SyncParts(w.fs, w.root, parts); err != nil {
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return

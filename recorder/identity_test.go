@@ -247,12 +247,56 @@ func TestLongIDs(t *testing.T) {
 	}
 }
 
+// TestHalfCreatedRoot: what a crash of a new ROOT's first recorder leaves
+// (directories and temp files, no layout file, no log) is taken as a new
+// ROOT: Open removes the temp files, and the layout it was asked for
+// holds.
+func TestHalfCreatedRoot(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "steps", "session_id=s", "env_id=r", "episode_record_id=ep-000001")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "_rlrec", "log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(dir, ".part-00000.parquet.tmp"), filepath.Join(root, "_rlrec", "open")} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A recovery that writes nothing does not choose the layout.
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatalf("Open of a half-created ROOT: %v", err)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".part-00000.parquet.tmp")); err == nil {
+		t.Fatal("the crashed writer's temp file is still there")
+	}
+	rec, err = recorder.Open(root, recorder.WithLayout(hive.LayoutSession))
+	if err != nil {
+		t.Fatalf("Open with layout session after a recovery that wrote nothing: %v", err)
+	}
+	rec.Close(context.Background())
+}
+
 // TestLayoutFile: a new ROOT records its schema version and layout; a ROOT
 // written before schema version 2 (tables, no layout file), or one whose
 // layout file names another version, is refused before anything changes.
 func TestLayoutFile(t *testing.T) {
 	root := t.TempDir()
 	recordAll(t, root, nil)
+	if _, err := os.Stat(filepath.Join(root, "_rlrec", "layout")); err == nil {
+		t.Fatal("a recorder that wrote nothing chose the ROOT's layout")
+	}
+	c := &collector{}
+	if _, err := sim.RunSessions(context.Background(), c, []sim.Config{{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 1, Seed: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	recordAll(t, root, c.evs)
 	b, err := os.ReadFile(filepath.Join(root, "_rlrec", "layout"))
 	if err != nil || string(b) != "schema_version=2\nlayout=episode\n" {
 		t.Fatalf("layout file %q, %v", b, err)
@@ -263,7 +307,11 @@ func TestLayoutFile(t *testing.T) {
 		opts  []recorder.Option
 	}{
 		{"v1 tables without a layout file", func(root string) error {
-			return os.MkdirAll(filepath.Join(root, "steps", "session_id=s", "episode_record_id=ep-000001"), 0o755)
+			dir := filepath.Join(root, "steps", "session_id=s", "episode_record_id=ep-000001")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "part-00000.parquet"), []byte("PAR1"), 0o644)
 		}, nil},
 		{"another schema version", func(root string) error {
 			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {

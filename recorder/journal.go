@@ -121,3 +121,40 @@ func removeJournal(fsys vfs.FS, root string) error {
 	}
 	return nil
 }
+
+// The open marker, ROOT/_rlrec/open, exists while a recorder may have
+// files under temp names in ROOT: Open creates it (durably) before
+// anything is written and a clean Close removes it last. An Open that
+// finds it knows the previous recorder stopped without closing, and looks
+// for the temp files it left even when its log is empty (a crash before
+// the log's first sync). Part of the on-disk format: do not change it.
+const openMarkerName = "open"
+
+// markOpen creates the open marker and reports whether it was there.
+func (r *Recorder) markOpen() (bool, error) {
+	state := filepath.Join(r.root, hive.StateDir)
+	name := filepath.Join(state, openMarkerName)
+	if _, err := r.fs.Stat(name); err == nil {
+		return true, nil
+	}
+	f, err := r.fs.Create(name)
+	if err != nil {
+		return false, fmt.Errorf("open %s: create %s: %w", r.root, name, err)
+	}
+	if err := f.Close(); err != nil {
+		return false, fmt.Errorf("open %s: close %s: %w", r.root, name, err)
+	}
+	if err := r.fs.SyncDir(state); err != nil {
+		return false, fmt.Errorf("open %s: sync %s: %w", r.root, state, err)
+	}
+	return false, nil
+}
+
+// markClosed removes the open marker after a clean Close.
+func (r *Recorder) markClosed() error {
+	state := filepath.Join(r.root, hive.StateDir)
+	if err := r.fs.Remove(filepath.Join(state, openMarkerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", openMarkerName, err)
+	}
+	return r.fs.SyncDir(state)
+}

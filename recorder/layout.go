@@ -62,16 +62,61 @@ func (r *Recorder) checkLayout() error {
 		return fmt.Errorf("open %s: %w", r.root, err)
 	}
 	for _, t := range hive.Tables {
-		if _, err := r.fs.Stat(filepath.Join(r.root, t.Name)); err == nil {
+		// Directories and temp files alone are what a crash of a new
+		// ROOT's first recorder leaves before its first file is
+		// published with the layout file.
+		if r.hasPublished(filepath.Join(r.root, t.Name), 4) {
 			return fmt.Errorf("open %s: %w: it holds a %s table but no %s, so an rlrec before schema version %s wrote it; record into a new ROOT",
 				r.root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion)
 		}
 	}
 	if want == "" {
-		want = hive.LayoutEpisode
+		// Nothing is recorded yet and no layout was asked for: the ROOT
+		// gets the default layout with its first file (ensureLayout), so
+		// that a recorder that writes nothing (rlrec recover on a ROOT a
+		// crash left half created) does not choose it.
+		r.layout, r.layoutPending = hive.LayoutEpisode, true
+		return nil
 	}
 	r.layout = want
-	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, want)
+	return r.writeLayout()
+}
+
+// hasPublished reports whether dir, or a directory up to depth levels
+// below it, holds a published part file.
+func (r *Recorder) hasPublished(dir string, depth int) bool {
+	entries, err := r.fs.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if _, temp, ok := hive.ParsePartName(e.Name()); ok && !temp && !e.IsDir() {
+			return true
+		}
+		if depth > 0 && e.IsDir() && r.hasPublished(filepath.Join(dir, e.Name()), depth-1) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureLayout writes the layout file of a new ROOT before its first file
+// is published; the committer calls it.
+func (r *Recorder) ensureLayout() error {
+	r.layoutOnce.Do(func() {
+		if r.layoutPending {
+			r.layoutErr = r.writeLayout()
+		}
+	})
+	return r.layoutErr
+}
+
+// writeLayout writes the layout file: a temp file, synced, renamed, its
+// directory synced.
+func (r *Recorder) writeLayout() error {
+	state := filepath.Join(r.root, hive.StateDir)
+	name := filepath.Join(state, hive.LayoutName)
+	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, r.layout)
 	tmp := filepath.Join(state, "."+hive.LayoutName+".tmp")
 	out, err := r.fs.Create(tmp)
 	if err != nil {

@@ -166,12 +166,11 @@ var layoutProbes = map[string]probeMode{
 // first: no replacing) and syncs the file system again. Otherwise it
 // creates every file under its final name and syncs the file system once
 // at the end: the cheapest way to make n directories and files durable.
-func probeDirFiles(b *testing.B, parent string, n, size, writers int, mode probeMode) time.Duration {
+func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers int, mode probeMode) time.Duration {
 	group, window, maxGroup := mode.group, mode.window, mode.maxGroup
 	b.Helper()
 	payload := make([]byte, size)
 	fillFrames(payload, len(payload), 1)
-	fsys := vfs.OS()
 	type item struct{ tmp, final string }
 	done := make(chan item, maxGroup)
 	var next atomic.Int64
@@ -274,14 +273,24 @@ func probeDirFiles(b *testing.B, parent string, n, size, writers int, mode probe
 // further on.
 var layoutRuns int
 
+// layoutCase is one comparison of BenchmarkLayouts: the variants each op
+// runs, in the order of the first op.
+type layoutCase struct {
+	name     string
+	variants []string
+	// abba: each op runs the two variants as A B B A or B A A B, in turn;
+	// else each op runs every variant once, in an order that rotates.
+	abba bool
+}
+
 // BenchmarkLayouts records the same simulated session (cartpole, 16
 // lanes, the simulator's default policy, next-step autoreset, 200-step
-// cap: about 46 steps an episode) in each op with every variant, in an
-// order that rotates from op to op:
+// cap: about 46 steps an episode, 2,000 episodes) in each op with every
+// variant of its case:
 //
 //   - session: sim.Run into a recorder on a new ROOT with
 //     WithLayout(hive.LayoutSession) and the default options (durable log,
-//     SyncGroup), then Close;
+//     SyncGroup, zstd), then Close;
 //   - episode: the same with hive.LayoutEpisode;
 //   - bare: a bare parquet-go GenericWriter writes the same rows (the
 //     fixed steps columns, episode_record_id and the typed observation and
@@ -291,45 +300,53 @@ var layoutRuns int
 //     recorder's writer count, one directory and one file (of about a
 //     steps file's size) per episode, in each mode of layoutProbes.
 //
-// The session is also run into events.NoopHooks first; net figures
-// subtract that time (the simulator's own) from the recorder's. Between
-// variants, outside the timer, the previous variant's files are removed
-// and the disk is synced (settle).
+// Case session-bare runs session and bare as A B B A (or B A A B, in
+// turn), so that the two short variants run side by side; case
+// episode-probes runs episode, the three probes and bare once each, in an
+// order that rotates from op to op. The session is also run into
+// events.NoopHooks first; net figures subtract that time (the
+// simulator's own) from the recorder's. Between variants, outside the
+// timer, the previous variant's files are removed and the disk is synced
+// (settle).
 //
 // Reported per variant: session- and episode- net and gross rows/s
 // (lane-steps/s) and episodes/s; bare-rows/s; each probe's eps/s
 // (directories with a file per second); the ratios session/bare and
 // episode/bare (net rows/s) and episode/<probe> (net episodes/s; the
-// -gross ratios without the subtraction); the files each layout wrote; and the CPU time of the
-// process (user and system, all goroutines and the kernel's work on
-// their behalf) per row of the simulator, each layout and the bare
-// writer, and per episode of layout episode and the probes.
+// -gross ratios without the subtraction); the files each layout wrote;
+// the CPU time of the process (user and system, all goroutines and the
+// kernel's work on their behalf) per row of the simulator, each layout and
+// the bare writer, and per episode of layout episode and the probes; and,
+// for those, the mean wall time of a mkdir and of a file creation and the
+// time in syncfs per op. The recorders and the probes run on a timedFS
+// over the OS file system (two clock reads per call) for these.
 func BenchmarkLayouts(b *testing.B) {
-	for _, bc := range []struct {
-		eps   int64
-		codec Compression
-	}{
-		{2000, CompressionZstd},
+	const eps = 2000
+	codec := CompressionZstd
+	for _, lc := range []layoutCase{
+		{"session-bare", []string{"session", "bare"}, true},
+		{"episode-probes", []string{"episode", "probe-commit", "probe-batch", "probe-end", "bare"}, false},
 	} {
-		b.Run(fmt.Sprintf("cartpole/n=16/eps=%d/%s", bc.eps, bc.codec), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/cartpole/n=16/eps=%d/%s", lc.name, eps, codec), func(b *testing.B) {
 			base := b.TempDir()
 			type timing struct {
 				d     time.Duration
 				cpu   cpuTimes
+				fs    timedFS
 				files int
 				dirs  int
+				runs  int
 			}
 			sum := map[string]*timing{}
-			variantNames := []string{"session", "episode", "bare", "probe-commit", "probe-batch", "probe-end"}
-			for _, v := range append([]string{"sim"}, variantNames...) {
-				sum[v] = &timing{}
+			for _, v := range append([]string{"sim"}, lc.variants...) {
+				sum[v] = &timing{fs: timedFS{FS: vfs.OS()}}
 			}
 			var laneSteps, episodes, fileBytes, stepsFiles int64
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				cfg := sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep,
-					MaxEpisodes: bc.eps, MaxEpisodeSteps: 200, Seed: uint64(layoutRuns + 1)}
-				rows, eps := packedRows(b, cfg)
+					MaxEpisodes: eps, MaxEpisodeSteps: 200, Seed: uint64(layoutRuns + 1)}
+				rows, neps := packedRows(b, cfg)
 				settle()
 				b.StartTimer()
 				t0, c0 := time.Now(), cpuTime()
@@ -339,14 +356,24 @@ func BenchmarkLayouts(b *testing.B) {
 				}
 				sum["sim"].d += time.Since(t0)
 				sum["sim"].cpu = sum["sim"].cpu.add(cpuTime().sub(c0))
+				sum["sim"].runs++
 				if int(s0.LaneSteps) != len(rows) {
 					b.Fatalf("the simulator ran %d lane-steps, the collector saw %d rows", s0.LaneSteps, len(rows))
 				}
-				k := layoutRuns % len(variantNames)
-				variants := slices.Concat(variantNames[k:], variantNames[:k])
+				var order []string
+				if lc.abba {
+					x, y := lc.variants[0], lc.variants[1]
+					if layoutRuns%2 == 1 {
+						x, y = y, x
+					}
+					order = []string{x, y, y, x}
+				} else {
+					k := layoutRuns % len(lc.variants)
+					order = slices.Concat(lc.variants[k:], lc.variants[:k])
+				}
 				layoutRuns++
-				for _, v := range variants {
-					dir := filepath.Join(base, v+"-"+strconv.Itoa(i))
+				for j, v := range order {
+					dir := filepath.Join(base, v+"-"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
 					t0, c0 := time.Now(), cpuTime()
 					switch v {
 					case "session", "episode":
@@ -354,7 +381,7 @@ func BenchmarkLayouts(b *testing.B) {
 						if v == "episode" {
 							layout = hive.LayoutEpisode
 						}
-						r := openBench(b, dir, WithLayout(layout), WithCompression(bc.codec))
+						r := openBench(b, dir, WithLayout(layout), WithCompression(codec), WithFS(&sum[v].fs))
 						s, err := sim.Run(context.Background(), r, cfg)
 						if err != nil {
 							b.Fatal(err)
@@ -367,15 +394,16 @@ func BenchmarkLayouts(b *testing.B) {
 						if err := os.MkdirAll(dir, 0o755); err != nil {
 							b.Fatal(err)
 						}
-						writeBare(b, dir, rows, len(rows), benchCodec(bc.codec), parquet.PageBufferSize(256<<10))
+						writeBare(b, dir, rows, len(rows), benchCodec(codec), parquet.PageBufferSize(256<<10))
 					default:
 						parent := filepath.Join(dir, "steps", "session_id=s", "env_id=e")
-						probeDirFiles(b, parent, eps, layoutProbeFileBytes, defaultOptions().workers, layoutProbes[v])
+						probeDirFiles(b, &sum[v].fs, parent, neps, layoutProbeFileBytes, defaultOptions().workers, layoutProbes[v])
 					}
 					d, c := time.Since(t0), cpuTime().sub(c0)
 					b.StopTimer()
 					sum[v].d += d
 					sum[v].cpu = sum[v].cpu.add(c)
+					sum[v].runs++
 					if v == "session" || v == "episode" {
 						f, n := countFiles(b, filepath.Join(dir, "steps"))
 						sum[v].files += f
@@ -390,41 +418,53 @@ func BenchmarkLayouts(b *testing.B) {
 					b.StartTimer()
 				}
 				laneSteps += s0.LaneSteps
-				episodes += int64(eps)
+				episodes += int64(neps)
 			}
 			b.StopTimer()
-			ls, ne := float64(laneSteps), float64(episodes)
+			// Per run of a variant: an op may run one twice.
+			ls, ne := float64(laneSteps)/float64(b.N), float64(episodes)/float64(b.N)
+			per := func(v string) time.Duration { return sum[v].d / time.Duration(sum[v].runs) }
 			rate := func(n float64, d time.Duration) float64 { return n / d.Seconds() }
-			bare := rate(ls, sum["bare"].d)
+			bare := rate(ls, per("bare"))
 			b.ReportMetric(bare, "bare-rows/s")
-			for _, v := range []string{"session", "episode"} {
-				net := sum[v].d - sum["sim"].d
-				b.ReportMetric(rate(ls, net), v+"-net-rows/s")
-				b.ReportMetric(rate(ls, sum[v].d), v+"-gross-rows/s")
-				b.ReportMetric(rate(ne, net), v+"-net-eps/s")
-				b.ReportMetric(rate(ls, net)/bare, v+"/bare")
-				b.ReportMetric(rate(ls, sum[v].d)/bare, v+"-gross/bare")
-				b.ReportMetric(float64(sum[v].files)/float64(b.N), v+"-steps-files")
-				b.ReportMetric(float64(sum[v].dirs)/float64(b.N), v+"-steps-dirs")
+			b.ReportMetric(ls, "rows")
+			b.ReportMetric(ne, "episodes")
+			for _, v := range lc.variants {
+				t := sum[v]
+				runs := float64(t.runs)
+				if !strings.HasPrefix(v, "probe-") {
+					b.ReportMetric(float64(t.cpu.user)/ls/runs, v+"-user-ns/row")
+					b.ReportMetric(float64(t.cpu.sys)/ls/runs, v+"-sys-ns/row")
+				}
+				switch v {
+				case "session", "episode":
+					net := per(v) - per("sim")
+					b.ReportMetric(rate(ls, net), v+"-net-rows/s")
+					b.ReportMetric(rate(ls, per(v)), v+"-gross-rows/s")
+					b.ReportMetric(rate(ne, net), v+"-net-eps/s")
+					b.ReportMetric(rate(ls, net)/bare, v+"/bare")
+					b.ReportMetric(rate(ls, per(v))/bare, v+"-gross/bare")
+					b.ReportMetric(float64(t.files)/runs, v+"-steps-files")
+					b.ReportMetric(float64(t.dirs)/runs, v+"-steps-dirs")
+				case "bare":
+				default:
+					p := rate(ne, per(v))
+					b.ReportMetric(p, v+"-eps/s")
+					b.ReportMetric(rate(ne, per("episode")-per("sim"))/p, "episode/"+v)
+					b.ReportMetric(rate(ne, per("episode"))/p, "episode-gross/"+v)
+				}
+				if v == "episode" || strings.HasPrefix(v, "probe-") {
+					b.ReportMetric(float64(t.cpu.user)/ne/runs/1e3, v+"-user-us/ep")
+					b.ReportMetric(float64(t.cpu.sys)/ne/runs/1e3, v+"-sys-us/ep")
+					for _, k := range []ioKind{ioMkdir, ioCreate} {
+						if n := t.fs.n[k].Load(); n > 0 {
+							b.ReportMetric(float64(t.fs.ns[k].Load())/float64(n)/1e3, v+"-"+ioKindNames[k]+"-us")
+						}
+					}
+					b.ReportMetric(float64(t.fs.ns[ioSyncFS].Load())/1e6/runs, v+"-syncfs-ms")
+				}
 			}
-			epNet := rate(ne, sum["episode"].d-sum["sim"].d)
-			epGross := rate(ne, sum["episode"].d)
-			for _, v := range []string{"probe-commit", "probe-batch", "probe-end"} {
-				p := rate(ne, sum[v].d)
-				b.ReportMetric(p, v+"-eps/s")
-				b.ReportMetric(epNet/p, "episode/"+v)
-				b.ReportMetric(epGross/p, "episode-gross/"+v)
-			}
-			for _, v := range []string{"sim", "session", "episode", "bare"} {
-				b.ReportMetric(float64(sum[v].cpu.user)/ls, v+"-user-ns/row")
-				b.ReportMetric(float64(sum[v].cpu.sys)/ls, v+"-sys-ns/row")
-			}
-			for _, v := range []string{"episode", "probe-commit", "probe-batch", "probe-end"} {
-				b.ReportMetric(float64(sum[v].cpu.user)/ne/1e3, v+"-user-us/ep")
-				b.ReportMetric(float64(sum[v].cpu.sys)/ne/1e3, v+"-sys-us/ep")
-			}
-			b.ReportMetric(ne/float64(b.N), "episodes")
-			b.ReportMetric(ls/float64(b.N), "rows")
+			b.ReportMetric(float64(sum["sim"].cpu.user)/ls/float64(sum["sim"].runs), "sim-user-ns/row")
 			if stepsFiles > 0 {
 				b.ReportMetric(float64(fileBytes)/float64(stepsFiles), "episode-steps-file-B")
 			}

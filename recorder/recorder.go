@@ -69,8 +69,12 @@ type Recorder struct {
 
 	recovered RecoveryReport
 
-	// layout is the ROOT's steps layout (layout.go).
-	layout hive.Layout
+	// layout is the ROOT's steps layout (layout.go); layoutPending is set
+	// while a new ROOT's layout file is to be written with its first file.
+	layout        hive.Layout
+	layoutPending bool
+	layoutOnce    sync.Once
+	layoutErr     error
 
 	// resume mode (resume.go): the recordings Open resumed and their
 	// sequence numbers, and whether Close leaves the log for the next Open.
@@ -307,10 +311,10 @@ func (r *Recorder) isRefused(rec hive.Recording) bool {
 	return ok
 }
 
-// holds reports whether any table of ROOT has a partition of rec.
+// holds reports whether any table of ROOT has a published file of rec.
 func (r *Recorder) holds(rec hive.Recording) bool {
 	for _, t := range hive.Tables {
-		if _, err := r.fs.Stat(hive.RecordingPartition(t.Name, rec).Dir(r.root)); err == nil {
+		if r.hasPublished(hive.RecordingPartition(t.Name, rec).Dir(r.root), 1) {
 			return true
 		}
 	}
@@ -481,6 +485,9 @@ func (r *Recorder) Close(ctx context.Context) error {
 		errs = append(errs, r.log.Close())
 		if errs[len(errs)-1] == nil && !r.keepLog {
 			errs = append(errs, r.clearLog())
+			if errs[len(errs)-1] == nil {
+				errs = append(errs, r.markClosed())
+			}
 		}
 	} else {
 		r.log.Close()

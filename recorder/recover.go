@@ -56,8 +56,17 @@ func (r *Recorder) recover() error {
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
+	crashed, err := r.markOpen()
+	if err != nil {
+		return err
+	}
 	if rep.Records == 0 {
 		if journal == nil {
+			if crashed {
+				// A crash before the log's first sync can still leave
+				// temp files: none is named by a marker.
+				return r.settleTemps(newDoneSet(r.fs, r.root))
+			}
 			return nil
 		}
 		// A crash after recovery emptied the log, before it removed the

@@ -310,6 +310,10 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		}
 		w.files.open.Add(1)
 		f.format, f.obs, f.act = format, j.obs, j.act
+		if f.packed {
+			// Many episodes: a row group ends only between two.
+			f.steps.SetEpisodeBoundaries(true)
+		}
 	}
 	f.steps.SetRowGroupBytes(w.files.rowGroupBytes(w.cfg.RowGroupBytes))
 	row := &f.row
