@@ -32,6 +32,14 @@ const (
 func (r *Recorder) checkLayout() error {
 	state := filepath.Join(r.root, hive.StateDir)
 	name := filepath.Join(state, hive.LayoutName)
+	// The temp files of the layout file and the recovery journal are
+	// left only by a crash while they were written; neither was renamed,
+	// so neither holds anything.
+	for _, tmp := range []string{"." + hive.LayoutName + ".tmp", "." + journalName + ".tmp"} {
+		if err := r.fs.Remove(filepath.Join(state, tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("open %s: remove %s: %w", r.root, tmp, err)
+		}
+	}
 	want := r.opts.layout
 	f, err := r.fs.Open(name)
 	if err == nil {
