@@ -2,9 +2,11 @@ package interop
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -144,7 +146,10 @@ func sameDeep(a, b any) bool {
 // DuckDB reads from the same file, and that the typed columns equal the
 // decoded blobs.
 func TestArrowReader(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testArrowReader)
+}
+
+func testArrowReader(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	list := func(elem arrow.DataType) string { return arrow.ListOf(elem).String() }
 	ts := (&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}).String()
@@ -185,7 +190,7 @@ func TestArrowReader(t *testing.T) {
 			rec := fx.recording(t, tc.session)
 			// The first episode's steps file; the episodes file that holds
 			// the first episode row written.
-			path := filepath.Join(hive.EpisodePartition("steps", rec, "ep-000001").Dir(fx.root), "part-00000.parquet")
+			path := firstStepsFile(t, db, fx, rec)
 			if tc.table == "episodes" {
 				path = filepath.Join(recordingDir(fx.root, "episodes", rec), "part-00000.parquet")
 			}
@@ -206,15 +211,28 @@ func TestArrowReader(t *testing.T) {
 				}
 			}
 			checkEq(t, "rlrec.schema_version", kv["rlrec.schema_version"], "2")
-			checkEq(t, "rlrec.layout", kv["rlrec.layout"], "episode")
+			checkEq(t, "rlrec.layout", kv["rlrec.layout"], string(fx.layout))
 			checkEq(t, "rlrec.session_id", kv["rlrec.session_id"], tc.session)
 			checkEq(t, "rlrec.env_id", kv["rlrec.env_id"], rec.EnvID)
-			if tc.table == "steps" {
+			switch {
+			case tc.table == "steps" && fx.layout == hive.LayoutEpisode:
 				if sc.HasField("episode_record_id") {
 					t.Errorf("partition column episode_record_id is stored in the file")
 				}
 				checkEq(t, "rlrec.episode_record_id", kv["rlrec.episode_record_id"], "ep-000001")
-			} else {
+			case tc.table == "steps":
+				// Layout session: a column after recorded_at, before the
+				// typed columns; no one episode in the metadata.
+				at, rid := sc.FieldIndices("recorded_at"), sc.FieldIndices("episode_record_id")
+				if len(at) != 1 || len(rid) != 1 || rid[0] != at[0]+1 {
+					t.Errorf("episode_record_id at %v, recorded_at at %v, want it right after recorded_at: %v", rid, at, sc)
+				} else if got := typeString(sc.Field(rid[0]).Type); got != "utf8" {
+					t.Errorf("column episode_record_id: Arrow type %s, want utf8", got)
+				}
+				if v, ok := kv["rlrec.episode_record_id"]; ok {
+					t.Errorf("rlrec.episode_record_id = %q in a steps file of layout session", v)
+				}
+			default:
 				if v, ok := kv["rlrec.episode_record_id"]; ok {
 					t.Errorf("rlrec.episode_record_id = %q in an episodes file", v)
 				}
@@ -227,6 +245,11 @@ func TestArrowReader(t *testing.T) {
 			duck := query(t, db, "SELECT * EXCLUDE (file_row_number) FROM read_parquet("+lit(path)+", file_row_number=true, hive_partitioning=false) ORDER BY file_row_number")
 			if len(duck) != len(rows) || len(rows) == 0 {
 				t.Fatalf("arrow-go read %d rows, DuckDB %d", len(rows), len(duck))
+			}
+			if tc.table == "steps" && fx.layout == hive.LayoutSession {
+				if !slices.ContainsFunc(rows, func(r row) bool { return r["episode_record_id"] == "ep-000001" }) {
+					t.Errorf("no row of ep-000001 in the file its episodes row names")
+				}
 			}
 			for i, ar := range rows {
 				if len(ar) != len(duck[i]) {
@@ -252,7 +275,7 @@ func TestArrowReader(t *testing.T) {
 				checkEq(t, fmt.Sprintf("row %d episode_id", i), ar["episode_id"], e.episodeID)
 				checkEq(t, fmt.Sprintf("row %d steps_recorded", i), ar["steps_recorded"], e.actions)
 				if e.actions > 0 {
-					checkEq(t, fmt.Sprintf("row %d steps_file", i), ar["steps_file"], hive.EpisodePartition("steps", rec, rid).File(0))
+					checkStepsFileName(t, fmt.Sprintf("row %d steps_file", i), fx.layout, ar["steps_file"], rec, rid)
 				}
 			}
 		})
@@ -266,4 +289,23 @@ func typeString(dt arrow.DataType) string {
 		return arrow.ListOf(l.Elem()).String()
 	}
 	return dt.String()
+}
+
+// firstStepsFile is the file holding the steps of a recording's first
+// episode, ep-000001: the first part of its own partition in layout
+// "episode", the file its episodes row names in layout "session".
+func firstStepsFile(t *testing.T, db *sql.DB, fx *fixture, rec hive.Recording) string {
+	t.Helper()
+	if fx.layout == hive.LayoutEpisode {
+		return filepath.Join(hive.EpisodePartition("steps", rec, "ep-000001").Dir(fx.root), "part-00000.parquet")
+	}
+	rows := query(t, db, "SELECT steps_file FROM "+scan(recordingGlob(fx.root, "episodes", rec))+" WHERE episode_record_id = 'ep-000001'")
+	if len(rows) != 1 {
+		t.Fatalf("%s: %d episodes rows of ep-000001, want 1", rec, len(rows))
+	}
+	sf, ok := rows[0]["steps_file"].(string)
+	if !ok {
+		t.Fatalf("%s: ep-000001 has steps_file %v", rec, rows[0]["steps_file"])
+	}
+	return filepath.Join(fx.root, filepath.FromSlash(sf))
 }

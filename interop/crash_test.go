@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,14 +15,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
 
-// crashChildEnv, when set to a ROOT, makes the test binary the recording
-// child of TestCrashRecovery (see TestMain).
-const crashChildEnv = "RLREC_INTEROP_CRASH_ROOT"
+// The recording child of the crash tests is the test binary itself (see
+// TestMain), told what to do by its environment: crashChildEnv is the ROOT
+// (its presence makes the binary a child), crashLayoutEnv the layout of a
+// new ROOT, crashInputEnv the event stream to ingest ("-" for standard
+// input; unset: run crashConfigs in-process) and crashSeedEnv the seed of
+// its flush points.
+const (
+	crashChildEnv  = "RLREC_INTEROP_CRASH_ROOT"
+	crashLayoutEnv = "RLREC_INTEROP_CRASH_LAYOUT"
+	crashInputEnv  = "RLREC_INTEROP_CRASH_INPUT"
+	crashSeedEnv   = "RLREC_INTEROP_CRASH_SEED"
+)
 
 // crashFlushAfter is the number of lane actions the child hands over
 // before it flushes and reports, and crashFlushEach the number each session
@@ -45,18 +56,81 @@ type crashEpisode struct {
 type crashSession struct {
 	SessionID string                  `json:"session_id"`
 	EnvID     string                  `json:"env_id"`
+	Status    string                  `json:"status"` // the tally's: open, ended or failed
 	Episodes  map[string]crashEpisode `json:"episodes"`
 	Logs      int64                   `json:"logs"`
 	Telemetry int64                   `json:"telemetry"`
 }
 
-// crashChild records long sessions into root; once crashFlushAfter lane
-// actions were handed over it takes a snapshot of its tally, flushes, prints
-// the snapshot as one JSON line and goes on recording until it is killed.
+// crashReport is one line the child prints: what it had handed over
+// before a Flush that returned (so all of it is durable), or before a
+// Close (Closed).
+type crashReport struct {
+	Events   int            `json:"events"`
+	Closed   bool           `json:"closed"`
+	Sessions []crashSession `json:"sessions"`
+}
+
+// reportOf turns a tally snapshot into the child's report.
+func reportOf(snap map[hive.Recording]*sessionTally, n int, closed bool) crashReport {
+	rep := crashReport{Events: n, Closed: closed}
+	for _, rec := range sortedRecordings(snap) {
+		s := snap[rec]
+		cs := crashSession{SessionID: rec.SessionID, EnvID: rec.EnvID, Status: s.status, Episodes: map[string]crashEpisode{}, Logs: s.logs, Telemetry: s.telemetry}
+		for rid, e := range s.episodes {
+			ce := crashEpisode{Actions: e.actions}
+			if e.completed != nil {
+				ce.Completed, ce.StepCount = true, e.completed.StepCount
+			}
+			cs.Episodes[rid] = ce
+		}
+		rep.Sessions = append(rep.Sessions, cs)
+	}
+	return rep
+}
+
+func printReport(rep crashReport) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Printf("%s\n", b)
+	return err
+}
+
+// crashChild is the recording child: it ingests the stream crashInputEnv
+// names, or records crashConfigs in-process.
 func crashChild(root string) error {
+	var opts []recorder.Option
+	if l := os.Getenv(crashLayoutEnv); l != "" {
+		opts = layoutOptions(hive.Layout(l))
+	}
+	in := os.Getenv(crashInputEnv)
+	if in == "" {
+		return crashSimulate(root, opts)
+	}
+	var seed uint64
+	fmt.Sscan(os.Getenv(crashSeedEnv), &seed)
+	var r io.Reader = os.Stdin
+	if in != "-" {
+		f, err := os.Open(in)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	return crashIngest(root, opts, r, seed)
+}
+
+// crashSimulate records long sessions into root; once crashFlushAfter
+// lane actions were handed over it takes a snapshot of its tally,
+// flushes, prints the snapshot as one report line and goes on recording
+// until it is killed.
+func crashSimulate(root string, opts []recorder.Option) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec, err := recorder.Open(root)
+	rec, err := recorder.Open(root, opts...)
 	if err != nil {
 		return err
 	}
@@ -92,26 +166,69 @@ func crashChild(root string) error {
 		if err := rec.Flush(ctx); err != nil {
 			return err
 		}
-		var out []crashSession
-		for rec, s := range snap {
-			cs := crashSession{SessionID: rec.SessionID, EnvID: rec.EnvID, Episodes: map[string]crashEpisode{}, Logs: s.logs, Telemetry: s.telemetry}
-			out = append(out, cs)
-			for rid, e := range s.episodes {
-				ce := crashEpisode{Actions: e.actions}
-				if e.completed != nil {
-					ce.Completed, ce.StepCount = true, e.completed.StepCount
-				}
-				cs.Episodes[rid] = ce
-			}
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
+		if err := printReport(reportOf(snap, 0, false)); err != nil {
 			return err
 		}
-		fmt.Printf("%s\n", b)
 		return <-done // the parent kills the process first
 	}
 }
+
+// crashIngest records the event stream r into root as `rlrec ingest` does
+// (RecordAt with the stream's times, the current time for events without
+// one), and counts every event the recorder accepted in a tally. After a
+// number of events drawn from seed (between crashFlushMin and
+// crashFlushMax) it takes a snapshot of the tally, flushes and prints the
+// snapshot as a report line, and so on until it is killed; at the end of
+// the stream it closes the recorder and reports once more.
+func crashIngest(root string, opts []recorder.Option, r io.Reader, seed uint64) error {
+	ctx := context.Background()
+	rec, err := recorder.Open(root, opts...)
+	if err != nil {
+		return err
+	}
+	tl := newTally(events.NoopHooks{})
+	rng := newRand(seed)
+	next := crashFlushMin + rng.IntN(crashFlushMax-crashFlushMin)
+	sr := events.NewStreamReader(bufio.NewReaderSize(r, 1<<20), events.DefaultMaxMessageBytes)
+	var n int
+	for sr.Next() {
+		ev, at := sr.Event(), sr.Time()
+		if at.IsZero() {
+			at = time.Now()
+		}
+		if err := rec.RecordAt(ctx, ev, at); err != nil {
+			return fmt.Errorf("record event %d: %w", sr.Index(), err)
+		}
+		if err := events.Dispatch(ctx, tl, ev); err != nil {
+			return err
+		}
+		if n++; n < next {
+			continue
+		}
+		snap := tl.snapshot()
+		if err := rec.Flush(ctx); err != nil {
+			return err
+		}
+		if err := printReport(reportOf(snap, n, false)); err != nil {
+			return err
+		}
+		next = n + crashFlushMin + rng.IntN(crashFlushMax-crashFlushMin)
+	}
+	if err := sr.Err(); err != nil {
+		return fmt.Errorf("event stream: %w", err)
+	}
+	if err := rec.Close(ctx); err != nil {
+		return err
+	}
+	return printReport(reportOf(tl.snapshot(), n, true))
+}
+
+// crashFlushMin and crashFlushMax bound the events the ingesting child
+// hands over between two flushes.
+const (
+	crashFlushMin = 40
+	crashFlushMax = 1000
+)
 
 func crashConfigs() []sim.Config {
 	cfgs := []sim.Config{
@@ -132,11 +249,16 @@ func crashConfigs() []sim.Config {
 // checks that DuckDB can read every table even before recovery (no partial
 // .parquet under a final name), then reopens and closes the ROOT and checks
 // that everything the child had flushed is there: cut sessions crashed,
-// their open episodes incomplete, completed ones intact.
+// their open episodes incomplete, completed ones intact. It runs in each
+// layout.
 func TestCrashRecovery(t *testing.T) {
+	forEachLayout(t, testCrashRecovery)
+}
+
+func testCrashRecovery(t *testing.T, l hive.Layout) {
 	root := filepath.Join(t.TempDir(), "root")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+root)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+root, crashLayoutEnv+"="+string(l))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -173,13 +295,13 @@ func TestCrashRecovery(t *testing.T) {
 	if !errors.As(werr, &exit) || exit.ExitCode() != -1 {
 		t.Fatalf("child ended with %v before it was killed\nstderr:\n%s", werr, stderr.String())
 	}
-	var report []crashSession
+	var report crashReport
 	if err := json.Unmarshal([]byte(line), &report); err != nil {
 		t.Fatalf("child report %q: %v", line, err)
 	}
 	flushed := map[hive.Recording]crashSession{}
 	sids := map[string]bool{}
-	for _, cs := range report {
+	for _, cs := range report.Sessions {
 		flushed[hive.Recording{SessionID: cs.SessionID, EnvID: cs.EnvID}] = cs
 		sids[cs.SessionID] = true
 	}
@@ -203,6 +325,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("recovery report: %d crashed sessions, want %d (%+v)", rep.Crashed, len(flushed), rep)
 	}
 	checkEveryFileOpens(t, db, root, "after recovery")
+	checkEq(t, "layout of the recovered ROOT", rootLayout(t, root), l)
 	for _, table := range tables {
 		extra := []string{}
 		if table == "steps" {
@@ -223,6 +346,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("%d sessions rows after recovery, the child recorded %d recordings", len(sessions), len(flushed))
 	}
 	checkStepsFiles(t, db, root)
+	checkContiguousDuck(t, db, root)
 	for _, rec := range sortedRecordings(flushed) {
 		cs := flushed[rec]
 		t.Run(rec.SessionID, func(t *testing.T) {
@@ -324,6 +448,12 @@ func checkEveryFileOpens(t *testing.T, db *sql.DB, root, when string) {
 	if n == 0 {
 		t.Fatalf("%s: no .parquet files under %s", when, root)
 	}
+	checkTablesScan(t, db, root, when)
+}
+
+// checkTablesScan scans every table of root with one DuckDB glob.
+func checkTablesScan(t *testing.T, db *sql.DB, root, when string) {
+	t.Helper()
 	for _, table := range []string{"steps", "episodes", "sessions", "logs", "telemetry"} {
 		if _, err := tryQuery(db, "SELECT count(*) FROM "+scan(tableGlob(root, table), "union_by_name=true")); err != nil && !strings.Contains(err.Error(), "No files found") {
 			t.Errorf("%s: DuckDB cannot scan %s: %v", when, table, err)

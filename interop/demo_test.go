@@ -9,20 +9,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // TestDemoQueries runs `rlrec demo` as a user does and runs the DuckDB
 // queries it prints, as printed: they must read what the demo wrote.
 func TestDemoQueries(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "rlrec")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/rlrec")
-	build.Dir = ".." // the rlrec module
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/rlrec: %v\n%s", err, out)
-	}
-	root := filepath.Join(dir, "demo")
-	cmd := exec.Command(bin, "demo", "--out", root)
+	forEachLayout(t, testDemoQueries)
+}
+
+func testDemoQueries(t *testing.T, l hive.Layout) {
+	bin := rlrecBinary(t)
+	root := filepath.Join(t.TempDir(), "demo")
+	cmd := exec.Command(bin, "demo", "--layout", string(l), "--out", root)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -103,7 +103,9 @@ func TestDemoQueries(t *testing.T) {
 		}
 	}
 
+	checkEq(t, "layout of the demo's ROOT", rootLayout(t, root), l)
 	checkStepsFiles(t, db, root)
+	checkContiguousDuck(t, db, root)
 
 	// Every file the demo wrote is a finished one.
 	for _, rel := range walkFiles(t, root) {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,10 +17,27 @@ import (
 	"github.com/rlrec/rlrec/sim"
 )
 
+// layouts are the two steps layouts of schema version 2. The shared
+// fixture holds a ROOT of each, recorded from the same sessions, and the
+// tests that read it run on both.
+var layouts = []hive.Layout{hive.LayoutEpisode, hive.LayoutSession}
+
+// fixtureRowGroupRows and fixtureMemoryBudget are recorder options of the
+// layout "session" fixture: row groups small enough that its packed steps
+// files have several, so that the checks that no row group straddles
+// episodes have boundaries to check, and the least memory budget, so that
+// the rows of open image episodes are streamed out and those episodes get
+// a part file of their own, as long ones do.
+const (
+	fixtureRowGroupRows = 64
+	fixtureMemoryBudget = 16 << 20
+)
+
 // fixture is one ROOT holding every simulated session of fixtureConfigs,
 // recorded once and shared by the tests that only read it.
 type fixture struct {
-	root string
+	layout hive.Layout
+	root   string
 	// sessions and configs are keyed by recording: the config's session
 	// id and the env id the simulator minted for its run.
 	sessions map[hive.Recording]*sessionTally
@@ -26,7 +47,9 @@ type fixture struct {
 
 var (
 	fixtureOnce sync.Once
-	shared      fixture
+	fixtureDir  string
+	fixtureErr  error
+	shared      = map[hive.Layout]*fixture{}
 )
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -51,11 +74,27 @@ func fixtureConfigs() []sim.Config {
 	return cfgs
 }
 
+// layoutOptions are the recorder options of a new ROOT of layout l.
+func layoutOptions(l hive.Layout) []recorder.Option {
+	return []recorder.Option{recorder.WithLayout(l)}
+}
+
+// fixtureOptions are the recorder options of the fixture of layout l: the
+// defaults for "episode" (the layout asked for explicitly), and for
+// "session" those that make it hold files of every kind.
+func fixtureOptions(l hive.Layout) []recorder.Option {
+	opts := layoutOptions(l)
+	if l == hive.LayoutSession {
+		opts = append(opts, recorder.WithRowGroupRows(fixtureRowGroupRows), recorder.WithMemoryBudget(fixtureMemoryBudget))
+	}
+	return opts
+}
+
 // record runs cfgs into a recorder on root through a tally and closes the
 // recorder; it returns what the simulator emitted, by recording, and the
 // config of each recording.
-func record(ctx context.Context, root string, cfgs []sim.Config) (map[hive.Recording]*sessionTally, map[hive.Recording]sim.Config, error) {
-	rec, err := recorder.Open(root)
+func record(ctx context.Context, root string, cfgs []sim.Config, opts ...recorder.Option) (map[hive.Recording]*sessionTally, map[hive.Recording]sim.Config, error) {
+	rec, err := recorder.Open(root, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,27 +121,59 @@ func record(ctx context.Context, root string, cfgs []sim.Config) (map[hive.Recor
 	return snap, byRec, nil
 }
 
-// getFixture records the shared ROOT on first use.
-func getFixture(t *testing.T) *fixture {
+// getFixture returns the shared ROOT of layout l, recording both ROOTs
+// (concurrently) on first use.
+func getFixture(t *testing.T, l hive.Layout) *fixture {
 	t.Helper()
 	fixtureOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rlrec-interop-")
-		if err != nil {
-			shared.err = err
+		fixtureDir, fixtureErr = os.MkdirTemp("", "rlrec-interop-")
+		if fixtureErr != nil {
 			return
 		}
-		shared.root = dir
-		shared.sessions, shared.configs, shared.err = record(context.Background(), dir, fixtureConfigs())
+		var wg sync.WaitGroup
+		for _, l := range layouts {
+			fx := &fixture{layout: l, root: filepath.Join(fixtureDir, string(l))}
+			shared[l] = fx
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fx.sessions, fx.configs, fx.err = record(context.Background(), fx.root, fixtureConfigs(), fixtureOptions(l)...)
+			}()
+		}
+		wg.Wait()
 	})
-	if shared.err != nil {
-		t.Fatalf("record the shared fixture into %s: %v", shared.root, shared.err)
+	if fixtureErr != nil {
+		t.Fatalf("create the shared fixture's directory: %v", fixtureErr)
 	}
-	return &shared
+	fx := shared[l]
+	if fx == nil {
+		t.Fatalf("no shared fixture of layout %q", l)
+	}
+	if fx.err != nil {
+		t.Fatalf("record the shared fixture of layout %q into %s: %v", l, fx.root, fx.err)
+	}
+	return fx
+}
+
+// forEachFixture runs f as a subtest on the shared ROOT of each layout.
+func forEachFixture(t *testing.T, f func(t *testing.T, fx *fixture)) {
+	t.Helper()
+	for _, l := range layouts {
+		t.Run(string(l), func(t *testing.T) { f(t, getFixture(t, l)) })
+	}
+}
+
+// forEachLayout runs f as a subtest per layout.
+func forEachLayout(t *testing.T, f func(t *testing.T, l hive.Layout)) {
+	t.Helper()
+	for _, l := range layouts {
+		t.Run(string(l), func(t *testing.T) { f(t, l) })
+	}
 }
 
 func cleanupFixture() {
-	if shared.root != "" {
-		os.RemoveAll(shared.root)
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
 	}
 }
 
@@ -119,4 +190,54 @@ func (fx *fixture) recording(t *testing.T, sid string) hive.Recording {
 		t.Fatalf("fixture has %d recordings of session %q, want 1", len(found), sid)
 	}
 	return found[0]
+}
+
+// rootLayout reads the steps layout a ROOT was created with from its
+// layout file, _rlrec/layout (DESIGN.md "Output layout").
+func rootLayout(t *testing.T, root string) hive.Layout {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "_rlrec", "layout"))
+	if err != nil {
+		t.Fatalf("read the layout of %s: %v", root, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "layout="); ok {
+			l, err := hive.ParseLayout(v)
+			if err != nil {
+				t.Fatalf("%s/_rlrec/layout: %v", root, err)
+			}
+			return l
+		}
+	}
+	t.Fatalf("%s/_rlrec/layout has no layout line:\n%s", root, b)
+	return ""
+}
+
+// stepsKeys are the partition keys of a steps file's directories in
+// layout l.
+func stepsKeys(l hive.Layout) []string {
+	if l == hive.LayoutSession {
+		return []string{"session_id", "env_id"}
+	}
+	return []string{"session_id", "env_id", "episode_record_id"}
+}
+
+// partFileName matches a published part file's name.
+var partFileName = regexp.MustCompile(`^part-[0-9]{5}\.parquet$`)
+
+// checkStepsFileName checks the steps_file of an episode with steps: in
+// layout "episode" the first part of the episode's own partition, in
+// layout "session" a part file directly in its recording's steps
+// partition (packed with other episodes, or on its own for a long one).
+func checkStepsFileName(t *testing.T, what string, l hive.Layout, got any, rec hive.Recording, rid string) {
+	t.Helper()
+	if l == hive.LayoutEpisode {
+		checkEq(t, what, got, hive.EpisodePartition("steps", rec, rid).File(0))
+		return
+	}
+	sf, ok := got.(string)
+	dir, name := path.Split(sf)
+	if !ok || dir != hive.RecordingPartition("steps", rec).Rel()+"/" || !partFileName.MatchString(name) {
+		t.Errorf("%s = %v (%T), want %s/part-NNNNN.parquet", what, got, got, hive.RecordingPartition("steps", rec).Rel())
+	}
 }

@@ -24,6 +24,10 @@ import (
 // gives back the exact ids (or, for a cut one, the cut name, with the id in
 // the file metadata) and that nothing was written outside ROOT.
 func TestAwkwardIDs(t *testing.T) {
+	forEachLayout(t, testAwkwardIDs)
+}
+
+func testAwkwardIDs(t *testing.T, l hive.Layout) {
 	simIDs := []struct {
 		name string
 		id   string
@@ -47,7 +51,7 @@ func TestAwkwardIDs(t *testing.T) {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	ctx := context.Background()
-	rec, err := recorder.Open(root)
+	rec, err := recorder.Open(root, layoutOptions(l)...)
 	if err != nil {
 		t.Fatalf("open %s: %v", root, err)
 	}
@@ -100,7 +104,7 @@ func TestAwkwardIDs(t *testing.T) {
 		// each value the directory form of the one in the file's metadata.
 		keys := []string{"session_id", "env_id"}
 		if parts[0] == "steps" {
-			keys = append(keys, "episode_record_id")
+			keys = stepsKeys(l)
 		}
 		if len(parts) != len(keys)+2 {
 			t.Errorf("file %s is not at %s/%s=.../part-N.parquet", rel, parts[0], strings.Join(keys, "=.../"))
@@ -198,14 +202,26 @@ func TestAwkwardIDs(t *testing.T) {
 			}
 			checkEq(t, table+" rows", rows[0]["n"], want)
 		}
-		kv := kvMetadata(t, db, filepath.Join(hive.EpisodePartition("steps", handRec, handEpisode).Dir(root), "*.parquet"))
+		dir := hive.EpisodePartition("steps", handRec, handEpisode).Dir(root)
+		if l == hive.LayoutSession {
+			dir = recordingDir(root, "steps", handRec)
+		}
+		kv := kvMetadata(t, db, filepath.Join(dir, "*.parquet"))
 		if len(kv) != 1 {
 			t.Fatalf("%d steps files for the hand-built episode, want 1", len(kv))
 		}
 		for f, m := range kv {
 			checkEq(t, f+" rlrec.session_id", m["rlrec.session_id"], handSession)
 			checkEq(t, f+" rlrec.env_id", m["rlrec.env_id"], handEnv)
-			checkEq(t, f+" rlrec.episode_record_id", m["rlrec.episode_record_id"], handEpisode)
+			if l == hive.LayoutEpisode {
+				checkEq(t, f+" rlrec.episode_record_id", m["rlrec.episode_record_id"], handEpisode)
+				continue
+			}
+			// Layout session: the id is a column value, NUL and all.
+			rows := query(t, db, "SELECT DISTINCT episode_record_id FROM read_parquet("+lit(f)+", hive_partitioning=false)")
+			if len(rows) != 1 || rows[0]["episode_record_id"] != handEpisode {
+				t.Errorf("%s: episode_record_id values %v, want only %q", f, rows, handEpisode)
+			}
 		}
 	})
 	t.Run("steps_file", func(t *testing.T) { checkStepsFiles(t, db, root) })

@@ -19,5 +19,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	cleanupFixture()
+	cleanupBinary()
 	os.Exit(code)
 }

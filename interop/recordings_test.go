@@ -26,6 +26,10 @@ var uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-
 // and the steps of each run, whose spaces differ, read with one glob per
 // recording.
 func TestSharedSessionID(t *testing.T) {
+	forEachLayout(t, testSharedSessionID)
+}
+
+func testSharedSessionID(t *testing.T, l hive.Layout) {
 	const sid = "local-4242"
 	cfgs := []sim.Config{
 		{SessionID: sid, Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, MaxEpisodeSteps: 20, Seed: 41},
@@ -35,7 +39,7 @@ func TestSharedSessionID(t *testing.T) {
 		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Minute), time.Millisecond)
 	}
 	root := filepath.Join(t.TempDir(), "root")
-	sessions, configs, err := record(context.Background(), root, cfgs)
+	sessions, configs, err := record(context.Background(), root, cfgs, layoutOptions(l)...)
 	if err != nil {
 		t.Fatalf("record: %v", err)
 	}
@@ -171,25 +175,30 @@ func TestSharedSessionID(t *testing.T) {
 // TestStepsFile checks the steps_file column of every episodes row of the
 // shared ROOT.
 func TestStepsFile(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testStepsFile)
+}
+
+func testStepsFile(t *testing.T, fx *fixture) {
 	checkStepsFiles(t, openDuck(t), fx.root)
 }
 
 // checkStepsFiles checks in DuckDB, for every episodes row under root,
 // that steps_file names, relative to root, an existing steps file of the
-// same recording and episode whose row count is the row's steps_recorded
-// (and is null for an episode without steps), and that every steps file is
-// named by exactly one episodes row (layout "episode": one episode per
-// steps file).
+// same recording holding the episode's rows, as many as the row's
+// steps_recorded and in no other file (and is null for an episode without
+// steps), and that every steps file is named by the rows of exactly the
+// episodes it holds: one in layout "episode", one or more in layout
+// "session" (read from ROOT's layout file).
 func checkStepsFiles(t *testing.T, db *sql.DB, root string) {
 	t.Helper()
+	l := rootLayout(t, root)
+	steps := scan(tableGlob(root, "steps"), "union_by_name=true", "filename=true")
 	rows := query(t, db, `WITH e AS (
 			SELECT session_id, env_id, episode_record_id, steps_recorded, steps_file FROM `+scan(tableGlob(root, "episodes"))+`),
 		s AS (
-			SELECT filename, count(*) AS n, count(DISTINCT (session_id, env_id, episode_record_id)) AS owners,
-				any_value(session_id) AS sid, any_value(env_id) AS eid, any_value(episode_record_id) AS rid
-			FROM `+scan(tableGlob(root, "steps"), "union_by_name=true", "filename=true")+` GROUP BY filename)
-		SELECT e.*, s.filename, s.n, s.owners, s.sid, s.eid, s.rid FROM e LEFT JOIN s ON s.filename = ? || '/' || e.steps_file`, root)
+			SELECT filename, session_id, env_id, episode_record_id, count(*) AS n FROM `+steps+` GROUP BY ALL)
+		SELECT e.*, s.filename, s.n FROM e LEFT JOIN s ON s.filename = ? || '/' || e.steps_file
+			AND s.session_id = e.session_id AND s.env_id = e.env_id AND s.episode_record_id = e.episode_record_id`, root)
 	if len(rows) == 0 {
 		t.Fatalf("no episodes rows under %s", root)
 	}
@@ -212,35 +221,40 @@ func checkStepsFiles(t *testing.T, db *sql.DB, root string) {
 		if path.IsAbs(sf) || path.Clean(sf) != sf || strings.HasPrefix(sf, "../") || strings.Contains(sf, `\`) || !strings.HasPrefix(sf, "steps/") {
 			t.Errorf("%s: steps_file %q is not a clean path relative to ROOT under steps/", k, sf)
 		}
+		if want := len(stepsKeys(l)) + 2; strings.Count(sf, "/")+1 != want {
+			t.Errorf("%s: steps_file %q is not steps/%s=.../part-N.parquet (layout %s)", k, sf, strings.Join(stepsKeys(l), "=.../"), l)
+		}
 		if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(sf))); err != nil || !fi.Mode().IsRegular() {
 			t.Errorf("%s: steps_file %q: %v", k, sf, err)
 		}
 		if r["filename"] == nil {
-			t.Errorf("%s: steps_file %q is not a file of DuckDB's steps glob", k, sf)
+			t.Errorf("%s: steps_file %q is not a file of DuckDB's steps glob holding rows of the episode", k, sf)
 			continue
 		}
-		checkEq(t, k.String()+" rows of "+sf+" vs steps_recorded", r["n"], recorded)
-		checkEq(t, k.String()+" episodes in "+sf, r["owners"], int64(1))
-		checkEq(t, k.String()+" session_id of "+sf, r["sid"], r["session_id"])
-		checkEq(t, k.String()+" env_id of "+sf, r["eid"], r["env_id"])
-		checkEq(t, k.String()+" episode_record_id of "+sf, r["rid"], r["episode_record_id"])
+		checkEq(t, k.String()+" rows in "+sf+" vs steps_recorded", r["n"], recorded)
 	}
 	if withFile == 0 {
 		t.Errorf("no episodes row names a steps file")
 	}
-	for sf, n := range named {
-		if n != 1 {
-			t.Errorf("steps file %s is named by %d episodes rows", sf, n)
-		}
+	// Every episode's rows are in one file, and each file holds the
+	// episodes that name it.
+	for _, r := range query(t, db, "SELECT session_id, env_id, episode_record_id, count(DISTINCT filename) AS files FROM "+steps+" GROUP BY ALL HAVING files <> 1") {
+		t.Errorf("%s: rows in %v steps files, want 1", episodeKeyOf(r), r["files"])
 	}
-	files := query(t, db, "SELECT DISTINCT filename FROM "+scan(tableGlob(root, "steps"), "union_by_name=true", "filename=true"))
+	files := query(t, db, "SELECT filename, count(DISTINCT (session_id, env_id, episode_record_id)) AS episodes, count(DISTINCT (session_id, env_id)) AS recordings FROM "+steps+" GROUP BY filename")
 	for _, f := range files {
 		rel, err := filepath.Rel(root, f["filename"].(string))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if named[filepath.ToSlash(rel)] == 0 {
-			t.Errorf("steps file %s is named by no episodes row", rel)
+		rel = filepath.ToSlash(rel)
+		n := asInt64(t, f["episodes"])
+		checkEq(t, rel+" recordings", f["recordings"], int64(1))
+		if l == hive.LayoutEpisode && n != 1 {
+			t.Errorf("steps file %s holds %d episodes; layout episode gives each its own", rel, n)
+		}
+		if int64(named[rel]) != n {
+			t.Errorf("steps file %s holds %d episodes and is named by %d episodes rows", rel, n, named[rel])
 		}
 	}
 	if len(files) != len(named) {

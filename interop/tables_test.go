@@ -16,7 +16,10 @@ import (
 // glob each and compares the row counts with what the simulator emitted,
 // and the recordings the path columns name with the ones it ran.
 func TestTableRowCounts(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testTableRowCounts)
+}
+
+func testTableRowCounts(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	var episodes, steps, logs, telemetry int64
 	sessionIDs := map[string]bool{}
@@ -68,7 +71,10 @@ func TestTableRowCounts(t *testing.T) {
 
 // TestSessionsTable checks each session row against the simulator.
 func TestSessionsTable(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testSessionsTable)
+}
+
+func testSessionsTable(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	rows := query(t, db, "SELECT * FROM "+scan(tableGlob(fx.root, "sessions")))
 	byRec := make(map[hive.Recording]row, len(rows))
@@ -132,7 +138,10 @@ func TestSessionsTable(t *testing.T) {
 // TestEpisodesTable checks each episode row against the simulator's
 // EpisodeStarted/EpisodeCompleted and the actions it delivered.
 func TestEpisodesTable(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testEpisodesTable)
+}
+
+func testEpisodesTable(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	rows := query(t, db, "SELECT * FROM "+scan(tableGlob(fx.root, "episodes")))
 	byKey := make(map[episodeKey]row, len(rows))
@@ -164,7 +173,7 @@ func TestEpisodesTable(t *testing.T) {
 				checkEq(t, ctx+" started_from_auto_reset", r["started_from_auto_reset"], e.autoReset)
 				checkEq(t, ctx+" steps_recorded", r["steps_recorded"], e.actions)
 				if e.actions > 0 {
-					checkEq(t, ctx+" steps_file", r["steps_file"], hive.EpisodePartition("steps", rec, rid).File(0))
+					checkStepsFileName(t, ctx+" steps_file", fx.layout, r["steps_file"], rec, rid)
 				} else {
 					checkEq(t, ctx+" steps_file of an episode without steps", r["steps_file"], nil)
 				}
@@ -220,7 +229,10 @@ func TestEpisodesTable(t *testing.T) {
 // episode, the row count, the step numbering, the reward sum and the
 // first/last flags against the simulator and the episodes table.
 func TestStepsPerSession(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testStepsPerSession)
+}
+
+func testStepsPerSession(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	episodes := query(t, db, "SELECT session_id, env_id, episode_record_id, status, terminated, truncated FROM "+scan(tableGlob(fx.root, "episodes")))
 	epRow := make(map[episodeKey]row, len(episodes))
@@ -233,13 +245,13 @@ func TestStepsPerSession(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			src := scan(recordingGlob(fx.root, "steps", rec))
 			aggs := query(t, db, `SELECT episode_record_id, any_value(session_id) AS sid, count(DISTINCT session_id) AS sids,
-				any_value(env_id) AS eid, count(DISTINCT env_id) AS eids, count(*) AS n, sum(reward) AS rewards,
-				count(*) FILTER (is_first) AS firsts, count(*) FILTER (is_first AND step = 0) AS first_at_0,
-				count(*) FILTER (is_last) AS lasts, min(step) AS lo, max(step) AS hi, count(DISTINCT step) AS distinct_steps,
-				arg_max(is_last, step) AS last_is_last, arg_max(terminated, step) AS last_terminated, arg_max(truncated, step) AS last_truncated,
-				count(*) FILTER ((terminated OR truncated) AND NOT is_last) AS flags_before_last,
-				count(DISTINCT episode_id) AS episode_ids, any_value(episode_id) AS episode_id
-				FROM `+src+` GROUP BY episode_record_id`)
+			any_value(env_id) AS eid, count(DISTINCT env_id) AS eids, count(*) AS n, sum(reward) AS rewards,
+			count(*) FILTER (is_first) AS firsts, count(*) FILTER (is_first AND step = 0) AS first_at_0,
+			count(*) FILTER (is_last) AS lasts, min(step) AS lo, max(step) AS hi, count(DISTINCT step) AS distinct_steps,
+			arg_max(is_last, step) AS last_is_last, arg_max(terminated, step) AS last_terminated, arg_max(truncated, step) AS last_truncated,
+			count(*) FILTER ((terminated OR truncated) AND NOT is_last) AS flags_before_last,
+			count(DISTINCT episode_id) AS episode_ids, any_value(episode_id) AS episode_id
+			FROM `+src+` GROUP BY episode_record_id`)
 			seen := make(map[string]bool, len(aggs))
 			for _, a := range aggs {
 				rid := a["episode_record_id"].(string)
@@ -296,7 +308,10 @@ func TestStepsPerSession(t *testing.T) {
 // union_by_name and checks the rows add up and the typed columns are the
 // same set for every session of that env.
 func TestStepsUnionByName(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testStepsUnionByName)
+}
+
+func testStepsUnionByName(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	byEnv := map[string][]hive.Recording{}
 	for _, rec := range sortedRecordings(fx.sessions) {

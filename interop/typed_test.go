@@ -169,7 +169,10 @@ func sameScalar(got, want any) bool {
 // DESIGN.md (unsigned ints, float16 widened to FLOAT, bool lists, text,
 // images as BLOB).
 func TestTypedColumnsEqualBlobs(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testTypedColumnsEqualBlobs)
+}
+
+func testTypedColumnsEqualBlobs(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	for _, rec := range sortedRecordings(fx.sessions) {
 		t.Run(rec.SessionID, func(t *testing.T) {
@@ -282,7 +285,10 @@ func short(v any) string {
 // that no partition column is stored inside a file, and that a clean Close
 // left no temporary files.
 func TestFileMetadata(t *testing.T) {
-	fx := getFixture(t)
+	forEachFixture(t, testFileMetadata)
+}
+
+func testFileMetadata(t *testing.T, fx *fixture) {
 	db := openDuck(t)
 	files := walkFiles(t, fx.root)
 	kv := kvMetadata(t, db, filepath.Join(fx.root, "**", "*.parquet"))
@@ -318,7 +324,7 @@ func TestFileMetadata(t *testing.T) {
 				part[k] = unescape(t, v)
 			}
 			checkEq(t, "rlrec.schema_version", m["rlrec.schema_version"], "2")
-			checkEq(t, "rlrec.layout", m["rlrec.layout"], "episode")
+			checkEq(t, "rlrec.layout", m["rlrec.layout"], string(fx.layout))
 			checkEq(t, "rlrec.session_id vs the path", m["rlrec.session_id"], part["session_id"])
 			checkEq(t, "rlrec.env_id vs the path", m["rlrec.env_id"], part["env_id"])
 			rec := hive.Recording{SessionID: m["rlrec.session_id"], EnvID: m["rlrec.env_id"]}
@@ -329,10 +335,16 @@ func TestFileMetadata(t *testing.T) {
 			want := []string{"session_id", "env_id"}
 			switch table {
 			case "steps":
-				want = append(want, "episode_record_id")
-				checkEq(t, "rlrec.episode_record_id vs the path", m["rlrec.episode_record_id"], part["episode_record_id"])
-				if s != nil && s.episodes[part["episode_record_id"]] == nil {
-					t.Errorf("steps file of episode %q, which the simulator never started", part["episode_record_id"])
+				want = stepsKeys(fx.layout)
+				if fx.layout == hive.LayoutEpisode {
+					checkEq(t, "rlrec.episode_record_id vs the path", m["rlrec.episode_record_id"], part["episode_record_id"])
+					if s != nil && s.episodes[part["episode_record_id"]] == nil {
+						t.Errorf("steps file of episode %q, which the simulator never started", part["episode_record_id"])
+					}
+				} else if v, ok := m["rlrec.episode_record_id"]; ok {
+					// A packed file holds many episodes; one of a long
+					// episode alone is a part file like the others.
+					t.Errorf("rlrec.episode_record_id = %q on a steps file of layout session", v)
 				}
 				specsOf(t, rel, m)
 			case "episodes":
@@ -362,9 +374,13 @@ func TestFileMetadata(t *testing.T) {
 			if r["name"] == "episode_record_id" && strings.HasPrefix(f, filepath.Join(fx.root, "episodes")+string(filepath.Separator)) {
 				continue // a column of the episodes table, not a partition of it
 			}
+			if r["name"] == "episode_record_id" && fx.layout == hive.LayoutSession && strings.HasPrefix(f, filepath.Join(fx.root, "steps")+string(filepath.Separator)) {
+				continue // a column of the packed steps files, not a partition of them
+			}
 			t.Errorf("%s stores partition column %s", f, r["name"])
 		}
 	})
+	t.Run("steps columns", func(t *testing.T) { checkStepsColumns(t, db, fx) })
 	t.Run("episodes columns", func(t *testing.T) {
 		// episode_record_id is the episodes table's first column, steps_file
 		// its last, in every file.
@@ -386,4 +402,58 @@ func TestFileMetadata(t *testing.T) {
 			t.Fatalf("no episodes files")
 		}
 	})
+}
+
+// stepsFixedColumns are the fixed columns of a steps file in order
+// (README "Tables"); layout "session" adds episode_record_id after them.
+var stepsFixedColumns = []string{
+	"episode_id", "episode_index", "env_index", "step", "session_step", "observation_blob", "action_blob",
+	"reward", "is_first", "is_last", "terminated", "truncated", "recorded_at",
+}
+
+// checkStepsColumns checks the columns of every steps file of a fixture as
+// stored (no partition columns): the fixed ones in order, in layout
+// "session" then episode_record_id, then only typed columns; and that every
+// episode a packed file holds is one the simulator started.
+func checkStepsColumns(t *testing.T, db *sql.DB, fx *fixture) {
+	t.Helper()
+	want := slices.Clone(stepsFixedColumns)
+	if fx.layout == hive.LayoutSession {
+		want = append(want, "episode_record_id")
+	}
+	var n int
+	for _, rel := range walkFiles(t, filepath.Join(fx.root, "steps")) {
+		n++
+		file := filepath.Join(fx.root, "steps", rel)
+		var cols []string
+		for _, r := range query(t, db, "DESCRIBE SELECT * FROM read_parquet("+lit(file)+", hive_partitioning=false)") {
+			cols = append(cols, r["column_name"].(string))
+		}
+		if len(cols) < len(want) || !slices.Equal(cols[:len(want)], want) {
+			t.Errorf("steps/%s: columns %v, want %v first", rel, cols, want)
+			continue
+		}
+		for _, c := range cols[len(want):] {
+			if c != "observation" && c != "action" && !strings.HasPrefix(c, "observation.") && !strings.HasPrefix(c, "action.") {
+				t.Errorf("steps/%s: column %q after the fixed ones is no typed column", rel, c)
+			}
+		}
+		if fx.layout != hive.LayoutSession {
+			continue
+		}
+		kv := kvMetadata(t, db, file)[file]
+		s := fx.sessions[hive.Recording{SessionID: kv["rlrec.session_id"], EnvID: kv["rlrec.env_id"]}]
+		if s == nil {
+			t.Errorf("steps/%s: a file of no recording the simulator ran (metadata %v)", rel, kv)
+			continue
+		}
+		for _, r := range query(t, db, "SELECT DISTINCT episode_record_id FROM read_parquet("+lit(file)+", hive_partitioning=false)") {
+			if rid, _ := r["episode_record_id"].(string); s.episodes[rid] == nil {
+				t.Errorf("steps/%s: rows of episode %v, which the simulator never started", rel, r["episode_record_id"])
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no steps files under %s", fx.root)
+	}
 }
