@@ -180,7 +180,9 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		}
 		return errors.Join(errs...)
 	}
-	ropts := append([]recorder.Option{recorder.WithLayout(rep.Layout)}, opts.Recorder...)
+	// The recorders of the splits share the default memory budget.
+	ropts := []recorder.Option{recorder.WithLayout(rep.Layout), recorder.WithMemoryBudget(max(recorder.DefaultMemoryBudget/int64(nt), 32<<20))}
+	ropts = append(ropts, opts.Recorder...)
 	for t := range rep.Targets {
 		r, err := recorder.Open(rep.Targets[t].Root, ropts...)
 		if err != nil {
