@@ -192,6 +192,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 	}
 	for i, p := range plans {
 		if err := copyRecording(ctx, d, p, recorders, rep); err != nil {
+			err = fmt.Errorf("%w; %s holds what was copied before it: remove it and copy again", err, dst)
 			return nil, errors.Join(err, closeAll())
 		}
 		if opts.Progress != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/rlrec/rlrec/build"
 	"github.com/rlrec/rlrec/build/where"
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
@@ -505,5 +506,56 @@ func TestParseSplits(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// openHooks records into a recorder but drops the end of every session,
+// so the recordings are still open when the recorder closes.
+type openHooks struct{ *recorder.Recorder }
+
+func (h openHooks) OnSessionEnded(context.Context, *events.SessionEnded) error   { return nil }
+func (h openHooks) OnSessionFailed(context.Context, *events.SessionFailed) error { return nil }
+
+func TestCopyOpenRecording(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "open")
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config{SessionID: "open", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, MaxEpisodeSteps: 8, Seed: 1,
+		Clock: sim.StepClock(epoch, time.Millisecond)}
+	if _, err := sim.Run(context.Background(), openHooks{rec}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst")
+	rep, err := build.Copy(context.Background(), root, dst, build.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, dst)
+	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, "\n"), "closing event") {
+		t.Errorf("notes %q do not say the recording was copied without its end", rep.Notes)
+	}
+	ds, dd := open(t, root), open(t, dst)
+	for _, r := range ds.Recordings() {
+		sameEpisodes(t, ds, dd, r, nil)
+		s, _ := dd.Session(r)
+		if row := s.Row(); row == nil || row.Status != schema.SessionOpen {
+			t.Errorf("copied session row %+v, want status open", s.Rows)
+		}
+	}
+}
+
+func TestCopyCancelled(t *testing.T) {
+	src := source(t, hive.LayoutEpisode)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dst := filepath.Join(t.TempDir(), "dst")
+	_, err := build.Copy(ctx, src, dst, build.Options{})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "remove it and copy again") {
+		t.Fatalf("Copy: %v, want the cancellation and what to do", err)
 	}
 }
