@@ -71,6 +71,8 @@ var commands = []*Command{
 	cmdServe,
 	cmdInspect,
 	cmdReplay,
+	cmdStats,
+	cmdCopy,
 	cmdVerify,
 	cmdRecover,
 	cmdVersion,

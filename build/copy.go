@@ -1,0 +1,351 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rlrec/rlrec/build/where"
+	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// Options configure Copy. The zero value copies every recording of the
+// source, in the source's layout.
+type Options struct {
+	// Session, when not "", copies the recordings of this session id only;
+	// Env narrows them to one env id.
+	Session, Env string
+	// Where, when not nil, copies the episodes it matches only.
+	Where *where.Filter
+	// Layout is the steps layout of the destination; "" keeps the
+	// source's.
+	Layout hive.Layout
+	// Splits, when not empty, splits the episodes by SplitPoint with Seed:
+	// each split is a ROOT of its own, DST/<name>.
+	Splits Splits
+	Seed   uint64
+	// Recorder holds further options of the destination's recorders
+	// (logger, memory budget, compression).
+	Recorder []recorder.Option
+	// Progress, when not nil, is called after each recording with the
+	// number done and the total.
+	Progress func(done, total int)
+}
+
+// Report says what Copy wrote.
+type Report struct {
+	// Layout is the destination's steps layout.
+	Layout hive.Layout
+	// Targets lists the destination ROOTs: one, or one per split in split
+	// order.
+	Targets []Target
+	// Notes lists what the replay of a recording could not rebuild exactly
+	// (dataset.ReplayReport.Notes), prefixed by the recording.
+	Notes []string
+}
+
+// Target is one destination ROOT and what it got.
+type Target struct {
+	// Split is the split's name, "" without a split.
+	Split string
+	Root  string
+	// Recordings, Episodes and Steps count what was copied into it (Steps
+	// is the steps_recorded of its episodes).
+	Recordings, Episodes, Steps int64
+}
+
+// plan is what one recording sends to each target.
+type plan struct {
+	rec dataset.Recording
+	// keep holds, per target, the record ids of its episodes; a nil map
+	// keeps every episode (a copy without filter or split).
+	keep []map[string]bool
+	// to lists the targets the recording is copied to.
+	to []int
+}
+
+// Copy builds the dataset dst from the ROOT src (see the package doc). dst
+// (and with splits, every DST/<name>) must not exist or be an empty
+// directory, and may not lie inside src.
+func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
+	d, err := dataset.Open(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDest(src, dst); err != nil {
+		return nil, err
+	}
+	recs := d.Recordings()
+	if opts.Session != "" {
+		recs = d.Find(opts.Session, opts.Env)
+		if len(recs) == 0 {
+			if opts.Env != "" {
+				return nil, fmt.Errorf("session %q env %q: %w in %s; run 'rlrec inspect %s' for the list", opts.Session, opts.Env, dataset.ErrNotFound, src, src)
+			}
+			return nil, fmt.Errorf("session %q: %w in %s; run 'rlrec inspect %s' for the list", opts.Session, dataset.ErrNotFound, src, src)
+		}
+	} else if opts.Env != "" {
+		return nil, fmt.Errorf("an env id needs its session id: give the session too")
+	}
+	rep := &Report{Layout: opts.Layout}
+	if rep.Layout == "" {
+		if rep.Layout, err = sourceLayout(d); err != nil {
+			return nil, err
+		}
+	}
+	nt := max(1, len(opts.Splits))
+	for i := range nt {
+		t := Target{Root: dst}
+		if len(opts.Splits) > 0 {
+			t.Split = opts.Splits[i].Name
+			t.Root = filepath.Join(dst, t.Split)
+		}
+		rep.Targets = append(rep.Targets, t)
+	}
+	all := opts.Where == nil && len(opts.Splits) == 0
+	var plans []plan
+	for _, rec := range recs {
+		s, err := d.Session(rec)
+		if err != nil {
+			return nil, err
+		}
+		if s.Row() == nil {
+			return nil, fmt.Errorf("%s has no sessions row in %s (it was open or crashed): run 'rlrec recover %s' first, or leave it out with --session", rec, src, src)
+		}
+		eps, err := d.Episodes(rec)
+		if err != nil {
+			return nil, err
+		}
+		p := plan{rec: rec, keep: make([]map[string]bool, nt)}
+		counts := make([]int, nt)
+		for i := range eps {
+			e := &eps[i]
+			if opts.Where != nil && !opts.Where.Match(e) {
+				continue
+			}
+			t := 0
+			if len(opts.Splits) > 0 {
+				t = opts.Splits.Assign(opts.Seed, rec, e.EpisodeRecordID)
+			}
+			if !all {
+				if p.keep[t] == nil {
+					p.keep[t] = map[string]bool{}
+				}
+				p.keep[t][e.EpisodeRecordID] = true
+			}
+			counts[t]++
+			rep.Targets[t].Episodes++
+			rep.Targets[t].Steps += e.Row.StepsRecorded
+		}
+		for t := range nt {
+			if all || counts[t] > 0 {
+				p.to = append(p.to, t)
+				rep.Targets[t].Recordings++
+			}
+		}
+		if len(p.to) > 0 {
+			plans = append(plans, p)
+		}
+	}
+	if !all {
+		total := int64(0)
+		for _, t := range rep.Targets {
+			total += t.Episodes
+		}
+		if total == 0 {
+			return nil, fmt.Errorf("%w: no episode of the %s selected matches the filter; nothing was written", ErrNothing, count(len(recs), "recording"))
+		}
+	}
+	if err := checkEmpty(dst); err != nil {
+		return nil, err
+	}
+	recorders := make([]*recorder.Recorder, nt)
+	closeAll := func() error {
+		var errs []error
+		for i, r := range recorders {
+			if r != nil {
+				if err := r.Close(context.WithoutCancel(ctx)); err != nil {
+					errs = append(errs, fmt.Errorf("close %s: %w", rep.Targets[i].Root, err))
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
+	// The recorders of the splits share the default memory budget.
+	ropts := []recorder.Option{recorder.WithLayout(rep.Layout), recorder.WithMemoryBudget(max(recorder.DefaultMemoryBudget/int64(nt), 32<<20))}
+	ropts = append(ropts, opts.Recorder...)
+	for t := range rep.Targets {
+		r, err := recorder.Open(rep.Targets[t].Root, ropts...)
+		if err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+		recorders[t] = r
+	}
+	for i, p := range plans {
+		if err := copyRecording(ctx, d, p, recorders, rep); err != nil {
+			err = fmt.Errorf("%w; %s holds what was copied before it: remove it and copy again", err, dst)
+			return nil, errors.Join(err, closeAll())
+		}
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(plans))
+		}
+	}
+	if err := closeAll(); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// copyRecording replays one recording into the recorders of its targets,
+// each event filtered to the episodes the target keeps.
+func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*recorder.Recorder, rep *Report) error {
+	rr, err := d.ReplayEvents(p.rec, func(ev events.Event, at time.Time) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, t := range p.to {
+			out := filterEvent(ev, p.keep[t])
+			if out == nil {
+				continue
+			}
+			if err := recs[t].RecordAt(ctx, out, at); err != nil {
+				return fmt.Errorf("copy %s into %s: %w", p.rec, rep.Targets[t].Root, err)
+			}
+		}
+		return nil
+	})
+	for _, n := range rr.Notes {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", p.rec, n))
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", p.rec, err)
+	}
+	return nil
+}
+
+// filterEvent returns ev as a target that keeps the episodes in keep sees
+// it (keep nil: every episode): the start and end of other episodes are
+// left out (nil), and in batch events their lanes carry no episode id,
+// which the recorder records as it records a lane without an episode
+// (a dropped step for an action, nothing for an observation). ev itself
+// is not modified.
+func filterEvent(ev events.Event, keep map[string]bool) events.Event {
+	if keep == nil {
+		return ev
+	}
+	switch e := ev.(type) {
+	case *events.EpisodeStarted:
+		if !keep[e.EpisodeRecordID] {
+			return nil
+		}
+	case *events.EpisodeCompleted:
+		if !keep[e.EpisodeRecordID] {
+			return nil
+		}
+	case *events.ActionReceived:
+		c := *e
+		c.EpisodeIDs, c.EpisodeRecordIDs = keepLanes(e.EpisodeIDs, e.EpisodeRecordIDs, keep)
+		c.EpisodeID, c.EpisodeRecordID = laneZero(e.EpisodeID, e.EpisodeRecordID, keep)
+		return &c
+	case *events.ObservationEmitted:
+		c := *e
+		c.EpisodeIDs, c.EpisodeRecordIDs = keepLanes(e.EpisodeIDs, e.EpisodeRecordIDs, keep)
+		c.EpisodeID, c.EpisodeRecordID = laneZero(e.EpisodeID, e.EpisodeRecordID, keep)
+		return &c
+	case *events.StepCompleted:
+		c := *e
+		c.EpisodeID, c.EpisodeRecordID = laneZero(e.EpisodeID, e.EpisodeRecordID, keep)
+		return &c
+	}
+	return ev
+}
+
+func keepLanes(ids, rids []string, keep map[string]bool) ([]string, []string) {
+	outIDs := make([]string, len(ids))
+	outRIDs := make([]string, len(rids))
+	for i, rid := range rids {
+		if keep[rid] {
+			outRIDs[i] = rid
+			if i < len(ids) {
+				outIDs[i] = ids[i]
+			}
+		}
+	}
+	return outIDs, outRIDs
+}
+
+func laneZero(id, rid string, keep map[string]bool) (string, string) {
+	if keep[rid] {
+		return id, rid
+	}
+	return "", ""
+}
+
+// sourceLayout is the steps layout the source's files name (rlrec.layout
+// of its first steps file), the default layout when it has none.
+func sourceLayout(d *dataset.Dataset) (hive.Layout, error) {
+	files := d.Files(schema.TableSteps)
+	if len(files) == 0 {
+		return hive.LayoutEpisode, nil
+	}
+	st, err := dataset.OpenStepsFile(files[0].Path)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	v, _ := st.Metadata(schema.MetaLayout)
+	if v == "" {
+		if files[0].Episode {
+			return hive.LayoutEpisode, nil
+		}
+		return hive.LayoutSession, nil
+	}
+	l, err := hive.ParseLayout(v)
+	if err != nil {
+		return "", fmt.Errorf("%s: metadata %s: %w", files[0].Path, schema.MetaLayout, err)
+	}
+	return l, nil
+}
+
+// checkDest refuses a destination that is the source or lies inside it.
+func checkDest(src, dst string) error {
+	as, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	ad, err := filepath.Abs(dst)
+	if err != nil {
+		return err
+	}
+	if ad == as || strings.HasPrefix(ad, as+string(filepath.Separator)) {
+		return fmt.Errorf("the destination %s lies inside the source %s: choose a directory outside it", dst, src)
+	}
+	return nil
+}
+
+// checkEmpty refuses a destination ROOT that exists and is not an empty
+// directory.
+func checkEmpty(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		if info, serr := os.Stat(dir); serr == nil && !info.IsDir() {
+			return fmt.Errorf("the destination %s is a file: give a new directory", dir)
+		}
+		return fmt.Errorf("the destination %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("the destination %s is not empty: copy into a new or empty directory (a copy never adds to an existing ROOT)", dir)
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/rlrec/rlrec/build"
+	"github.com/rlrec/rlrec/build/where"
+	"github.com/rlrec/rlrec/recorder"
+)
+
+// copyOptions are the copy command's flags.
+type copyOptions struct {
+	session string
+	env     string
+	where   string
+	layout  layoutValue
+	split   string
+	seed    uint64
+	seedSet bool
+}
+
+var copyFlags copyOptions
+
+var cmdCopy = &Command{
+	Name:      "copy",
+	UsageLine: "copy SRC DST [--session S [--env R]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]]",
+	Short:     "build a dataset: copy selected episodes into a new ROOT",
+	Long: `Copy builds a new ROOT, DST, from the recordings of the ROOT SRC: all of
+them, or those of one session id (--session, and --env for one run of it),
+and of those the episodes that --where selects, in the steps layout --layout
+(default: SRC's). Each recording is replayed as its event stream through a
+recorder, so DST is a ROOT like any other and 'rlrec verify DST' passes on
+it. A copy without --where and --split holds tables equal to SRC's (only
+the episodes column steps_file, and where episode_record_id lives, follow
+the layout). DST must be new or an empty directory.
+
+--where FILTER selects episodes by their episodes-table columns, in a small
+SQL-like language: comparisons of a column with a literal (= != <> < <= > >=),
+IS [NOT] NULL, [NOT] IN (...), a bool column alone, joined by AND, OR and
+NOT, with parentheses. Strings are in 'single quotes', times too
+('2026-03-01T12:00:00Z'); a comparison with a null value is never true, as
+in SQL. The columns: session_id, env_id, episode_record_id, episode_id,
+episode_index, env_index, env_component_id, model_component_id,
+started_from_auto_reset, status, step_count, cumulative_reward,
+steps_recorded, reward_sum, terminated, truncated, success, duration_ms,
+started_at, ended_at, final_info, steps_file. Recordings with no selected
+episode are left out; the sessions row of a filtered recording counts the
+steps of the episodes left out as dropped steps.
+
+--split train=0.9,val=0.1 splits the selected episodes: each split is a ROOT
+of its own, DST/train and DST/val. An episode's split depends only on --seed
+(default 0) and its session id, env id and episode record id (a SHA-256;
+see the README), so it never changes when more is recorded.
+
+Example:
+
+  rlrec copy data successful \
+      --where "status = 'completed' AND success = true AND step_count > 10"
+  rlrec copy data cartpole --session 0190a1b2-... --layout session
+  rlrec copy data splits --split train=0.9,val=0.1 --seed 7
+  rlrec verify splits/train`,
+	SetFlags: func(fs *flag.FlagSet) {
+		copyFlags = copyOptions{}
+		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session id `S` only")
+		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of env id `R` only")
+		fs.StringVar(&copyFlags.where, "where", "", "copy the episodes that `FILTER` selects (see above)")
+		fs.Var(&copyFlags.layout, "layout", "steps layout of DST: episode (a partition per episode) or session (episodes packed per recording); default: SRC's")
+		fs.StringVar(&copyFlags.split, "split", "", "split the episodes into ROOTs DST/NAME by `FRACTIONS` such as train=0.9,val=0.1")
+		fs.Func("seed", "the seed `N` of --split (default 0)", func(s string) error {
+			var v uint64
+			if _, err := fmt.Sscan(s, &v); err != nil {
+				return fmt.Errorf("want a non-negative integer")
+			}
+			copyFlags.seed, copyFlags.seedSet = v, true
+			return nil
+		})
+	},
+	Run: runCopy,
+}
+
+func runCopy(ctx context.Context, env *Env, args []string) error {
+	f := copyFlags
+	if len(args) != 2 {
+		return usagef("want SRC and DST, got %d arguments", len(args))
+	}
+	src, dst := args[0], args[1]
+	if f.env != "" && f.session == "" {
+		return usagef("--env needs --session")
+	}
+	if f.seedSet && f.split == "" {
+		return usagef("--seed needs --split")
+	}
+	opts := build.Options{Session: f.session, Env: f.env, Layout: f.layout.l, Seed: f.seed,
+		Recorder: []recorder.Option{recorder.WithLogger(env.Logger)}}
+	if f.where != "" {
+		flt, err := where.Parse(f.where)
+		if err != nil {
+			return usagef("--where: %v", err)
+		}
+		opts.Where = flt
+	}
+	if f.split != "" {
+		s, err := build.ParseSplits(f.split)
+		if err != nil {
+			return usagef("--split: %v", err)
+		}
+		opts.Splits = s
+	}
+	if err := checkRoot(src); err != nil {
+		return err
+	}
+	if env.IsTerminal {
+		var bar *progressbar.ProgressBar
+		opts.Progress = func(done, total int) {
+			if bar == nil {
+				bar = countProgress(env, total, "copying "+src, "recordings")
+			}
+			_ = bar.Set(done)
+			if done == total {
+				_ = bar.Finish()
+			}
+		}
+	}
+	rep, err := build.Copy(ctx, src, dst, opts)
+	if err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(env.Stderr, "rlrec copy: note: %s\n", n)
+	}
+	for _, t := range rep.Targets {
+		what := ""
+		if t.Split != "" {
+			what = " (split " + t.Split + ")"
+		}
+		fmt.Fprintf(env.Stdout, "Copied %s (%s) of %s into %s%s, layout %s.\n",
+			count(t.Episodes, "episode"), count(t.Steps, "step"), count(t.Recordings, "recording"), t.Root, what, rep.Layout)
+	}
+	if f.where != "" {
+		fmt.Fprintf(env.Stdout, "Filter: %s\n", opts.Where)
+	}
+	if len(rep.Targets) == 1 {
+		fmt.Fprintf(env.Stdout, "Check it with: rlrec verify %s\n", rep.Targets[0].Root)
+	} else {
+		fmt.Fprintf(env.Stdout, "Each split is a ROOT of its own: rlrec verify %s\n", rep.Targets[0].Root)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCopyCommand(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		roots []string // ROOTs written, each checked with rlrec verify
+		out   []string // in stdout
+	}{
+		{"everything, to layout session", []string{"copy", goldenRoot, filepath.Join(dir, "all"), "--layout", "session"},
+			[]string{"all"}, []string{"Copied 6 episodes (38 steps) of 2 recordings", "layout session", "rlrec verify " + filepath.Join(dir, "all")}},
+		{"filtered", []string{"copy", "--where", "status = 'completed' and step_count >= 3", goldenRoot, filepath.Join(dir, "some")},
+			[]string{"some"}, []string{"Filter: status = 'completed' AND step_count >= 3", "layout episode"}},
+		{"one session", []string{"copy", goldenRoot, filepath.Join(dir, "one"), "--session", "golden-cartpole"},
+			[]string{"one"}, []string{"of 1 recording into"}},
+		{"split", []string{"copy", goldenRoot, filepath.Join(dir, "split"), "--split", "train=0.5,val=0.5", "--seed", "3"},
+			[]string{"split/train", "split/val"}, []string{"(split train)", "(split val)", "Each split is a ROOT of its own"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runReadCmd(t, tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+			}
+			for _, w := range tc.out {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout does not say %q:\n%s", w, out)
+				}
+			}
+			for _, r := range tc.roots {
+				root := filepath.Join(dir, r)
+				if code, out, errOut := runReadCmd(t, "verify", root); code != 0 {
+					t.Errorf("verify %s: exit %d\n%s%s", root, code, out, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestCopyUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no arguments", []string{"copy"}, 2, "want SRC and DST"},
+		{"bad filter", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--where", "colour = 'red'"}, 2, `--where: filter: at byte 0: unknown column "colour"`},
+		{"bad split", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--split", "train=0.9"}, 2, "add up to 0.9"},
+		{"seed without split", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--seed", "1"}, 2, "--seed needs --split"},
+		{"bad seed", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--split", "a=1", "--seed", "-1"}, 2, "non-negative integer"},
+		{"env without session", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--env", "e"}, 2, "--env needs --session"},
+		{"bad layout", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--layout", "flat"}, 2, "want episode"},
+		{"no ROOT", []string{"copy", filepath.Join(dir, "missing"), filepath.Join(dir, "x")}, 1, "does not exist"},
+		{"destination inside the source", []string{"copy", goldenRoot, goldenRoot + "/copy"}, 1, "inside the source"},
+		{"existing destination", []string{"copy", goldenRoot, "testdata"}, 1, "is not empty"},
+		{"nothing selected", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--where", "step_count > 1000"}, 1, "nothing was written"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runReadCmd(t, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, want %d; stderr %q does not say %q", code, tc.code, errOut, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("a refused copy created its destination")
+	}
+}
