@@ -140,24 +140,27 @@ class IngestClient:
         limit) while the unacknowledged events fill max_unacked_bytes.
         """
         key = (event.session_id, event.route.env_id)
+        size = event.ByteSize() + 11  # and the sequence field, at most 11 bytes
+        if size + 64 > self._max_message:
+            raise ValueError(
+                f"event of {size} bytes is over the {self._max_message}-byte message limit "
+                "(max_message_bytes, the server's --max-message-bytes)"
+            )
         with self._cv:
             self._usable()
-            seq = self._next.get(key, 0) + 1
-            event.sequence = seq
-            data = event.SerializeToString()
-            if len(data) + 64 > self._max_message:
-                raise ValueError(
-                    f"event of {len(data)} bytes is over the {self._max_message}-byte message limit "
-                    "(max_message_bytes, the server's --max-message-bytes)"
-                )
             ok = self._cv.wait_for(
-                lambda: self._bytes == 0 or self._bytes + len(data) <= self._max_unacked
+                lambda: self._bytes == 0 or self._bytes + size <= self._max_unacked
                 or self._fatal is not None or self._stopped,
                 timeout,
             )
             if not ok:
                 raise TimeoutError(f"waited {timeout} s for room among the events {self.addr} has not acknowledged")
             self._usable()
+            # Numbered and queued in one step, so the queue holds each
+            # recording's events in sequence order.
+            seq = self._next.get(key, 0) + 1
+            event.sequence = seq
+            data = event.SerializeToString()
             self._next[key] = seq
             self._q.append(data)
             self._bytes += len(data)

@@ -265,10 +265,13 @@ def read_delimited(data):
 class Readback:
     """What a ROOT holds for one recording, through the rlrec CLI."""
 
-    def __init__(self, root, session_id, env_id):
+    def __init__(self, root, session_id, env_id, values=True):
         self.root, self.session_id, self.env_id = root, session_id, env_id
         p = rlrec("replay", root, "--session", session_id, "--env", env_id)
-        self.rows = [json.loads(line) for line in p.stdout.splitlines()]
+        lines = p.stdout.splitlines()
+        if not values:  # the decoded values come last; leave large ones unparsed
+            lines = [line[:line.index(',"observation":')] + "}" for line in lines]
+        self.rows = [json.loads(line) for line in lines]
         info = json.loads(rlrec("inspect", root, "--session", session_id, "--env", env_id, "--json").stdout)
         self.inspect = info
         ev = subprocess.run([BIN, "replay", root, "--session", session_id, "--env", env_id, "--format", "events"],
@@ -282,8 +285,8 @@ class Readback:
 
 
 class CaptureCase(unittest.TestCase):
-    def check_recording(self, root, cap, run, fed, env):
-        rb = Readback(root, cap.session_id, run.env_id)
+    def check_recording(self, root, cap, run, fed, env, values=True):
+        rb = Readback(root, cap.session_id, run.env_id, values)
         obs_spec, act_spec = run.observation_space, run.action_space
         # Steps: every one fed in, once, in order, with its values.
         by_ep = defaultdict(list)
@@ -302,8 +305,9 @@ class CaptureCase(unittest.TestCase):
                 self.assertEqual(row["reward"], reward)
                 self.assertEqual(row["is_first"], i == 0)
                 self.assertEqual(row["is_last"], i == len(steps) - 1)
-                same_value(obs_spec, row["observation"], obs)
-                same_value(act_spec, row["action"], action, "action")
+                if values:
+                    same_value(obs_spec, row["observation"], obs)
+                    same_value(act_spec, row["action"], action, "action")
         # The event stream holds the exact leaf bytes that were fed.
         sent_obs = [encode_batch(obs_spec, [o]) for steps in fed for (o, _, _) in steps]
         sent_act = [encode_batch(act_spec, [a]) for steps in fed for (_, a, _) in steps]
@@ -507,6 +511,53 @@ class ServeTest(CaptureCase):
             srv.stop()
         rlrec("verify", root)
         self.check_recording(root, cap, cap.runs[0], fed, env)
+
+    def test_hooks_wait_while_the_unacknowledged_events_are_full(self):
+        root = os.path.join(TMP, "full-root")
+        srv = Server(root)
+
+        class CameraEnv:
+            observation_space = S.Box(0, 255, (224, 224, 3), np.uint8)  # 150 KB a step
+            action_space = S.Discrete(4)
+
+            def reset(self, seed=None):
+                self.t = 0
+                return np.full((224, 224, 3), 0, np.uint8), {}
+
+            def step(self, action):
+                self.t += 1
+                return np.full((224, 224, 3), self.t % 256, np.uint8), 0.0, self.t >= 30, False, {}
+
+        env = CameraEnv()
+        try:
+            cap = Capture(srv.addr, max_unacked_bytes=1 << 20)
+            srv.kill()
+            down = time.monotonic()
+            waited = []
+
+            def restart_later():
+                time.sleep(1.0)
+                srv.start()
+
+            import threading
+            t = threading.Thread(target=restart_later)
+            t.start()
+
+            def note(ep, steps):
+                waited.append((steps, time.monotonic() - down, cap._client.unacked_bytes))
+
+            fed = run_session(cap, env, random_policy(env.action_space, 7), episodes=1, after_step=note)
+            t.join()
+            # With the server down, the 1 MiB bound held the hooks back: no
+            # more than 7 steps' observations were queued before it came back.
+            early = [s for s, at, _ in waited if at < 0.9]
+            self.assertLessEqual(max(early, default=0), 7)
+            self.assertLessEqual(max(b for _, _, b in waited), (1 << 20) + 160_000)
+            cap.close()
+        finally:
+            srv.stop()
+        rlrec("verify", root)
+        self.check_recording(root, cap, cap.runs[0], fed, env, values=False)  # the event bytes are compared
 
     def test_token(self):
         root = os.path.join(TMP, "token-root")
