@@ -2,7 +2,9 @@
 
 ``space_spec`` maps a space object to the spec the runtime would publish
 for it (RLMESH.md §1). It reads spaces by duck typing, so it takes
-gymnasium's and gym's spaces, rlmesh's own (``rlmesh.spaces``), the small
+gymnasium's and gym's spaces, rlmesh's own (the native ``SpaceSpec`` an env
+contract holds, read through its ``kind``/``shape``/``dtype`` and
+``_details()``, and the ``rlmesh.spaces`` wrappers around it), the small
 classes below (for code and tests that have neither), and a ready
 ``SpaceSpec`` message, which it copies.
 
@@ -112,6 +114,9 @@ def _spec(space: Any, path: str, depth: int) -> spaces_pb2.SpaceSpec:
         out = spaces_pb2.SpaceSpec()
         out.CopyFrom(space)
         return out
+    native = _rlmesh_native(space)
+    if native is not None:
+        return _from_rlmesh(native, path, depth)
     kind = _kind(space)
     spec = spaces_pb2.SpaceSpec()
     if kind == "dict":
@@ -158,6 +163,74 @@ def _spec(space: Any, path: str, depth: int) -> spaces_pb2.SpaceSpec:
     shape = _shape(space)
     spec.shape.extend(shape)
     _box_bounds(spec, space, shape)
+    return spec
+
+
+def _rlmesh_native(space: Any) -> Any:
+    """rlmesh's native SpaceSpec behind space (itself, or a rlmesh.spaces
+    wrapper's .spec), or None. An env contract served by rlmesh holds these:
+    kind, shape and dtype properties and a _details() dict."""
+    for cand in (space, getattr(space, "spec", None)):
+        if cand is None:
+            continue
+        try:
+            kind, details = getattr(cand, "kind", None), getattr(cand, "_details", None)
+        except Exception:
+            continue
+        if isinstance(kind, str) and callable(details):
+            return cand
+    return None
+
+
+def _from_rlmesh(native: Any, path: str, depth: int) -> spaces_pb2.SpaceSpec:
+    where = path or "<root>"
+    kind, details = native.kind, native._details()
+    spec = spaces_pb2.SpaceSpec()
+    dtype = str(native.dtype or "")
+    if kind in ("dict", "tuple"):
+        children = details.get("spaces") or ({} if kind == "dict" else [])
+        if kind == "dict":
+            spec.dict.SetInParent()
+            for key, child in children.items():
+                spec.dict.keys.append(str(key))
+                spec.dict.spaces.append(_spec(child, f"{path}.{key}" if path else str(key), depth + 1))
+        else:
+            spec.tuple.SetInParent()
+            for i, child in enumerate(children):
+                spec.tuple.spaces.append(_spec(child, f"{path}.{i}" if path else str(i), depth + 1))
+        return spec
+    if kind not in _KINDS.values():
+        raise LeafError(f"{where}: rlmesh space of kind {kind!r}")
+    if kind == "text":
+        spec.dtype = dtype_of(dtype) if dtype in _BY_NAME else DT.DATA_TYPE_UINT8
+        spec.text.min_length = int(details.get("min_length", 1))
+        spec.text.max_length = int(details["max_length"])
+        spec.text.charset = str(details.get("charset") or "")
+        return spec
+    spec.dtype = dtype_of(dtype)
+    shape = [int(d) for d in native.shape]
+    if kind == "discrete":
+        spec.discrete.n, spec.discrete.start = int(details["n"]), int(details.get("start", 0))
+    elif kind == "multi_binary":
+        spec.shape.extend(shape)
+        spec.multi_binary.SetInParent()
+    elif kind == "multi_discrete":
+        nvec = np.asarray(details["nvec"], dtype=np.int64).reshape(-1)
+        spec.shape.extend(shape or [len(nvec)])
+        spec.multi_discrete.nvec.extend(int(v) for v in nvec)
+    else:  # box
+        spec.shape.extend(shape)
+        bounds = details.get("bounds_kind")
+        if bounds in (None, "unbounded"):
+            spec.box.unbounded = True
+        else:
+            dt = NUMPY_DTYPES[spec.dtype]
+            lo = _typed_bound(np.asarray(details["low"]).reshape(-1), dt)
+            hi = _typed_bound(np.asarray(details["high"]).reshape(-1), dt)
+            if bounds in ("uniform", "typed_uniform"):
+                spec.box.uniform.low, spec.box.uniform.high = lo[:1].tobytes(), hi[:1].tobytes()
+            else:
+                spec.box.elementwise.low, spec.box.elementwise.high = lo.tobytes(), hi.tobytes()
     return spec
 
 

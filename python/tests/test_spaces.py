@@ -84,5 +84,54 @@ class Spaces(unittest.TestCase):
             space_spec(object())
 
 
+
+class NativeSpec:
+    """Stands in for rlmesh's native SpaceSpec (PyO3): kind, shape, dtype and
+    _details(), as an env contract served by rlmesh holds them."""
+
+    def __init__(self, kind, shape=(), dtype="float32", **details):
+        self.kind, self.shape, self.dtype, self.details = kind, list(shape), dtype, details
+
+    def _details(self):
+        return self.details
+
+
+class Wrapper:
+    """Stands in for an rlmesh.spaces wrapper: the native spec under .spec."""
+
+    def __init__(self, native):
+        self.spec = native
+
+    def __getattr__(self, name):  # rlmesh's wrappers raise for unknown names
+        raise AttributeError(name)
+
+
+class RlmeshNative(unittest.TestCase):
+    def test_native_specs(self):
+        obs = NativeSpec("dict", dtype="float32", spaces={
+            "state": NativeSpec("box", (3,), "float32", bounds_kind="uniform", low=-1.0, high=1.0),
+            "image": NativeSpec("box", (2, 2, 3), "uint8", bounds_kind="typed_uniform", low=[0], high=[255]),
+            "goal": NativeSpec("box", (2,), "float64", bounds_kind="elementwise", low=[0.0, 1.0], high=[2.0, 3.0]),
+            "free": NativeSpec("box", (1,), "float32", bounds_kind="unbounded"),
+            "task": NativeSpec("text", (), "uint8", min_length=1, max_length=32, charset=""),
+            "grid": NativeSpec("multi_discrete", (2, 2), "int64", nvec=[[2, 3], [4, 5]]),
+            "bits": NativeSpec("multi_binary", (4,), "int8", size=4),
+            "pair": NativeSpec("tuple", (), "float32", spaces=[NativeSpec("discrete", (), "int32", n=4, start=1)]),
+        })
+        spec = space_spec(Wrapper(obs))
+        self.assertEqual(list(spec.dict.keys), ["state", "image", "goal", "free", "task", "grid", "bits", "pair"])
+        st, img, goal, free, task, grid, bits, pair = spec.dict.spaces
+        self.assertEqual(st.box.uniform.low, np.float32(-1).tobytes())
+        self.assertEqual((img.box.uniform.low, img.box.uniform.high, img.dtype), (b"\x00", b"\xff", DT.DATA_TYPE_UINT8))
+        self.assertEqual(goal.box.elementwise.high, np.array([2, 3], "<f8").tobytes())
+        self.assertTrue(free.box.unbounded)
+        self.assertEqual((task.text.max_length, task.dtype), (32, DT.DATA_TYPE_UINT8))
+        self.assertEqual((list(grid.shape), list(grid.multi_discrete.nvec)), ([2, 2], [2, 3, 4, 5]))
+        self.assertEqual((list(bits.shape), bits.WhichOneof("spec")), ([4], "multi_binary"))
+        d = pair.tuple.spaces[0]
+        self.assertEqual((d.discrete.n, d.discrete.start, d.dtype), (4, 1, DT.DATA_TYPE_INT32))
+        self.assertEqual(len(compile_spec(spec)), 8)
+
+
 if __name__ == "__main__":
     unittest.main()
