@@ -1,0 +1,1 @@
+"""Generated protobuf modules (python/gen_proto.sh); do not edit."""
