@@ -365,3 +365,51 @@ func snapshot(t *testing.T, fsys vfs.FS) string {
 	}
 	return b.String()
 }
+
+// TestGapBeforeLastSegment: a sealed segment that lost its last records at
+// a record boundary, or a missing sealed segment, leaves the last segment
+// starting later than the records before it. The damage is in the sealed
+// part: Open must refuse and name it, and leave the last segment alone.
+func TestGapBeforeLastSegment(t *testing.T) {
+	opts := Options{SegmentSize: 4 << 10}
+	base, paths := buildLog(t, opts, 40)
+	if len(paths) < 3 {
+		t.Fatalf("only %d segments", len(paths))
+	}
+	sealed := paths[len(paths)-2]
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, fsys vfs.FS) int64 // returns the offset to blame
+	}{
+		{"sealed segment ends early", func(t *testing.T, fsys vfs.FS) int64 {
+			b := readSegment(t, fsys, sealed)
+			offs := recordOffsets(t, b)
+			cut := offs[len(offs)-1]
+			writeSegment(t, fsys, sealed, b[:cut])
+			return int64(cut)
+		}},
+		{"sealed segment missing", func(t *testing.T, fsys vfs.FS) int64 {
+			if err := fsys.Remove(sealed); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := base.Crash()
+			off := tc.damage(t, fsys)
+			before := snapshot(t, fsys)
+			_, _, rerr := readAll(t, fsys, testDir)
+			_, err := Open(fsys, testDir, opts)
+			for _, err := range []error{rerr, err} {
+				var ce *CorruptionError
+				if !errors.As(err, &ce) || ce.Last || ce.Segment != sealed || ce.Offset != off || !errors.Is(err, ErrGap) {
+					t.Fatalf("error %v, want a sealed-segment ErrGap in %s at %d", err, sealed, off)
+				}
+			}
+			if after := snapshot(t, fsys); after != before {
+				t.Fatal("a refused open changed the log")
+			}
+		})
+	}
+}

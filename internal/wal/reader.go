@@ -91,6 +91,8 @@ type Reader struct {
 	buf    []byte // the loaded segment's bytes
 	off    int    // offset of the next record in buf
 	loaded bool
+	// prevLen is the size of the segment before the loaded one.
+	prevLen int
 
 	next    Pos // position of the next record
 	pos     Pos // position of the current record
@@ -155,6 +157,27 @@ func (r *Reader) corrupt(off int, err error) bool {
 	return false
 }
 
+// gap reports a loaded segment whose first position first does not
+// follow the records before it. Records are missing when it is later: a
+// sealed segment ended early, or a whole segment is missing, and the
+// damage is there, not in the loaded segment (which may be the last and
+// must not be taken for a torn tail). When it is earlier, the loaded
+// segment's header claims positions already read.
+func (r *Reader) gap(first Pos) bool {
+	prev := r.segs[r.idx-1]
+	r.rec = nil
+	switch {
+	case first < r.next:
+		return r.corrupt(0, fmt.Errorf("%w: segment starts at position %d, but the one before it ends at %d", ErrGap, first, r.next-1))
+	case r.segs[r.idx].num != prev.num+1:
+		missing := filepath.Join(filepath.Dir(prev.path), segmentName(prev.num+1))
+		r.err = &CorruptionError{Segment: missing, Offset: 0, Err: fmt.Errorf("%w: segment is missing: positions %d to %d are in no segment", ErrGap, r.next, first-1)}
+	default:
+		r.err = &CorruptionError{Segment: prev.path, Offset: int64(r.prevLen), Err: fmt.Errorf("%w: segment ends before position %d, but the next one starts at %d", ErrGap, r.next, first)}
+	}
+	return false
+}
+
 // Filter makes Next return only the records whose payload's first byte
 // keep accepts (an empty payload is never returned). Records it rejects
 // are checked (framing, checksum) but, where the first byte can be read
@@ -173,6 +196,7 @@ func (r *Reader) Next() bool {
 				return false
 			}
 			r.idx++
+			r.prevLen = len(r.buf)
 			buf, err := readFile(r.fsys, r.segs[r.idx].path, r.buf)
 			r.buf = buf
 			if err != nil {
@@ -184,7 +208,7 @@ func (r *Reader) Next() bool {
 				return r.corrupt(0, err)
 			}
 			if r.idx > 0 && first != r.next {
-				return r.corrupt(0, fmt.Errorf("%w: segment starts at %d, previous ended before %d", ErrGap, first, r.next))
+				return r.gap(first)
 			}
 			r.next = first
 			r.off = segmentHeaderSize

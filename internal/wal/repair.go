@@ -71,19 +71,39 @@ func Repair(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairR
 	}
 	rep.Cut, rep.Salvaged, rep.Cause = true, !ce.Last, ce
 	rep.Segment, rep.Offset = ce.Segment, ce.Offset
-	rep.RecordsCut = countIntact(r.buf, int(ce.Offset)+1)
-	rep.BytesCut = int64(len(r.buf)) - ce.Offset
 
-	// Cut the damaged segment, then remove every later one.
-	if ce.Offset < segmentHeaderSize {
-		if err := fsys.Remove(ce.Segment); err != nil {
-			return rep, fmt.Errorf("wal: remove damaged segment %s: %w", ce.Segment, err)
-		}
-		rep.SegmentsRemoved = append(rep.SegmentsRemoved, ce.Segment)
-	} else if err := truncateFile(fsys, ce.Segment, ce.Offset); err != nil {
-		return rep, err
+	// The damaged segment is the loaded one, or one before it when the
+	// loaded segment does not continue it (or is missing: then nothing is
+	// cut but the segments after it).
+	cut := r.idx
+	buf, found := r.buf, true
+	for cut >= 0 && r.segs[cut].path != ce.Segment {
+		cut--
 	}
-	for _, s := range r.segs[r.idx+1:] {
+	switch {
+	case cut < 0:
+		cut, found = r.idx-1, false
+	case cut != r.idx:
+		if buf, err = readFile(fsys, ce.Segment, nil); err != nil {
+			return rep, err
+		}
+	}
+	if found {
+		rep.RecordsCut = countIntact(buf, int(ce.Offset)+1)
+		rep.BytesCut = int64(len(buf)) - ce.Offset
+		// Cut the damaged segment, then remove every later one.
+		if ce.Offset < segmentHeaderSize {
+			if err := fsys.Remove(ce.Segment); err != nil {
+				return rep, fmt.Errorf("wal: remove damaged segment %s: %w", ce.Segment, err)
+			}
+			rep.SegmentsRemoved = append(rep.SegmentsRemoved, ce.Segment)
+		} else if ce.Offset < int64(len(buf)) {
+			if err := truncateFile(fsys, ce.Segment, ce.Offset); err != nil {
+				return rep, err
+			}
+		}
+	}
+	for _, s := range r.segs[cut+1:] {
 		if st, err := fsys.Stat(s.path); err == nil {
 			rep.BytesCut += st.Size()
 		}
