@@ -214,6 +214,12 @@ func waitWritten(t *testing.T, l *Log) {
 // the segment paths, and the size of each segment's synced part.
 func buildTail(t *testing.T, opts Options, n, tail int) (*vfs.MemFS, []string, map[string]int) {
 	t.Helper()
+	return buildTailOf(t, opts, payload, n, tail)
+}
+
+// buildTailOf is buildTail with the records gen(0), gen(1), ...
+func buildTailOf(t *testing.T, opts Options, gen func(int) []byte, n, tail int) (*vfs.MemFS, []string, map[string]int) {
+	t.Helper()
 	live := vfs.NewMem()
 	opts.SyncInterval, opts.FlushSize = time.Hour, 1
 	l, err := Open(live, testDir, opts)
@@ -222,7 +228,7 @@ func buildTail(t *testing.T, opts Options, n, tail int) (*vfs.MemFS, []string, m
 	}
 	defer l.Close()
 	for i := 0; i < n; i++ {
-		if _, err := l.Append(payload(i)); err != nil {
+		if _, err := l.Append(gen(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -230,7 +236,7 @@ func buildTail(t *testing.T, opts Options, n, tail int) (*vfs.MemFS, []string, m
 		t.Fatal(err)
 	}
 	for i := n; i < n+tail; i++ {
-		if _, err := l.Append(payload(i)); err != nil {
+		if _, err := l.Append(gen(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
