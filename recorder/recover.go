@@ -49,7 +49,7 @@ func (r *Recorder) recover() error {
 	dir := filepath.Join(r.root, stateDir, logDir)
 	rep, err := wal.Repair(r.fs, dir, r.opts.salvage, r.opts.logger)
 	if err != nil {
-		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to cut the log at the damage, losing what follows it", r.root, err, r.root)
+		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to drop the damaged records and keep every intact one", r.root, err, r.root)
 	}
 	r.recovered.Damage = rep
 	journal, err := readJournal(r.fs, r.root)

@@ -71,14 +71,14 @@ func (v *verifier) checkLog() {
 	var ce *wal.CorruptionError
 	switch {
 	case err == nil:
-	case errors.As(err, &ce) && ce.Last:
+	case errors.As(err, &ce) && ce.Torn:
 		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
 			Message: fmt.Sprintf("the log ends in a torn tail at offset %d (%v), as a crash leaves it", ce.Offset, ce.Err),
 			Fix:     "run 'rlrec recover ROOT': it cuts the tail (nothing in it was reported durable) and writes the rest"})
 	case errors.As(err, &ce):
 		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
-			Message: fmt.Sprintf("the log is corrupt inside a sealed segment at offset %d (%v); the records after it cannot be read", ce.Offset, ce.Err),
-			Fix:     "run 'rlrec recover --salvage ROOT' to cut the log at the damage, losing the records after it"})
+			Message: fmt.Sprintf("the log is corrupt at offset %d (%v): damage to records that were durable", ce.Offset, ce.Err),
+			Fix:     "run 'rlrec recover --salvage ROOT': it drops the damaged records and keeps every intact one around them"})
 	default:
 		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1, Message: "cannot read the log: " + err.Error(),
 			Fix: "check the permissions of ROOT/_rlrec/log, then run 'rlrec recover ROOT'"})

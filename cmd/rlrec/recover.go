@@ -31,9 +31,12 @@ incomplete with every step that reached the log), those already durable,
 and what was cut from a damaged log.
 
 A torn log tail, as a crash leaves it, is cut without asking: nothing in it
-was reported durable. Damage inside a sealed (older) segment is corruption
-of data that was durable; recover then stops, and --salvage cuts the log at
-the damage instead, losing every record after it.
+was reported durable. Any other damage (inside a sealed segment, a bad
+segment header, a record the log shows was durable, a duplicated or
+missing record) is corruption of data that was durable; recover then stops,
+naming the segment and offset, and --salvage repairs the log instead: it
+drops the damaged records and keeps every intact record after them. The
+flag may come before or after ROOT.
 
 Example:
 
@@ -41,7 +44,7 @@ Example:
   rlrec recover --salvage rlrec-data`,
 	SetFlags: func(fs *flag.FlagSet) {
 		recoverFlags = recoverOptions{}
-		fs.BoolVar(&recoverFlags.salvage, "salvage", false, "cut a log damaged inside a sealed segment at the damage, losing the records after it")
+		fs.BoolVar(&recoverFlags.salvage, "salvage", false, "repair a corrupt log: drop the damaged records, keep every intact one")
 	},
 	Run: runRecover,
 }
@@ -60,9 +63,13 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		var ce *wal.CorruptionError
 		if errors.As(err, &ce) && !salvage {
-			return fmt.Errorf("the log is corrupt inside sealed segment %s at offset %d (%v): records there were durable, so recover stops; "+
-				"rerun with --salvage to cut the log at the damage: every record after it is lost (their steps, episodes and sessions are not written, "+
-				"and episodes with records on both sides are written incomplete)", ce.Segment, ce.Offset, ce.Err)
+			where := "sealed segment"
+			if ce.Last {
+				where = "last segment"
+			}
+			return fmt.Errorf("the log is corrupt inside %s %s at offset %d (%v): records there were durable, so recover stops; "+
+				"rerun with --salvage to drop the damaged records and keep every intact one: what the damaged records held is lost (episodes "+
+				"that had steps in them are written without those steps, or incomplete)", where, ce.Segment, ce.Offset, ce.Err)
 		}
 		return err
 	}
@@ -94,17 +101,24 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	}
 	kind := "torn tail (a crash's unfinished write; nothing in it had been reported durable)"
 	if d.Salvaged {
-		kind = "corruption in a sealed segment, cut by --salvage"
+		kind = "corruption in the log, repaired by --salvage"
+		var ce *wal.CorruptionError
+		if errors.As(d.Cause, &ce) && !ce.Last {
+			kind = "corruption in a sealed segment, cut by --salvage"
+		}
 	}
 	fmt.Fprintf(w, "  log damage:            %s\n", kind)
 	fmt.Fprintf(w, "    cut at:              %s offset %d (%v)\n", d.Segment, d.Offset, d.Cause)
 	fmt.Fprintf(w, "    cut:                 %s, %s lost", count(int(d.BytesCut), "byte"), count(int(d.RecordsCut), "intact record"))
+	if d.Salvaged {
+		fmt.Fprintf(w, ", %s lost, %s rewritten", count(int(d.RecordsLost), "damaged record"), count(len(d.SegmentsRewritten), "segment file"))
+	}
 	if len(d.SegmentsRemoved) > 0 {
 		fmt.Fprintf(w, ", %s removed", count(len(d.SegmentsRemoved), "segment file"))
 	}
 	fmt.Fprintln(w)
 	if d.Salvaged {
-		fmt.Fprintf(w, "  the records after the damage are lost: sessions recovered from the cut log may disagree with files written before the crash; run 'rlrec verify %s' to list them\n", root)
+		fmt.Fprintf(w, "  the damaged records are lost, the intact ones around them kept: sessions recovered from the log may lack what they held and disagree with files written before the crash; run 'rlrec verify %s' to list them\n", root)
 	}
 	return nil
 }

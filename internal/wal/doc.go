@@ -23,10 +23,12 @@
 //
 // A Pos numbers records: the first record of a log is 1 and each later one
 // has the next number, across segments, so positions compare with <. Pos 0
-// means "no record". Each segment header stores the Pos of its first record.
-// When Open cuts a damaged tail, the positions of the records it cut are
-// given to the next records appended (a torn tail held nothing that was
-// reported durable).
+// means "no record". Each segment header stores the Pos of its first record
+// and each record its own, so that a duplicated or dropped record is
+// found (ErrSequence). When Repair cuts a torn tail, the positions of the
+// records it cut are given to the next records appended (a torn tail held
+// nothing that was reported durable). Positions a salvage found destroyed
+// are marked lost and never reused: a reader skips them (Reader.Lost).
 //
 // # Segment files
 //
@@ -34,47 +36,87 @@
 // the suffix ".wal" (0000000000000001.wal, ...). A new segment is started
 // when the next record would grow the current one past Options.SegmentSize
 // (a record larger than that gets a segment of its own). A segment is
-// created, its header written and fsynced and the directory fsynced before
-// any record goes into it, so after a crash a segment either is absent or
-// has a whole header. Every segment but the last is sealed: it is never
-// written again. Open continues in the last segment after repairing it.
-// Segments are append-only and so are not written through a temporary name.
+// created under a temporary name (the suffix ".tmp" added), its header
+// written and fsynced, then renamed to its name and the directory fsynced,
+// all before any record goes into it: a segment file always has a whole
+// header, so a bad header is never a crash's doing. Every segment but the
+// last is sealed: it is never written again. Open continues in the last
+// segment after repairing it, if it is of the current format version.
 //
 // Segment header, 24 bytes, little-endian:
 //
 //	+----------------+-----------+-------------+-----------+
 //	| magic (8)      | version   | first Pos   | CRC-32C   |
-//	| "rlrecWAL"     | uint32 =1 | uint64      | of 0..19  |
+//	| "rlrecWAL"     | uint32 =2 | uint64      | of 0..19  |
 //	+----------------+-----------+-------------+-----------+
 //
-// Then records, back to back, each:
+// Then records, back to back, each (format version 2):
 //
-//	+-----------+------------+--------+---------------------+
-//	| CRC-32C   | length     | type   | payload             |
-//	| uint32    | uint32     | 1 byte | length bytes        |
-//	+-----------+------------+--------+---------------------+
-//	            |<-------- covered by the CRC ------------->|
+//	+---------+---------+--------+---------+-------------+-----------+
+//	| CRC-32C | length  | type   | Pos     | durable Pos | payload   |
+//	| uint32  | uint32  | 1 byte | uint64  | uint64      | length B  |
+//	+---------+---------+--------+---------+-------------+-----------+
+//	          |<--------------- covered by the CRC ----------------->|
 //
 // CRC-32C is the Castagnoli polynomial. length is the number of payload
-// bytes as stored. The type byte's low four bits are the record kind (only
-// 1, "full record", is defined; 0 never is, so zero-filled space never
-// parses as a record) and its high four bits the payload codec: 0 none,
-// 1 S2 block format (github.com/klauspost/compress/s2), 2 a zstd frame. The
-// stored payload decodes to at most MaxRecordSize bytes. A record is
+// bytes as stored. Pos is the record's position. durable Pos is the last
+// position that was durable (fsynced) when the writer framed the record;
+// it is always less than Pos. The type byte's low four bits are the record
+// kind and its high four bits the payload codec: 0 none, 1 S2 block format
+// (github.com/klauspost/compress/s2), 2 a zstd frame. Kinds (0 never is
+// one, so zero-filled space never parses as a record):
+//
+//   - 1, a record: the payload Append was given.
+//   - 2, lost: written by a salvage, no codec; the payload is a uint64
+//     count of positions from Pos that damage destroyed. It takes those
+//     positions; readers return nothing for them.
+//   - 3, mark: no payload, no codec; written after each fsync, it says that
+//     every record before Pos is durable (its durable Pos is Pos-1). It
+//     takes no position: the next record has the same Pos.
+//
+// The stored payload decodes to at most MaxRecordSize bytes. A record is
 // compressed only when it is at least Options.MinCompressSize bytes and the
 // codec saves at least a sixteenth of it.
+//
+// Format version 1, written by earlier builds, is still read: its records
+// are framed CRC-32C, length, type (kind 1 only) and payload, without
+// positions, the CRC covering length to payload. Open never appends to a
+// version 1 segment (it starts a new one), and a salvage rewrites a
+// damaged one as version 2.
 //
 // # Crashes and corruption
 //
 // After a power cut the last segment may end in a torn tail: zeroes, a
-// partial record or garbage where an unsynced write was lost. Everything
-// before the first bad record is intact (every record's CRC says so), and
-// nothing after it was ever reported durable. Open (through Repair) cuts
-// such a tail, reports it and continues. A bad record inside a sealed
-// segment, or a segment whose first Pos does not follow its predecessor, is
-// real corruption: Repair refuses with a *CorruptionError unless
-// Options.Salvage is set, in which case it cuts the log at the damage and
-// reports what was lost.
+// partial record or garbage where an unsynced write was lost, with perhaps
+// intact records of other unsynced writes after it. None of those records
+// was reported durable, and none of the records after the damage says it
+// was: each of them was framed, and each mark written, before the damaged
+// record was synced. That is how Repair tells a torn tail from corruption:
+// damage at the record due at position p, in the last segment, is a torn
+// tail when no record (or mark) after it has a durable Pos of p or more.
+// Repair cuts a torn tail and reports it.
+//
+// Everything else is corruption of data that was durable: a bad record
+// that a later record or mark shows was durable, a bad segment header, a
+// record out of sequence, a segment that does not start where the one
+// before it ends, any damage in a sealed segment. Repair refuses it with a
+// *CorruptionError naming the segment and offset, and leaves the log
+// alone, unless Options.Salvage is set. A salvage rewrites each damaged
+// segment (through a temporary file) without its damaged bytes: it scans
+// forward from the damage for the next record whose framing and checksum
+// are valid and whose position continues, keeps it and every intact
+// record after it, marks the positions in between lost, and drops
+// duplicates. It reports what it kept, dropped and marked lost.
+//
+// What cannot be told apart. Damage that leaves nothing after it, a last
+// segment cut short past its header or removed whole, looks like a log
+// that ends there: the records it took are missed without a report. After a power cut
+// that also lost the mark written after the last fsync, damage to the last
+// batch of records synced is taken for a torn tail (nothing after it says
+// it was durable). In a version 1 segment, which stores no durable
+// positions, any intact record after damage in the last segment makes it
+// corruption, and a salvage cannot number the records after damage in a
+// version 1 segment: it drops them and reports them.
 //
 // # Concurrency
 //

@@ -26,9 +26,17 @@ var (
 	ErrBadHeader = errors.New("wal: bad segment header")
 
 	// ErrGap is the cause of a CorruptionError for a segment whose first
-	// Pos does not follow the records of the segment before it (a segment
-	// is missing or was damaged).
+	// Pos does not follow the records of the segment before it: the
+	// segment before it ended early, or a segment is missing (the error
+	// names the sealed segment that ended early, or the missing one), or
+	// the segment's header claims positions already read.
 	ErrGap = errors.New("wal: positions do not continue from the previous segment")
+
+	// ErrSequence is the cause of a CorruptionError for a record whose
+	// checksum is right but whose position is not the next one: a
+	// duplicated record (an earlier position) or dropped records (a later
+	// one).
+	ErrSequence = errors.New("wal: record out of sequence")
 
 	// ErrFailed is wrapped by every error a Log returns after a write or
 	// fsync failed. The failure is sticky because a failed fsync cannot be
@@ -48,10 +56,13 @@ var (
 type CorruptionError struct {
 	Segment string // path of the segment file
 	Offset  int64  // byte offset of the damage in Segment
-	// Last is true when Segment is the log's last segment, where damage is
-	// the expected torn tail of a crash rather than corruption of data that
-	// was once durable.
+	// Last is true when Segment is the log's last segment.
 	Last bool
+	// Torn is true when the damage is a torn tail, what a crash leaves at
+	// the end of the last segment: a record after which no record says
+	// that it had been durable (see the package doc). Repair cuts a torn
+	// tail; any other damage is corruption of data that was durable.
+	Torn bool
 	Err  error // the cause: ErrChecksum, ErrTruncated, ...
 }
 
@@ -60,7 +71,11 @@ func (e *CorruptionError) Error() string {
 	if e.Last {
 		where = "last segment"
 	}
-	return fmt.Sprintf("wal: corrupt log: %s %s at offset %d: %v", where, e.Segment, e.Offset, e.Err)
+	what := "corrupt log"
+	if e.Torn {
+		what = "torn tail"
+	}
+	return fmt.Sprintf("wal: %s: %s %s at offset %d: %v", what, where, e.Segment, e.Offset, e.Err)
 }
 
 func (e *CorruptionError) Unwrap() error { return e.Err }

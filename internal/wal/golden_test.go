@@ -14,7 +14,7 @@ import (
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden segments under testdata/segments")
+var update = flag.Bool("update", false, "rewrite the golden segments of the current format version under testdata/segments")
 
 // goldenPayloads are the records of the golden segments: empty, short,
 // compressible and not.
@@ -56,50 +56,92 @@ func makeSegment(t testing.TB, c Compression) []byte {
 	return b
 }
 
-// TestGoldenSegments reads segments written by earlier builds: the format
-// must stay readable. The uncompressed one must also be written byte for
-// byte the same (compressed bytes may change with the codec library).
+// goldenDir holds the golden segments of a format version. Those of
+// earlier versions were written by earlier builds and are never rewritten.
+func goldenDir(version uint32) string {
+	return filepath.Join("testdata", "segments", fmt.Sprintf("v%d", version))
+}
+
+// goldenFiles lists every golden segment, of every version.
+func goldenFiles() []string {
+	files, _ := filepath.Glob(filepath.Join("testdata", "segments", "v*", "*.wal"))
+	return files
+}
+
+// TestGoldenSegments reads segments written by earlier builds, of every
+// format version: they must stay readable. The uncompressed one of the
+// current version must also be written byte for byte the same (compressed
+// bytes may change with the codec library).
 func TestGoldenSegments(t *testing.T) {
-	for _, g := range goldenCodecs {
-		t.Run(g.file, func(t *testing.T) {
-			path := filepath.Join("testdata", "segments", g.file)
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	for _, version := range []uint32{formatV1, formatV2} {
+		for _, g := range goldenCodecs {
+			t.Run(fmt.Sprintf("v%d/%s", version, g.file), func(t *testing.T) {
+				path := filepath.Join(goldenDir(version), g.file)
+				current := version == formatVersion
+				if *update && current {
+					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(path, makeSegment(t, g.c), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run go test -update to create those of the current version)", err)
+				}
+				if v, _, err := parseSegmentHeader(want); err != nil || v != version {
+					t.Fatalf("%s: version %d, %v", path, v, err)
+				}
+				if current && g.c == CompressionNone {
+					if got := makeSegment(t, g.c); !bytes.Equal(got, want) {
+						t.Fatalf("the on-disk format changed: %s differs from what this build writes", path)
+					}
+				}
+				fsys := vfs.NewMem()
+				fsys.MkdirAll(testDir)
+				writeSegment(t, fsys, filepath.Join(testDir, segmentName(1)), want)
+				recs, _, err := readAll(t, fsys, testDir)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(path, makeSegment(t, g.c), 0o644); err != nil {
+				gp := goldenPayloads()
+				if len(recs) != len(gp) {
+					t.Fatalf("%d records, want %d", len(recs), len(gp))
+				}
+				for i := range gp {
+					if !bytes.Equal(recs[i], gp[i]) {
+						t.Fatalf("record %d differs", i)
+					}
+				}
+				plain, err := os.ReadFile(filepath.Join(goldenDir(version), "plain.wal"))
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if g.c == CompressionNone {
-				if got := makeSegment(t, g.c); !bytes.Equal(got, want) {
-					t.Fatalf("the on-disk format changed: %s differs from what this build writes", path)
+				if g.c != CompressionNone && bytes.Equal(want, plain) {
+					t.Fatal("the compressed golden segment holds no compressed record")
 				}
-			}
-			fsys := vfs.NewMem()
-			fsys.MkdirAll(testDir)
-			writeSegment(t, fsys, filepath.Join(testDir, segmentName(1)), want)
-			recs, _, err := readAll(t, fsys, testDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gp := goldenPayloads()
-			if len(recs) != len(gp) {
-				t.Fatalf("%d records, want %d", len(recs), len(gp))
-			}
-			for i := range gp {
-				if !bytes.Equal(recs[i], gp[i]) {
-					t.Fatalf("record %d differs", i)
+				// A log of an earlier version is continued in a new
+				// segment of the current one.
+				l, err := Open(fsys, testDir, Options{})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if g.c != CompressionNone && bytes.Equal(want, makeSegment(t, CompressionNone)) {
-				t.Fatal("the compressed golden segment holds no compressed record")
-			}
-		})
+				if pos, err := l.Append([]byte("next")); err != nil || pos != Pos(len(gp)+1) {
+					t.Fatalf("append: %d %v", pos, err)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if segs, _ := listSegments(fsys, testDir); (len(segs) == 1) != current {
+					t.Fatalf("%d segments after an append", len(segs))
+				}
+				recs, _, err = readAll(t, fsys, testDir)
+				if err != nil || len(recs) != len(gp)+1 || string(recs[len(gp)]) != "next" {
+					t.Fatalf("after an append: %d records, %v", len(recs), err)
+				}
+			})
+		}
 	}
 }
 
@@ -127,11 +169,12 @@ func TestReaderAllocationBound(t *testing.T) {
 
 // FuzzReader feeds arbitrary bytes as the only segment: the reader must
 // not panic, must number records consecutively, never buffer more than the
-// file, and stop with nil or a *CorruptionError; Repair must then cut the
-// log to exactly the records read.
+// file, and stop with nil or a *CorruptionError; Repair must then cut a
+// torn tail to exactly the records read, refuse corruption, and with
+// salvage keep at least the records read and leave a log that reads
+// cleanly.
 func FuzzReader(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "segments", "*.wal"))
-	for _, name := range files {
+	for _, name := range goldenFiles() {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -156,7 +199,7 @@ func FuzzReader(f *testing.F) {
 		for r.Next() {
 			if n == 0 {
 				first = r.Pos()
-			} else if r.Pos() != first+Pos(n) {
+			} else if r.Pos() <= first+Pos(n-1) {
 				t.Fatalf("record %d at pos %d after first %d", n, r.Pos(), first)
 			}
 			if len(r.Record()) > MaxRecordSize {
@@ -173,10 +216,21 @@ func FuzzReader(f *testing.F) {
 		}
 		r.Close()
 		rep, err := Repair(fsys, testDir, false, nil)
-		if err != nil {
+		switch {
+		case ce != nil && !ce.Torn:
+			var rce *CorruptionError
+			if !errors.As(err, &rce) || rce.Offset != ce.Offset || rce.Segment != ce.Segment {
+				t.Fatalf("repair of corruption at %d: %v", ce.Offset, err)
+			}
+			if rep, err = Repair(fsys, testDir, true, nil); err != nil {
+				t.Fatalf("salvage: %v", err)
+			}
+			if rep.Records < n {
+				t.Fatalf("salvage kept %d records, the reader read %d", rep.Records, n)
+			}
+		case err != nil:
 			t.Fatalf("repair: %v", err)
-		}
-		if rep.Records < n {
+		case rep.Records != n:
 			t.Fatalf("repair kept %d records, the reader read %d", rep.Records, n)
 		}
 		recs, _, err := readAll(t, fsys, testDir)
@@ -192,26 +246,29 @@ func FuzzReader(f *testing.F) {
 // FuzzPayload frames arbitrary bytes as a record with a valid checksum and
 // any codec: decoding must fail cleanly or succeed within the size limit.
 func FuzzPayload(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "segments", "*.wal"))
-	for _, name := range files {
+	for _, name := range goldenFiles() {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
 		}
+		version, _, err := parseSegmentHeader(b)
+		if err != nil {
+			f.Fatal(err)
+		}
 		for off := segmentHeaderSize; off < len(b); {
-			typ, start, end, err := parseRecord(b, off)
+			r, err := parseRecord(b, off, version)
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(typ>>4, b[start:end])
-			off = end
+			f.Add(r.typ>>4, b[r.start:r.end])
+			off = r.end
 		}
 	}
 	f.Fuzz(func(t *testing.T, codec byte, body []byte) {
 		const limit = 1 << 20
 		seg := appendSegmentHeader(nil, 1)
 		rec := append(make([]byte, recordHeaderSize), body...)
-		finishRecord(rec, (codec%3)<<4)
+		finishRecord(rec, (codec%3)<<4, 1, 0)
 		seg = append(seg, rec...)
 		fsys := vfs.NewMem()
 		fsys.MkdirAll(testDir)

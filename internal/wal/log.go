@@ -35,8 +35,8 @@ type Options struct {
 	// MinCompressSize is the smallest payload that is compressed
 	// (default 512 bytes).
 	MinCompressSize int
-	// Salvage lets Open cut the log at corruption found in a sealed
-	// segment, losing the records after it, instead of refusing.
+	// Salvage lets Open repair a corrupt log (see Repair), dropping the
+	// damaged records and keeping every intact one, instead of refusing.
 	Salvage bool
 	// Logger receives repair reports (nil: silent).
 	Logger *slog.Logger
@@ -112,7 +112,12 @@ type Log struct {
 	segSize  int64
 	segEmpty bool // no record in seg yet
 	dirty    bool // written since the last fsync
-	enc      *encoder
+	durable  Pos  // last record known durable, stored in each record framed
+	mark     []byte
+	// markUnsynced is set while the last thing written is a mark, not
+	// synced yet.
+	markUnsynced bool
+	enc          *encoder
 
 	segMu sync.Mutex
 	segs  []segmentInfo // every segment, oldest first; the last is active
@@ -179,6 +184,9 @@ func mkdirAllDurable(fsys vfs.FS, dir string) error {
 }
 
 func open(fsys vfs.FS, dir string, opts Options, lock io.Closer) (*Log, error) {
+	if err := removeTemps(fsys, dir); err != nil {
+		return nil, err
+	}
 	rep, err := Repair(fsys, dir, opts.Salvage, opts.Logger)
 	if err != nil {
 		return nil, err
@@ -202,28 +210,41 @@ func open(fsys vfs.FS, dir string, opts Options, lock io.Closer) (*Log, error) {
 		return nil, err
 	}
 	var hdr [segmentHeaderSize]byte
+	var lastVersion uint32
 	for _, s := range segs {
-		first, err := readHeader(fsys, s.path, hdr[:])
+		v, first, err := readHeader(fsys, s.path, hdr[:])
 		if err != nil {
 			return nil, fmt.Errorf("wal: read header of %s: %w", s.path, err)
 		}
 		l.segs = append(l.segs, segmentInfo{path: s.path, first: first})
+		lastVersion = v
 	}
 	if n := len(segs); n > 0 {
+		// The last segment may hold records written but never synced by
+		// the previous writer: sync them before new records say they are
+		// durable.
 		s := segs[n-1]
-		st, err := fsys.Stat(s.path)
+		f, err := fsys.OpenAppend(s.path)
 		if err != nil {
-			return nil, fmt.Errorf("wal: stat %s: %w", s.path, err)
+			return nil, fmt.Errorf("wal: reopen last segment: %w", err)
+		}
+		st, err := f.Stat()
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("wal: sync last segment %s: %w", s.path, err)
 		}
 		l.segNum = s.num
-		if st.Size() < opts.SegmentSize {
-			f, err := fsys.OpenAppend(s.path)
-			if err != nil {
-				return nil, fmt.Errorf("wal: reopen last segment: %w", err)
-			}
+		// Records are appended to it in its own format only.
+		if st.Size() < opts.SegmentSize && lastVersion == formatVersion {
 			l.seg, l.segSize, l.segEmpty = f, st.Size(), st.Size() == segmentHeaderSize
+		} else if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("wal: close last segment %s: %w", s.path, err)
 		}
 	}
+	l.durable = l.last
 	if l.seg == nil {
 		if err := l.newSegment(rep.NextPos); err != nil {
 			return nil, err

@@ -89,11 +89,18 @@ type Reader struct {
 	idx  int // index in segs of the loaded segment, -1 before the first
 
 	buf    []byte // the loaded segment's bytes
+	ver    uint32 // the loaded segment's format version
 	off    int    // offset of the next record in buf
 	loaded bool
+	// prevLen is the size of the segment before the loaded one.
+	prevLen int
+	// starts holds, for each segment loaded, the position the records
+	// before it say it must start at (0 for the first: any).
+	starts []Pos
 
 	next    Pos // position of the next record
 	pos     Pos // position of the current record
+	lost    int64
 	rec     []byte
 	skipTo  Pos
 	verify  bool                  // check framing and CRCs only, do not decode payloads
@@ -126,7 +133,7 @@ func NewReaderFrom(fsys vfs.FS, dir string, from Pos) (*Reader, error) {
 	var hdr [segmentHeaderSize]byte
 	start := 0
 	for i := 1; i < len(r.segs); i++ {
-		first, err := readHeader(fsys, r.segs[i].path, hdr[:])
+		_, first, err := readHeader(fsys, r.segs[i].path, hdr[:])
 		if err != nil || first > from {
 			break // let Next report a damaged header
 		}
@@ -136,15 +143,15 @@ func NewReaderFrom(fsys vfs.FS, dir string, from Pos) (*Reader, error) {
 	return r, nil
 }
 
-func readHeader(fsys vfs.FS, name string, hdr []byte) (Pos, error) {
+func readHeader(fsys vfs.FS, name string, hdr []byte) (uint32, Pos, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	n, err := f.ReadAt(hdr, 0)
 	if n < len(hdr) {
-		return 0, fmt.Errorf("%w: %v", ErrTruncated, err)
+		return 0, 0, fmt.Errorf("%w: %v", ErrTruncated, err)
 	}
 	return parseSegmentHeader(hdr)
 }
@@ -152,6 +159,60 @@ func readHeader(fsys vfs.FS, name string, hdr []byte) (Pos, error) {
 func (r *Reader) corrupt(off int, err error) bool {
 	r.err = &CorruptionError{Segment: r.segs[r.idx].path, Offset: int64(off), Last: r.idx == len(r.segs)-1, Err: err}
 	r.rec = nil
+	return false
+}
+
+// damage reports the record at off in the loaded segment, which could
+// not be read, and tells a torn tail from corruption. whole is true when
+// the record's checksum is right (it is out of sequence or its payload
+// does not decode): no crash leaves that.
+func (r *Reader) damage(off int, err error, whole bool) bool {
+	r.corrupt(off, err)
+	ce := r.err.(*CorruptionError)
+	ce.Torn = ce.Last && !whole && off >= segmentHeaderSize && !durableAfter(r.buf, off, r.ver, r.next)
+	return false
+}
+
+// durableAfter reports whether a record after off in b, a segment of the
+// given version, shows that the record at pos, which should be at off,
+// had been durable: a formatV2 record framed once pos was durable, or, in
+// a formatV1 segment (which does not say), any intact record at all.
+func durableAfter(b []byte, off int, version uint32, pos Pos) bool {
+	for o := off + 1; o+headerSize(version) <= len(b); o++ {
+		f, bad := checkRecord(b, o, version)
+		if bad == recordOK && (version == formatV1 || f.durable >= pos) {
+			return true
+		}
+	}
+	return false
+}
+
+// sequenceError describes a formatV2 record at pos where next was due.
+func sequenceError(pos, next Pos) error {
+	if pos < next {
+		return fmt.Errorf("%w: a record at position %d again, after %d", ErrSequence, pos, next-1)
+	}
+	return fmt.Errorf("%w: a record at position %d where %d is due: positions %d to %d are missing", ErrSequence, pos, next, next, pos-1)
+}
+
+// gap reports a loaded segment whose first position first does not
+// follow the records before it. Records are missing when it is later: a
+// sealed segment ended early, or a whole segment is missing, and the
+// damage is there, not in the loaded segment (which may be the last and
+// must not be taken for a torn tail). When it is earlier, the loaded
+// segment's header claims positions already read.
+func (r *Reader) gap(first Pos) bool {
+	prev := r.segs[r.idx-1]
+	r.rec = nil
+	switch {
+	case first < r.next:
+		return r.corrupt(0, fmt.Errorf("%w: segment starts at position %d, but the one before it ends at %d", ErrGap, first, r.next-1))
+	case r.segs[r.idx].num != prev.num+1:
+		missing := filepath.Join(filepath.Dir(prev.path), segmentName(prev.num+1))
+		r.err = &CorruptionError{Segment: missing, Offset: 0, Err: fmt.Errorf("%w: segment is missing: positions %d to %d are in no segment", ErrGap, r.next, first-1)}
+	default:
+		r.err = &CorruptionError{Segment: prev.path, Offset: int64(r.prevLen), Err: fmt.Errorf("%w: segment ends before position %d, but the next one starts at %d", ErrGap, r.next, first)}
+	}
 	return false
 }
 
@@ -173,19 +234,26 @@ func (r *Reader) Next() bool {
 				return false
 			}
 			r.idx++
+			r.prevLen = len(r.buf)
 			buf, err := readFile(r.fsys, r.segs[r.idx].path, r.buf)
 			r.buf = buf
 			if err != nil {
 				r.err = err
 				return false
 			}
-			first, err := parseSegmentHeader(r.buf)
+			if r.idx == 0 {
+				r.starts = append(r.starts, 0)
+			} else {
+				r.starts = append(r.starts, r.next)
+			}
+			ver, first, err := parseSegmentHeader(r.buf)
 			if err != nil {
-				return r.corrupt(0, err)
+				return r.damage(0, err, false)
 			}
 			if r.idx > 0 && first != r.next {
-				return r.corrupt(0, fmt.Errorf("%w: segment starts at %d, previous ended before %d", ErrGap, first, r.next))
+				return r.gap(first)
 			}
+			r.ver = ver
 			r.next = first
 			r.off = segmentHeaderSize
 			r.loaded = true
@@ -194,29 +262,41 @@ func (r *Reader) Next() bool {
 			r.loaded = false
 			continue
 		}
-		typ, start, end, err := parseRecord(r.buf, r.off)
+		f, err := parseRecord(r.buf, r.off, r.ver)
 		if err != nil {
-			return r.corrupt(r.off, err)
+			return r.damage(r.off, err, false)
+		}
+		if r.ver >= formatV2 && f.pos != r.next {
+			return r.damage(r.off, sequenceError(f.pos, r.next), true)
 		}
 		r.lastOff = r.off
-		r.off = end
+		r.off = f.end
+		switch f.typ {
+		case kindLost:
+			r.next += Pos(f.lost)
+			r.lost += int64(f.lost)
+			continue
+		case kindMark:
+			continue
+		}
 		r.pos = r.next
 		r.next++
 		if r.pos < r.skipTo {
 			continue
 		}
+		body := r.buf[f.start:f.end]
 		if r.verify {
-			r.rec = r.buf[start:end]
+			r.rec = body
 			return true
 		}
 		if r.keep != nil {
-			if b, ok := r.dec.first(typ, r.buf[start:end]); ok && !r.keep(b) {
+			if b, ok := r.dec.first(f.typ, body); ok && !r.keep(b) {
 				continue
 			}
 		}
-		rec, err := r.dec.decode(typ, r.buf[start:end])
+		rec, err := r.dec.decode(f.typ, body)
 		if err != nil {
-			return r.corrupt(r.lastOff, err)
+			return r.damage(r.lastOff, err, true)
 		}
 		if r.keep != nil && (len(rec) == 0 || !r.keep(rec[0])) {
 			continue
@@ -237,6 +317,10 @@ func (r *Reader) Pos() Pos { return r.pos }
 // Err returns the error that stopped Next, or nil at a clean end. Damage
 // is a *CorruptionError.
 func (r *Reader) Err() error { return r.err }
+
+// Lost returns how many positions read so far a salvage marked lost:
+// records Repair found damaged and dropped (see Options.Salvage).
+func (r *Reader) Lost() int64 { return r.lost }
 
 // Close releases the Reader's buffers.
 func (r *Reader) Close() error {

@@ -1,118 +1,335 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-// RepairReport says what Repair found and what it cut.
+// RepairReport says what Repair found and what it changed.
 type RepairReport struct {
-	Segments int   // segment files read
+	Segments int   // segment files in the log after the repair
 	Records  int64 // intact records kept
 	// NextPos is the position the next appended record gets.
 	NextPos Pos
 
-	// Cut is true when Repair cut the log. The fields below describe the
-	// cut; they are zero otherwise.
+	// Cut is true when Repair changed the log: it cut a torn tail, or
+	// (Salvaged) repaired corruption. The fields below describe what it
+	// found and did; they are zero otherwise.
 	Cut bool
-	// Segment and Offset locate the first damaged byte; the log now ends
-	// just before it.
+	// Segment and Offset locate the first damage found.
 	Segment string
 	Offset  int64
-	// BytesCut counts the bytes removed, across all files.
-	BytesCut int64
-	// RecordsCut counts intact records found after the damage and lost
-	// with it. It is 0 for a plain torn tail: a torn tail held nothing that
-	// had been reported durable.
-	RecordsCut int64
-	// SegmentsRemoved lists segment files removed whole.
-	SegmentsRemoved []string
-	// Salvaged is true when the damage was in a sealed segment and
-	// Options.Salvage allowed the cut.
+	// Torn is true when the damage was a torn tail, cut from the last
+	// segment.
+	Torn bool
+	// Salvaged is true when the damage was corruption (not a torn tail)
+	// and salvage let Repair drop the damaged bytes and keep every intact
+	// record around them.
 	Salvaged bool
-	// Cause is the damage found, a *CorruptionError.
+	// BytesCut counts the bytes of damaged or dropped records removed,
+	// across all files.
+	BytesCut int64
+	// RecordsCut counts intact records found and not kept. For a torn tail
+	// these follow the damaged record and none of them had been durable
+	// (a crash's unfinished write). After a salvage they are duplicates,
+	// records of a torn tail found after the corruption, and records of a
+	// formatV1 segment after damage in it (whose positions are not known).
+	RecordsCut int64
+	// RecordsLost counts the positions a salvage marked lost: records the
+	// damage destroyed. Readers skip them (Reader.Lost counts them).
+	RecordsLost int64
+	// SegmentsRemoved lists segment files removed whole; SegmentsRewritten
+	// those a salvage wrote anew without their damaged bytes.
+	SegmentsRemoved   []string
+	SegmentsRewritten []string
+	// Cause is the first damage found, a *CorruptionError.
 	Cause error
 }
 
-// Repair checks every record of the log in dir and cuts a torn or corrupt
-// tail of the last segment, logging what it cut with logger (nil: silent).
-// Corruption in a sealed segment is returned as a *CorruptionError and the
-// log is left alone, unless salvage is true: then the log is cut at the
-// damage too and everything after it is reported lost. A cut is made
-// durable (file fsync, directory fsync) before Repair returns.
+// Repair checks every record of the log in dir, logging what it finds and
+// does with logger (nil: silent).
+//
+// A torn tail, damage at the end of the last segment after which no record
+// says the damaged one had been durable, is what a crash leaves: Repair
+// cuts it. Anything else is corruption of data that was durable (a bad
+// record that a later record shows was durable, a bad segment header, a
+// record out of sequence, a gap between segments, damage in a sealed
+// segment): Repair returns it as a *CorruptionError and leaves the log
+// alone, unless salvage is true. Then Repair rewrites each damaged segment
+// without its damaged bytes, keeping every intact record after the damage
+// too: it scans forward to the next record whose checksum is right and
+// whose position continues, and records the positions in between as lost
+// (a record of kind "lost", which readers skip). Every change is made
+// durable (file fsync, rename, directory fsync) before Repair returns; a
+// crash during a repair leaves the log as it was or repaired.
 func Repair(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairReport, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	rep, r, err := check(fsys, dir)
+	if r != nil {
+		defer r.Close()
+	}
+	var ce *CorruptionError
+	if !errors.As(err, &ce) {
+		return rep, err
+	}
+	rep.Segment, rep.Offset, rep.Cause = ce.Segment, ce.Offset, ce
+	switch {
+	case ce.Torn:
+		rep.Torn = true
+		rep.RecordsCut = countIntact(r.buf, int(ce.Offset)+1, r.ver)
+		rep.BytesCut = int64(len(r.buf)) - ce.Offset
+		if err := truncateFile(fsys, ce.Segment, ce.Offset); err != nil {
+			return rep, err
+		}
+	case !salvage:
+		return rep, ce
+	default:
+		rep.Salvaged = true
+		if err := salvageFrom(fsys, r.segs[r.idx:], r.starts[r.idx], &rep); err != nil {
+			return rep, err
+		}
+	}
+	rep.Cut = true
+	if err := fsys.SyncDir(dir); err != nil {
+		return rep, fmt.Errorf("wal: sync log directory %s: %w", dir, err)
+	}
+	after, r2, err := check(fsys, dir)
+	if r2 != nil {
+		r2.Close()
+	}
+	if err != nil {
+		return rep, fmt.Errorf("wal: the log is still damaged after its repair: %w", err)
+	}
+	rep.Segments, rep.Records, rep.NextPos = after.Segments, after.Records, after.NextPos
+	attrs := []any{
+		slog.String("segment", rep.Segment), slog.Int64("offset", rep.Offset),
+		slog.Int64("bytes_cut", rep.BytesCut), slog.Int64("records_cut", rep.RecordsCut),
+		slog.Int64("records_lost", rep.RecordsLost), slog.Int("segments_rewritten", len(rep.SegmentsRewritten)),
+		slog.Int("segments_removed", len(rep.SegmentsRemoved)), slog.Int64("records_kept", rep.Records),
+		slog.String("cause", ce.Err.Error()),
+	}
+	if rep.Salvaged {
+		logger.Error("wal: salvaged a corrupt log: dropped the damaged bytes, kept every intact record; the records lost are marked so", attrs...)
+	} else {
+		logger.Info("wal: cut a torn tail of the last segment left by a crash", attrs...)
+	}
+	return rep, nil
+}
+
+// check reads every record of the log in dir, checking framing and
+// checksums only. It returns the Reader where it stopped, with its error.
+func check(fsys vfs.FS, dir string) (RepairReport, *Reader, error) {
 	var rep RepairReport
 	r, err := NewReader(fsys, dir)
 	if err != nil {
-		return rep, err
+		return rep, nil, err
 	}
-	defer r.Close()
 	r.verify = true
 	for r.Next() {
 		rep.Records++
 	}
-	rep.Segments = r.idx + 1
+	rep.Segments = len(r.segs)
 	rep.NextPos = r.next
 	if rep.NextPos == 0 {
 		rep.NextPos = 1
 	}
-	var ce *CorruptionError
-	if !errors.As(r.Err(), &ce) {
-		return rep, r.Err()
-	}
-	if !ce.Last && !salvage {
-		return rep, ce
-	}
-	rep.Cut, rep.Salvaged, rep.Cause = true, !ce.Last, ce
-	rep.Segment, rep.Offset = ce.Segment, ce.Offset
-	rep.RecordsCut = countIntact(r.buf, int(ce.Offset)+1)
-	rep.BytesCut = int64(len(r.buf)) - ce.Offset
+	return rep, r, r.Err()
+}
 
-	// Cut the damaged segment, then remove every later one.
-	if ce.Offset < segmentHeaderSize {
-		if err := fsys.Remove(ce.Segment); err != nil {
-			return rep, fmt.Errorf("wal: remove damaged segment %s: %w", ce.Segment, err)
+// salvageFrom salvages segs, the first of which must start at expect (0:
+// anywhere), and each later one where the one before it ends.
+func salvageFrom(fsys vfs.FS, segs []segmentRef, expect Pos, rep *RepairReport) error {
+	for i, s := range segs {
+		b, err := readFile(fsys, s.path, nil)
+		if err != nil {
+			return err
 		}
-		rep.SegmentsRemoved = append(rep.SegmentsRemoved, ce.Segment)
-	} else if err := truncateFile(fsys, ce.Segment, ce.Offset); err != nil {
-		return rep, err
-	}
-	for _, s := range r.segs[r.idx+1:] {
-		if st, err := fsys.Stat(s.path); err == nil {
-			rep.BytesCut += st.Size()
+		res := salvageSegment(b, expect, i == len(segs)-1)
+		rep.RecordsCut += res.dropped
+		rep.RecordsLost += res.lost
+		rep.BytesCut += res.bytesDropped
+		if res.next == 0 {
+			// The log's first segment, with no record left and no
+			// position known: it is removed.
+			if err := fsys.Remove(s.path); err != nil {
+				return fmt.Errorf("wal: remove damaged segment %s: %w", s.path, err)
+			}
+			rep.SegmentsRemoved = append(rep.SegmentsRemoved, s.path)
+			continue
 		}
-		if buf, err := readFile(fsys, s.path, nil); err == nil && len(buf) >= segmentHeaderSize {
-			rep.RecordsCut += countIntact(buf, segmentHeaderSize)
+		expect = res.next
+		if bytes.Equal(res.out, b) {
+			continue
 		}
-		if err := fsys.Remove(s.path); err != nil {
-			return rep, fmt.Errorf("wal: remove segment %s after the damage: %w", s.path, err)
+		if err := rewriteFile(fsys, s.path, res.out); err != nil {
+			return err
 		}
-		rep.SegmentsRemoved = append(rep.SegmentsRemoved, s.path)
+		rep.SegmentsRewritten = append(rep.SegmentsRewritten, s.path)
 	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return rep, fmt.Errorf("wal: sync log directory %s: %w", dir, err)
+	return nil
+}
+
+type salvaged struct {
+	out          []byte // the segment's new contents
+	next         Pos    // the position after its records (0: none known)
+	lost         int64  // positions marked lost
+	dropped      int64  // intact records dropped
+	bytesDropped int64
+}
+
+// salvageSegment returns a segment with the intact records of b, the
+// positions between them that damage destroyed marked lost, starting at
+// expect (0: at its first intact record). The result is formatV2; records
+// of a formatV1 segment are framed anew. In the last segment, damage that
+// is a torn tail ends the segment.
+func salvageSegment(b []byte, expect Pos, last bool) salvaged {
+	s := salvaged{next: expect}
+	first := expect
+	out := make([]byte, segmentHeaderSize, len(b)+recordHeaderSize+lostPayloadSize)
+	// cover marks lost the positions up to pos, where the next record kept
+	// is.
+	cover := func(pos Pos) {
+		if s.next == 0 {
+			s.next, first = pos, pos
+		}
+		if pos > s.next {
+			out = appendLostRecord(out, s.next, uint64(pos-s.next))
+			s.lost += int64(pos - s.next)
+			s.next = pos
+		}
 	}
-	attrs := []any{
-		slog.String("segment", rep.Segment), slog.Int64("offset", rep.Offset),
-		slog.Int64("bytes_cut", rep.BytesCut), slog.Int64("records_cut", rep.RecordsCut),
-		slog.Int("segments_removed", len(rep.SegmentsRemoved)), slog.Int64("records_kept", rep.Records),
-		slog.String("cause", ce.Err.Error()),
+	ver, hfirst, herr := parseSegmentHeader(b)
+	if herr == nil && s.next == 0 {
+		s.next, first = hfirst, hfirst
 	}
-	switch {
-	case rep.Salvaged:
-		logger.Error("wal: salvaged a corrupt log by cutting it at the damage; records after it are lost", attrs...)
-	case rep.RecordsCut > 0:
-		logger.Warn("wal: cut a corrupt tail of the last segment that still held intact records", attrs...)
-	default:
-		logger.Info("wal: cut a torn tail of the last segment left by a crash", attrs...)
+	kept := false
+	if herr == nil && ver == formatV1 {
+		// Kept as it is when it is intact and where it should be.
+		clean := hfirst == s.next
+		pos := hfirst
+		for off := segmentHeaderSize; off < len(b); pos++ {
+			f, bad := checkRecord(b, off, formatV1)
+			if bad != recordOK {
+				s.dropped += countIntact(b, off+1, formatV1)
+				s.bytesDropped += int64(len(b) - off)
+				clean = false
+				break
+			}
+			if pos < s.next {
+				s.dropped++
+				s.bytesDropped += int64(f.end - off)
+				clean = false
+			} else {
+				cover(pos)
+				out = appendRecordV2(out, f.typ, b[f.start:f.end], pos, pos-1)
+				s.next = pos + 1
+			}
+			off = f.end
+		}
+		if clean {
+			s.out = b
+			return s
+		}
+	} else {
+		if herr != nil {
+			s.bytesDropped += int64(min(len(b), segmentHeaderSize))
+		}
+		resyncing := herr != nil
+		for off := segmentHeaderSize; off < len(b); {
+			if resyncing {
+				o, ok := resync(b, off, s.next)
+				if !ok {
+					if herr != nil && !kept {
+						// Perhaps a formatV1 segment whose header is lost.
+						s.dropped += countIntact(b, off, formatV1)
+					}
+					s.bytesDropped += int64(len(b) - off)
+					break
+				}
+				s.bytesDropped += int64(o - off)
+				off, resyncing = o, false
+			}
+			f, bad := checkRecord(b, off, formatV2)
+			if bad == recordOK {
+				if s.next != 0 && f.pos < s.next {
+					// A duplicate: what it holds is kept already.
+					if f.typ&kindMask == kindFull {
+						s.dropped++
+					}
+					s.bytesDropped += int64(f.end - off)
+				} else {
+					cover(f.pos)
+					out = append(out, b[off:f.end]...)
+					kept = true
+					switch f.typ {
+					case kindLost:
+						s.next = f.pos + Pos(f.lost)
+					case kindMark:
+					default:
+						s.next = f.pos + 1
+					}
+				}
+				off = f.end
+				continue
+			}
+			if last && !durableAfter(b, off, formatV2, s.next) {
+				// A torn tail after the corruption.
+				s.dropped += countIntact(b, off+1, formatV2)
+				s.bytesDropped += int64(len(b) - off)
+				break
+			}
+			off++
+			resyncing = true
+		}
 	}
-	return rep, nil
+	if first == 0 {
+		return salvaged{dropped: s.dropped, bytesDropped: int64(len(b))}
+	}
+	hdr := appendSegmentHeader(nil, first)
+	copy(out, hdr)
+	s.out = out
+	return s
+}
+
+// resync returns the offset at or after from of the next formatV2 record
+// whose checksum is right and whose position is next or later (any
+// position when next is 0).
+func resync(b []byte, from int, next Pos) (int, bool) {
+	for o := from; o+recordHeaderSize <= len(b); o++ {
+		if f, bad := checkRecord(b, o, formatV2); bad == recordOK && f.pos >= next {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// countIntact looks for the first offset at or after from where an intact
+// record starts and counts the chain of intact records from there.
+func countIntact(b []byte, from int, version uint32) int64 {
+	for o := max(from, 0); o+headerSize(version) <= len(b); o++ {
+		f, bad := checkRecord(b, o, version)
+		if bad != recordOK {
+			continue
+		}
+		n := int64(0)
+		for {
+			if f.typ&kindMask == kindFull {
+				n++
+			}
+			if f, bad = checkRecord(b, f.end, version); bad != recordOK {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 func truncateFile(fsys vfs.FS, name string, size int64) error {
@@ -134,43 +351,54 @@ func truncateFile(fsys vfs.FS, name string, size int64) error {
 	return nil
 }
 
-// countIntact looks for the first offset at or after from where an intact
-// record starts and counts the chain of intact records from there. It tells
-// a torn tail (nothing intact after the damage) from a damaged record in
-// the middle of good ones.
-func countIntact(b []byte, from int) int64 {
-	for o := max(from, 0); o+recordHeaderSize <= len(b); o++ {
-		_, end, bad := checkRecord(b, o)
-		if bad != recordOK {
-			continue
-		}
-		n := int64(1)
-		for end < len(b) {
-			if _, end, bad = checkRecord(b, end); bad != recordOK {
-				break
-			}
-			n++
-		}
-		return n
+// rewriteFile replaces the segment name with data through a temporary
+// file, synced before it is renamed over name. The caller syncs the
+// directory.
+func rewriteFile(fsys vfs.FS, name string, data []byte) error {
+	tmp := name + tempSuffix
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("wal: rewrite segment: %w", err)
 	}
-	return 0
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: close %s: %w", tmp, err)
+	}
+	if err := fsys.Rename(tmp, name); err != nil {
+		return fmt.Errorf("wal: replace segment %s: %w", name, err)
+	}
+	return nil
 }
 
-// segmentState is what Open needs to know about the last segment.
-func lastSegment(fsys vfs.FS, dir string) (segmentRef, Pos, int64, bool, error) {
-	segs, err := listSegments(fsys, dir)
-	if err != nil || len(segs) == 0 {
-		return segmentRef{}, 0, 0, false, err
-	}
-	s := segs[len(segs)-1]
-	var hdr [segmentHeaderSize]byte
-	first, err := readHeader(fsys, s.path, hdr[:])
+// removeTemps removes the temporary files a crash left while a segment
+// was created or rewritten; the segment itself is as it was before.
+func removeTemps(fsys vfs.FS, dir string) error {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
-		return s, 0, 0, false, fmt.Errorf("wal: read header of %s: %w", s.path, err)
+		return fmt.Errorf("wal: list %s: %w", dir, err)
 	}
-	st, err := fsys.Stat(s.path)
-	if err != nil {
-		return s, 0, 0, false, fmt.Errorf("wal: stat %s: %w", s.path, err)
+	removed := false
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), tempSuffix)
+		if _, seg := parseSegmentName(name); !ok || !seg || e.IsDir() {
+			continue
+		}
+		if err := fsys.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("wal: remove temporary file: %w", err)
+		}
+		removed = true
 	}
-	return s, first, st.Size(), true, nil
+	if removed {
+		if err := fsys.SyncDir(dir); err != nil {
+			return fmt.Errorf("wal: sync log directory %s: %w", dir, err)
+		}
+	}
+	return nil
 }

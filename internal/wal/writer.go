@@ -29,6 +29,7 @@ func (l *Log) run() {
 			l.flush(false)
 		case <-l.closing:
 			l.flush(true)
+			l.syncMark()
 			return
 		}
 	}
@@ -56,6 +57,13 @@ func (l *Log) flush(sync bool) {
 			err = fmt.Errorf("sync segment %s: %w", l.seg.Name(), err)
 		}
 		l.dirty = false
+		if err == nil {
+			// Say so in the log, so that a crash cannot make damage to
+			// these records look like a torn tail. The mark is synced with
+			// the next records (or at Close).
+			l.durable = last
+			err = l.writeMark(last + 1)
+		}
 	}
 
 	l.mu.Lock()
@@ -89,7 +97,7 @@ func (l *Log) writeBatch(batch []byte, pos Pos) error {
 		start := w
 		copy(batch[w+recordHeaderSize:], body)
 		w += recordHeaderSize + len(body)
-		finishRecord(batch[start:w], codec)
+		finishRecord(batch[start:w], codec, pos, l.durable)
 		if l.segSize+int64(w-unwritten) > l.opts.SegmentSize && !(l.segEmpty && start == unwritten) {
 			// This record starts the next segment.
 			if err := l.write(batch[unwritten:start]); err != nil {
@@ -98,6 +106,8 @@ func (l *Log) writeBatch(batch []byte, pos Pos) error {
 			if err := l.sealSegment(); err != nil {
 				return err
 			}
+			l.durable = pos - 1
+			finishRecord(batch[start:w], codec, pos, l.durable)
 			if err := l.newSegment(pos); err != nil {
 				return err
 			}
@@ -115,10 +125,39 @@ func (l *Log) write(b []byte) error {
 	n, err := l.seg.Write(b)
 	l.segSize += int64(n)
 	l.dirty = true
+	l.markUnsynced = false // synced with b
 	if err != nil {
 		return fmt.Errorf("write segment %s: %w", l.seg.Name(), err)
 	}
 	return nil
+}
+
+// writeMark writes a mark saying that every record before pos is durable.
+func (l *Log) writeMark(pos Pos) error {
+	l.mark = appendMarkRecord(l.mark[:0], pos)
+	n, err := l.seg.Write(l.mark)
+	l.segSize += int64(n)
+	l.markUnsynced = true
+	if err != nil {
+		return fmt.Errorf("write segment %s: %w", l.seg.Name(), err)
+	}
+	return nil
+}
+
+// syncMark makes the last mark durable, at Close.
+func (l *Log) syncMark() {
+	l.mu.Lock()
+	failed := l.err != nil
+	l.mu.Unlock()
+	if failed || !l.markUnsynced || l.dirty {
+		return
+	}
+	if err := l.seg.Sync(); err != nil {
+		l.mu.Lock()
+		l.err = fmt.Errorf("sync segment %s: %w", l.seg.Name(), err)
+		l.mu.Unlock()
+	}
+	l.markUnsynced = false
 }
 
 func (l *Log) sealSegment() error {
@@ -135,25 +174,37 @@ func (l *Log) sealSegment() error {
 
 // newSegment creates the next segment, whose first record will be at
 // first, and makes it and its header durable before any record goes in.
+// The header is written under a temporary name that is renamed to the
+// segment's once synced, so that a segment file always has a whole
+// header: a bad header is never a crash's doing.
 func (l *Log) newSegment(first Pos) error {
 	num := l.segNum + 1
 	path := filepath.Join(l.dir, segmentName(num))
-	f, err := l.fsys.Create(path)
+	tmp := path + tempSuffix
+	f, err := l.fsys.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("create segment: %w", err)
 	}
 	hdr := appendSegmentHeader(make([]byte, 0, segmentHeaderSize), first)
 	if _, err := f.Write(hdr); err != nil {
 		f.Close()
-		return fmt.Errorf("write header of segment %s: %w", path, err)
+		return fmt.Errorf("write header of segment %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("sync segment %s: %w", path, err)
+		return fmt.Errorf("sync segment %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close segment %s: %w", tmp, err)
+	}
+	if err := l.fsys.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename segment %s: %w", tmp, err)
 	}
 	if err := l.fsys.SyncDir(l.dir); err != nil {
-		f.Close()
 		return fmt.Errorf("sync log directory %s: %w", l.dir, err)
+	}
+	if f, err = l.fsys.OpenAppend(path); err != nil {
+		return fmt.Errorf("open segment: %w", err)
 	}
 	l.seg, l.segNum, l.segSize, l.segEmpty = f, num, segmentHeaderSize, true
 	l.segMu.Lock()
