@@ -194,6 +194,9 @@ type session struct {
 	// logChunkBytes or logChunkRows (logChunk).
 	rowDone  bool
 	logBytes int
+	// logRows and teleRows count the log and telemetry rows handed to
+	// the writer so far.
+	logRows, teleRows int64
 
 	// scratch for lane splitting
 	split [][][]byte

@@ -102,6 +102,9 @@ type batchEntry struct {
 type sessionWriteJob struct {
 	k     int
 	row   *schema.SessionRow
+	// logRows and teleRows count the recording's log and telemetry rows
+	// up to and with this write (for the sessions file's metadata).
+	logRows, teleRows int64
 	logs  []schema.LogRow
 	tele  []schema.TelemetryRow
 	token any // its entry in writer.live

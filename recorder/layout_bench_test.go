@@ -1,11 +1,14 @@
+//go:build unix
+
 package recorder
 
 // Benchmarks of the two steps layouts of schema version 2 (hive.LayoutSession
 // and hive.LayoutEpisode) against the targets in BENCHMARKS.md, section
 // "Schema version 2 layouts". ROOT is under b.TempDir() (the OS file
 // system, on the disk the other figures used). Every op runs all the
-// compared variants, in an order that rotates from op to op, and reports
-// their ratios: compare ratios, not absolute figures, on a shared machine.
+// compared variants side by side (A B B A, or in an order that rotates
+// from op to op) and reports their ratios: compare ratios, not absolute
+// figures, on a shared machine.
 
 import (
 	"context"
@@ -167,8 +170,8 @@ var layoutProbes = map[string]probeMode{
 // creates every file under its final name and syncs the file system once
 // at the end: the cheapest way to make n directories and files durable.
 func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers int, mode probeMode) time.Duration {
-	group, window, maxGroup := mode.group, mode.window, mode.maxGroup
 	b.Helper()
+	group, window, maxGroup := mode.group, mode.window, mode.maxGroup
 	payload := make([]byte, size)
 	fillFrames(payload, len(payload), 1)
 	type item struct{ tmp, final string }
@@ -220,6 +223,9 @@ func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers in
 	}
 	if !group {
 		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
 		if err := fsys.SyncFS(parent); err != nil {
 			b.Fatal(err)
 		}

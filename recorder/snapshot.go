@@ -33,7 +33,7 @@ import (
 //	          23 episodes_recorded  24 steps_recorded  25 dropped_steps
 //	          26 problem (Problem, repeated)  27 log (Log, repeated)
 //	          28 telemetry (Telemetry, repeated)  29 writes  30 num_envs
-//	          31 reserved  32 row_done  40 sequence (varint, not
+//	          31 reserved  32 row_done  33 log_rows  34 telemetry_rows  40 sequence (varint, not
 //	          zigzag: the highest producer sequence number logged,
 //	          sequence.go)
 //	Route     1 env_id  2 env_component_id  3 model_component_id
@@ -306,6 +306,8 @@ func appendSession(b []byte, s *session) ([]byte, error) {
 	b = appendInt(b, 29, int64(s.writes))
 	b = appendInt(b, 30, int64(s.numEnvs))
 	b = appendBool(b, 32, s.rowDone)
+	b = appendInt(b, 33, s.logRows)
+	b = appendInt(b, 34, s.teleRows)
 	b = appendSessionSeq(b, s)
 	return b, nil
 }
@@ -575,6 +577,10 @@ func parseSession(b []byte) (*session, error) {
 			s.numEnvs = int32(zz(v))
 		case 32:
 			s.rowDone = v != 0
+		case 33:
+			s.logRows = zz(v)
+		case 34:
+			s.teleRows = zz(v)
 		case snapshotSeqField:
 			s.seq = v
 		}

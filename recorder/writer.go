@@ -497,6 +497,8 @@ func (w *writer) sessionDone(s *session) {
 		s.rowDone = true
 	}
 	if w.skip != nil && w.skip.session(s.rec(), k, final) {
+		s.logRows += int64(len(s.logs))
+		s.teleRows += int64(len(s.telemetry))
 		s.logs, s.telemetry, s.logBytes = nil, nil, 0
 		return
 	}
@@ -510,8 +512,11 @@ func (w *writer) sessionDone(s *session) {
 			Kind: r.Kind.String(), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99}
 	}
 	s.logs, s.telemetry, s.logBytes = nil, nil, 0
+	s.logRows += int64(len(job.logs))
+	s.teleRows += int64(len(job.tele))
 	if final {
 		job.row = sessionRow(s)
+		job.logRows, job.teleRows = s.logRows, s.teleRows
 		if s.problemCount() > 0 {
 			w.log.Warn("recording has problems in its input", "session", s.id, "env", s.route.EnvID, "problems", s.problemSummary(), "dropped_steps", s.droppedSteps)
 		}
@@ -562,7 +567,9 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 	}
 	if job.row != nil {
 		if !write(schema.TableSessions, "session row", func(dir string, n int) (*parquetout.Part, error) {
-			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, []schema.SessionRow{*job.row})
+			m := meta
+			m.LogRows, m.TelemetryRows = &job.logRows, &job.teleRows
+			return parquetout.FinishTableAt(w.fs, dir, n, m, w.cfg, []schema.SessionRow{*job.row})
 		}) {
 			return
 		}

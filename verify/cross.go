@@ -31,6 +31,10 @@ type recording struct {
 	episodesUnread bool
 	sessions       []*sessionSum
 	sessionsUnread bool
+	// logRows and teleRows count the rows of its logs and telemetry
+	// files; logsUnread is set when one of them could not be read.
+	logRows, teleRows int64
+	logsUnread        bool
 	// episodesDir is the recording's episodes partition directory as it
 	// is on disk ("" without episodes files).
 	episodesDir string
@@ -133,6 +137,16 @@ func (v *verifier) crossCheck() {
 				continue
 			}
 			r.sessions = append(r.sessions, s.session)
+		case schema.TableLogs, schema.TableTelemetry:
+			r := get(s.rec)
+			switch {
+			case !s.read:
+				r.logsUnread = true
+			case s.f.Table == schema.TableLogs:
+				r.logRows += s.rows
+			default:
+				r.teleRows += s.rows
+			}
 		}
 	}
 	keys := make([]hive.Recording, 0, len(recs))
@@ -220,6 +234,7 @@ func (v *verifier) checkRecording(r *recording, listed map[string]*fileSum) {
 		}
 		return
 	}
+	v.checkLogRows(r)
 	if r.allStepsUnread || len(r.stepsUnread) > 0 || r.episodesUnread {
 		return // a file was reported unreadable: the totals are unknown
 	}
@@ -235,6 +250,27 @@ func (v *verifier) checkRecording(r *recording, listed map[string]*fileSum) {
 			Message: fmt.Sprintf("episodes_recorded %d and steps_recorded %d, but the recording's files hold %d episodes and %d steps",
 				eps, st, episodes, steps),
 			Fix: "episode or steps files are missing or extra; run 'rlrec recover ROOT' if the log holds records, otherwise restore them from a copy"})
+	}
+}
+
+// checkLogRows checks that the logs and telemetry files hold at least the
+// rows the sessions file counts (late rows may follow it): a missing part
+// file is seen.
+func (v *verifier) checkLogRows(r *recording) {
+	if r.logsUnread {
+		return
+	}
+	for _, s := range r.sessions {
+		for _, c := range []struct {
+			table       string
+			want, found int64
+		}{{schema.TableLogs, s.logRows, r.logRows}, {schema.TableTelemetry, s.teleRows, r.teleRows}} {
+			if c.want >= 0 && c.found < c.want {
+				v.problems = append(v.problems, Problem{Check: CheckSession, Path: s.rel, Row: -1,
+					Message: fmt.Sprintf("the sessions file counts %d %s rows of %s, but its %s files hold %d", c.want, c.table, r.name(), c.table, c.found),
+					Fix:     "a " + c.table + " part file is missing: restore it from a copy"})
+			}
+		}
 	}
 }
 

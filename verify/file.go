@@ -39,6 +39,7 @@ type fileSum struct {
 	// read is set when the file was read to the end; the summaries below
 	// are then complete, and nil otherwise.
 	read    bool
+	rows    int64 // of a logs or telemetry file
 	steps   []*stepsSum
 	episode *episodeSum
 	session *sessionSum
@@ -104,9 +105,13 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 	case schema.TableSessions:
 		c.checkSessions(pf)
 	case schema.TableLogs:
-		_, c.sum.read = readRows[schema.LogRow](c, pf, schema.LogsSchema)
+		var rows []schema.LogRow
+		rows, c.sum.read = readRows[schema.LogRow](c, pf, schema.LogsSchema)
+		c.sum.rows = int64(len(rows))
 	case schema.TableTelemetry:
-		_, c.sum.read = readRows[schema.TelemetryRow](c, pf, schema.TelemetrySchema)
+		var rows []schema.TelemetryRow
+		rows, c.sum.read = readRows[schema.TelemetryRow](c, pf, schema.TelemetrySchema)
+		c.sum.rows = int64(len(rows))
 	}
 	return c
 }

@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"io"
+	"strconv"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -35,6 +36,9 @@ type episodeRec struct {
 type sessionSum struct {
 	rel  string
 	rows []sessionRec
+	// logRows and teleRows are the rlrec.log_rows and
+	// rlrec.telemetry_rows of the file's metadata, -1 when absent.
+	logRows, teleRows int64
 }
 
 // sessionRec is what the cross-file checks need of one sessions row.
@@ -83,7 +87,20 @@ func (c *fileCheck) checkSessions(pf *parquet.File) {
 	if !ok {
 		return
 	}
-	sum := &sessionSum{rel: c.f.Rel, rows: make([]sessionRec, len(rows))}
+	sum := &sessionSum{rel: c.f.Rel, rows: make([]sessionRec, len(rows)), logRows: -1, teleRows: -1}
+	for _, kv := range []struct {
+		key string
+		dst *int64
+	}{{schema.MetaLogRows, &sum.logRows}, {schema.MetaTelemetryRows, &sum.teleRows}} {
+		if v, ok := pf.Lookup(kv.key); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				c.add(CheckMetadata, -1, fixForeign, "%s is %q, not a row count", kv.key, v)
+				continue
+			}
+			*kv.dst = n
+		}
+	}
 	for i := range rows {
 		sum.rows[i] = sessionRec{episodesRecorded: rows[i].EpisodesRecorded, stepsRecorded: rows[i].StepsRecorded}
 		switch rows[i].Status {

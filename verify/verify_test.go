@@ -236,6 +236,16 @@ func TestVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "deleted-logs-part", want: []Check{CheckSession}, damage: func(t *testing.T, root string) {
+			if err := os.Remove(parquetFiles(t, root, schema.TableLogs)[0]); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "deleted-telemetry-part", want: []Check{CheckSession}, damage: func(t *testing.T, root string) {
+			if err := os.Remove(parquetFiles(t, root, schema.TableTelemetry)[0]); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "unknown-file", want: []Check{CheckStray}, damage: func(t *testing.T, root string) {
 			if err := os.WriteFile(filepath.Join(tableDirs(t, root, schema.TableLogs, "session_id=*/env_id=*")[0], "notes.txt"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package parquetout
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/rlrec/rlrec/internal/hive"
 
@@ -22,6 +23,9 @@ type Metadata struct {
 	// files of layout "episode" (also when it is ""), the files of one
 	// episode partition.
 	EpisodeRecordID string
+	// LogRows and TelemetryRows are stored under rlrec.log_rows and
+	// rlrec.telemetry_rows in sessions files, when not nil.
+	LogRows, TelemetryRows *int64
 	// ObservationSpace and ActionSpace are stored as protojson under
 	// rlrec.observation_space and rlrec.action_space in steps and episodes
 	// files, when not nil.
@@ -71,6 +75,14 @@ func keyValues(table string, meta Metadata, spaces spaceJSON) []kvPair {
 	}
 	if table == schema.TableSteps && layout == hive.LayoutEpisode {
 		kv = append(kv, kvPair{schema.MetaEpisodeRecordID, meta.EpisodeRecordID})
+	}
+	if table == schema.TableSessions {
+		if meta.LogRows != nil {
+			kv = append(kv, kvPair{schema.MetaLogRows, strconv.FormatInt(*meta.LogRows, 10)})
+		}
+		if meta.TelemetryRows != nil {
+			kv = append(kv, kvPair{schema.MetaTelemetryRows, strconv.FormatInt(*meta.TelemetryRows, 10)})
+		}
 	}
 	if table == schema.TableSteps || table == schema.TableEpisodes {
 		if spaces.has[0] {
