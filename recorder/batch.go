@@ -100,14 +100,14 @@ type batchEntry struct {
 
 // sessionWriteJob is the k-th write of a recording's session files.
 type sessionWriteJob struct {
-	k     int
-	row   *schema.SessionRow
+	k   int
+	row *schema.SessionRow
 	// logRows and teleRows count the recording's log and telemetry rows
 	// up to and with this write (for the sessions file's metadata).
 	logRows, teleRows int64
-	logs  []schema.LogRow
-	tele  []schema.TelemetryRow
-	token any // its entry in writer.live
+	logs              []schema.LogRow
+	tele              []schema.TelemetryRow
+	token             any // its entry in writer.live
 }
 
 // batchOf returns the batch of s's recording, creating it on first use.

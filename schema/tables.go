@@ -25,16 +25,16 @@ const SchemaVersion = "2"
 
 // Key-value metadata keys of every table file.
 const (
-	MetaSchemaVersion    = "rlrec.schema_version"
-	MetaLayout           = "rlrec.layout" // the ROOT's steps layout: "episode" or "session"
-	MetaSessionID        = "rlrec.session_id"
-	MetaEnvID            = "rlrec.env_id"
-	MetaEpisodeRecordID  = "rlrec.episode_record_id" // steps files of layout "episode"
+	MetaSchemaVersion   = "rlrec.schema_version"
+	MetaLayout          = "rlrec.layout" // the ROOT's steps layout: "episode" or "session"
+	MetaSessionID       = "rlrec.session_id"
+	MetaEnvID           = "rlrec.env_id"
+	MetaEpisodeRecordID = "rlrec.episode_record_id" // steps files of layout "episode"
 	// MetaLogRows and MetaTelemetryRows, in a sessions file, count the
 	// rows of the recording's logs and telemetry files written up to and
 	// with it (decimal), so that a missing part file is seen.
-	MetaLogRows       = "rlrec.log_rows"
-	MetaTelemetryRows = "rlrec.telemetry_rows"
+	MetaLogRows          = "rlrec.log_rows"
+	MetaTelemetryRows    = "rlrec.telemetry_rows"
 	MetaObservationSpace = "rlrec.observation_space" // steps and episodes files: protojson SpaceSpec
 	MetaActionSpace      = "rlrec.action_space"      // steps and episodes files: protojson SpaceSpec
 )
