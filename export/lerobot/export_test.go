@@ -1,0 +1,371 @@
+package lerobot_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/export/lerobot"
+	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/sim"
+)
+
+// record records a ROOT of the given configs.
+func record(t *testing.T, cfgs ...sim.Config) string {
+	t.Helper()
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range cfgs {
+		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)
+	}
+	root := filepath.Join(t.TempDir(), "root")
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.RunSessions(context.Background(), rec, cfgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func export(t *testing.T, root string, opt lerobot.Options) (string, lerobot.Summary, *dataset.Dataset) {
+	t.Helper()
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	sum, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, sum, d
+}
+
+type info struct {
+	CodebaseVersion   string            `json:"codebase_version"`
+	RobotType         *string           `json:"robot_type"`
+	TotalEpisodes     int64             `json:"total_episodes"`
+	TotalFrames       int64             `json:"total_frames"`
+	TotalTasks        int64             `json:"total_tasks"`
+	ChunksSize        int64             `json:"chunks_size"`
+	DataFilesSizeInMB int64             `json:"data_files_size_in_mb"`
+	FPS               float64           `json:"fps"`
+	Splits            map[string]string `json:"splits"`
+	DataPath          string            `json:"data_path"`
+	VideoPath         string            `json:"video_path"`
+	Features          map[string]struct {
+		DType string          `json:"dtype"`
+		Shape []int64         `json:"shape"`
+		Names json.RawMessage `json:"names"`
+	} `json:"features"`
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+type stat struct {
+	Mean  json.RawMessage `json:"mean"`
+	Std   json.RawMessage `json:"std"`
+	Min   json.RawMessage `json:"min"`
+	Max   json.RawMessage `json:"max"`
+	Count []int64         `json:"count"`
+}
+
+type taskRow struct {
+	TaskIndex int64  `parquet:"task_index"`
+	Task      string `parquet:"task"`
+}
+
+type ppFrame struct {
+	Image struct {
+		Bytes []byte  `parquet:"bytes,optional"`
+		Path  *string `parquet:"path,optional"`
+	} `parquet:"observation.image"`
+	State        []float32 `parquet:"observation.state,list"`
+	Action       []float32 `parquet:"action,list"`
+	Timestamp    float32   `parquet:"timestamp"`
+	FrameIndex   int64     `parquet:"frame_index"`
+	EpisodeIndex int64     `parquet:"episode_index"`
+	Index        int64     `parquet:"index"`
+	TaskIndex    int64     `parquet:"task_index"`
+	Reward       float32   `parquet:"next.reward"`
+	Done         bool      `parquet:"next.done"`
+}
+
+type cpFrame struct {
+	State        []float32 `parquet:"observation.state,list"`
+	Action       int64     `parquet:"action"`
+	Timestamp    float32   `parquet:"timestamp"`
+	FrameIndex   int64     `parquet:"frame_index"`
+	EpisodeIndex int64     `parquet:"episode_index"`
+	Index        int64     `parquet:"index"`
+	TaskIndex    int64     `parquet:"task_index"`
+	Reward       float32   `parquet:"next.reward"`
+	Done         bool      `parquet:"next.done"`
+}
+
+// checkCommon checks what every export holds: the files, info.json's
+// counts and templates, the episodes rows against the frames.
+func checkCommon(t *testing.T, dir string, frames []frameIdx) (info, []lerobot.EpisodeRow, []taskRow, map[string]stat) {
+	t.Helper()
+	for _, p := range []string{lerobot.InfoPath, lerobot.StatsPath, lerobot.TasksPath, lerobot.EpisodesPath, lerobot.DataPath} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("missing %s: %v", p, err)
+		}
+	}
+	var in info
+	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
+	eps, err := parquet.ReadFile[lerobot.EpisodeRow](filepath.Join(dir, lerobot.EpisodesPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := parquet.ReadFile[taskRow](filepath.Join(dir, lerobot.TasksPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]stat
+	readJSON(t, filepath.Join(dir, lerobot.StatsPath), &st)
+
+	if in.CodebaseVersion != "v3.0" || in.ChunksSize != 1000 || in.DataFilesSizeInMB != 100 {
+		t.Errorf("info header %+v", in)
+	}
+	if in.DataPath != "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet" ||
+		in.VideoPath != "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4" {
+		t.Errorf("templates %q %q", in.DataPath, in.VideoPath)
+	}
+	if in.TotalEpisodes != int64(len(eps)) || in.TotalFrames != int64(len(frames)) || in.TotalTasks != int64(len(tasks)) {
+		t.Errorf("info counts %d/%d/%d, files %d/%d/%d", in.TotalEpisodes, in.TotalFrames, in.TotalTasks, len(eps), len(frames), len(tasks))
+	}
+	if in.Splits["train"] != "0:"+itoa(len(eps)) || in.FPS <= 0 {
+		t.Errorf("splits %v fps %v", in.Splits, in.FPS)
+	}
+	for _, name := range []string{"timestamp", "frame_index", "episode_index", "index", "task_index"} {
+		f, ok := in.Features[name]
+		if !ok || len(f.Shape) != 1 || f.Shape[0] != 1 {
+			t.Errorf("feature %s: %+v", name, f)
+		}
+		if s, ok := st[name]; !ok || len(s.Count) != 1 || s.Count[0] != int64(len(frames)) {
+			t.Errorf("stats %s: %+v", name, s)
+		}
+	}
+	for i, tr := range tasks {
+		if tr.TaskIndex != int64(i) || tr.Task == "" {
+			t.Errorf("task row %d: %+v", i, tr)
+		}
+	}
+	// Episodes cover the frames in order.
+	var from int64
+	for i, e := range eps {
+		if e.EpisodeIndex != int64(i) || e.DatasetFromIndex != from || e.DatasetToIndex != from+e.Length || e.Length <= 0 ||
+			e.DataChunkIndex != 0 || e.DataFileIndex != 0 || e.MetaEpisodesChunk != 0 || e.MetaEpisodesFile != 0 ||
+			len(e.Tasks) == 0 || e.RLRecEpisodeRecordID == "" {
+			t.Errorf("episode row %d: %+v", i, e)
+		}
+		for j := e.DatasetFromIndex; j < e.DatasetToIndex && j < int64(len(frames)); j++ {
+			fr := frames[j]
+			if fr.index != j || fr.episode != int64(i) || fr.frame != j-from || (fr.frame == 0) != (fr.ts == 0) || fr.ts < 0 {
+				t.Fatalf("frame %d: %+v, episode %d from %d", j, fr, i, from)
+			}
+			if fr.task < 0 || fr.task >= int64(len(tasks)) {
+				t.Fatalf("frame %d task %d", j, fr.task)
+			}
+		}
+		from += e.Length
+	}
+	if from != int64(len(frames)) {
+		t.Errorf("episodes cover %d frames of %d", from, len(frames))
+	}
+	return in, eps, tasks, st
+}
+
+type frameIdx struct {
+	index, episode, frame, task int64
+	ts                          float32
+}
+
+func compact(b []byte) string {
+	var buf bytes.Buffer
+	json.Compact(&buf, b)
+	return buf.String()
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestCartpole(t *testing.T) {
+	root := record(t, sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 3, SessionID: "cp"})
+	dir, sum, d := export(t, root, lerobot.Options{FPS: 50})
+	frames, err := parquet.ReadFile[cpFrame](filepath.Join(dir, lerobot.DataPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]frameIdx, len(frames))
+	for i, f := range frames {
+		idx[i] = frameIdx{f.Index, f.EpisodeIndex, f.FrameIndex, f.TaskIndex, f.Timestamp}
+	}
+	in, eps, tasks, st := checkCommon(t, dir, idx)
+	if in.FPS != 50 || sum.Frames != int64(len(frames)) || sum.Episodes != 4 {
+		t.Errorf("fps %v, summary %+v", in.FPS, sum)
+	}
+	if len(tasks) != 1 || tasks[0].Task != "env/cartpole" || in.RobotType == nil || *in.RobotType != "env/cartpole" {
+		t.Errorf("tasks %+v robot %v", tasks, in.RobotType)
+	}
+	if f := in.Features["observation.state"]; f.DType != "float32" || len(f.Shape) != 1 || f.Shape[0] != 4 {
+		t.Errorf("observation.state %+v", f)
+	}
+	if f := in.Features["action"]; f.DType != "int64" || f.Shape[0] != 1 {
+		t.Errorf("action %+v", f)
+	}
+	var mean []float64
+	if err := json.Unmarshal(st["observation.state"].Mean, &mean); err != nil || len(mean) != 4 {
+		t.Errorf("observation.state mean %s: %v", st["observation.state"].Mean, err)
+	}
+	// The values are the recorded ones.
+	rec := d.Recordings()[0]
+	for _, e := range eps {
+		steps, err := d.Steps(rec, e.RLRecEpisodeRecordID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := e.DatasetFromIndex
+		for steps.Next() {
+			if steps.Step().ObservationBlob == nil || steps.Step().ActionBlob == nil {
+				continue
+			}
+			obs, _ := steps.ObservationValues()
+			act, _ := steps.ActionValues()
+			f := frames[j]
+			want := obs[0].([]float32)
+			for k := range want {
+				if f.State[k] != want[k] {
+					t.Fatalf("frame %d state %v, recorded %v", j, f.State, want)
+				}
+			}
+			if f.Action != act[0].(int64) || f.Reward != float32(steps.Step().Reward) {
+				t.Fatalf("frame %d action %d reward %v, recorded %v %v", j, f.Action, f.Reward, act[0], steps.Step().Reward)
+			}
+			j++
+		}
+		steps.Close()
+		if j != e.DatasetToIndex {
+			t.Errorf("episode %d: %d frames recorded, %d exported", e.EpisodeIndex, j-e.DatasetFromIndex, e.Length)
+		}
+	}
+}
+
+func TestPickPlace(t *testing.T) {
+	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"})
+	dir, _, d := export(t, root, lerobot.Options{})
+	frames, err := parquet.ReadFile[ppFrame](filepath.Join(dir, lerobot.DataPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]frameIdx, len(frames))
+	for i, f := range frames {
+		idx[i] = frameIdx{f.Index, f.EpisodeIndex, f.FrameIndex, f.TaskIndex, f.Timestamp}
+	}
+	in, eps, tasks, st := checkCommon(t, dir, idx)
+	if f := in.Features["observation.image"]; f.DType != "image" || len(f.Shape) != 3 || f.Shape[0] != 84 || f.Shape[1] != 84 || f.Shape[2] != 3 ||
+		compact(f.Names) != `["height","width","channel"]` {
+		t.Errorf("observation.image %+v", f)
+	}
+	if f := in.Features["observation.state"]; f.DType != "float32" || f.Shape[0] != 7 {
+		t.Errorf("observation.state %+v", f)
+	}
+	if f := in.Features["action"]; f.DType != "float32" || f.Shape[0] != 7 {
+		t.Errorf("action %+v", f)
+	}
+	if _, ok := in.Features["observation.instruction"]; ok {
+		t.Errorf("the instruction is a feature; it is the task")
+	}
+	var imean [][][]float64
+	if err := json.Unmarshal(st["observation.image"].Mean, &imean); err != nil || len(imean) != 3 || len(imean[0]) != 1 || imean[0][0][0] <= 0 || imean[0][0][0] >= 1 {
+		t.Errorf("image mean %s: %v", st["observation.image"].Mean, err)
+	}
+	rec := d.Recordings()[0]
+	for _, e := range eps {
+		steps, err := d.Steps(rec, e.RLRecEpisodeRecordID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := e.DatasetFromIndex
+		for steps.Next() {
+			if steps.Step().ObservationBlob == nil || steps.Step().ActionBlob == nil {
+				continue
+			}
+			obs, _ := steps.ObservationValues() // image, state, instruction
+			f := frames[j]
+			img, err := png.Decode(bytes.NewReader(f.Image.Bytes))
+			if err != nil {
+				t.Fatalf("frame %d: %v", j, err)
+			}
+			if f.Image.Path != nil {
+				t.Errorf("frame %d image path %q, want null", j, *f.Image.Path)
+			}
+			want := obs[0].([]uint8)
+			if got := pixels(img); !bytes.Equal(got, want) {
+				t.Fatalf("frame %d: PNG pixels differ from the recorded observation", j)
+			}
+			if tasks[f.TaskIndex].Task != obs[2].(string) {
+				t.Fatalf("frame %d task %q, instruction %q", j, tasks[f.TaskIndex].Task, obs[2])
+			}
+			j++
+		}
+		steps.Close()
+		if len(e.Tasks) != 1 || e.Tasks[0] == "" {
+			t.Errorf("episode %d tasks %q", e.EpisodeIndex, e.Tasks)
+		}
+	}
+}
+
+// pixels returns an image's HxWx3 bytes.
+func pixels(img image.Image) []byte {
+	b := img.Bounds()
+	out := make([]byte, 0, b.Dx()*b.Dy()*3)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bb, _ := img.At(x, y).RGBA()
+			out = append(out, byte(r>>8), byte(g>>8), byte(bb>>8))
+		}
+	}
+	return out
+}
+
+func TestRefuses(t *testing.T) {
+	root := record(t,
+		sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"},
+		sim.Config{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "b"})
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), filepath.Join(dir, "x"), lerobot.Options{}); !errors.Is(err, lerobot.ErrSpaces) {
+		t.Errorf("mixed spaces: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	if _, err := lerobot.Export(context.Background(), d, d.Find("a", ""), dir, lerobot.Options{}); err == nil {
+		t.Errorf("a non-empty directory is accepted")
+	}
+}
