@@ -73,6 +73,7 @@ var commands = []*Command{
 	cmdReplay,
 	cmdStats,
 	cmdCopy,
+	cmdExport,
 	cmdVerify,
 	cmdRecover,
 	cmdVersion,
