@@ -63,8 +63,10 @@
 //
 // stats.json holds, for every feature but the string ones, mean, std
 // (population), min, max as arrays of the feature's shape, and count ([N]
-// frames). Images are summarised per channel over all pixels, scaled to
-// [0, 1], with shape [C, 1, 1] as LeRobot does.
+// frames). NaN and infinite values are left out of mean, std, min and max
+// (an element with no finite value has all four 0). Images are summarised
+// per channel over all pixels, scaled to [0, 1], with shape [C, 1, 1] as
+// LeRobot does.
 //
 // # Constraints
 //

@@ -114,7 +114,12 @@ func newAcc(width int, shape []int64) *acc {
 	return a
 }
 
+// add counts v in element i; NaN and infinities are left out (JSON has
+// no spelling for them).
 func (a *acc) add(i int, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return
+	}
 	a.k[i]++
 	a.sum[i] += v
 	a.sq[i] += v * v
@@ -127,6 +132,7 @@ func (a *acc) json() map[string]any {
 	mean, std := make([]float64, w), make([]float64, w)
 	for i := range w {
 		if a.k[i] == 0 {
+			a.min[i], a.max[i] = 0, 0
 			continue
 		}
 		m := a.sum[i] / float64(a.k[i])

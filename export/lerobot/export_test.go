@@ -369,3 +369,25 @@ func TestRefuses(t *testing.T) {
 		t.Errorf("a non-empty directory is accepted")
 	}
 }
+
+// TestAllLeaves exports every leaf kind and dtype, infinities and NaN
+// included, and checks that each feature has a dtype and statistics.
+func TestAllLeaves(t *testing.T) {
+	root := record(t, sim.Config{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 6, SessionID: "al"})
+	dir, sum, _ := export(t, root, lerobot.Options{Incomplete: true})
+	var in info
+	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
+	var st map[string]stat
+	readJSON(t, filepath.Join(dir, lerobot.StatsPath), &st)
+	if len(in.Features) != len(sum.Features) || sum.Frames == 0 {
+		t.Fatalf("features %d, summary %+v", len(in.Features), sum)
+	}
+	for name, f := range in.Features {
+		if f.DType == "" || len(f.Shape) == 0 {
+			t.Errorf("feature %s: %+v", name, f)
+		}
+		if _, ok := st[name]; !ok && f.DType != "string" {
+			t.Errorf("feature %s has no statistics", name)
+		}
+	}
+}
