@@ -76,7 +76,7 @@ func mustVerify(t *testing.T, root string) {
 // ways): the steps of each recording (its typed columns are its own), and
 // episodes without steps_file, which names the layout's file.
 func TestCopyRoundTripDuckDB(t *testing.T) {
-	fx := getFixture(t)
+	fx := getFixture(t, hive.LayoutEpisode)
 	dir := t.TempDir()
 	session := filepath.Join(dir, "session")
 	episode := filepath.Join(dir, "episode")
@@ -123,7 +123,7 @@ func TestCopyRoundTripDuckDB(t *testing.T) {
 // that the episodes copied are those DuckDB's WHERE selects from the
 // fixture, and that their steps are the fixture's.
 func TestCopyWhereDuckDB(t *testing.T) {
-	fx := getFixture(t)
+	fx := getFixture(t, hive.LayoutEpisode)
 	db := openDuck(t)
 	for i, filter := range []string{
 		"status = 'completed' AND success = true AND step_count > 10",
@@ -167,7 +167,7 @@ func TestCopyWhereDuckDB(t *testing.T) {
 // the typed columns: count, avg, stddev_pop (population), min, max and
 // quantile_disc, each element of a list column by its subscript.
 func TestStatsDuckDB(t *testing.T) {
-	fx := getFixture(t)
+	fx := getFixture(t, hive.LayoutEpisode)
 	d, err := dataset.Open(fx.root)
 	if err != nil {
 		t.Fatal(err)
