@@ -58,6 +58,12 @@ type Config struct {
 	// episode reaching it without terminating completes with
 	// truncated=true.
 	MaxEpisodeSteps int64
+	// TimeLimit, when > 0, is the env's own time limit (a gymnasium
+	// TimeLimit wrapper): the env truncates an episode at this many steps,
+	// as pick-place and all-leaves do by themselves. It is the env's, not
+	// the runtime's: its truncations are env completions (final_info
+	// included).
+	TimeLimit int64
 	// Seed makes the run reproducible: with the same Seed, Config and a
 	// deterministic Clock (StepClock), two runs emit identical events.
 	Seed uint64
@@ -94,6 +100,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("max_episodes %d, want >= 1: %w", c.MaxEpisodes, ErrConfig)
 	case c.MaxEpisodeSteps < 0:
 		return fmt.Errorf("max episode steps %d, want >= 0 (0 = no cap): %w", c.MaxEpisodeSteps, ErrConfig)
+	case c.TimeLimit < 0:
+		return fmt.Errorf("time limit %d, want >= 0 (0 = none): %w", c.TimeLimit, ErrConfig)
 	case c.FailAfterSteps < 0:
 		return fmt.Errorf("fail after %d steps, want >= 0 (0 = never): %w", c.FailAfterSteps, ErrConfig)
 	case c.TelemetryInterval < 0:

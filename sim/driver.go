@@ -245,6 +245,9 @@ func (s *session) loop() error {
 			}
 			r, term, trunc := s.env.step(i, action)
 			l.steps++
+			if !term && !trunc && s.cfg.TimeLimit > 0 && l.steps >= s.cfg.TimeLimit {
+				trunc = true
+			}
 			l.reward += r
 			s.rewards[i] = r
 			if !term && !trunc && s.cfg.MaxEpisodeSteps > 0 && l.steps >= s.cfg.MaxEpisodeSteps {

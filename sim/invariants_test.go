@@ -178,6 +178,11 @@ func checkSessionOpts(t *testing.T, cfg Config, evs []events.Event, wantFailed, 
 	}
 	checkObs(k, true)
 	k++
+	// The limit in effect: the env's time limit or the runtime's step cap.
+	limit := cfg.TimeLimit
+	if c := cfg.MaxEpisodeSteps; c > 0 && (limit == 0 || c < limit) {
+		limit = c
+	}
 
 	failed := false
 loop:
@@ -268,9 +273,9 @@ loop:
 			if ec.Terminated == ec.Truncated {
 				fail(at(k), "terminated %v truncated %v", ec.Terminated, ec.Truncated)
 			}
-			if cfg.MaxEpisodeSteps > 0 && ec.StepCount > cfg.MaxEpisodeSteps ||
-				cfg.Env == "cartpole" && ec.Truncated != (ec.StepCount == cfg.MaxEpisodeSteps && !ec.Terminated) {
-				fail(at(k), "step_count %d vs cap %d truncated %v", ec.StepCount, cfg.MaxEpisodeSteps, ec.Truncated)
+			if limit > 0 && ec.StepCount > limit ||
+				cfg.Env == "cartpole" && ec.Truncated != (ec.StepCount == limit && !ec.Terminated) {
+				fail(at(k), "step_count %d vs limit %d truncated %v", ec.StepCount, limit, ec.Truncated)
 			}
 			if ec.DurationMs < 0 {
 				fail(at(k), "negative duration")
@@ -396,6 +401,40 @@ func TestInvariants(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestTimeLimit: the env's time limit truncates episodes as the env's own
+// completions, with their final_info, under either autoreset mode.
+func TestTimeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		mode Autoreset
+	}{{"cartpole", AutoresetNextStep}, {"cartpole", AutoresetDisabled}, {"pick-place", AutoresetNextStep}, {"all-leaves", AutoresetDisabled}} {
+		t.Run(tc.env+"/"+tc.mode.String(), func(t *testing.T) {
+			n := 3
+			if tc.mode == AutoresetDisabled {
+				n = 1 // the lane count rlmesh allows with it
+			}
+			cfg := Config{Env: tc.env, NumEnvs: n, Autoreset: tc.mode, MaxEpisodes: 6, TimeLimit: 5, Seed: 2, Clock: fixedClock()}
+			c := &collector{}
+			if _, err := Run(context.Background(), c, cfg); err != nil {
+				t.Fatal(err)
+			}
+			checkSession(t, cfg, c.all, false)
+			truncated := 0
+			for _, ev := range c.all {
+				if ec, ok := ev.(*events.EpisodeCompleted); ok && ec.Truncated {
+					truncated++
+					if ec.StepCount != 5 || tc.env != "cartpole" && ec.FinalInfo == nil {
+						t.Fatalf("%s: truncated at %d steps, final_info %v", ec.EpisodeRecordID, ec.StepCount, ec.FinalInfo)
+					}
+				}
+			}
+			if truncated == 0 {
+				t.Fatal("no episode reached the time limit")
+			}
+		})
 	}
 }
 

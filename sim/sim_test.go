@@ -212,6 +212,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no autoreset", func(c *Config) { c.Autoreset = 0 }, ErrConfig},
 		{"zero episodes", func(c *Config) { c.MaxEpisodes = 0 }, ErrConfig},
 		{"negative step cap", func(c *Config) { c.MaxEpisodeSteps = -1 }, ErrConfig},
+		{"negative time limit", func(c *Config) { c.TimeLimit = -1 }, ErrConfig},
 		{"negative fail after", func(c *Config) { c.FailAfterSteps = -1 }, ErrConfig},
 		{"negative interval", func(c *Config) { c.TelemetryInterval = -time.Second }, ErrConfig},
 	}
