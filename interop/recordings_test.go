@@ -28,7 +28,7 @@ var uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-
 func TestSharedSessionID(t *testing.T) {
 	const sid = "local-4242"
 	cfgs := []sim.Config{
-		{SessionID: sid, Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, MaxEpisodeSteps: 20, Seed: 41},
+		{SessionID: sid, Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, TimeLimit: 20, Seed: 41},
 		{SessionID: sid, Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 15, Seed: 42},
 	}
 	for i := range cfgs {

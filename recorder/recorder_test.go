@@ -625,7 +625,7 @@ func TestEndToEndOS(t *testing.T) {
 	}{
 		{"cartpole", []session{
 			{env: "cartpole", lanes: 3, auto: sim.AutoresetNextStep},
-			{env: "cartpole", lanes: 2, auto: sim.AutoresetDisabled},
+			{env: "cartpole", lanes: 1, auto: sim.AutoresetDisabled},
 		}, nil},
 		{"pick-place", []session{
 			{env: "pick-place", lanes: 1, auto: sim.AutoresetNextStep},
@@ -633,12 +633,12 @@ func TestEndToEndOS(t *testing.T) {
 		}, nil},
 		{"all-leaves", []session{
 			{env: "all-leaves", lanes: 3, auto: sim.AutoresetNextStep},
-			{env: "all-leaves", lanes: 2, auto: sim.AutoresetDisabled},
+			{env: "all-leaves", lanes: 1, auto: sim.AutoresetDisabled},
 		}, []recorder.Option{recorder.WithCompression(recorder.CompressionSnappy)}},
 		{"failed sessions and sync each", []session{
 			{env: "cartpole", lanes: 2, auto: sim.AutoresetNextStep, fail: 30},
 			{env: "all-leaves", lanes: 1, auto: sim.AutoresetDisabled, fail: 7},
-			{env: "cartpole", lanes: 2, auto: sim.AutoresetDisabled},
+			{env: "cartpole", lanes: 1, auto: sim.AutoresetDisabled},
 		}, []recorder.Option{recorder.WithSyncPolicy(recorder.SyncEach)}},
 		{"small row groups and tiny budget", []session{
 			{env: "cartpole", lanes: 4, auto: sim.AutoresetNextStep},
@@ -656,8 +656,12 @@ func TestEndToEndOS(t *testing.T) {
 			hooks := &countingHooks{inner: rec, t: ta}
 			var cfgs []sim.Config
 			for i, s := range tc.sessions {
-				cfgs = append(cfgs, sim.Config{Env: s.env, NumEnvs: s.lanes, Autoreset: s.auto, MaxEpisodes: 4,
-					MaxEpisodeSteps: 25, Seed: uint64(i + 1), FailAfterSteps: s.fail, TelemetryInterval: 2 * time.Millisecond})
+				cfg := sim.Config{Env: s.env, NumEnvs: s.lanes, Autoreset: s.auto, MaxEpisodes: 4,
+					TimeLimit: 25, Seed: uint64(i + 1), FailAfterSteps: s.fail, TelemetryInterval: 2 * time.Millisecond}
+				if s.auto == sim.AutoresetDisabled {
+					cfg.TimeLimit, cfg.MaxEpisodeSteps = 0, 25 // the runtime's cap
+				}
+				cfgs = append(cfgs, cfg)
 			}
 			sums, err := sim.RunSessions(context.Background(), hooks, cfgs)
 			if err != nil {

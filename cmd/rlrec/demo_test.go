@@ -16,7 +16,7 @@ func smallDemo(t *testing.T) {
 	old := demoSessions
 	demoSessions = func(seed uint64) []sim.Config {
 		return []sim.Config{
-			{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, MaxEpisodeSteps: 20, Seed: seed, SessionID: "demo-test"},
+			{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, TimeLimit: 20, Seed: seed, SessionID: "demo-test"},
 			{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 20, Seed: seed + 1, SessionID: "demo-test"},
 		}
 	}
