@@ -23,6 +23,21 @@ func smallDemo(t *testing.T) {
 	t.Cleanup(func() { demoSessions = old })
 }
 
+// TestDemoSessionsFollowRlmesh: the demo's runs are ones rlmesh allows,
+// and show both autoreset modes.
+func TestDemoSessionsFollowRlmesh(t *testing.T) {
+	modes := map[sim.Autoreset]bool{}
+	for i, cfg := range demoSessions(1) {
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("demo session %d: %v", i, err)
+		}
+		modes[cfg.Autoreset] = true
+	}
+	if !modes[sim.AutoresetNextStep] || !modes[sim.AutoresetDisabled] {
+		t.Errorf("the demo shows autoreset modes %v, want both", modes)
+	}
+}
+
 var (
 	demoFilesLine = regexp.MustCompile(`(?m)^  (\w+) +(\d+) files`)
 	demoLaneSteps = regexp.MustCompile(`The (\d+) lane-steps are (\d+) step rows and (\d+) dropped steps`)
