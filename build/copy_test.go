@@ -30,11 +30,11 @@ var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func source(t *testing.T, l hive.Layout) string {
 	t.Helper()
 	cfgs := []sim.Config{
-		{SessionID: "cartpole", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 9, MaxEpisodeSteps: 15, Seed: 1},
-		{SessionID: "cartpole", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 5, MaxEpisodeSteps: 12, Seed: 2},
-		{SessionID: "failing", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 100, MaxEpisodeSteps: 10, FailAfterSteps: 25, Seed: 3},
-		{SessionID: "pick-place", Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 20, Seed: 4},
-		{SessionID: "all-leaves", Env: "all-leaves", NumEnvs: 3, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 8, Seed: 5},
+		{SessionID: "cartpole", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 9, TimeLimit: 15, Seed: 1},
+		{SessionID: "cartpole", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 5, MaxEpisodeSteps: 12, Seed: 2},
+		{SessionID: "failing", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 100, TimeLimit: 10, FailAfterSteps: 25, Seed: 3},
+		{SessionID: "pick-place", Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 20, Seed: 4},
+		{SessionID: "all-leaves", Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 8, Seed: 5},
 	}
 	for i := range cfgs {
 		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)
@@ -215,7 +215,7 @@ func TestCopyEverything(t *testing.T) {
 
 func TestCopyWhere(t *testing.T) {
 	src := source(t, hive.LayoutSession)
-	const filter = "status = 'completed' AND step_count > 5 AND NOT truncated"
+	const filter = "status = 'completed' AND step_count > 5 AND NOT (truncated AND step_count > 14)"
 	f, err := where.Parse(filter)
 	if err != nil {
 		t.Fatal(err)
@@ -263,8 +263,10 @@ func TestCopyWhere(t *testing.T) {
 		if row.StepsRecorded+row.DroppedSteps != o.StepsRecorded+o.DroppedSteps {
 			t.Errorf("%s: steps %d + dropped %d, source %d + %d", rec, row.StepsRecorded, row.DroppedSteps, o.StepsRecorded, o.DroppedSteps)
 		}
-		if row.Status != o.Status || row.Problems != o.Problems {
-			t.Errorf("%s: status %s problems %d, source %s %d", rec, row.Status, row.Problems, o.Status, o.Problems)
+		// Problems may differ: a step of an episode left out (the failed
+		// step of an incomplete one, say) replays with no episode id.
+		if row.Status != o.Status {
+			t.Errorf("%s: status %s, source %s", rec, row.Status, o.Status)
 		}
 	}
 	if len(recs) < 2 {
@@ -522,7 +524,7 @@ func TestCopyOpenRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sim.Config{SessionID: "open", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, MaxEpisodeSteps: 8, Seed: 1,
+	cfg := sim.Config{SessionID: "open", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, TimeLimit: 8, Seed: 1,
 		Clock: sim.StepClock(epoch, time.Millisecond)}
 	if _, err := sim.Run(context.Background(), openHooks{rec}, cfg); err != nil {
 		t.Fatal(err)

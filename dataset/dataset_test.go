@@ -88,8 +88,8 @@ func (c *collector) OnStepCompleted(_ context.Context, e *events.StepCompleted) 
 
 func TestOpenListsAndReads(t *testing.T) {
 	root, sums := record(t,
-		sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, MaxEpisodeSteps: 30, Seed: 7},
-		sim.Config{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 9, Seed: 8},
+		sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, TimeLimit: 30, Seed: 7},
+		sim.Config{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 9, Seed: 8},
 	)
 	// A temp file and an unknown file are skipped and listed as strays.
 	tmp := filepath.Join(root, "steps", ".part-00009.parquet.tmp")
@@ -195,7 +195,7 @@ func TestOpenListsAndReads(t *testing.T) {
 // TestStepsMatchEvents checks every step's action and reward against what
 // the simulated runtime handed over.
 func TestStepsMatchEvents(t *testing.T) {
-	cfg := sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 12, Seed: 3,
+	cfg := sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 12, Seed: 3,
 		Clock: sim.StepClock(clockStart, time.Millisecond)}
 	c := &collector{steps: map[string][]laneStep{}}
 	// Collect the events of the same run (same seed and clock) first.
@@ -203,7 +203,7 @@ func TestStepsMatchEvents(t *testing.T) {
 	if _, err := sim.Run(context.Background(), hooks, cfg); err != nil {
 		t.Fatal(err)
 	}
-	root, sums := record(t, sim.Config{Env: cfg.Env, NumEnvs: cfg.NumEnvs, Autoreset: cfg.Autoreset, MaxEpisodes: cfg.MaxEpisodes, MaxEpisodeSteps: cfg.MaxEpisodeSteps, Seed: cfg.Seed})
+	root, sums := record(t, sim.Config{Env: cfg.Env, NumEnvs: cfg.NumEnvs, Autoreset: cfg.Autoreset, MaxEpisodes: cfg.MaxEpisodes, TimeLimit: cfg.TimeLimit, Seed: cfg.Seed})
 	d, err := dataset.Open(root)
 	if err != nil {
 		t.Fatal(err)

@@ -177,18 +177,22 @@ func TestReplayRoundTrip(t *testing.T) {
 			if env == "pick-place" {
 				lanes, eps = 2, 3
 			}
-			tests = append(tests, tc{fmt.Sprintf("%s/%s", env, mode),
-				sim.Config{Env: env, NumEnvs: lanes, Autoreset: mode, MaxEpisodes: eps, MaxEpisodeSteps: steps, Seed: 11}})
+			cfg := sim.Config{Env: env, NumEnvs: lanes, Autoreset: mode, MaxEpisodes: eps, TimeLimit: steps, Seed: 11}
+			if mode == sim.AutoresetDisabled {
+				// One lane, capped by the runtime: what rlmesh allows.
+				cfg.NumEnvs, cfg.TimeLimit, cfg.MaxEpisodeSteps = 1, 0, steps
+			}
+			tests = append(tests, tc{fmt.Sprintf("%s/%s", env, mode), cfg})
 		}
 	}
 	tests = append(tests,
 		// One lane under next-step: every completion is followed by a
 		// batch that records no row.
-		tc{"one lane next-step", sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, MaxEpisodeSteps: 6, Seed: 2}},
+		tc{"one lane next-step", sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, TimeLimit: 6, Seed: 2}},
 		// Lanes finishing together (a step cap and equal starts).
-		tc{"all lanes together", sim.Config{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, MaxEpisodeSteps: 4, Seed: 2}},
-		tc{"failed session", sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 50, MaxEpisodeSteps: 10, FailAfterSteps: 25, Seed: 4}},
-		tc{"failed after completions", sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 50, MaxEpisodeSteps: 5, FailAfterSteps: 5, Seed: 4}},
+		tc{"all lanes together", sim.Config{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, TimeLimit: 4, Seed: 2}},
+		tc{"failed session", sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 50, TimeLimit: 10, FailAfterSteps: 25, Seed: 4}},
+		tc{"failed after completions", sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 50, TimeLimit: 5, FailAfterSteps: 5, Seed: 4}},
 	)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,8 +212,8 @@ func TestReplayRoundTrip(t *testing.T) {
 // TestReplayTwoSessions replays a ROOT of several sessions at once.
 func TestReplayTwoSessions(t *testing.T) {
 	src, _ := record(t,
-		sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 8, Seed: 5},
-		sim.Config{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 7, Seed: 6},
+		sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 8, Seed: 5},
+		sim.Config{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 7, Seed: 6},
 	)
 	dst, reps := replayInto(t, src)
 	if len(reps) != 2 {

@@ -28,8 +28,8 @@ var serveCases = []struct {
 	name string
 	cfg  sim.Config
 }{
-	{"cartpole/n=16", sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1000, MaxEpisodeSteps: 200, Seed: 1}},
-	{"pick-place/n=8", sim.Config{Env: "pick-place", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 160, MaxEpisodeSteps: 60, Seed: 1}},
+	{"cartpole/n=16", sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1000, TimeLimit: 200, Seed: 1}},
+	{"pick-place/n=8", sim.Config{Env: "pick-place", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 160, TimeLimit: 60, Seed: 1}},
 }
 
 // obsBytes counts the observation payload of a session.
@@ -170,8 +170,8 @@ func BenchmarkServeHook(b *testing.B) {
 		cfg   sim.Config
 		pause time.Duration
 	}{
-		{"cartpole/n=16", sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, MaxEpisodeSteps: 200, Seed: 1}, 500 * time.Microsecond},
-		{"pick-place/n=8", sim.Config{Env: "pick-place", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, MaxEpisodeSteps: 60, Seed: 1}, 4 * time.Millisecond},
+		{"cartpole/n=16", sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, TimeLimit: 200, Seed: 1}, 500 * time.Microsecond},
+		{"pick-place/n=8", sim.Config{Env: "pick-place", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, TimeLimit: 60, Seed: 1}, 4 * time.Millisecond},
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {

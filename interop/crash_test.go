@@ -232,8 +232,8 @@ const (
 
 func crashConfigs() []sim.Config {
 	cfgs := []sim.Config{
-		{SessionID: "crash-cartpole", Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodeSteps: 30, Seed: 21},
-		{SessionID: "crash-pick-place", Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, Seed: 22},
+		{SessionID: "crash-cartpole", Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, TimeLimit: 30, Seed: 21},
+		{SessionID: "crash-pick-place", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, Seed: 22},
 		{SessionID: "crash-all-leaves", Env: "all-leaves", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, Seed: 23},
 	}
 	for i := range cfgs {

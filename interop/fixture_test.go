@@ -59,14 +59,14 @@ var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // StepClock so the run is reproducible.
 func fixtureConfigs() []sim.Config {
 	cfgs := []sim.Config{
-		{SessionID: "cartpole-next", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 8, MaxEpisodeSteps: 40, Seed: 1},
-		{SessionID: "cartpole-disabled", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 6, MaxEpisodeSteps: 30, Seed: 2},
+		{SessionID: "cartpole-next", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 8, TimeLimit: 40, Seed: 1},
+		{SessionID: "cartpole-disabled", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 6, MaxEpisodeSteps: 30, Seed: 2},
 		{SessionID: "cartpole-failing", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1000, FailAfterSteps: 45, Seed: 3},
 		{SessionID: "pick-place-next", Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 4},
-		{SessionID: "pick-place-disabled", Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 25, Seed: 5},
+		{SessionID: "pick-place-disabled", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 25, Seed: 5},
 		{SessionID: "all-leaves-next", Env: "all-leaves", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 10, Seed: 6},
-		{SessionID: "all-leaves-disabled", Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 6, Seed: 7},
-		{SessionID: "all-leaves-failing", Env: "all-leaves", NumEnvs: 4, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 1000, FailAfterSteps: 20, Seed: 8},
+		{SessionID: "all-leaves-disabled", Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 6, Seed: 7},
+		{SessionID: "all-leaves-failing", Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 1000, FailAfterSteps: 20, Seed: 8},
 	}
 	for i := range cfgs {
 		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)

@@ -60,7 +60,7 @@ func testAwkwardIDs(t *testing.T, l hive.Layout) {
 	for i, c := range simIDs {
 		cfg := sim.Config{
 			SessionID: c.id, Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep,
-			MaxEpisodes: 2, MaxEpisodeSteps: 10, Seed: uint64(100 + i),
+			MaxEpisodes: 2, TimeLimit: 10, Seed: uint64(100 + i),
 			Clock: sim.StepClock(epoch, time.Millisecond),
 		}
 		if c.env != "" {

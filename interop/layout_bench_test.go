@@ -45,7 +45,7 @@ func BenchmarkStepsScan(b *testing.B) {
 	ctx := context.Background()
 	base := b.TempDir()
 	cfg := sim.Config{SessionID: "scan-bench", Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep,
-		MaxEpisodes: episodes, MaxEpisodeSteps: 200, Seed: 1}
+		MaxEpisodes: episodes, TimeLimit: 200, Seed: 1}
 	roots := []struct {
 		name string
 		opts []recorder.Option

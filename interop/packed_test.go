@@ -209,10 +209,10 @@ func relTo(root string, f any) string {
 func TestStepsGlobSharedSpaces(t *testing.T) {
 	forEachLayout(t, func(t *testing.T, l hive.Layout) {
 		cfgs := []sim.Config{
-			{SessionID: "shared-next", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, MaxEpisodeSteps: 30, Seed: 51},
-			{SessionID: "shared-disabled", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 6, MaxEpisodeSteps: 25, Seed: 52},
+			{SessionID: "shared-next", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, TimeLimit: 30, Seed: 51},
+			{SessionID: "shared-disabled", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 6, MaxEpisodeSteps: 25, Seed: 52},
 			{SessionID: "shared-failing", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1000, FailAfterSteps: 40, Seed: 53},
-			{SessionID: "local-77", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, MaxEpisodeSteps: 20, Seed: 54},
+			{SessionID: "local-77", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, TimeLimit: 20, Seed: 54},
 			{SessionID: "local-77", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 20, Seed: 55},
 		}
 		for i := range cfgs {
@@ -319,7 +319,7 @@ func TestLayoutsAgree(t *testing.T) {
 // tail of one episode and rows of the next (DESIGN.md "Output layout").
 func TestPackedRowGroupBound(t *testing.T) {
 	cfg := sim.Config{SessionID: "row-group-bound", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep,
-		MaxEpisodes: 4, MaxEpisodeSteps: 30, Seed: 61, Clock: sim.StepClock(epoch, time.Millisecond)}
+		MaxEpisodes: 4, TimeLimit: 30, Seed: 61, Clock: sim.StepClock(epoch, time.Millisecond)}
 	root := filepath.Join(t.TempDir(), "root")
 	sessions, _, err := record(context.Background(), root, []sim.Config{cfg}, append(layoutOptions(hive.LayoutSession), recorder.WithRowGroupRows(7))...)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestSharedSessionID(t *testing.T) {
 func testSharedSessionID(t *testing.T, l hive.Layout) {
 	const sid = "local-4242"
 	cfgs := []sim.Config{
-		{SessionID: sid, Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, MaxEpisodeSteps: 20, Seed: 41},
+		{SessionID: sid, Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, TimeLimit: 20, Seed: 41},
 		{SessionID: sid, Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 15, Seed: 42},
 	}
 	for i := range cfgs {

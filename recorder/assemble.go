@@ -822,7 +822,8 @@ func (a *assembler) stepCompleted(s *session, e *events.StepCompleted) {
 		return
 	}
 	s.havePending = false
-	if len(e.Rewards) != len(s.pending) {
+	// An empty vector means every reward is 0 (RLMESH.md §4a); rows start at 0.
+	if len(e.Rewards) != 0 && len(e.Rewards) != len(s.pending) {
 		a.problem(s, probLaneCount, "StepCompleted at step %d: %d rewards for %d lanes", e.Step, len(e.Rewards), len(s.pending))
 	}
 	for i, ep := range s.pending {

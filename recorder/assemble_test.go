@@ -229,6 +229,43 @@ func TestAssembleDisabledAutoreset(t *testing.T) {
 	}
 }
 
+func TestAssembleEmptyRewards(t *testing.T) {
+	// An env may send an empty rewards vector, meaning all zero: every
+	// lane's step gets reward 0 and no problem is counted.
+	ids := []string{"ep-000001", "ep-000002"}
+	s := (&script{sid: "s1"}).start().
+		episode("ep-000001", 0, false).episode("ep-000002", 1, false).
+		obs(0, true, ids, 10, 20).
+		act(1, ids, 1, 0).reward(1, 2, 3).
+		act(2, ids, 0, 1).reward(2).
+		act(3, ids, 1, 1).add(&events.StepCompleted{SessionID: "s1", Step: 3, Rewards: []float64{}}).
+		act(4, ids, 0, 0).reward(4, 0.5, 0.25).
+		complete("ep-000001", 0, 4, 2.5, true).
+		complete("ep-000002", 1, 4, 3.25, true).
+		end()
+	c := s.run()
+	if len(c.problems) != 0 {
+		t.Fatalf("problems: %v", c.problems)
+	}
+	for _, tc := range []struct {
+		rid     string
+		rewards []float64
+		sum     float64
+	}{{"ep-000001", []float64{2, 0, 0, 0.5}, 2.5}, {"ep-000002", []float64{3, 0, 0, 0.25}, 3.25}} {
+		e := c.episode(t, tc.rid)
+		var got []float64
+		for _, r := range e.rows {
+			got = append(got, r.reward)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.rewards) || e.ep.rewardSum != tc.sum {
+			t.Fatalf("%s: rewards %v sum %v, want %v sum %v", tc.rid, got, e.ep.rewardSum, tc.rewards, tc.sum)
+		}
+	}
+	if got := c.sessions[0]; len(got.problems) != 0 || got.stepsRecorded != 8 {
+		t.Fatalf("session: problems %v, %d steps", got.problems, got.stepsRecorded)
+	}
+}
+
 func TestAssembleBadInputIsCounted(t *testing.T) {
 	one := []string{"ep-000001"}
 	cases := []struct {

@@ -408,7 +408,7 @@ func BenchmarkHookLatency(b *testing.B) {
 				r := openBench(b, filepath.Join(b.TempDir(), strconv.Itoa(i)))
 				th.Hooks = r
 				cfg := sim.Config{Env: bc.env, NumEnvs: bc.lanes, Autoreset: sim.AutoresetNextStep,
-					MaxEpisodes: bc.eps, MaxEpisodeSteps: 200, Seed: uint64(i + 1)}
+					MaxEpisodes: bc.eps, TimeLimit: 200, Seed: uint64(i + 1)}
 				if _, err := sim.Run(context.Background(), th, cfg); err != nil {
 					b.Fatal(err)
 				}
@@ -643,7 +643,7 @@ func BenchmarkThroughput(b *testing.B) {
 				defer os.RemoveAll(shm)
 			}
 			cfg := sim.Config{Env: bc.env, NumEnvs: bc.lanes, Autoreset: sim.AutoresetNextStep,
-				MaxEpisodes: bc.eps, MaxEpisodeSteps: 200, Seed: 1}
+				MaxEpisodes: bc.eps, TimeLimit: 200, Seed: 1}
 			image := bc.env == "pick-place"
 			col := &rowCollector{limit: 1 << 22, image: image}
 			if image {

@@ -94,8 +94,14 @@ func TestCrashChild(t *testing.T) {
 		if i == 1 {
 			auto = sim.AutoresetDisabled
 		}
-		cfgs = append(cfgs, sim.Config{Env: env, NumEnvs: 2, Autoreset: auto, MaxEpisodes: 1000, MaxEpisodeSteps: 20,
-			Seed: uint64(i + 1), SessionID: tag + "-" + env})
+		cfg := sim.Config{Env: env, NumEnvs: 2, Autoreset: auto, MaxEpisodes: 1000, TimeLimit: 20,
+			Seed: uint64(i + 1), SessionID: tag + "-" + env}
+		if auto == sim.AutoresetDisabled {
+			// rlmesh allows disabled autoreset with one lane only, and
+			// the runtime's step cap only under it.
+			cfg.NumEnvs, cfg.TimeLimit, cfg.MaxEpisodeSteps = 1, 0, 20
+		}
+		cfgs = append(cfgs, cfg)
 	}
 	out.Write([]byte("READY\n"))
 	sim.RunSessions(context.Background(), &reportHooks{h}, cfgs)

@@ -20,7 +20,7 @@ import (
 // the failure.
 func TestFaultInjection(t *testing.T) {
 	evs := simEvents(t, []sim.Config{
-		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 6, Seed: 3, SessionID: "f-next"},
+		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 6, Seed: 3, SessionID: "f-next"},
 		{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 4, Seed: 4, SessionID: "f-disabled"},
 	})
 	ops := []struct {

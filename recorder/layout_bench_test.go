@@ -351,7 +351,7 @@ func BenchmarkLayouts(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				cfg := sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep,
-					MaxEpisodes: eps, MaxEpisodeSteps: 200, Seed: uint64(layoutRuns + 1)}
+					MaxEpisodes: eps, TimeLimit: 200, Seed: uint64(layoutRuns + 1)}
 				rows, neps := packedRows(b, cfg)
 				settle()
 				b.StartTimer()
@@ -638,7 +638,7 @@ func BenchmarkLayoutRecord(b *testing.B) {
 			var total time.Duration
 			for i := 0; b.Loop(); i++ {
 				cfg := sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep,
-					MaxEpisodes: 2000, MaxEpisodeSteps: 200, Seed: uint64(i + 1)}
+					MaxEpisodes: 2000, TimeLimit: 200, Seed: uint64(i + 1)}
 				dir := filepath.Join(b.TempDir(), strconv.Itoa(i))
 				t0 := time.Now()
 				r := openBench(b, dir, WithLayout(layout), WithFS(tfs))

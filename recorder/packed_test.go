@@ -25,7 +25,7 @@ import (
 func TestSessionLayout(t *testing.T) {
 	cfgs := []sim.Config{
 		{Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 60, Seed: 1},
-		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, MaxEpisodeSteps: 40, Seed: 2},
+		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, TimeLimit: 40, Seed: 2},
 		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 20000, Seed: 3},
 	}
 	root := filepath.Join(t.TempDir(), "root")

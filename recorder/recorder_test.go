@@ -60,6 +60,7 @@ type sessTally struct {
 	pending           []*epTally
 	havePending       bool
 	laneStepsRecorded int64
+	emptyRewards      int // StepCompleted events with an empty rewards vector
 }
 
 // tally is a reference model of the recording semantics (DESIGN.md
@@ -126,6 +127,9 @@ func (t *tally) add(ev events.Event) {
 			s.pending = append(s.pending, ep)
 		}
 	case *events.StepCompleted:
+		if len(e.Rewards) == 0 {
+			s.emptyRewards++ // all zero
+		}
 		if s.havePending {
 			for i, ep := range s.pending {
 				if ep != nil && i < len(e.Rewards) {
@@ -617,6 +621,7 @@ func TestEndToEndOS(t *testing.T) {
 		lanes int
 		auto  sim.Autoreset
 		fail  int64
+		empty bool // all-zero rewards sent as an empty vector
 	}
 	cases := []struct {
 		name     string
@@ -625,7 +630,7 @@ func TestEndToEndOS(t *testing.T) {
 	}{
 		{"cartpole", []session{
 			{env: "cartpole", lanes: 3, auto: sim.AutoresetNextStep},
-			{env: "cartpole", lanes: 2, auto: sim.AutoresetDisabled},
+			{env: "cartpole", lanes: 1, auto: sim.AutoresetDisabled},
 		}, nil},
 		{"pick-place", []session{
 			{env: "pick-place", lanes: 1, auto: sim.AutoresetNextStep},
@@ -633,13 +638,17 @@ func TestEndToEndOS(t *testing.T) {
 		}, nil},
 		{"all-leaves", []session{
 			{env: "all-leaves", lanes: 3, auto: sim.AutoresetNextStep},
-			{env: "all-leaves", lanes: 2, auto: sim.AutoresetDisabled},
+			{env: "all-leaves", lanes: 1, auto: sim.AutoresetDisabled},
 		}, []recorder.Option{recorder.WithCompression(recorder.CompressionSnappy)}},
 		{"failed sessions and sync each", []session{
 			{env: "cartpole", lanes: 2, auto: sim.AutoresetNextStep, fail: 30},
 			{env: "all-leaves", lanes: 1, auto: sim.AutoresetDisabled, fail: 7},
-			{env: "cartpole", lanes: 2, auto: sim.AutoresetDisabled},
+			{env: "cartpole", lanes: 1, auto: sim.AutoresetDisabled},
 		}, []recorder.Option{recorder.WithSyncPolicy(recorder.SyncEach)}},
+		{"empty reward vectors", []session{
+			{env: "pick-place", lanes: 2, auto: sim.AutoresetNextStep, empty: true},
+			{env: "pick-place", lanes: 1, auto: sim.AutoresetDisabled, empty: true},
+		}, nil},
 		{"small row groups and tiny budget", []session{
 			{env: "cartpole", lanes: 4, auto: sim.AutoresetNextStep},
 			{env: "all-leaves", lanes: 2, auto: sim.AutoresetNextStep},
@@ -656,8 +665,13 @@ func TestEndToEndOS(t *testing.T) {
 			hooks := &countingHooks{inner: rec, t: ta}
 			var cfgs []sim.Config
 			for i, s := range tc.sessions {
-				cfgs = append(cfgs, sim.Config{Env: s.env, NumEnvs: s.lanes, Autoreset: s.auto, MaxEpisodes: 4,
-					MaxEpisodeSteps: 25, Seed: uint64(i + 1), FailAfterSteps: s.fail, TelemetryInterval: 2 * time.Millisecond})
+				cfg := sim.Config{Env: s.env, NumEnvs: s.lanes, Autoreset: s.auto, MaxEpisodes: 4,
+					TimeLimit: 25, Seed: uint64(i + 1), FailAfterSteps: s.fail, TelemetryInterval: 2 * time.Millisecond,
+					EmptyRewards: s.empty}
+				if s.auto == sim.AutoresetDisabled {
+					cfg.TimeLimit, cfg.MaxEpisodeSteps = 0, 25 // the runtime's cap
+				}
+				cfgs = append(cfgs, cfg)
 			}
 			sums, err := sim.RunSessions(context.Background(), hooks, cfgs)
 			if err != nil {
@@ -695,6 +709,9 @@ func TestEndToEndOS(t *testing.T) {
 					if er := tb.episodes[[2]string{ep.sid, ep.rid}]; len(er) == 1 && er[0].FinalObservationBlob != nil {
 						finals++
 					}
+				}
+				if tc.sessions[indexOf(sums, sum.SessionID)].empty && s.emptyRewards == 0 {
+					t.Errorf("session %s: no empty rewards vector", sum.SessionID)
 				}
 				auto := tc.sessions[indexOf(sums, sum.SessionID)].auto
 				switch {

@@ -24,7 +24,7 @@ var fast = recorder.WithCompression(recorder.CompressionNone)
 // recoverySessions is the simulated run the recovery tests cut.
 func recoverySessions(t testing.TB) []events.Event {
 	return simEvents(t, []sim.Config{
-		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 5, Seed: 1, SessionID: "s-next"},
+		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 5, Seed: 1, SessionID: "s-next"},
 		{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 4, Seed: 2, SessionID: "s-disabled"},
 	})
 }

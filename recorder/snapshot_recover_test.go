@@ -26,12 +26,12 @@ var snapshotWorkloads = []struct {
 	images bool
 }{
 	{"small", []sim.Config{
-		{Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 400, MaxEpisodeSteps: 12, Seed: 5, SessionID: "long-cartpole"},
-		{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 40, MaxEpisodeSteps: 9, Seed: 6, SessionID: "long-leaves"},
+		{Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 400, TimeLimit: 12, Seed: 5, SessionID: "long-cartpole"},
+		{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 40, MaxEpisodeSteps: 9, Seed: 6, SessionID: "long-leaves"},
 	}, false},
 	{"images", []sim.Config{
-		{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, MaxEpisodeSteps: 12, Seed: 5, SessionID: "long-cartpole"},
-		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, MaxEpisodeSteps: 40, Seed: 7, SessionID: "long-images"},
+		{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, TimeLimit: 12, Seed: 5, SessionID: "long-cartpole"},
+		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, TimeLimit: 40, Seed: 7, SessionID: "long-images"},
 		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 12, MaxEpisodeSteps: 30, Seed: 8, SessionID: "long-images-disabled"},
 	}, true},
 }

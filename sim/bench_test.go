@@ -17,7 +17,7 @@ func BenchmarkRun(b *testing.B) {
 		for _, n := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
 				cfg := Config{Env: name, NumEnvs: n, Autoreset: AutoresetNextStep, MaxEpisodes: 64,
-					MaxEpisodeSteps: 200, Seed: 1}
+					TimeLimit: 200, Seed: 1}
 				b.ReportAllocs()
 				var laneSteps int64
 				start := time.Now()

@@ -13,13 +13,21 @@ type Autoreset uint8
 const (
 	// AutoresetNextStep resets a finished lane on the following step: its
 	// terminal observation is emitted, the next action for it is ignored
-	// and that step belongs to no episode.
+	// and that step belongs to no episode. The env owns resets, so the
+	// runtime's caps (MaxEpisodeSteps, MaxEpisodeTime) are not allowed.
 	AutoresetNextStep Autoreset = 1
-	// AutoresetDisabled resets finished lanes at once (a partial reset of
-	// only those lanes) and emits a reset observation; terminal
-	// observations are not emitted.
+	// AutoresetDisabled resets a finished lane at once and emits a reset
+	// observation; terminal observations are not emitted. As in rlmesh it
+	// is allowed only with NumEnvs = 1, and the runtime caps every episode
+	// at DefaultMaxEpisodeSteps steps unless MaxEpisodeSteps says
+	// otherwise.
 	AutoresetDisabled Autoreset = 2
 )
+
+// DefaultMaxEpisodeSteps is the step cap rlmesh applies under disabled
+// autoreset when no cap is configured, so an env that never ends an
+// episode is truncated instead of hanging the run.
+const DefaultMaxEpisodeSteps = 100_000
 
 // String returns "next-step" or "disabled".
 func (a Autoreset) String() string {
@@ -47,17 +55,34 @@ func ParseAutoreset(s string) (Autoreset, error) {
 type Config struct {
 	// Env names a built-in environment (see Envs).
 	Env string
-	// NumEnvs is the number of lanes, N (>= 1).
+	// NumEnvs is the number of lanes, N (>= 1). N > 1 requires next-step
+	// autoreset.
 	NumEnvs int
 	// Autoreset is the autoreset mode (required).
 	Autoreset Autoreset
 	// MaxEpisodes ends the session with SessionEnded once this many
 	// episodes have completed (>= 1).
 	MaxEpisodes int64
-	// MaxEpisodeSteps, when > 0, is the runtime's per-episode step cap: an
-	// episode reaching it without terminating completes with
-	// truncated=true.
+	// MaxEpisodeSteps, when > 0, is the runtime's per-episode step cap,
+	// allowed only under disabled autoreset (which caps at
+	// DefaultMaxEpisodeSteps when it is 0): an episode reaching it that
+	// the env did not end on the same step completes with truncated=true,
+	// after the env's own completions of that step.
 	MaxEpisodeSteps int64
+	// MaxEpisodeTime, when > 0, is the runtime's per-episode time cap (read
+	// from Clock), allowed only under disabled autoreset; it truncates like
+	// MaxEpisodeSteps.
+	MaxEpisodeTime time.Duration
+	// TimeLimit, when > 0, is the env's own time limit (a gymnasium
+	// TimeLimit wrapper): the env truncates an episode at this many steps,
+	// as pick-place and all-leaves do by themselves. It is the env's, not
+	// the runtime's, so it is allowed under either autoreset mode, and its
+	// truncations are env completions (final_info included).
+	TimeLimit int64
+	// EmptyRewards makes the env report a step on which every lane's
+	// reward is 0 with an empty rewards vector, which rlmesh reads as all
+	// zero: that StepCompleted has an empty Rewards slice.
+	EmptyRewards bool
 	// Seed makes the run reproducible: with the same Seed, Config and a
 	// deterministic Clock (StepClock), two runs emit identical events.
 	Seed uint64
@@ -79,10 +104,15 @@ type Config struct {
 	SessionID string
 	// Route names the route; the zero value derives one from Env.
 	Route events.RuntimeEnvContext
+
+	// testEnv, when set, replaces Env's factory (tests only).
+	testEnv envFactory
 }
 
-func (c *Config) validate() error {
-	if _, err := lookupEnv(c.Env); err != nil {
+// Validate reports whether Run accepts c: an error wrapping ErrUnknownEnv
+// or ErrConfig, naming the field or the rlmesh rule c breaks.
+func (c *Config) Validate() error {
+	if _, err := lookupEnv(c.Env); err != nil && c.testEnv == nil {
 		return err
 	}
 	switch {
@@ -92,12 +122,28 @@ func (c *Config) validate() error {
 		return fmt.Errorf("autoreset %v, want next-step or disabled: %w", c.Autoreset, ErrConfig)
 	case c.MaxEpisodes < 1:
 		return fmt.Errorf("max_episodes %d, want >= 1: %w", c.MaxEpisodes, ErrConfig)
+	case c.NumEnvs > 1 && c.Autoreset != AutoresetNextStep:
+		return fmt.Errorf("num_envs %d with %v autoreset: num_envs > 1 requires next-step autoreset (disabled is allowed only with num_envs = 1): %w", c.NumEnvs, c.Autoreset, ErrConfig)
 	case c.MaxEpisodeSteps < 0:
 		return fmt.Errorf("max episode steps %d, want >= 0 (0 = no cap): %w", c.MaxEpisodeSteps, ErrConfig)
+	case c.MaxEpisodeTime < 0:
+		return fmt.Errorf("max episode time %v, want >= 0 (0 = no cap): %w", c.MaxEpisodeTime, ErrConfig)
+	case (c.MaxEpisodeSteps > 0 || c.MaxEpisodeTime > 0) && c.Autoreset != AutoresetDisabled:
+		return fmt.Errorf("a step or time cap with %v autoreset: step and time caps require disabled autoreset (under next-step the env owns resets): %w", c.Autoreset, ErrConfig)
+	case c.TimeLimit < 0:
+		return fmt.Errorf("time limit %d, want >= 0 (0 = none): %w", c.TimeLimit, ErrConfig)
 	case c.FailAfterSteps < 0:
 		return fmt.Errorf("fail after %d steps, want >= 0 (0 = never): %w", c.FailAfterSteps, ErrConfig)
 	case c.TelemetryInterval < 0:
 		return fmt.Errorf("telemetry interval %v, want >= 0: %w", c.TelemetryInterval, ErrConfig)
 	}
 	return nil
+}
+
+// stepCap returns the runtime's step cap in effect, 0 for none.
+func (c *Config) stepCap() int64 {
+	if c.MaxEpisodeSteps == 0 && c.Autoreset == AutoresetDisabled {
+		return DefaultMaxEpisodeSteps
+	}
+	return c.MaxEpisodeSteps
 }

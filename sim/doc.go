@@ -16,28 +16,52 @@
 // control), pick-place (camera image, state and instruction) and
 // all-leaves (every leaf kind and dtype).
 //
+// # What the runtime allows (RLMESH.md §4a)
+//
+// A Config is checked before anything is emitted, as rlmesh checks its
+// session spec: NumEnvs > 1 requires next-step autoreset (disabled only
+// with one lane; there is no same-step mode), and the runtime's step and
+// time caps (MaxEpisodeSteps, MaxEpisodeTime) require disabled autoreset,
+// which caps episodes at DefaultMaxEpisodeSteps when no step cap is given.
+// Under next-step the env owns resets and truncations: the built-in envs'
+// own limits and Config.TimeLimit (a gymnasium TimeLimit wrapper).
+//
 // # Event order in one session
 //
 //	SessionStarted
-//	Log("env reset complete: ...")
+//	Log("env reset complete in {N}ms ({k} episode(s) ready)", source "runtime")
 //	EpisodeStarted x N                       lanes 0..N-1, auto_reset=false
 //	ObservationEmitted(is_reset=true, step=0)
 //	loop:
 //	  ActionReceived(step = lane-0 step + 1)  ids = every lane's ids before the step
 //	  StepCompleted(step, rewards[N])         lane 0's ids of that ActionReceived
 //	  next-step: EpisodeStarted(auto_reset=true) for lanes that completed on the previous step
-//	  EpisodeCompleted x k                    in lane order
-//	  if completed episodes >= MaxEpisodes: SessionEnded, final TelemetrySnapshot(Session), stop
-//	  disabled, k > 0: EpisodeStarted(auto_reset=true) for the k lanes (reset at once),
-//	                   ObservationEmitted(is_reset=true), full N-lane slab
+//	  EpisodeCompleted x k                    the env's, in lane order, then the runtime's
+//	                                          caps (truncated=true), in lane order
+//	  if completed episodes >= MaxEpisodes: SessionEnded("completed requested episodes"),
+//	                                        final TelemetrySnapshot(Session), stop
+//	  disabled, k > 0: EpisodeStarted(auto_reset=true) (the lane is reset at once),
+//	                   ObservationEmitted(is_reset=true)
 //	  otherwise:       ObservationEmitted(is_reset=false)
-//	on failure: final TelemetrySnapshot(Session), SessionFailed
+//	on failure: final TelemetrySnapshot(Session), SessionFailed(the runtime's error text)
 //
 // Window TelemetrySnapshots come from a separate goroutine every
-// Config.TelemetryInterval and may interleave with the events above; the
-// goroutine is stopped (and waited for) before the closing events, so a
-// session's last two events are always SessionEnded then the session
-// snapshot, or the session snapshot then SessionFailed.
+// Config.TelemetryInterval and may interleave with the events above; a
+// window in which nothing was recorded is skipped. Unlike rlmesh, whose
+// ticker is aborted and may deliver a window after the end, the goroutine
+// is stopped (and waited for) before the closing events, so a session's
+// last two events are always SessionEnded then the session snapshot, or
+// the session snapshot then SessionFailed.
+//
+// # Telemetry
+//
+// Snapshots carry rlmesh's series (see telemetry.go): model.predict/model,
+// env.step/env and env.reset/env with rpc.total and endpoint.total (ms),
+// request.bytes and response.bytes, and group.size for predicts;
+// runner.transform_observation, runner.transform_action and
+// runner.round/runner with rpc.total. Rows are sorted by (op, component,
+// metric); count is every sample, avg and the nearest-rank quantiles are
+// over a reservoir of 8,192 samples.
 //
 // # Identity
 //
@@ -72,13 +96,17 @@
 //     leaves its running episodes open.
 //   - SessionEnded.TotalSteps counts batch steps (one per ActionReceived
 //     that was applied), not lane steps.
-//   - The runtime's step cap (MaxEpisodeSteps) truncates an episode that
-//     reaches it without terminating; terminated wins when both happen on
-//     the same step. An env may also truncate by itself (pick-place has a
-//     time limit).
+//   - The runtime's caps truncate an episode that reaches them on a step
+//     the env did not end it; when the env ends it on that step, the env's
+//     completion (terminated or truncated, with final_info) is the one
+//     reported. Capped completions have no final_info.
 //   - An injected failure (FailAfterSteps = K) happens in the env step after
 //     K completed batch steps: that step's ActionReceived is delivered, no
-//     StepCompleted follows.
+//     StepCompleted follows. A cancelled context fails the session at the
+//     start of the next step.
+//   - With Config.EmptyRewards, a step on which every lane's reward is 0 is
+//     reported with an empty Rewards slice (an env may send an empty
+//     rewards vector, meaning all zero).
 //
 // # Determinism
 //

@@ -61,7 +61,7 @@ func RunSessions(ctx context.Context, hooks events.Hooks, cfgs []Config) ([]Summ
 	seen := make(map[string]int, len(cfgs)) // session id NUL env id -> index
 	cfgs = slices.Clone(cfgs)
 	for i := range cfgs {
-		if err := cfgs[i].validate(); err != nil {
+		if err := cfgs[i].Validate(); err != nil {
 			return nil, fmt.Errorf("session %d: %w", i, err)
 		}
 		cfgs[i].mintIDs(i)
@@ -111,7 +111,8 @@ type laneState struct {
 	reward   float64
 	index    int64
 	pending  bool // next-step: completed, resets on the next step
-	complete bool // scratch: completed on this step
+	complete bool // scratch: the env ended the episode on this step
+	capped   bool // scratch: the runtime truncated it at a cap on this step
 	term     bool
 	trunc    bool
 }
@@ -123,6 +124,7 @@ type session struct {
 	id     string
 	route  events.RuntimeEnvContext
 	clock  func() time.Time
+	newEnv envFactory
 	env    env
 	obsSp  *spacesv1.SpaceSpec
 	actSp  *spacesv1.SpaceSpec
@@ -133,9 +135,13 @@ type session struct {
 	recIDs []string
 
 	rewards   []float64
+	stepCap   int64
 	nextIndex int64 // last episode index assigned
 	completed int64
 	steps     int64
+
+	samples []sample // this round's telemetry, handed to meter at its end
+	wire    wireSizes
 
 	hookMu   sync.Mutex
 	hookErr  error
@@ -150,24 +156,28 @@ type session struct {
 }
 
 func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summary, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return Summary{}, err
 	}
 	factory, _ := lookupEnv(cfg.Env)
+	if cfg.testEnv != nil {
+		factory = cfg.testEnv
+	}
 	cfg.mintIDs(index)
 	n := cfg.NumEnvs
-	e := factory(n, rand.New(rand.NewPCG(cfg.Seed, streamEnv)), rand.New(rand.NewPCG(cfg.Seed, streamPolicy)))
 	s := &session{
 		ctx: ctx, hooks: hooks, cfg: cfg, id: cfg.SessionID, route: cfg.Route,
-		clock: clockOf(&cfg), env: e,
+		clock: clockOf(&cfg), newEnv: factory,
 		idRNG:   rand.New(rand.NewPCG(cfg.Seed, streamIDs)),
-		meter:   newMeter(cfg.Route),
+		meter:   newMeter(cfg.TelemetryInterval > 0),
 		lanes:   make([]laneState, n),
 		epIDs:   make([]string, n),
 		recIDs:  make([]string, n),
 		rewards: make([]float64, n),
+		stepCap: cfg.stepCap(),
+		samples: make([]sample, 0, numSeries),
+		wire:    newWireSizes(cfg.SessionID, cfg.Route.EnvID),
 	}
-	s.obsSp, s.actSp = e.spaces()
 	err := s.loop()
 	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.steps * int64(n), Episodes: s.completed, Failed: err != nil}
 	if errors.Is(err, errInjected) {
@@ -193,6 +203,41 @@ func (s *session) hookDone(err error) {
 	s.hookMu.Unlock()
 }
 
+// Reasons the session ends with, rlmesh's texts.
+const (
+	reasonCompleted = "completed requested episodes"
+	// envRPCHint ends the text of rlmesh's env RPC errors.
+	envRPCHint = ". If the source is 'transport error: connection closed', the environment server exited, crashed, or received SIGTERM before replying; inspect the environment container logs immediately before the runtime error timestamp"
+)
+
+// record adds one telemetry sample to the current round.
+func (s *session) record(sr series, v float64) {
+	s.samples = append(s.samples, sample{sr, v})
+}
+
+// recordCall adds the samples of one call to the env or the model, timed
+// from t0 to t1. The call is in process, so the endpoint's own time is the
+// call's.
+func (s *session) recordCall(first series, t0, t1 time.Time, reqBytes, respBytes int) {
+	d := ms(t1.Sub(t0))
+	// Each op's series are in the order endpoint.total, [group.size,]
+	// request.bytes, response.bytes, rpc.total.
+	s.record(first, d)
+	if first == predictEndpoint {
+		s.record(predictGroupSize, float64(len(s.lanes)))
+		first++
+	}
+	s.record(first+1, float64(reqBytes))
+	s.record(first+2, float64(respBytes))
+	s.record(first+3, d)
+}
+
+// flushSamples hands the round's samples to the meter.
+func (s *session) flushSamples() {
+	s.meter.add(s.samples)
+	s.samples = s.samples[:0]
+}
+
 // loop runs the session; a non-nil error means it ended with SessionFailed.
 func (s *session) loop() error {
 	ctx := s.ctx
@@ -201,21 +246,34 @@ func (s *session) loop() error {
 
 	stopTelemetry := s.startTelemetry(hctx)
 
-	src := "sim/" + s.cfg.Env
+	// env.reset: the env attaches and resets every lane.
+	n := s.cfg.NumEnvs
+	t0 := s.clock()
+	s.env = s.newEnv(n, rand.New(rand.NewPCG(s.cfg.Seed, streamEnv)), rand.New(rand.NewPCG(s.cfg.Seed, streamPolicy)))
+	s.obsSp, s.actSp = s.env.spaces()
+	obs := s.env.observe()
+	t1 := s.clock()
+	s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(n, false), s.wire.resetResponse(obs))
+	src := "runtime"
 	s.hookDone(s.hooks.OnLog(hctx, &events.Log{SessionID: s.id, Route: s.route, Level: events.LogInfo,
-		Message: "env reset complete: num_envs=" + strconv.Itoa(s.cfg.NumEnvs) + " autoreset=" + s.cfg.Autoreset.String(), Source: &src}))
+		Message: "env reset complete in " + strconv.FormatFloat(ms(t1.Sub(t0)), 'f', 0, 64) + "ms (" +
+			strconv.Itoa(n) + " episode(s) ready)", Source: &src}))
 	for i := range s.lanes {
 		s.startEpisode(hctx, i, false)
 	}
-	s.emitObservation(hctx, true)
+	s.emitObservation(hctx, obs, true)
+	s.flushSamples()
 
+	roundStart := s.clock()
 	for {
 		if err := ctx.Err(); err != nil {
-			return s.fail(hctx, stopTelemetry, fmt.Sprintf("session cancelled: %v", err), err)
+			return s.fail(hctx, stopTelemetry, fmt.Sprintf("route %s cancelled at runtime step %d: %v",
+				s.route.EnvID, s.lanes[0].steps, context.Cause(ctx)), err)
 		}
-		t0 := s.clock()
+		// model.predict, then the action transform.
 		action := s.env.act()
-		t1 := s.clock()
+		s.recordCall(predictEndpoint, roundStart, s.clock(), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
+		s.record(transformActRPC, 0)
 
 		l0 := &s.lanes[0]
 		stepNo := l0.steps + 1
@@ -227,14 +285,17 @@ func (s *session) loop() error {
 		s.hookDone(s.hooks.OnActionReceived(hctx, a))
 
 		if s.cfg.FailAfterSteps > 0 && s.steps >= s.cfg.FailAfterSteps {
-			return s.fail(hctx, stopTelemetry,
-				fmt.Sprintf("env step failed: injected fault after %d steps", s.steps), errInjected)
+			return s.fail(hctx, stopTelemetry, fmt.Sprintf("environment env.step failed at runtime step %d: injected fault after %d steps%s",
+				stepNo, s.steps, envRPCHint), errInjected)
 		}
+
+		// env.step.
+		t0 := s.clock()
 		s.steps++
-		anyDone := false
+		allZero := true
 		for i := range s.lanes {
 			l := &s.lanes[i]
-			l.complete = false
+			l.complete, l.capped = false, false
 			if l.pending {
 				// next-step autoreset: the action is ignored, the lane
 				// resets; this step belongs to no episode.
@@ -245,22 +306,28 @@ func (s *session) loop() error {
 			}
 			r, term, trunc := s.env.step(i, action)
 			l.steps++
-			l.reward += r
-			s.rewards[i] = r
-			if !term && !trunc && s.cfg.MaxEpisodeSteps > 0 && l.steps >= s.cfg.MaxEpisodeSteps {
+			if !term && !trunc && s.cfg.TimeLimit > 0 && l.steps >= s.cfg.TimeLimit {
 				trunc = true
 			}
+			l.reward += r
+			s.rewards[i] = r
+			allZero = allZero && r == 0
 			if term || trunc {
-				l.complete, l.term, l.trunc = true, term, trunc && !term
-				anyDone = true
+				l.complete, l.term, l.trunc = true, term, !term
 			}
 		}
-		t2 := s.clock()
+		rewards := s.rewards
+		if s.cfg.EmptyRewards && allZero {
+			rewards = s.rewards[:0]
+		}
+		obs = s.env.observe()
+		t1 := s.clock()
+		s.recordCall(stepEndpoint, t0, t1, s.wire.stepRequest(action, n), s.wire.stepResponse(obs, len(rewards), n))
 
 		st := &s.evStep
 		*st = events.StepCompleted{SessionID: s.id, Route: s.route,
 			EpisodeID: a.EpisodeID, EpisodeRecordID: a.EpisodeRecordID,
-			Step: stepNo, Rewards: s.rewards}
+			Step: stepNo, Rewards: rewards}
 		s.hookDone(s.hooks.OnStepCompleted(hctx, st))
 
 		for i := range s.lanes {
@@ -269,57 +336,82 @@ func (s *session) loop() error {
 				s.startEpisode(hctx, i, true)
 			}
 		}
+		// The runtime's caps: lanes the env did not end on this step.
+		if s.stepCap > 0 || s.cfg.MaxEpisodeTime > 0 {
+			for i := range s.lanes {
+				l := &s.lanes[i]
+				if !l.complete && (s.stepCap > 0 && l.steps >= s.stepCap ||
+					s.cfg.MaxEpisodeTime > 0 && t1.Sub(l.started) >= s.cfg.MaxEpisodeTime) {
+					l.capped, l.term, l.trunc = true, false, true
+				}
+			}
+		}
+		// The env's completions, then the runtime's.
+		anyDone := false
 		for i := range s.lanes {
 			if s.lanes[i].complete {
-				s.completeEpisode(hctx, i)
+				s.completeEpisode(hctx, i, s.env.finalInfo(i))
+				anyDone = true
+			}
+		}
+		for i := range s.lanes {
+			if s.lanes[i].capped {
+				s.completeEpisode(hctx, i, nil)
+				anyDone = true
 			}
 		}
 		if s.completed >= s.cfg.MaxEpisodes {
+			s.record(roundRPC, ms(s.clock().Sub(roundStart)))
+			s.flushSamples()
 			stopTelemetry()
 			s.hookDone(s.hooks.OnSessionEnded(hctx, &events.SessionEnded{SessionID: s.id, Route: s.route,
-				Reason: "max_episodes reached", TotalSteps: s.steps, TotalEpisodes: s.completed}))
-			s.meterStep(t0, t1, t2, action)
+				Reason: reasonCompleted, TotalSteps: s.steps, TotalEpisodes: s.completed}))
 			s.finalTelemetry(hctx)
 			return nil
 		}
 		reset := false
 		if anyDone {
-			for i := range s.lanes {
-				l := &s.lanes[i]
-				if !l.complete {
-					continue
+			if s.cfg.Autoreset == AutoresetDisabled {
+				// env.reset of the lanes that completed.
+				t0 := s.clock()
+				k := 0
+				for i := range s.lanes {
+					if l := &s.lanes[i]; l.complete || l.capped {
+						s.env.reset(i)
+						k++
+					}
 				}
-				if s.cfg.Autoreset == AutoresetDisabled {
-					s.env.reset(i)
-					l.steps = 0
-					s.startEpisode(hctx, i, true)
-					reset = true
-				} else {
-					l.pending = true
+				obs = s.env.observe()
+				t1 := s.clock()
+				s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(k, k < n), s.wire.resetResponse(obs))
+				for i := range s.lanes {
+					if l := &s.lanes[i]; l.complete || l.capped {
+						s.startEpisode(hctx, i, true)
+					}
+				}
+				reset = true
+			} else {
+				for i := range s.lanes {
+					if l := &s.lanes[i]; l.complete || l.capped {
+						l.pending = true
+					}
 				}
 			}
 		}
-		s.meterStep(t0, t1, t2, action)
-		s.emitObservation(hctx, reset)
+		s.emitObservation(hctx, obs, reset)
+		next := s.clock()
+		s.record(roundRPC, ms(next.Sub(roundStart)))
+		s.flushSamples()
+		roundStart = next
 	}
-}
-
-func (s *session) meterStep(t0, t1, t2 time.Time, action [][]byte) {
-	actBytes := 0
-	for _, b := range action {
-		actBytes += len(b)
-	}
-	obsBytes := 0
-	for _, b := range s.evObs.Observation {
-		obsBytes += len(b)
-	}
-	s.meter.record(ms(t1.Sub(t0)), ms(t2.Sub(t1)), obsBytes, actBytes, len(s.lanes))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// fail ends the session on a failure: final telemetry, then SessionFailed.
+// fail ends the session on a failure: final telemetry, then SessionFailed
+// with the runtime's error text.
 func (s *session) fail(hctx context.Context, stopTelemetry func(), reason string, err error) error {
+	s.flushSamples()
 	stopTelemetry()
 	s.finalTelemetry(hctx)
 	s.hookDone(s.hooks.OnSessionFailed(hctx, &events.SessionFailed{SessionID: s.id, Route: s.route, Reason: reason}))
@@ -333,7 +425,8 @@ func (s *session) finalTelemetry(hctx context.Context) {
 
 // startTelemetry starts the window telemetry goroutine, if configured, and
 // returns a function that stops it and waits until it has returned, so no
-// window snapshot follows the session's closing events.
+// window snapshot follows the session's closing events. A window in which
+// nothing was recorded is skipped.
 func (s *session) startTelemetry(hctx context.Context) func() {
 	if s.cfg.TelemetryInterval <= 0 {
 		return func() {}
@@ -348,8 +441,12 @@ func (s *session) startTelemetry(hctx context.Context) func() {
 			case <-done:
 				return
 			case <-t.C:
+				snap := s.meter.snapshot(events.HorizonWindow)
+				if len(snap.Rows) == 0 {
+					continue
+				}
 				s.hookDone(s.hooks.OnTelemetrySnapshot(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route,
-					Snapshot: s.meter.snapshot(events.HorizonWindow)}))
+					Snapshot: snap}))
 			}
 		}
 	})
@@ -378,7 +475,7 @@ func (s *session) startEpisode(hctx context.Context, lane int, auto bool) {
 	s.hookDone(s.hooks.OnEpisodeStarted(hctx, ev))
 }
 
-func (s *session) completeEpisode(hctx context.Context, lane int) {
+func (s *session) completeEpisode(hctx context.Context, lane int, finalInfo *spacesv1.MetaMap) {
 	l := &s.lanes[lane]
 	s.completed++
 	ev := &s.evDone
@@ -387,17 +484,19 @@ func (s *session) completeEpisode(hctx context.Context, lane int) {
 		EnvIndex: int32(lane), StepCount: l.steps, CumulativeReward: l.reward,
 		Terminated: l.term, Truncated: l.trunc,
 		DurationMs: s.clock().Sub(l.started).Milliseconds(),
-		FinalInfo:  s.env.finalInfo(lane)}
+		FinalInfo:  finalInfo}
 	s.hookDone(s.hooks.OnEpisodeCompleted(hctx, ev))
 }
 
-func (s *session) emitObservation(hctx context.Context, isReset bool) {
+// emitObservation runs the observation transform and emits obs.
+func (s *session) emitObservation(hctx context.Context, obs [][]byte, isReset bool) {
 	ev := &s.evObs
 	*ev = events.ObservationEmitted{SessionID: s.id, Route: s.route,
 		EpisodeID: s.epIDs[0], EpisodeRecordID: s.recIDs[0],
 		EpisodeIDs: s.epIDs, EpisodeRecordIDs: s.recIDs,
 		Step: s.lanes[0].steps, IsReset: isReset, NumEnvs: uint32(len(s.lanes)),
-		ObservationSpace: s.obsSp, Observation: s.env.observe()}
+		ObservationSpace: s.obsSp, Observation: obs}
+	s.record(transformObsRPC, 0)
 	s.hookDone(s.hooks.OnObservationEmitted(hctx, ev))
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,8 +95,9 @@ func checkSessionOpts(t *testing.T, cfg Config, evs []events.Event, wantFailed, 
 		fail(at(0), "first event is not SessionStarted")
 	}
 	sessionID := ss.SessionID
-	if lg, ok := main[1].(*events.Log); !ok || lg.Level != events.LogInfo || !strings.HasPrefix(lg.Message, "env reset complete") {
-		fail(at(1), "want Log(env reset complete ...)")
+	if lg, ok := main[1].(*events.Log); !ok || lg.Level != events.LogInfo || !logLine.MatchString(lg.Message) ||
+		lg.Source == nil || *lg.Source != "runtime" || !strings.HasSuffix(lg.Message, fmt.Sprintf("ms (%d episode(s) ready)", n)) {
+		fail(at(1), "want Log(env reset complete in {N}ms (%d episode(s) ready)) from the runtime", n)
 	}
 
 	eps := map[string]*episodeTrack{} // by record id
@@ -178,10 +181,26 @@ func checkSessionOpts(t *testing.T, cfg Config, evs []events.Event, wantFailed, 
 	}
 	checkObs(k, true)
 	k++
+	// The cap in effect: the env's time limit or the runtime's step cap.
+	limit := cfg.TimeLimit
+	if c := cfg.stepCap(); c > 0 && (limit == 0 || c < limit) {
+		limit = c
+	}
+	resets, emptyRewards := 1, 0
+	observations := 1
 
-	failed := false
+	failed, cancelled := false, false
 loop:
 	for {
+		if ts, ok := main[k].(*events.TelemetrySnapshot); ok && k+1 < len(main) {
+			// Failure before the step (a cancelled session).
+			if _, ok := main[k+1].(*events.SessionFailed); !ok || ts.Snapshot.Horizon != events.HorizonSession {
+				fail(at(k), "want the session snapshot, then SessionFailed")
+			}
+			failed, cancelled = true, true
+			k += 2
+			break loop
+		}
 		ar, ok := main[k].(*events.ActionReceived)
 		if !ok {
 			fail(at(k), "want ActionReceived")
@@ -213,8 +232,18 @@ loop:
 		if !ok {
 			fail(at(k), "want StepCompleted")
 		}
-		if sc.Step != ar.Step || sc.EpisodeID != ar.EpisodeIDs[0] || sc.EpisodeRecordID != ar.EpisodeRecordIDs[0] || sc.EnvIndex != 0 || len(sc.Rewards) != n {
-			fail(at(k), "step/ids/rewards do not match the ActionReceived")
+		if sc.Step != ar.Step || sc.EpisodeID != ar.EpisodeIDs[0] || sc.EpisodeRecordID != ar.EpisodeRecordIDs[0] || sc.EnvIndex != 0 {
+			fail(at(k), "step/ids do not match the ActionReceived")
+		}
+		rewards := sc.Rewards
+		switch {
+		case len(rewards) == 0 && cfg.EmptyRewards:
+			rewards = make([]float64, n) // an empty vector means all zero
+			emptyRewards++
+		case len(rewards) != n:
+			fail(at(k), "%d rewards for %d lanes", len(rewards), n)
+		case cfg.EmptyRewards && !slices.ContainsFunc(rewards, func(r float64) bool { return r != 0 }):
+			fail(at(k), "all-zero rewards %v not sent as an empty vector", rewards)
 		}
 		steps++
 		// Apply the step as a recorder would: to each lane's open episode.
@@ -224,13 +253,13 @@ loop:
 				if cfg.Autoreset != AutoresetNextStep || !pendingRestart[l] {
 					fail(at(k), "lane %d stepped completed %s", l, ar.EpisodeRecordIDs[l])
 				}
-				if sc.Rewards[l] != 0 {
-					fail(at(k), "ignored step of lane %d has reward %v", l, sc.Rewards[l])
+				if rewards[l] != 0 {
+					fail(at(k), "ignored step of lane %d has reward %v", l, rewards[l])
 				}
 				continue
 			}
 			ep.steps++
-			ep.reward += sc.Rewards[l]
+			ep.reward += rewards[l]
 			if l == 0 {
 				lane0Steps++
 			}
@@ -268,9 +297,12 @@ loop:
 			if ec.Terminated == ec.Truncated {
 				fail(at(k), "terminated %v truncated %v", ec.Terminated, ec.Truncated)
 			}
-			if cfg.MaxEpisodeSteps > 0 && ec.StepCount > cfg.MaxEpisodeSteps ||
-				cfg.Env == "cartpole" && ec.Truncated != (ec.StepCount == cfg.MaxEpisodeSteps && !ec.Terminated) {
-				fail(at(k), "step_count %d vs cap %d truncated %v", ec.StepCount, cfg.MaxEpisodeSteps, ec.Truncated)
+			if limit > 0 && ec.StepCount > limit ||
+				cfg.Env == "cartpole" && cfg.MaxEpisodeTime == 0 && ec.Truncated != (ec.StepCount == limit && !ec.Terminated) {
+				fail(at(k), "step_count %d vs limit %d truncated %v", ec.StepCount, limit, ec.Truncated)
+			}
+			if ec.Terminated && ec.FinalInfo == nil && cfg.Env != "cartpole" {
+				fail(at(k), "the env ended the episode but sent no final_info")
 			}
 			if ec.DurationMs < 0 {
 				fail(at(k), "negative duration")
@@ -283,6 +315,9 @@ loop:
 		if se, ok := main[k].(*events.SessionEnded); ok {
 			if completed < cfg.MaxEpisodes || completed-int64(len(done)) >= cfg.MaxEpisodes {
 				fail(at(k), "ended at %d completions, max %d", completed, cfg.MaxEpisodes)
+			}
+			if se.Reason != "completed requested episodes" {
+				fail(at(k), "reason %q", se.Reason)
 			}
 			if se.TotalEpisodes != completed || se.TotalSteps != steps {
 				fail(at(k), "totals %d/%d, counted %d/%d", se.TotalEpisodes, se.TotalSteps, completed, steps)
@@ -299,23 +334,32 @@ loop:
 				k++
 			}
 			checkObs(k, true)
+			resets++
 		} else {
 			for _, l := range done {
 				pendingRestart[l] = true
 			}
 			checkObs(k, false) // next-step: terminal observations under the old ids
 		}
+		observations++
 		k++
 	}
 	if failed != wantFailed {
 		t.Fatalf("failed = %v, want %v", failed, wantFailed)
 	}
+	var final *events.TelemetrySnapshot
 	if !failed {
 		ts, ok := main[k].(*events.TelemetrySnapshot)
 		if !ok || ts.Snapshot.Horizon != events.HorizonSession {
 			fail(at(k), "want the session snapshot after SessionEnded")
 		}
+		final = ts
 		k++
+	} else {
+		final = main[k-2].(*events.TelemetrySnapshot)
+		if r := main[k-1].(*events.SessionFailed).Reason; r == "" {
+			fail(at(k-1), "SessionFailed without a reason")
+		}
 	}
 	if k != len(main) {
 		fail(at(k), "events after the session's end")
@@ -331,7 +375,86 @@ loop:
 			t.Fatalf("event %s of session %s in %s", ev.Kind(), id, sessionID)
 		}
 	}
+	if cfg.EmptyRewards && cfg.Env == "pick-place" && emptyRewards == 0 {
+		t.Errorf("no empty rewards vector in %d steps of sparse rewards", steps)
+	}
+	// The session snapshot counts every call; window snapshots are never
+	// empty and every snapshot's rows are sorted.
+	predicts := uint64(steps)
+	if failed && !cancelled {
+		predicts++ // the failing step's action was predicted
+	}
+	checkRows(t, final.Snapshot.Rows, map[string]uint64{
+		"env.reset": uint64(resets), "env.step": uint64(steps), "model.predict": predicts,
+		"runner.round": uint64(steps), "runner.transform_action": predicts,
+		"runner.transform_observation": uint64(observations),
+	}, n)
+	for _, ev := range evs {
+		if ts, ok := ev.(*events.TelemetrySnapshot); ok && ts.Snapshot.Horizon == events.HorizonWindow {
+			if len(ts.Snapshot.Rows) == 0 {
+				t.Fatal("an empty window snapshot")
+			}
+			checkRows(t, ts.Snapshot.Rows, nil, n)
+		}
+	}
 	return completed
+}
+
+// logLine is the runtime's one log line of a session.
+var logLine = regexp.MustCompile(`^env reset complete in [0-9]+ms \([0-9]+ episode\(s\) ready\)$`)
+
+// opMetrics are rlmesh's telemetry series, sorted by (op, component,
+// metric).
+var opMetrics = []struct{ op, component, metric string }{
+	{"env.reset", "env", "endpoint.total"}, {"env.reset", "env", "request.bytes"}, {"env.reset", "env", "response.bytes"}, {"env.reset", "env", "rpc.total"},
+	{"env.step", "env", "endpoint.total"}, {"env.step", "env", "request.bytes"}, {"env.step", "env", "response.bytes"}, {"env.step", "env", "rpc.total"},
+	{"model.predict", "model", "endpoint.total"}, {"model.predict", "model", "group.size"}, {"model.predict", "model", "request.bytes"},
+	{"model.predict", "model", "response.bytes"}, {"model.predict", "model", "rpc.total"},
+	{"runner.round", "runner", "rpc.total"}, {"runner.transform_action", "runner", "rpc.total"}, {"runner.transform_observation", "runner", "rpc.total"},
+}
+
+// checkRows checks a snapshot's rows: rlmesh's series, sorted, with sane
+// statistics and each metric's kind; with counts, exactly the series of
+// those ops, each counted as given.
+func checkRows(t *testing.T, rows []events.TelemetryRow, counts map[string]uint64, lanes int) {
+	t.Helper()
+	j := 0
+	for _, row := range rows {
+		for j < len(opMetrics) && (opMetrics[j].op != row.Op || opMetrics[j].component != row.Component || opMetrics[j].metric != row.Metric) {
+			if counts[opMetrics[j].op] > 0 {
+				t.Fatalf("no row for %+v (rows %+v)", opMetrics[j], rows)
+			}
+			j++
+		}
+		if j == len(opMetrics) {
+			t.Fatalf("row %s/%s/%s unknown or out of order", row.Op, row.Component, row.Metric)
+		}
+		j++
+		want := events.MetricDurationMs
+		switch {
+		case strings.HasSuffix(row.Metric, ".bytes"):
+			want = events.MetricBytes
+		case row.Metric == "group.size":
+			want = events.MetricCount
+		}
+		if row.Kind != want || row.Count == 0 || row.P50 > row.P95 || row.P95 > row.P99 || row.P50 < 0 {
+			t.Fatalf("bad row %+v", row)
+		}
+		if row.Metric == "group.size" && (row.Avg != float64(lanes) || row.P99 != float64(lanes)) {
+			t.Fatalf("group.size %+v, want %d lanes", row, lanes)
+		}
+		if strings.HasSuffix(row.Metric, ".bytes") && row.P50 <= 0 {
+			t.Fatalf("no bytes: %+v", row)
+		}
+		if c, ok := counts[row.Op]; counts != nil && (!ok || c != row.Count) {
+			t.Fatalf("%s %s counts %d, want %d", row.Op, row.Metric, row.Count, c)
+		}
+	}
+	for ; j < len(opMetrics); j++ {
+		if counts[opMetrics[j].op] > 0 {
+			t.Fatalf("no row for %+v", opMetrics[j])
+		}
+	}
 }
 
 // checkValue checks a decoded lane value against its leaf's spec.
@@ -372,18 +495,23 @@ func fixedClock() func() time.Time {
 }
 
 func TestInvariants(t *testing.T) {
-	modes := []Autoreset{AutoresetNextStep, AutoresetDisabled}
+	// rlmesh allows disabled autoreset only with one lane.
+	runs := []struct {
+		mode  Autoreset
+		lanes []int
+	}{{AutoresetNextStep, []int{1, 3, 16}}, {AutoresetDisabled, []int{1}}}
 	for _, name := range Envs() {
-		for _, mode := range modes {
-			for _, n := range []int{1, 3, 16} {
+		for _, run := range runs {
+			mode := run.mode
+			for _, n := range run.lanes {
 				t.Run(fmt.Sprintf("%s/%s/n=%d", name, mode, n), func(t *testing.T) {
 					t.Parallel()
 					stepCap := int64(40)
 					if name == "pick-place" {
 						stepCap = 15 // keeps the image decoding under -race fast
 					}
-					cfg := Config{Env: name, NumEnvs: n, Autoreset: mode, MaxEpisodes: int64(n) + 4,
-						MaxEpisodeSteps: stepCap, Seed: uint64(n) * 7, Clock: fixedClock()}
+					cfg := limited(Config{Env: name, NumEnvs: n, Autoreset: mode, MaxEpisodes: int64(n) + 4,
+						Seed: uint64(n) * 7, Clock: fixedClock()}, stepCap)
 					c := &collector{}
 					sum, err := Run(context.Background(), c, cfg)
 					if err != nil {
@@ -399,10 +527,47 @@ func TestInvariants(t *testing.T) {
 	}
 }
 
+// TestTimeLimit: the env's time limit truncates episodes as the env's own
+// completions, with their final_info, under either autoreset mode.
+func TestTimeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		mode Autoreset
+	}{{"cartpole", AutoresetNextStep}, {"cartpole", AutoresetDisabled}, {"pick-place", AutoresetNextStep}, {"all-leaves", AutoresetDisabled}} {
+		t.Run(tc.env+"/"+tc.mode.String(), func(t *testing.T) {
+			n := 3
+			if tc.mode == AutoresetDisabled {
+				n = 1 // the lane count rlmesh allows with it
+			}
+			cfg := Config{Env: tc.env, NumEnvs: n, Autoreset: tc.mode, MaxEpisodes: 6, TimeLimit: 5, Seed: 2, Clock: fixedClock()}
+			c := &collector{}
+			if _, err := Run(context.Background(), c, cfg); err != nil {
+				t.Fatal(err)
+			}
+			checkSession(t, cfg, c.all, false)
+			truncated := 0
+			for _, ev := range c.all {
+				if ec, ok := ev.(*events.EpisodeCompleted); ok && ec.Truncated {
+					truncated++
+					if ec.StepCount != 5 || tc.env != "cartpole" && ec.FinalInfo == nil {
+						t.Fatalf("%s: truncated at %d steps, final_info %v", ec.EpisodeRecordID, ec.StepCount, ec.FinalInfo)
+					}
+				}
+			}
+			if truncated == 0 {
+				t.Fatal("no episode reached the time limit")
+			}
+		})
+	}
+}
+
 func TestInvariantsNoStepCap(t *testing.T) {
 	for _, mode := range []Autoreset{AutoresetNextStep, AutoresetDisabled} {
 		t.Run(mode.String(), func(t *testing.T) {
 			cfg := Config{Env: "cartpole", NumEnvs: 5, Autoreset: mode, MaxEpisodes: 30, Seed: 11, Clock: fixedClock()}
+			if mode == AutoresetDisabled {
+				cfg.NumEnvs = 1 // the only lane count rlmesh allows
+			}
 			c := &collector{}
 			if _, err := Run(context.Background(), c, cfg); err != nil {
 				t.Fatal(err)
@@ -410,4 +575,16 @@ func TestInvariantsNoStepCap(t *testing.T) {
 			checkSession(t, cfg, c.all, false)
 		})
 	}
+}
+
+// limited bounds cfg's episodes at steps, as rlmesh allows: under
+// next-step with the env's own time limit, under disabled autoreset with
+// the runtime's step cap.
+func limited(cfg Config, steps int64) Config {
+	if cfg.Autoreset == AutoresetDisabled {
+		cfg.MaxEpisodeSteps = steps
+	} else {
+		cfg.TimeLimit = steps
+	}
+	return cfg
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestSameSeedSameBytes(t *testing.T) {
 	for _, name := range Envs() {
 		for _, mode := range []Autoreset{AutoresetNextStep, AutoresetDisabled} {
 			t.Run(name+"/"+mode.String(), func(t *testing.T) {
-				cfg := Config{Env: name, NumEnvs: 3, Autoreset: mode, MaxEpisodes: 6, MaxEpisodeSteps: 30, Seed: 42}
+				cfg := limited(Config{Env: name, NumEnvs: lanesFor(mode, 3), Autoreset: mode, MaxEpisodes: 6, Seed: 42}, 30)
 				cfg.Clock = fixedClock()
 				a := streamOf(t, cfg)
 				cfg.Clock = fixedClock()
@@ -60,8 +61,8 @@ func TestFailingSession(t *testing.T) {
 	for _, name := range Envs() {
 		for _, mode := range []Autoreset{AutoresetNextStep, AutoresetDisabled} {
 			t.Run(name+"/"+mode.String(), func(t *testing.T) {
-				cfg := Config{Env: name, NumEnvs: 3, Autoreset: mode, MaxEpisodes: 1000, MaxEpisodeSteps: 10,
-					FailAfterSteps: 25, Seed: 5, Clock: fixedClock()}
+				cfg := limited(Config{Env: name, NumEnvs: lanesFor(mode, 3), Autoreset: mode, MaxEpisodes: 1000,
+					FailAfterSteps: 25, Seed: 5, Clock: fixedClock()}, 10)
 				c := &collector{}
 				sum, err := Run(context.Background(), c, cfg)
 				if err != nil {
@@ -100,6 +101,7 @@ func TestCancelFailsSession(t *testing.T) {
 	if _, ok := c.all[n-1].(*events.SessionFailed); !ok {
 		t.Fatalf("last event %s, want SessionFailed", c.all[n-1].Kind())
 	}
+	checkSession(t, cfg, c.all, true)
 }
 
 // cancelAfter cancels its context after n observations.
@@ -127,7 +129,7 @@ func (f *failingHooks) OnStepCompleted(context.Context, *events.StepCompleted) e
 
 func TestHookErrorsDoNotStopTheSession(t *testing.T) {
 	h := &failingHooks{}
-	cfg := Config{Env: "cartpole", NumEnvs: 2, Autoreset: AutoresetDisabled, MaxEpisodes: 3, Seed: 1, Clock: fixedClock()}
+	cfg := Config{Env: "cartpole", NumEnvs: 1, Autoreset: AutoresetDisabled, MaxEpisodes: 3, Seed: 1, Clock: fixedClock()}
 	sum, err := Run(context.Background(), h, cfg)
 	if !errors.Is(err, ErrHook) || !errors.Is(err, errTestHook) {
 		t.Fatalf("err = %v, want ErrHook wrapping the hook's error", err)
@@ -147,8 +149,8 @@ func TestRunSessionsConcurrent(t *testing.T) {
 		if i%2 == 1 {
 			mode = AutoresetDisabled
 		}
-		cfgs = append(cfgs, Config{Env: name, NumEnvs: 1 + i, Autoreset: mode, MaxEpisodes: 8, MaxEpisodeSteps: 25,
-			Seed: 9, TelemetryInterval: time.Millisecond, Clock: fixedClock()})
+		cfgs = append(cfgs, limited(Config{Env: name, NumEnvs: lanesFor(mode, 1+i), Autoreset: mode, MaxEpisodes: 8,
+			Seed: 9, TelemetryInterval: time.Millisecond, Clock: fixedClock()}, 25))
 	}
 	cfgs[4].FailAfterSteps = 5 // one failing session among them
 	c := &collector{}
@@ -168,16 +170,16 @@ func TestRunSessionsConcurrent(t *testing.T) {
 		if n := checkSession(t, cfg, evs, i == 4); n != sums[i].Episodes {
 			t.Fatalf("session %d: %d episodes, summary says %d", i, n, sums[i].Episodes)
 		}
-		for _, ev := range evs {
-			if ts, ok := ev.(*events.TelemetrySnapshot); ok {
-				for _, row := range ts.Snapshot.Rows {
-					if row.Count == 0 || row.P50 > row.P95 || row.P95 > row.P99 || row.Op == "" || row.Component == "" {
-						t.Fatalf("session %d: bad telemetry row %+v", i, row)
-					}
-				}
-			}
-		}
 	}
+}
+
+// lanesFor returns n, or 1 under disabled autoreset, the only lane count
+// rlmesh allows with it.
+func lanesFor(mode Autoreset, n int) int {
+	if mode == AutoresetDisabled {
+		return 1
+	}
+	return n
 }
 
 func TestRunSessionsDuplicateIDs(t *testing.T) {
@@ -205,31 +207,58 @@ func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		edit func(*Config)
-		want error
+		want error // nil: the config is valid
+		rule string
 	}{
-		{"unknown env", func(c *Config) { c.Env = "pong" }, ErrUnknownEnv},
-		{"zero lanes", func(c *Config) { c.NumEnvs = 0 }, ErrConfig},
-		{"no autoreset", func(c *Config) { c.Autoreset = 0 }, ErrConfig},
-		{"zero episodes", func(c *Config) { c.MaxEpisodes = 0 }, ErrConfig},
-		{"negative step cap", func(c *Config) { c.MaxEpisodeSteps = -1 }, ErrConfig},
-		{"negative fail after", func(c *Config) { c.FailAfterSteps = -1 }, ErrConfig},
-		{"negative interval", func(c *Config) { c.TelemetryInterval = -time.Second }, ErrConfig},
+		{"unknown env", func(c *Config) { c.Env = "pong" }, ErrUnknownEnv, ""},
+		{"zero lanes", func(c *Config) { c.NumEnvs = 0 }, ErrConfig, ""},
+		{"no autoreset", func(c *Config) { c.Autoreset = 0 }, ErrConfig, ""},
+		{"same-step autoreset", func(c *Config) { c.Autoreset = 3 }, ErrConfig, ""},
+		{"zero episodes", func(c *Config) { c.MaxEpisodes = 0 }, ErrConfig, ""},
+		{"negative step cap", func(c *Config) { c.Autoreset, c.MaxEpisodeSteps = AutoresetDisabled, -1 }, ErrConfig, ""},
+		{"negative time cap", func(c *Config) { c.Autoreset, c.MaxEpisodeTime = AutoresetDisabled, -time.Second }, ErrConfig, ""},
+		{"negative time limit", func(c *Config) { c.TimeLimit = -1 }, ErrConfig, ""},
+		{"negative fail after", func(c *Config) { c.FailAfterSteps = -1 }, ErrConfig, ""},
+		{"negative interval", func(c *Config) { c.TelemetryInterval = -time.Second }, ErrConfig, ""},
+
+		// RLMESH.md §4a: num_envs > 1 requires next-step autoreset.
+		{"next-step, 16 lanes", func(c *Config) { c.NumEnvs = 16 }, nil, ""},
+		{"disabled, 1 lane", func(c *Config) { c.Autoreset = AutoresetDisabled }, nil, ""},
+		{"disabled, 2 lanes", func(c *Config) { c.Autoreset, c.NumEnvs = AutoresetDisabled, 2 }, ErrConfig, "num_envs > 1 requires next-step autoreset"},
+		{"disabled, 16 lanes", func(c *Config) { c.Autoreset, c.NumEnvs = AutoresetDisabled, 16 }, ErrConfig, "num_envs > 1 requires next-step autoreset"},
+
+		// Step and time caps only under disabled autoreset.
+		{"disabled, step cap", func(c *Config) { c.Autoreset, c.MaxEpisodeSteps = AutoresetDisabled, 10 }, nil, ""},
+		{"disabled, time cap", func(c *Config) { c.Autoreset, c.MaxEpisodeTime = AutoresetDisabled, time.Second }, nil, ""},
+		{"next-step, step cap", func(c *Config) { c.MaxEpisodeSteps = 10 }, ErrConfig, "step and time caps require disabled autoreset"},
+		{"next-step, time cap", func(c *Config) { c.MaxEpisodeTime = time.Second }, ErrConfig, "step and time caps require disabled autoreset"},
+		{"next-step, 4 lanes, step cap", func(c *Config) { c.NumEnvs, c.MaxEpisodeSteps = 4, 10 }, ErrConfig, "step and time caps require disabled autoreset"},
+		// The env's own time limit is not the runtime's cap.
+		{"next-step, 4 lanes, env time limit", func(c *Config) { c.NumEnvs, c.TimeLimit = 4, 10 }, nil, ""},
+		{"disabled, env time limit", func(c *Config) { c.Autoreset, c.TimeLimit = AutoresetDisabled, 10 }, nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
 			tc.edit(&cfg)
 			c := &collector{}
-			if _, err := Run(context.Background(), c, cfg); !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
+			_, err := Run(context.Background(), c, cfg)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("valid config: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.rule) {
+				t.Fatalf("err = %v, want %v naming %q", err, tc.want, tc.rule)
 			}
 			if len(c.all) != 0 {
 				t.Fatalf("%d events from an invalid config", len(c.all))
 			}
+			if _, err := RunSessions(context.Background(), c, []Config{ok, cfg}); !errors.Is(err, tc.want) || len(c.all) != 0 {
+				t.Fatalf("RunSessions: err = %v, %d events; want %v before any session runs", err, len(c.all), tc.want)
+			}
 		})
-	}
-	if _, err := Run(context.Background(), events.NoopHooks{}, ok); err != nil {
-		t.Fatalf("valid config: %v", err)
 	}
 }
 
@@ -340,7 +369,7 @@ func TestWindowTelemetry(t *testing.T) {
 			}
 			var steps uint64
 			for _, row := range ts.Snapshot.Rows {
-				if row.Op == "step" && row.Metric == "latency" {
+				if row.Op == "env.step" && row.Metric == "rpc.total" {
 					steps = row.Count
 				}
 			}

@@ -1,136 +1,200 @@
 package sim
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 
 	"github.com/rlrec/rlrec/events"
 )
 
-// Telemetry the simulated runtime reports, one row per series. Window rows
-// cover the samples since the previous window snapshot; the session row
-// covers the whole session. count and avg are exact; p50/p95/p99 are over
-// the most recent windowSamples (window) or sessionSamples (session)
-// samples.
+// Telemetry the simulated runtime reports, as rlmesh's driver does
+// (RLMESH.md §4a): one series per (op, component, metric), each sampled
+// into a window and a session reservoir of reservoirSize samples (uniform
+// reservoir sampling, Vitter's Algorithm R). A row's count is every sample
+// seen in its horizon; avg and the nearest-rank p50/p95/p99 are over the
+// samples the reservoir holds. Rows come sorted by (op, component, metric),
+// and a series with no samples in a horizon has no row.
+//
+// The env and the model are called in process: a call's endpoint.total is
+// its rpc.total, and its request.bytes and response.bytes are the sizes of
+// the rlmesh messages it stands for (see wireSizes). group.size is the
+// lane count, every lane riding in one predict. The observation and action
+// transforms are identities (events.Hooks has no transform methods), so
+// runner.transform_* count their calls and record 0 ms.
+const reservoirSize = 8192
+
+// Telemetry ops and components, rlmesh's names.
 const (
-	windowSamples  = 256
-	sessionSamples = 4096
+	opPredict       = "model.predict"
+	opStep          = "env.step"
+	opReset         = "env.reset"
+	opTransformObs  = "runner.transform_observation"
+	opTransformAct  = "runner.transform_action"
+	opRound         = "runner.round"
+	componentModel  = "model"
+	componentEnv    = "env"
+	componentRunner = "runner"
+	metricRPC       = "rpc.total"
+	metricEndpoint  = "endpoint.total"
+	metricRequest   = "request.bytes"
+	metricResponse  = "response.bytes"
+	metricGroupSize = "group.size"
+	kindDuration    = events.MetricDurationMs
+	kindBytes       = events.MetricBytes
+	kindCount       = events.MetricCount
 )
 
-// series indices, in the row order of every snapshot.
+// series indices, in the row order of every snapshot: sorted by (op,
+// component, metric); TestSeriesSorted checks it.
+type series uint8
+
 const (
-	seriesPredictLatency = iota
-	seriesStepLatency
-	seriesObservationBytes
-	seriesActionBytes
-	seriesLaneSteps
+	resetEndpoint series = iota
+	resetRequest
+	resetResponse
+	resetRPC
+	stepEndpoint
+	stepRequest
+	stepResponse
+	stepRPC
+	predictEndpoint
+	predictGroupSize
+	predictRequest
+	predictResponse
+	predictRPC
+	roundRPC
+	transformActRPC
+	transformObsRPC
 	numSeries
 )
 
 type seriesDef struct {
-	op, metric string
-	model      bool // component is the model (else the env)
-	kind       events.MetricKind
+	op, component, metric string
+	kind                  events.MetricKind
 }
 
 var seriesDefs = [numSeries]seriesDef{
-	seriesPredictLatency:   {"predict", "latency", true, events.MetricDurationMs},
-	seriesStepLatency:      {"step", "latency", false, events.MetricDurationMs},
-	seriesObservationBytes: {"step", "observation_bytes", false, events.MetricBytes},
-	seriesActionBytes:      {"predict", "action_bytes", true, events.MetricBytes},
-	seriesLaneSteps:        {"step", "lane_steps", false, events.MetricCount},
+	resetEndpoint:    {opReset, componentEnv, metricEndpoint, kindDuration},
+	resetRequest:     {opReset, componentEnv, metricRequest, kindBytes},
+	resetResponse:    {opReset, componentEnv, metricResponse, kindBytes},
+	resetRPC:         {opReset, componentEnv, metricRPC, kindDuration},
+	stepEndpoint:     {opStep, componentEnv, metricEndpoint, kindDuration},
+	stepRequest:      {opStep, componentEnv, metricRequest, kindBytes},
+	stepResponse:     {opStep, componentEnv, metricResponse, kindBytes},
+	stepRPC:          {opStep, componentEnv, metricRPC, kindDuration},
+	predictEndpoint:  {opPredict, componentModel, metricEndpoint, kindDuration},
+	predictGroupSize: {opPredict, componentModel, metricGroupSize, kindCount},
+	predictRequest:   {opPredict, componentModel, metricRequest, kindBytes},
+	predictResponse:  {opPredict, componentModel, metricResponse, kindBytes},
+	predictRPC:       {opPredict, componentModel, metricRPC, kindDuration},
+	roundRPC:         {opRound, componentRunner, metricRPC, kindDuration},
+	transformActRPC:  {opTransformAct, componentRunner, metricRPC, kindDuration},
+	transformObsRPC:  {opTransformObs, componentRunner, metricRPC, kindDuration},
 }
 
-type stat struct {
-	count uint64
-	sum   float64
-	ring  []float64
-	next  int
+// reservoir is a uniform sample of a series' values: the first
+// reservoirSize values, then each later one replaces a random slot with
+// probability reservoirSize/seen.
+type reservoir struct {
+	samples []float64
+	seen    uint64
+	rng     rand.PCG
 }
 
-func (s *stat) add(v float64) {
-	s.count++
-	s.sum += v
-	if len(s.ring) < cap(s.ring) {
-		s.ring = append(s.ring, v)
+func (r *reservoir) add(v float64) {
+	r.seen++
+	if len(r.samples) < reservoirSize {
+		r.samples = append(r.samples, v)
 		return
 	}
-	s.ring[s.next] = v
-	s.next = (s.next + 1) % len(s.ring)
+	if j := r.rng.Uint64() % r.seen; j < reservoirSize {
+		r.samples[j] = v
+	}
 }
 
-func (s *stat) reset() {
-	s.count, s.sum, s.ring, s.next = 0, 0, s.ring[:0], 0
+// clear starts a new window; the generator runs on.
+func (r *reservoir) clear() {
+	r.samples, r.seen = r.samples[:0], 0
 }
 
-// meter accumulates a session's telemetry. record runs on the session's
-// goroutine, snapshots on the telemetry goroutine.
+// sample is one value of a series.
+type sample struct {
+	series series
+	value  float64
+}
+
+// meter accumulates a session's telemetry. add runs on the session's
+// goroutine, window snapshots on the telemetry goroutine.
 type meter struct {
-	route   events.RuntimeEnvContext
 	mu      sync.Mutex
-	window  [numSeries]stat
-	session [numSeries]stat
+	windows bool // window snapshots are taken
+	window  [numSeries]reservoir
+	session [numSeries]reservoir
 	scratch []float64
 }
 
-func newMeter(route events.RuntimeEnvContext) *meter {
-	m := &meter{route: route, scratch: make([]float64, 0, sessionSamples)}
+// newMeter returns a meter; without windows it keeps the session horizon
+// only.
+func newMeter(windows bool) *meter {
+	m := &meter{windows: windows}
+	// Fixed seeds: the replacement choices are part of a reproducible run.
 	for i := range numSeries {
-		m.window[i].ring = make([]float64, 0, windowSamples)
-		m.session[i].ring = make([]float64, 0, sessionSamples)
+		m.window[i].rng = *rand.NewPCG(uint64(i), 1)
+		m.session[i].rng = *rand.NewPCG(uint64(i), 2)
 	}
 	return m
 }
 
-// record adds one batch step's samples.
-func (m *meter) record(predictMs, stepMs float64, obsBytes, actBytes, lanes int) {
-	v := [numSeries]float64{predictMs, stepMs, float64(obsBytes), float64(actBytes), float64(lanes)}
+// add records samples into both horizons.
+func (m *meter) add(samples []sample) {
 	m.mu.Lock()
-	for i := range numSeries {
-		m.window[i].add(v[i])
-		m.session[i].add(v[i])
+	for _, s := range samples {
+		if m.windows {
+			m.window[s.series].add(s.value)
+		}
+		m.session[s.series].add(s.value)
 	}
 	m.mu.Unlock()
 }
 
-// snapshot returns the window snapshot (and starts a new window) or the
-// session snapshot. Series with no samples are left out.
+// snapshot returns the session snapshot, or the window snapshot and starts
+// a new window. Series with no samples in the horizon are left out, so a
+// window in which nothing happened has no rows.
 func (m *meter) snapshot(h events.TelemetryHorizon) events.Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	snap := events.Snapshot{Horizon: h}
 	for i := range numSeries {
-		s := &m.session[i]
+		r := &m.session[i]
 		if h == events.HorizonWindow {
-			s = &m.window[i]
+			r = &m.window[i]
 		}
-		if s.count == 0 {
+		if r.seen == 0 {
 			continue
 		}
 		d := seriesDefs[i]
-		comp := m.route.EnvComponentID
-		if d.model {
-			comp = m.route.ModelComponentID
-		}
-		m.scratch = append(m.scratch[:0], s.ring...)
+		m.scratch = append(m.scratch[:0], r.samples...)
 		slices.Sort(m.scratch)
+		sum := 0.0
+		for _, v := range m.scratch {
+			sum += v
+		}
 		snap.Rows = append(snap.Rows, events.TelemetryRow{
-			Op: d.op, Component: comp, Metric: d.metric, Kind: d.kind,
-			Count: s.count, Avg: s.sum / float64(s.count),
-			P50: quantile(m.scratch, 0.50), P95: quantile(m.scratch, 0.95), P99: quantile(m.scratch, 0.99),
+			Op: d.op, Component: d.component, Metric: d.metric, Kind: d.kind,
+			Count: r.seen, Avg: sum / float64(len(m.scratch)),
+			P50: nearestRank(m.scratch, 0.50), P95: nearestRank(m.scratch, 0.95), P99: nearestRank(m.scratch, 0.99),
 		})
 		if h == events.HorizonWindow {
-			s.reset()
+			r.clear()
 		}
 	}
 	return snap
 }
 
-// quantile returns the nearest-rank q-quantile of sorted.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.5) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+// nearestRank returns the q-quantile of sorted, non-empty values as rlmesh
+// computes it: the element at index ceil((len-1)·q).
+func nearestRank(sorted []float64, q float64) float64 {
+	return sorted[int(math.Ceil(float64(len(sorted)-1)*q))]
 }

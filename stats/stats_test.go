@@ -203,10 +203,10 @@ func naive(vals [][]float64) []Summary {
 
 func TestComputeAgainstNaive(t *testing.T) {
 	root := recordSim(t, []sim.Config{
-		{SessionID: "a", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 7, MaxEpisodeSteps: 20, Seed: 1},
-		{SessionID: "b", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 5, MaxEpisodeSteps: 20, Seed: 2},
+		{SessionID: "a", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 7, TimeLimit: 20, Seed: 1},
+		{SessionID: "b", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 5, MaxEpisodeSteps: 20, Seed: 2},
 		{SessionID: "c", Env: "all-leaves", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 9, Seed: 3},
-		{SessionID: "d", Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 15, Seed: 4},
+		{SessionID: "d", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 15, Seed: 4},
 	})
 	d, err := dataset.Open(root)
 	if err != nil {

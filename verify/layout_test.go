@@ -178,7 +178,7 @@ func inOrder(episodes [][]parquet.Row) []parquet.Row {
 func TestVerifySessionLayout(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	base := recordSessions(t, []sim.Config{
-		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 8, Seed: 1, Clock: sim.StepClock(start, time.Millisecond), SessionID: "local-1", Route: route("cartpole", "cartpole")},
+		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 8, Seed: 1, Clock: sim.StepClock(start, time.Millisecond), SessionID: "local-1", Route: route("cartpole", "cartpole")},
 	})
 	tests := []struct {
 		name  string

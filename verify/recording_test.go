@@ -60,8 +60,8 @@ func route(env, envID string) events.RuntimeEnvContext {
 func sharedRoot(t testing.TB) string {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return recordSessions(t, []sim.Config{
-		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 8, Seed: 1, Clock: sim.StepClock(start, time.Millisecond), SessionID: sharedSession, Route: route("cartpole", "cartpole")},
-		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 6, Seed: 2, Clock: sim.StepClock(start, time.Millisecond), SessionID: sharedSession, Route: route("pick-place", "pick-place")},
+		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 8, Seed: 1, Clock: sim.StepClock(start, time.Millisecond), SessionID: sharedSession, Route: route("cartpole", "cartpole")},
+		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 6, Seed: 2, Clock: sim.StepClock(start, time.Millisecond), SessionID: sharedSession, Route: route("pick-place", "pick-place")},
 	})
 }
 
@@ -209,7 +209,7 @@ func TestVerifyLongSessionID(t *testing.T) {
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	base := recordSessions(t, []sim.Config{
-		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 8, Seed: 1, Clock: sim.StepClock(start, time.Millisecond), SessionID: id, Route: route("cartpole", "cartpole")},
+		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 8, Seed: 1, Clock: sim.StepClock(start, time.Millisecond), SessionID: id, Route: route("cartpole", "cartpole")},
 	})
 	l := list(t, base)
 	if len(l.Files) == 0 {

@@ -22,9 +22,9 @@ import (
 func testSessions() []sim.Config {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return []sim.Config{
-		{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, MaxEpisodeSteps: 12, Seed: 1, Clock: sim.StepClock(start, time.Millisecond)},
-		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 6, Seed: 2, Clock: sim.StepClock(start, time.Millisecond)},
-		{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 5, Seed: 3, Clock: sim.StepClock(start, time.Millisecond)},
+		{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, TimeLimit: 12, Seed: 1, Clock: sim.StepClock(start, time.Millisecond)},
+		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 6, Seed: 2, Clock: sim.StepClock(start, time.Millisecond)},
+		{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 5, Seed: 3, Clock: sim.StepClock(start, time.Millisecond)},
 	}
 }
 

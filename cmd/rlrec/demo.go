@@ -27,12 +27,12 @@ var cmdDemo = &Command{
 	Name:      "demo",
 	UsageLine: "demo [--out DIR] [--layout episode|session] [--seed X]",
 	Short:     "record simulated sessions and show how to open them",
-	Long: `Demo runs four simulated rlmesh sessions at once into one recorder: a
-16-lane cartpole session and a 4-lane pick-place session (84x84x3 camera
-images and a text instruction), each under both autoreset modes
-(next-step and disabled). It prints what it wrote (the files of this run
-only), why its lane-steps outnumber its step rows, and the DuckDB and
-pandas one-liners that open it.
+	Long: `Demo runs four simulated rlmesh sessions at once into one recorder:
+cartpole and pick-place (84x84x3 camera images and a text instruction),
+each under both autoreset modes as rlmesh allows them: 16 and 4 lanes
+under next-step, one lane under disabled. It prints what it wrote (the
+files of this run only), why its lane-steps outnumber its step rows, and
+the DuckDB and pandas one-liners that open it.
 
 The recording goes to DIR (default ./rlrec-demo). Running the demo again adds
 new sessions beside the old ones.
@@ -53,14 +53,15 @@ Example:
 // demoSessions are the demo's runs. Like rlmesh's local runner, every run
 // of one process shares the session id local-<pid>, and each gets its own
 // UUIDv7 env id (the routing key): a recording is the pair. rlmesh allows
-// disabled autoreset only with one lane. Tests replace it with smaller
-// runs.
+// disabled autoreset only with one lane, and the runtime's step cap only
+// under disabled autoreset (pick-place ends its episodes after 60 steps
+// by itself). Tests replace it with smaller runs.
 var demoSessions = func(seed uint64) []sim.Config {
 	sid := fmt.Sprintf("local-%d", os.Getpid())
 	return []sim.Config{
 		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 200, Seed: seed, TelemetryInterval: 200 * time.Millisecond, SessionID: sid},
 		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 50, Seed: seed + 1, TelemetryInterval: 200 * time.Millisecond, SessionID: sid},
-		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, MaxEpisodeSteps: 60, Seed: seed + 2, SessionID: sid},
+		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, Seed: seed + 2, SessionID: sid},
 		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 4, MaxEpisodeSteps: 60, Seed: seed + 3, SessionID: sid},
 	}
 }

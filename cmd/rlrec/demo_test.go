@@ -16,11 +16,26 @@ func smallDemo(t *testing.T) {
 	old := demoSessions
 	demoSessions = func(seed uint64) []sim.Config {
 		return []sim.Config{
-			{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, MaxEpisodeSteps: 20, Seed: seed, SessionID: "demo-test"},
+			{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, TimeLimit: 20, Seed: seed, SessionID: "demo-test"},
 			{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 20, Seed: seed + 1, SessionID: "demo-test"},
 		}
 	}
 	t.Cleanup(func() { demoSessions = old })
+}
+
+// TestDemoSessionsFollowRlmesh: the demo's runs are ones rlmesh allows,
+// and show both autoreset modes.
+func TestDemoSessionsFollowRlmesh(t *testing.T) {
+	modes := map[sim.Autoreset]bool{}
+	for i, cfg := range demoSessions(1) {
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("demo session %d: %v", i, err)
+		}
+		modes[cfg.Autoreset] = true
+	}
+	if !modes[sim.AutoresetNextStep] || !modes[sim.AutoresetDisabled] {
+		t.Errorf("the demo shows autoreset modes %v, want both", modes)
+	}
 }
 
 var (

@@ -24,7 +24,7 @@ import (
 // report on stderr counts them all, and damage still stops the ingest.
 func TestIngestInvalidEvents(t *testing.T) {
 	var sb bytes.Buffer
-	cfg := sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 6, Seed: 1, SessionID: "s-ingest"}
+	cfg := sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 6, Seed: 1, SessionID: "s-ingest"}
 	if _, err := sim.RunSessions(context.Background(), sim.NewStreamHooks(events.NewStreamWriter(&sb)), []sim.Config{cfg}); err != nil {
 		t.Fatal(err)
 	}

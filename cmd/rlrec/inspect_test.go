@@ -33,8 +33,8 @@ const goldenRoot = "../../testdata/golden-root"
 // another, each with its own simulated clock, so the ROOT is the same on
 // every run.
 var goldenSessions = []sim.Config{
-	{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, MaxEpisodeSteps: 8, Seed: 1, SessionID: "golden-cartpole"},
-	{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 3, Seed: 2, SessionID: "golden-all-leaves"},
+	{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 8, Seed: 1, SessionID: "golden-cartpole"},
+	{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 3, Seed: 2, SessionID: "golden-all-leaves"},
 }
 
 // writeGoldenRoot records goldenSessions into dir.

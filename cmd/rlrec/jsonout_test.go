@@ -54,7 +54,7 @@ func TestJSONInt(t *testing.T) {
 // an object. The golden file holds the episode only: the rest of the
 // report (file sizes) follows the golden ROOT's layout.
 func TestInspectEpisodeJSON(t *testing.T) {
-	code, out, errOut := runCmd(t, "inspect", goldenRoot, "--session", "golden-all-leaves", "--episode", "ep-000001", "--json")
+	code, out, errOut := runCmd(t, "inspect", goldenRoot, "--session", "golden-all-leaves", "--episode", "ep-000002", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -58,7 +58,10 @@ Environments (--env):
 
 Each session stops when --episodes episodes have completed; episodes still
 running on other lanes at that point stay open, as in the runtime.
---max-steps truncates episodes at that many steps. --fail-after injects a
+As in rlmesh, more than one lane requires --autoreset next-step, and
+disabled autoreset runs one lane (--envs 1), whose episodes the runtime
+truncates at --max-steps steps (100,000 by default); a step cap under
+next-step is refused, since the env owns resets there. --fail-after injects a
 failure: after that many steps the session fails mid-episode (SessionFailed,
 no SessionEnded). With --sessions S, the sessions run concurrently into one
 stream, session i with seed X+i.
@@ -92,7 +95,7 @@ Example:
 		fs.IntVar(&f.envs, "envs", 4, "`N` vectorized lanes (num_envs) per session")
 		fs.Int64Var(&f.episodes, "episodes", 10, "end each session once `K` episodes have completed (max_episodes)")
 		fs.StringVar(&f.autoreset, "autoreset", "next-step", "autoreset `MODE`: next-step or disabled")
-		fs.Int64Var(&f.maxSteps, "max-steps", 0, "truncate episodes at `M` steps (0: no cap)")
+		fs.Int64Var(&f.maxSteps, "max-steps", 0, "with --autoreset disabled: truncate episodes at `M` steps (0: rlmesh's default, 100,000)")
 		fs.IntVar(&f.sessions, "sessions", 1, "run `S` sessions concurrently")
 		fs.Int64Var(&f.failAfter, "fail-after", 0, "fail each session after `STEP` steps (0: never)")
 		fs.Uint64Var(&f.seed, "seed", 1, "base seed `X`; session i uses X+i")
@@ -199,6 +202,13 @@ func simulateConfigs(f simulateOptions) ([]sim.Config, error) {
 	mode, err := sim.ParseAutoreset(f.autoreset)
 	if err != nil {
 		return nil, usagef("--autoreset %q: want next-step or disabled", f.autoreset)
+	}
+	// What rlmesh validates before a run (RLMESH.md §4a).
+	switch {
+	case f.envs > 1 && mode != sim.AutoresetNextStep:
+		return nil, usagef("--envs %d with --autoreset %s: more than one lane requires next-step autoreset (rlmesh allows disabled only with --envs 1)", f.envs, mode)
+	case f.maxSteps > 0 && mode != sim.AutoresetDisabled:
+		return nil, usagef("--max-steps %d with --autoreset %s: a step cap requires disabled autoreset (under next-step the env owns resets)", f.maxSteps, mode)
 	}
 	cfgs := make([]sim.Config, f.sessions)
 	for i := range cfgs {

@@ -36,7 +36,7 @@ func TestSimulateToFile(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run.events")
 	env, stdout, stderr := simulateEnv()
-	code := run(context.Background(), env, []string{"simulate", "--env", "all-leaves", "--envs", "3",
+	code := run(context.Background(), env, []string{"simulate", "--env", "all-leaves", "--envs", "1",
 		"--episodes", "5", "--autoreset", "disabled", "--sessions", "2", "--max-steps", "6", "-o", out})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -97,6 +97,10 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"zero sessions", []string{"--sessions", "0", "-o", "-"}, "--sessions"},
 		{"bad autoreset", []string{"--autoreset", "same-step", "-o", "-"}, "--autoreset"},
 		{"negative cap", []string{"--max-steps", "-1", "-o", "-"}, "--max-steps"},
+		{"disabled with the default 4 lanes", []string{"--autoreset", "disabled", "-o", "-"}, "more than one lane requires next-step autoreset"},
+		{"disabled with 2 lanes", []string{"--autoreset", "disabled", "--envs", "2", "--max-steps", "5", "-o", "-"}, "more than one lane requires next-step autoreset"},
+		{"step cap under next-step", []string{"--max-steps", "5", "-o", "-"}, "a step cap requires disabled autoreset"},
+		{"step cap under next-step, 1 lane", []string{"--envs", "1", "--autoreset", "next-step", "--max-steps", "5", "-o", "-"}, "a step cap requires disabled autoreset"},
 		{"negative fail", []string{"--fail-after", "-2", "-o", "-"}, "--fail-after"},
 		{"argument", []string{"-o", "-", "extra"}, "unexpected argument"},
 		{"unknown flag", []string{"--lanes", "3"}, "lanes"},
