@@ -262,13 +262,18 @@ func crashStream(rng *rand.Rand, pipe bool) []string {
 	if pipe {
 		episodes = 1 << 30
 	}
-	autoreset := "next-step"
+	// rlmesh allows disabled autoreset with one lane only, and step caps
+	// only under disabled.
+	autoreset, lanes := "next-step", e.lanes
+	var capArgs []string
 	if e.autoDisable {
-		autoreset = "disabled"
+		autoreset, lanes = "disabled", 1
+		capArgs = []string{"--max-steps", strconv.Itoa(e.maxSteps)}
 	}
-	args := []string{"simulate", "--env", e.name, "--envs", strconv.Itoa(e.lanes), "--episodes", strconv.Itoa(episodes),
-		"--max-steps", strconv.Itoa(e.maxSteps), "--sessions", strconv.Itoa(sessions), "--autoreset", autoreset,
+	args := []string{"simulate", "--env", e.name, "--envs", strconv.Itoa(lanes), "--episodes", strconv.Itoa(episodes),
+		"--sessions", strconv.Itoa(sessions), "--autoreset", autoreset,
 		"--seed", strconv.FormatUint(rng.Uint64()>>1, 10), "--telemetry-interval", fmt.Sprintf("%dms", 1+rng.IntN(5))}
+	args = append(args, capArgs...)
 	if e.failAfter > 0 {
 		args = append(args, "--fail-after", strconv.Itoa(e.failAfter))
 	}

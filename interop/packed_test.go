@@ -35,9 +35,12 @@ func testEpisodeRowsContiguous(t *testing.T, fx *fixture) {
 		st := checkContiguousDuck(t, db, fx.root)
 		t.Logf("%d steps files: %d of several episodes, %d of several row groups, %d row groups of several episodes' rows, %d files of one episode over several row groups",
 			st.files, st.multiEpisode, st.multiGroup, st.groupsWithSeveral, st.longAlone)
-		if fx.layout == hive.LayoutSession && (st.multiEpisode == 0 || st.groupsWithSeveral == 0 || st.longAlone == 0) {
-			t.Errorf("the fixture has %d packed files of several episodes, %d row groups of several episodes and %d files of one long episode: nothing to check",
-				st.multiEpisode, st.groupsWithSeveral, st.longAlone)
+		// A long episode's part of its own is checked where one is
+		// recorded on purpose (recorder's TestSessionLayout, and
+		// TestCrashLoop's long episodes); this fixture's are short.
+		if fx.layout == hive.LayoutSession && (st.multiEpisode == 0 || st.groupsWithSeveral == 0) {
+			t.Errorf("the fixture has %d packed files of several episodes and %d row groups of several episodes: nothing to check",
+				st.multiEpisode, st.groupsWithSeveral)
 		}
 	})
 	t.Run("arrow-go", func(t *testing.T) {
