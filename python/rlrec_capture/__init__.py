@@ -9,8 +9,10 @@
 
 ``Capture`` has rlmesh's ``RunHooks`` methods and turns each run into
 rlrec.events.v1 events (see docs/rlmesh.md in the rlrec repository).
-``leaves`` encodes values as the runtime's per-leaf bytes and blobs, and
-``spaces`` maps gymnasium-like spaces to rlmesh.spaces.v1 specs.
+``leaves`` encodes values as the runtime's per-leaf bytes and blobs,
+``decode`` turns a recorded blob back into numpy arrays (numpy and
+protobuf only), and ``spaces`` maps gymnasium-like spaces to
+rlmesh.spaces.v1 specs.
 
 Needs numpy and protobuf, and grpcio for rlrec serve.
 """
@@ -18,6 +20,7 @@ Needs numpy and protobuf, and grpcio for rlrec serve.
 from ._ids import record_id, uuid7
 from ._ingest import IngestError, IngestProcess, write_delimited
 from .capture import END_REASON, Capture, EpisodeInfo, RunInfo, meta_map
+from .decode import decode_leaves, decode_value, spec_from_json
 from .leaves import (
     BlobError,
     LeafError,
@@ -33,6 +36,9 @@ from .spaces import space_spec
 
 __all__ = [
     "END_REASON",
+    "decode_leaves",
+    "decode_value",
+    "spec_from_json",
     "BlobError",
     "Capture",
     "EpisodeInfo",
