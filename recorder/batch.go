@@ -53,6 +53,8 @@ const (
 	// packedMaxBytes bounds the step bytes (blobs and typed values, before
 	// compression) of one packed steps file.
 	packedMaxBytes = 128 << 20
+	// packedGroupRows bounds the rows of a packed file's row groups.
+	packedGroupRows = 16 << 10
 )
 
 // batch is the pending writes of one recording.

@@ -181,10 +181,18 @@ func (w *writer) format(obs, act *schema.Layout, class int) (*parquetout.StepsFo
 		return f, nil
 	}
 	newFormat := parquetout.NewStepsFormat
+	cfg := pageClassConfig(w.cfg, class)
 	if w.layout == hive.LayoutSession {
 		newFormat = parquetout.NewPackedStepsFormat
+		// A reader of one episode reads its row groups whole: they are
+		// kept to packedGroupRows rows (plus the episode that crosses the
+		// bound), so that reading an episode of a packed file costs about
+		// that, not the file.
+		if cfg.RowGroupRows <= 0 || cfg.RowGroupRows > packedGroupRows {
+			cfg.RowGroupRows = packedGroupRows
+		}
 	}
-	f, err := newFormat(obs, act, pageClassConfig(w.cfg, class))
+	f, err := newFormat(obs, act, cfg)
 	if err != nil {
 		return nil, err
 	}
