@@ -46,28 +46,36 @@ func writeJournal(fsys vfs.FS, root string, markers [][]byte) error {
 		b = append(b, m...)
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
-	state := filepath.Join(root, hive.StateDir)
-	tmp := filepath.Join(state, "."+journalName+".tmp")
+	if err := writeDurable(fsys, filepath.Join(root, hive.StateDir), journalName, b); err != nil {
+		return fmt.Errorf("write recovery journal: %w", err)
+	}
+	return nil
+}
+
+// writeDurable writes a small file of the recorder's state whole: under
+// the temp name .NAME.tmp in dir, synced, renamed to name, dir synced.
+func writeDurable(fsys vfs.FS, dir, name string, b []byte) error {
+	tmp := filepath.Join(dir, "."+name+".tmp")
 	f, err := fsys.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("write recovery journal: %w", err)
+		return fmt.Errorf("create %s: %w", tmp, err)
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Close()
-		return fmt.Errorf("write recovery journal %s: %w", tmp, err)
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("sync recovery journal %s: %w", tmp, err)
+		return fmt.Errorf("sync %s: %w", tmp, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("close recovery journal %s: %w", tmp, err)
+		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err := fsys.Rename(tmp, journalPath(root)); err != nil {
-		return fmt.Errorf("rename recovery journal: %w", err)
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
-	if err := fsys.SyncDir(state); err != nil {
-		return fmt.Errorf("sync %s: %w", state, err)
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -119,33 +119,11 @@ func (r *Recorder) ensureLayout() error {
 	return r.layoutErr
 }
 
-// writeLayout writes the layout file: a temp file, synced, renamed, its
-// directory synced.
+// writeLayout writes the layout file (writeDurable).
 func (r *Recorder) writeLayout() error {
-	state := filepath.Join(r.root, hive.StateDir)
-	name := filepath.Join(state, hive.LayoutName)
 	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, r.layout)
-	tmp := filepath.Join(state, "."+hive.LayoutName+".tmp")
-	out, err := r.fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("open %s: create %s: %w", r.root, tmp, err)
-	}
-	if _, err := io.WriteString(out, body); err != nil {
-		out.Close()
-		return fmt.Errorf("open %s: write %s: %w", r.root, tmp, err)
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return fmt.Errorf("open %s: sync %s: %w", r.root, tmp, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("open %s: close %s: %w", r.root, tmp, err)
-	}
-	if err := r.fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("open %s: rename %s: %w", r.root, tmp, err)
-	}
-	if err := r.fs.SyncDir(state); err != nil {
-		return fmt.Errorf("open %s: sync %s: %w", r.root, state, err)
+	if err := writeDurable(r.fs, filepath.Join(r.root, hive.StateDir), hive.LayoutName, []byte(body)); err != nil {
+		return fmt.Errorf("open %s: write the layout file: %w", r.root, err)
 	}
 	return nil
 }
