@@ -89,18 +89,18 @@ type Log struct {
 	lock io.Closer
 	rep  RepairReport
 
-	mu         sync.Mutex
-	cur        []byte // records appended, not yet taken by the writer, framed but for CRC and type
-	spare      []byte // the writer's previous batch buffer, for reuse
-	pending    int    // bytes in cur and in the batch being written
-	last       Pos    // last appended
-	written    Pos    // last handed to the file system
-	synced     Pos    // last durable
-	syncWanted bool
-	closed     bool
-	stopped    bool          // the writer goroutine has exited
-	err        error         // sticky write or sync failure
-	progress   chan struct{} // closed and replaced after every batch
+	mu       sync.Mutex
+	cur      []byte // records appended, not yet taken by the writer, framed but for CRC and type
+	spare    []byte // the writer's previous batch buffer, for reuse
+	pending  int    // bytes in cur and in the batch being written
+	last     Pos    // last appended
+	written  Pos    // last handed to the file system
+	synced   Pos    // last durable
+	syncWant Pos    // the highest position a waiter asked to be synced
+	closed   bool
+	stopped  bool          // the writer goroutine has exited
+	err      error         // sticky write or sync failure
+	progress chan struct{} // closed and replaced after every batch
 
 	kick    chan struct{}
 	closing chan struct{}
@@ -345,7 +345,7 @@ func (l *Log) WaitSynced(ctx context.Context, pos Pos) error {
 			l.mu.Unlock()
 			return fmt.Errorf("wal: wait for position %d: %w", pos, ErrClosed)
 		}
-		l.syncWanted = true
+		l.syncWant = max(l.syncWant, pos)
 		ch := l.progress
 		l.mu.Unlock()
 		l.wake()

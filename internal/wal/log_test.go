@@ -149,6 +149,64 @@ func TestWaitSyncedSurvivesCrash(t *testing.T) {
 	}
 }
 
+// TestSyncLeavesNoWish: a Sync that raced with a flush already under way
+// must not leave a wish behind that syncs the next record nobody waits
+// for (which made a later unsynced tail look synced). The race needs a
+// flush running while Sync asks, so writes are slowed to widen it.
+func TestSyncLeavesNoWish(t *testing.T) {
+	l, err := Open(slowFS{vfs.NewMem()}, testDir, Options{SyncInterval: time.Hour, FlushSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	i := 0
+	for round := 0; round < 200; round++ {
+		for k := 0; k < 3; k++ {
+			if _, err := l.Append(payload(i % 16)); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		}
+		if err := l.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synced := l.SyncedPos()
+		if _, err := l.Append(payload(i % 16)); err != nil {
+			t.Fatal(err)
+		}
+		i++
+		waitWritten(t, l)
+		if got := l.SyncedPos(); got != synced {
+			t.Fatalf("round %d: a record nobody waited for was synced (synced %d, was %d)", round, got, synced)
+		}
+	}
+}
+
+// slowFS is a file system whose files take 100 µs per write and sync.
+type slowFS struct{ vfs.FS }
+
+func (s slowFS) Create(name string) (vfs.File, error) {
+	f, err := s.FS.Create(name)
+	return slowFile{f}, err
+}
+
+func (s slowFS) OpenAppend(name string) (vfs.File, error) {
+	f, err := s.FS.OpenAppend(name)
+	return slowFile{f}, err
+}
+
+type slowFile struct{ vfs.File }
+
+func (f slowFile) Write(p []byte) (int, error) {
+	time.Sleep(100 * time.Microsecond)
+	return f.File.Write(p)
+}
+
+func (f slowFile) Sync() error {
+	time.Sleep(100 * time.Microsecond)
+	return f.File.Sync()
+}
+
 func TestOSLog(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ROOT", "_rlrec", "log")
 	l, err := Open(vfs.OS(), dir, Options{SegmentSize: 16 << 10})

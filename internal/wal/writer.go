@@ -42,13 +42,16 @@ func (l *Log) flush(sync bool) {
 		return
 	}
 	batch, first, last := l.cur, l.written+1, l.last
-	sync = sync || l.syncWanted
-	if len(batch) == 0 && !(sync && l.dirty) && !l.syncWanted {
+	// A waiter's wish is met by any sync after it: the flush that ran
+	// when it asked may already have covered it, so compare positions
+	// rather than keep a flag a finished sync would leave set.
+	wanted := l.syncWant > l.synced
+	sync = sync || wanted
+	if len(batch) == 0 && !(sync && l.dirty) && !wanted {
 		l.mu.Unlock()
 		return
 	}
 	l.cur, l.spare = l.spare[:0], nil
-	l.syncWanted = false
 	l.mu.Unlock()
 
 	err := l.writeBatch(batch, first)
