@@ -81,6 +81,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
 	if err := checkDest(src, dst); err != nil {
 		return nil, err
 	}

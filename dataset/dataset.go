@@ -77,6 +77,10 @@ type Dataset struct {
 	// (packed steps files), read on first use.
 	mu    sync.Mutex
 	steps map[Recording]map[string]string
+
+	// groups holds the row groups of packed steps files decoded last,
+	// shared by every episode iterator (see groups.go).
+	groups groupCache
 }
 
 // Open lists the ROOT at root. It reads directories only, except for the
@@ -169,6 +173,18 @@ func partitionFromMetadata(path, dir string, p hive.Partition) (hive.Partition, 
 		return p, fmt.Errorf("the file's metadata names %s, which is not the partition it is in", q.Rel())
 	}
 	return q, nil
+}
+
+// Close closes the packed steps files the Dataset keeps open between
+// iterators and drops the row groups it keeps decoded. Iterators still
+// open go on working, and the Dataset can still be read: its iterators
+// then open files of their own. A Dataset that read no packed file holds
+// nothing to close.
+func (d *Dataset) Close() error {
+	if err := d.groups.close(); err != nil {
+		return fmt.Errorf("close dataset %s: %w", d.root, err)
+	}
+	return nil
 }
 
 // Root returns the ROOT directory.

@@ -13,6 +13,7 @@
 // # Usage
 //
 //	d, err := dataset.Open(root)               // lists directories only
+//	defer d.Close()                            // the packed files it keeps open
 //	for _, rec := range d.Recordings() {
 //		eps, err := d.Episodes(rec)             // reads the episodes files
 //		...
@@ -47,6 +48,16 @@
 //     episode's part files are read in order of their first step (part
 //     files of one episode hold disjoint step ranges; a checker verifies
 //     that).
+//   - An episode of a packed steps file (layout "session") is read from
+//     the row groups that hold it, found by the episode_record_id column's
+//     statistics. Those groups hold many episodes, and a replay, a copy or
+//     an export reads them all, so the Dataset keeps the last 8 row groups
+//     it decoded (256 MiB at most) and the last 4 packed files it opened,
+//     shared by every iterator, until Close: each row group is decoded
+//     about once per pass over the recording rather than once per episode
+//     it holds (replaying a 3,000-episode cartpole recording: 83 s before,
+//     0.9 s after, against 1.3-2.3 s for the same session in layout
+//     "episode").
 //   - Space specs come from each file's key-value metadata
 //     (rlrec.observation_space, rlrec.action_space), so a single copied
 //     steps or episodes file decodes on its own (OpenStepsFile).

@@ -3,6 +3,7 @@ package dataset_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
@@ -267,3 +269,78 @@ func TestParseFinalInfo(t *testing.T) {
 }
 
 var _ = schema.TableSteps
+
+// TestReplayPackedReadsOnce replays a session recorded in layout session,
+// whose packed file holds many episodes per row group: the events equal
+// those replayed from the same session in layout episode, and each row
+// group is read twice at most (the replay reads the steps once to plan the
+// batches and once to emit them), each file opened once: not once per
+// episode.
+func TestReplayPackedReadsOnce(t *testing.T) {
+	cfg := sim.Config{Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, Seed: 3}
+	replay := func(layout hive.Layout) ([]string, *dataset.Dataset, dataset.Recording) {
+		root := filepath.Join(t.TempDir(), "root")
+		rec, err := recorder.Open(root, recorder.WithLayout(layout), recorder.WithRowGroupRows(500),
+			recorder.WithClock(sim.StepClock(clockStart, time.Millisecond)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.Clock = sim.StepClock(clockStart, time.Millisecond)
+		sum, err := sim.Run(context.Background(), rec, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		d, err := dataset.Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		r := dataset.Recording{SessionID: sum.SessionID, EnvID: sum.EnvID}
+		var evs []string
+		if _, err := d.ReplayEvents(r, func(ev events.Event, at time.Time) error {
+			js, err := json.Marshal(ev)
+			evs = append(evs, fmt.Sprintf("%s %T %s", at.Format(time.RFC3339Nano), ev, js))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return evs, d, r
+	}
+	want, _, _ := replay(hive.LayoutEpisode)
+	got, d, r := replay(hive.LayoutSession)
+	if len(got) != len(want) {
+		t.Fatalf("packed replay: %d events, episode layout %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("event %d differs:\n packed  %s\n episode %s", i, got[i], want[i])
+		}
+	}
+	files := d.PartitionFiles(schema.TableSteps, r)
+	groups := 0
+	for _, f := range files {
+		fh, err := os.Open(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := fh.Stat()
+		pf, err := parquet.OpenFile(fh, st.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups += len(pf.RowGroups())
+		fh.Close()
+	}
+	decoded, opened := d.PackedReads()
+	t.Logf("%d events, %d packed files, %d row groups; decoded %d, opened %d", len(got), len(files), groups, decoded, opened)
+	if groups < 10 {
+		t.Fatalf("only %d row groups: the test needs many episodes per group and many groups", groups)
+	}
+	if decoded > 2*groups || opened != len(files) {
+		t.Errorf("decoded %d row groups and opened %d files, want each of the %d groups twice at most and each of the %d files once", decoded, opened, groups, len(files))
+	}
+}

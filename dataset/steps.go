@@ -80,12 +80,17 @@ type Steps struct {
 
 	err error
 
-	// only, when set, keeps the rows of one episode of a packed file;
+	// only, when filter is set, keeps the rows of one episode of a
+	// packed file, read from the Dataset's decoded row groups (groups):
+	// rows [i, n) of the current group g are the episode's, and more says
+	// that they reach the group's end, so the next group may hold more.
 	// ridCol is the file's episode_record_id column (-1: none) and rids
 	// its values in the current row group.
 	only      string
 	filter    bool
+	groups    *groupCache
 	inEpisode bool
+	more      bool
 	ridCol    int
 	rids      []parquet.Value
 	partRID   string // the episode of an episode partition
@@ -108,7 +113,7 @@ func (d *Dataset) Steps(rec Recording, episodeRecordID string) (*Steps, error) {
 			return nil, fmt.Errorf("%s episode %q: %w: no steps file in %s (an episode that recorded no step has none); run 'rlrec inspect %s --session %s' for the list",
 				rec, episodeRecordID, ErrNotFound, d.root, d.root, rec.SessionID)
 		}
-		s := &Steps{paths: []string{path}, only: episodeRecordID, filter: true}
+		s := &Steps{paths: []string{path}, only: episodeRecordID, filter: true, groups: &d.groups}
 		if err := s.openNext(); err != nil {
 			return nil, err
 		}
@@ -171,7 +176,7 @@ func sortByFirstStep(paths []string) error {
 // openNext closes the current file and opens the next one.
 func (s *Steps) openNext() error {
 	if s.f != nil {
-		s.f.Close()
+		s.closeFile(s.f)
 		s.f = nil
 	}
 	if s.next >= len(s.paths) {
@@ -179,7 +184,13 @@ func (s *Steps) openNext() error {
 	}
 	path := s.paths[s.next]
 	s.next++
-	f, err := openFile(path)
+	var f *parquetFile
+	var err error
+	if s.groups != nil {
+		f, err = s.groups.open(path)
+	} else {
+		f, err = openFile(path)
+	}
 	if err != nil {
 		return err
 	}
@@ -187,7 +198,7 @@ func (s *Steps) openNext() error {
 	for i, c := range fixedColumns {
 		leaf, ok := sch.Lookup(c.name)
 		if !ok || leaf.Node.Type().Kind() != c.kind {
-			f.Close()
+			s.closeFile(f)
 			return fileErr(path, -1, fmt.Errorf("%w: %s (want %v); not a steps file of this schema version", ErrColumn, c.name, c.kind))
 		}
 		s.cols[i] = leaf.ColumnIndex
@@ -196,7 +207,7 @@ func (s *Steps) openNext() error {
 	if leaf, ok := sch.Lookup(schema.ColEpisodeRecordID); ok && leaf.Node.Type().Kind() == parquet.ByteArray {
 		s.ridCol = leaf.ColumnIndex
 	} else if s.filter {
-		f.Close()
+		s.closeFile(f)
 		return fileErr(path, -1, fmt.Errorf("%w: %s; an episodes row names this file as a packed steps file, which must have it", ErrColumn, schema.ColEpisodeRecordID))
 	}
 	if s.partRID == "" && s.ridCol < 0 {
@@ -204,7 +215,7 @@ func (s *Steps) openNext() error {
 	}
 	sp, err := f.spaces()
 	if err != nil {
-		f.Close()
+		s.closeFile(f)
 		return err
 	}
 	s.f, s.spaces, s.rg, s.n, s.i, s.base = f, sp, 0, 0, 0, 0
@@ -216,6 +227,9 @@ func (s *Steps) openNext() error {
 func (s *Steps) Next() bool {
 	if s.err != nil {
 		return false
+	}
+	if s.filter {
+		return s.nextInEpisode()
 	}
 	for s.i >= s.n {
 		if s.f == nil {
@@ -235,44 +249,51 @@ func (s *Steps) Next() bool {
 			return false
 		}
 	}
-	if s.filter {
-		if !s.skipToEpisode() {
-			return false
-		}
-	}
 	s.fill(s.i)
 	s.row = s.base + int64(s.i)
 	s.i++
 	return true
 }
 
-// skipToEpisode moves to the next row of the episode a filtered iterator
-// keeps, reading row groups as needed; it returns false at the end (an
-// episode's rows are contiguous, so the first row of another episode after
-// them ends it) or on an error.
-func (s *Steps) skipToEpisode() bool {
-	for {
-		for s.i < s.n {
-			if string(s.rids[s.i].ByteArray()) == s.only {
-				s.inEpisode = true
-				return true
-			}
-			if s.inEpisode {
-				s.n = s.i
-				s.f.Close()
-				s.f = nil
-				return false
-			}
-			s.i++
-		}
-		if s.f == nil || s.rg >= len(s.f.pf.RowGroups()) {
+// nextInEpisode is Next for one episode of a packed file: it moves
+// through the row groups whose statistics may hold the episode, taking
+// each from the Dataset's decoded groups, and ends after the episode's
+// last row (an episode's rows are contiguous: rows of another episode
+// after them end it).
+func (s *Steps) nextInEpisode() bool {
+	for s.i >= s.n {
+		if s.f == nil || (s.inEpisode && !s.more) || s.rg >= len(s.f.pf.RowGroups()) {
 			return false
 		}
-		if err := s.readGroup(); err != nil {
+		rg := s.rg
+		s.rg++
+		s.i, s.n, s.more = 0, 0, false
+		if !s.mayHold(rg, s.only) {
+			if s.inEpisode {
+				return false
+			}
+			continue
+		}
+		g, err := s.groups.get(s.f, rg, &s.cols, s.ridCol)
+		if err != nil {
 			s.err = err
 			return false
 		}
+		sp, ok := g.spans[s.only]
+		if !ok {
+			if s.inEpisode {
+				return false
+			}
+			continue
+		}
+		s.vals, s.rids, s.base = g.vals, g.rids, g.base
+		s.i, s.n, s.more = sp.start, sp.end, sp.end == g.rows
+		s.inEpisode = true
 	}
+	s.fill(s.i)
+	s.row = s.base + int64(s.i)
+	s.i++
+	return true
 }
 
 // readGroup reads the fixed columns of the next row group.
@@ -283,12 +304,6 @@ func (s *Steps) readGroup() error {
 	s.rg++
 	n := int(rg.NumRows())
 	chunks := rg.ColumnChunks()
-	if s.filter && !s.mayHold(s.rg-1, s.only) {
-		// The row group's statistics rule the episode out.
-		s.n, s.i = 0, 0
-		s.base += int64(n)
-		return nil
-	}
 	if s.ridCol >= 0 {
 		vals, err := readColumn(chunks[s.ridCol], s.rids[:0])
 		if err != nil || len(vals) != n {
@@ -429,11 +444,19 @@ func (s *Steps) Close() error {
 	if s.f == nil {
 		return nil
 	}
-	err := s.f.Close()
+	err := s.closeFile(s.f)
 	s.f = nil
 	s.next = len(s.paths)
 	s.n, s.i = 0, 0
 	return err
+}
+
+// closeFile closes f, or hands it back to the Dataset that shares it.
+func (s *Steps) closeFile(f *parquetFile) error {
+	if s.groups != nil {
+		return s.groups.release(f)
+	}
+	return f.Close()
 }
 
 // Path returns the file the current step was read from, and Row its

@@ -110,6 +110,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer d.Close()
 	mine := map[dataset.Recording]bool{}
 	var rows, dropped int64
 	for _, s := range sums {

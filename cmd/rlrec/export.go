@@ -93,6 +93,7 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer d.Close()
 	recs := d.Recordings()
 	if f.session != "" {
 		if f.env != "" {

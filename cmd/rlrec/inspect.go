@@ -202,6 +202,7 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer d.Close()
 	rep, err := buildInspect(d, f)
 	if err != nil {
 		return err

@@ -114,6 +114,7 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer d.Close()
 	rec, err := d.Lookup(f.session, f.env)
 	if err != nil {
 		return err

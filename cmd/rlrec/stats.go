@@ -89,6 +89,7 @@ func runStats(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer d.Close()
 	recs := d.Recordings()
 	if f.session != "" {
 		if f.env != "" {
