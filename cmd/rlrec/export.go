@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/export/lerobot"
 )
 
@@ -86,30 +85,11 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 		return usagef("--fps %v: want a positive number", f.fps)
 	}
 	root := args[0]
-	if err := checkRoot(root); err != nil {
-		return err
-	}
-	d, err := dataset.Open(root)
+	d, recs, err := openRecordings(root, f.session, f.env)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	recs := d.Recordings()
-	if f.session != "" {
-		if f.env != "" {
-			rec, err := d.Lookup(f.session, f.env)
-			if err != nil {
-				return err
-			}
-			recs = []dataset.Recording{rec}
-		} else if recs = d.Find(f.session, ""); len(recs) == 0 {
-			_, err := d.Lookup(f.session, "")
-			return err
-		}
-	}
-	if len(recs) == 0 {
-		return fmt.Errorf("%s holds no recording; record into it first ('rlrec demo --out %s')", root, root)
-	}
 	sum, err := lerobot.Export(ctx, d, recs, f.out, lerobot.Options{FPS: f.fps, Incomplete: f.incomplete})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 )
@@ -66,6 +67,40 @@ func openRecorder(root string, opts ...recorder.Option) (*recorder.Recorder, err
 			"wait for it to finish, or choose another directory", root, filepath.Join(root, hive.StateDir, hive.LockName))
 	}
 	return rec, err
+}
+
+// openRecordings opens the ROOT root and selects its recordings: all of
+// them, a session id's (several runs may share one), or one with env
+// too. A ROOT without a recording, or a session or env not in it, is an
+// error saying what to do. The caller closes the Dataset.
+func openRecordings(root, session, env string) (*dataset.Dataset, []dataset.Recording, error) {
+	if err := checkRoot(root); err != nil {
+		return nil, nil, err
+	}
+	d, err := dataset.Open(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs := d.Recordings()
+	if session != "" {
+		if env != "" {
+			rec, err := d.Lookup(session, env)
+			if err != nil {
+				d.Close()
+				return nil, nil, err
+			}
+			recs = []dataset.Recording{rec}
+		} else if recs = d.Find(session, ""); len(recs) == 0 {
+			_, err := d.Lookup(session, "")
+			d.Close()
+			return nil, nil, err
+		}
+	}
+	if len(recs) == 0 {
+		d.Close()
+		return nil, nil, fmt.Errorf("%s holds no recording; record into it first ('rlrec demo --out %s')", root, root)
+	}
+	return d, recs, nil
 }
 
 // isRoot reports whether dir holds the recorder's state directory or a

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/stats"
 )
@@ -82,30 +81,11 @@ func runStats(ctx context.Context, env *Env, args []string) error {
 		return usagef("-o %s: name the file *.parquet (DuckDB's globs and pandas find it by its suffix)", f.out)
 	}
 	root := args[0]
-	if err := checkRoot(root); err != nil {
-		return err
-	}
-	d, err := dataset.Open(root)
+	d, recs, err := openRecordings(root, f.session, f.env)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	recs := d.Recordings()
-	if f.session != "" {
-		if f.env != "" {
-			rec, err := d.Lookup(f.session, f.env)
-			if err != nil {
-				return err
-			}
-			recs = []dataset.Recording{rec}
-		} else if recs = d.Find(f.session, ""); len(recs) == 0 {
-			_, err := d.Lookup(f.session, "")
-			return err
-		}
-	}
-	if len(recs) == 0 {
-		return fmt.Errorf("%s holds no recording; record into it first ('rlrec demo --out %s')", root, root)
-	}
 	res, err := stats.Compute(ctx, d, recs)
 	if err != nil {
 		return err
