@@ -1,8 +1,6 @@
 package dataset_test
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -52,19 +50,9 @@ func BenchmarkSteps(b *testing.B) {
 func BenchmarkReplay(b *testing.B) {
 	for _, layout := range []hive.Layout{hive.LayoutEpisode, hive.LayoutSession} {
 		b.Run(string(layout), func(b *testing.B) {
-			root := filepath.Join(b.TempDir(), "root")
-			rec, err := recorder.Open(root, recorder.WithLayout(layout), recorder.WithClock(sim.StepClock(clockStart, time.Millisecond)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum, err := sim.Run(context.Background(), rec, sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3000, Seed: 1,
-				Clock: sim.StepClock(clockStart, time.Millisecond)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := rec.Close(context.Background()); err != nil {
-				b.Fatal(err)
-			}
+			root, sums := recordWith(b, []recorder.Option{recorder.WithLayout(layout)},
+				sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3000, Seed: 1})
+			sum := sums[0]
 			d, err := dataset.Open(root)
 			if err != nil {
 				b.Fatal(err)

@@ -23,8 +23,14 @@ var clockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // collect, when not nil, also receives every event.
 func record(t testing.TB, cfgs ...sim.Config) (string, []sim.Summary) {
 	t.Helper()
+	return recordWith(t, nil, cfgs...)
+}
+
+// recordWith is record with recorder options (after the test clock).
+func recordWith(t testing.TB, opts []recorder.Option, cfgs ...sim.Config) (string, []sim.Summary) {
+	t.Helper()
 	root := filepath.Join(t.TempDir(), "root")
-	rec, err := recorder.Open(root, recorder.WithClock(sim.StepClock(clockStart, time.Millisecond)))
+	rec, err := recorder.Open(root, append([]recorder.Option{recorder.WithClock(sim.StepClock(clockStart, time.Millisecond))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

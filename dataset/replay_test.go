@@ -279,21 +279,8 @@ var _ = schema.TableSteps
 func TestReplayPackedReadsOnce(t *testing.T) {
 	cfg := sim.Config{Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, Seed: 3}
 	replay := func(layout hive.Layout) ([]string, *dataset.Dataset, dataset.Recording) {
-		root := filepath.Join(t.TempDir(), "root")
-		rec, err := recorder.Open(root, recorder.WithLayout(layout), recorder.WithRowGroupRows(500),
-			recorder.WithClock(sim.StepClock(clockStart, time.Millisecond)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := cfg
-		c.Clock = sim.StepClock(clockStart, time.Millisecond)
-		sum, err := sim.Run(context.Background(), rec, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rec.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		root, sums := recordWith(t, []recorder.Option{recorder.WithLayout(layout), recorder.WithRowGroupRows(500)}, cfg)
+		sum := sums[0]
 		d, err := dataset.Open(root)
 		if err != nil {
 			t.Fatal(err)
