@@ -277,9 +277,10 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []*
 		abortParts(packed)
 		return
 	}
-	if err := w.err(); err != nil {
-		// An earlier write failed: commit nothing more; the data stays in
-		// the log for the next Open.
+	if err := w.blocked(rec); err != nil {
+		// An earlier write (of the recorder, or of this recording)
+		// failed: commit nothing more of it; the data stays in the log
+		// for the next Open, its writes in flight.
 		abort()
 		return
 	}
@@ -293,11 +294,11 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []*
 	part, err := parquetout.FinishTableAt(w.fs, p.Dir(w.root), k, meta, w.cfg, rows)
 	if err != nil {
 		abort()
-		w.fail(fmt.Errorf("episode rows of %s: %w", rec, err))
+		w.failRec(rec, fmt.Errorf("episode rows of %s: %w", rec, err))
 		return
 	}
 	epFile := p.File(k)
-	it := commitItem{hold: w.skip != nil}
+	it := commitItem{rec: rec, hold: w.skip != nil}
 	for _, e := range ok {
 		files := []string{epFile}
 		if e.steps != nil {
@@ -400,7 +401,7 @@ func (w *writer) finishPackedFile(b *batch) {
 	w.files.open.Add(-1)
 	if err != nil {
 		f.steps.Abort()
-		w.fail(fmt.Errorf("packed steps of %s: %w", b.rec, err))
+		w.failRec(b.rec, fmt.Errorf("packed steps of %s: %w", b.rec, err))
 		return
 	}
 	b.packedDone = append(b.packedDone, p)

@@ -2,10 +2,12 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/wal"
 )
@@ -66,6 +68,8 @@ type commitItem struct {
 	parts   []*parquetout.Part
 	markers [][]byte
 	live    []any
+	// rec is the recording the write belongs to (failure.go).
+	rec hive.Recording
 	// done, when set, runs under writer.mu once the write is durable.
 	done func()
 	// hold keeps the write until a flush (recovery).
@@ -166,9 +170,13 @@ func (w *writer) commitLoop() {
 }
 
 // commitGroup publishes a group's files as the package doc says, then
-// releases its log positions. A failed group fails the recorder: its temp
-// files are removed (or, past step 2, left for recovery to publish) and
-// its data stays in the log for the next Open to recover.
+// releases its log positions. A file that fails fails its recording
+// (failure.go): that write is dropped from the group (its files aborted
+// before its markers are logged, or left under their temp names after,
+// for recovery to publish) and stays in flight, so its data stays in the
+// log; the rest of the group goes on. Any other failure fails the
+// recorder: the group's temp files are removed (or, past step 2, left for
+// recovery to publish) and its data stays in the log for the next Open.
 func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 	if err := w.err(); err != nil {
 		// An earlier write failed: commit nothing more (its episode or
@@ -176,14 +184,25 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		abortParts(parts)
 		return
 	}
+	// A write of a recording that failed since it was handed over.
+	if w.failedN.Load() > 0 {
+		group = w.dropFailed(group, nil)
+		parts = groupParts(group, parts[:0])
+	}
 	if err := w.r.ensureLayout(); err != nil {
 		abortParts(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
 	if err := parquetout.SyncParts(w.fs, w.root, parts); err != nil {
-		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
-		return
+		var ge *parquetout.GroupError
+		if !errors.As(err, &ge) {
+			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			return
+		}
+		w.chargeParts(group, ge)
+		group = w.dropFailed(group, nil)
+		parts = groupParts(group, parts[:0])
 	}
 	var markers [][]byte
 	for _, it := range group {
@@ -195,8 +214,16 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		return
 	}
 	if err := parquetout.PublishParts(w.fs, w.root, parts); err != nil {
-		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
-		return
+		var ge *parquetout.GroupError
+		if !errors.As(err, &ge) {
+			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			return
+		}
+		// Its markers are durable: the parts not renamed stay under their
+		// temp names for recovery to publish, and the write stays in
+		// flight so that the log keeps its records and markers.
+		w.chargeParts(group, ge)
+		group = w.dropFailed(group, ge)
 	}
 	w.mu.Lock()
 	for _, it := range group {
@@ -208,6 +235,62 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		}
 	}
 	w.mu.Unlock()
+}
+
+// chargeParts fails the recording of each write with a part ge names.
+func (w *writer) chargeParts(group []commitItem, ge *parquetout.GroupError) {
+	owner := make(map[*parquetout.Part]int)
+	for i, it := range group {
+		for _, p := range it.parts {
+			owner[p] = i
+		}
+	}
+	for _, pe := range ge.Parts {
+		i, ok := owner[pe.Part]
+		if !ok {
+			continue
+		}
+		err := pe.Err
+		if ge.Sync != nil {
+			err = fmt.Errorf("%w (after: %v)", pe.Err, ge.Sync)
+		}
+		w.failRec(group[i].rec, &partFailure{path: pe.Path, err: err})
+	}
+}
+
+// partFailure is a part's failure with the path it names.
+type partFailure struct {
+	path string
+	err  error
+}
+
+func (e *partFailure) Error() string { return e.err.Error() }
+func (e *partFailure) Unwrap() error { return e.err }
+
+// dropFailed returns the writes of group whose recordings have not
+// failed; the others' parts are aborted (but those ge names, which a
+// failed publish left as they are).
+func (w *writer) dropFailed(group []commitItem, ge *parquetout.GroupError) []commitItem {
+	keep := group[:0]
+	for _, it := range group {
+		if !w.recFailed(it.rec) {
+			keep = append(keep, it)
+			continue
+		}
+		if ge == nil {
+			abortParts(it.parts)
+		}
+	}
+	clear(group[len(keep):])
+	return keep
+}
+
+// groupParts collects the parts of a group's writes into parts.
+func groupParts(group []commitItem, parts []*parquetout.Part) []*parquetout.Part {
+	for _, it := range group {
+		parts = append(parts, it.parts...)
+	}
+	return parts
 }
 
 // logMarkers makes a group's markers durable before its files are

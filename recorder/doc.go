@@ -46,8 +46,11 @@
 // name (refusing to replace a published one), syncs the file system again
 // and only then releases the log positions the writes held. So a file
 // never holds an event the log could lose, and every published file is
-// named by a durable marker. A failed group fails the recorder like any
-// write error; its data stays in the log for the next Open. Log segments
+// named by a durable marker. An I/O error on one recording's files fails
+// only that recording (failure.go says which errors are whose): the others
+// go on, its events stay in the log, and Flush and Close return a
+// *RecordingError naming it; any other error fails the recorder
+// (ErrFailed), and its data stays in the log for the next Open. Log segments
 // are removed once every write with records in them is published, or is
 // in a sealed snapshot (below). A clean Close empties the log.
 //

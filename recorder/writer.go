@@ -71,9 +71,14 @@ type writer struct {
 	// live maps each write in flight (an episode or a session write) to
 	// the first log position it was built from and the order in which it
 	// was handed over (liveSeq counts them).
-	live       map[any]liveWrite
-	liveSeq    uint64
-	firstErr   error
+	live     map[any]liveWrite
+	liveSeq  uint64
+	firstErr error
+	// failed holds the failed recordings (failure.go) by recKey; failedN
+	// counts them, so that a write looks the map up only when there are
+	// any.
+	failed     map[string]*recFailure
+	failedN    atomic.Int32
 	completed  int
 	incomplete int
 	skipped    int
@@ -103,13 +108,15 @@ func newWriter(r *Recorder) *writer {
 		parts:      make(map[string]int),
 		batchDelay: r.opts.batchDelay,
 		live:       make(map[any]liveWrite),
+		failed:     make(map[string]*recFailure),
 	}
 	go w.commitLoop()
 	return w
 }
 
-// fail records a write error. The data stays in the log, so the next Open
-// recovers it; the recorder stops accepting events meanwhile.
+// fail records an error that fails the whole recorder (failure.go says
+// which). The data stays in the log, so the next Open recovers it; the
+// recorder stops accepting events meanwhile.
 func (w *writer) fail(err error) {
 	w.mu.Lock()
 	if w.firstErr == nil {
@@ -126,7 +133,8 @@ func (w *writer) err() error {
 }
 
 // wait returns once every write submitted so far has finished, every
-// batch is flushed and every group is committed.
+// batch is flushed and every group is committed. It returns the error that
+// failed the recorder; failed recordings are in recordingErrors.
 func (w *writer) wait() error {
 	w.drain()
 	w.com.flush()
@@ -262,7 +270,7 @@ func (w *writer) stepsFull(s *session, ep *episode) {
 		err := w.writeRows(f, meta, j)
 		w.rows.Release(j.charge)
 		if err != nil {
-			w.fail(err)
+			w.failRec(meta.rec, err)
 		}
 	})
 }
@@ -293,9 +301,10 @@ func (w *writer) meta(rec hive.Recording) parquetout.Metadata {
 func (m episodeMeta) String() string { return fmt.Sprintf("steps of %s episode %q", m.rec, m.rid) }
 
 func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
-	if err := w.err(); err != nil {
-		// An earlier write failed: this episode must not be committed
-		// (its episodes row and marker written) without its steps.
+	if err := w.blocked(m.rec); err != nil {
+		// An earlier write (of the recorder, or of this recording)
+		// failed: this episode must not be committed (its episodes row
+		// and marker written) without its steps.
 		return fmt.Errorf("%s: not written after an earlier failure: %w", m, err)
 	}
 	if f.steps == nil && len(j.rows) == 0 {
@@ -403,7 +412,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 			err := w.pack(b, em, j, e)
 			w.rows.Release(j.charge)
 			if err != nil {
-				w.fail(err)
+				w.failRec(em.rec, err)
 			}
 			w.ready(b, e, err != nil)
 		})
@@ -413,7 +422,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		part, err := w.finishSteps(f, em, j)
 		w.rows.Release(j.charge)
 		if err != nil {
-			w.fail(err)
+			w.failRec(em.rec, err)
 			w.ready(b, e, true)
 			return
 		}
@@ -541,7 +550,8 @@ func (w *writer) sessionDone(s *session) {
 // writeSession writes a session write's files and hands them to the
 // committer.
 func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
-	if err := w.err(); err != nil {
+	if err := w.blocked(rec); err != nil {
+		// Its write stays in flight, and so in the log.
 		return
 	}
 	meta := w.meta(rec)
@@ -553,7 +563,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		part, err := finish(p.Dir(w.root), n)
 		if err != nil {
 			abortParts(parts)
-			w.fail(fmt.Errorf("%s of %s: %w", what, rec, err))
+			w.failRec(rec, fmt.Errorf("%s of %s: %w", what, rec, err))
 			return false
 		}
 		parts, files = append(parts, part), append(files, p.File(n))
@@ -582,7 +592,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 			return
 		}
 	}
-	w.commit(commitItem{parts: parts, markers: [][]byte{appendSessionMarker(nil, recSessionDone, rec, job.k, files)},
+	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{appendSessionMarker(nil, recSessionDone, rec, job.k, files)},
 		live: []any{job.token}, hold: w.skip != nil})
 }
 
@@ -716,7 +726,7 @@ func (w *writer) handedOver() uint64 {
 
 // finishedUpTo reports whether every write among the first seq finished
 // writes handed over is durable. (A failed write stays in flight: it fails
-// the recorder.)
+// the recorder, or its recording, whose log must be kept.)
 func (w *writer) finishedUpTo(seq uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -109,26 +109,62 @@ func TestCommitPartsCrash(t *testing.T) {
 
 func TestCommitPartsErrors(t *testing.T) {
 	root := filepath.FromSlash("/r")
+	type fault struct {
+		k  int64
+		op vfs.Op
+	}
 	tests := []struct {
-		name      string
-		op        vfs.Op
-		k         int64
+		name   string
+		faults []fault
+		// whole: the error is no one part's (every part aborted); else
+		// failed parts are listed in a *GroupError (nil error: none).
+		whole     bool
+		failed    int
 		wantFinal int  // final files present after the error
 		wantTemps bool // temps left: a failed publish keeps the synced parts not yet renamed
 	}{
-		{"first sync", vfs.OpSyncFS, 1, 0, false},
-		{"first rename", vfs.OpRename, 1, 0, true},
-		{"second rename", vfs.OpRename, 2, 1, true},
-		{"second sync", vfs.OpSyncFS, 2, 2, false},
+		// A failed file-system sync is retried file by file: nothing of
+		// these files failed.
+		{name: "first sync", faults: []fault{{1, vfs.OpSyncFS}}, wantFinal: 2},
+		{name: "first sync and a file", faults: []fault{{1, vfs.OpSyncFS}, {1, vfs.OpSync}}, failed: 1, wantFinal: 1},
+		{name: "first sync and a partition", faults: []fault{{1, vfs.OpSyncFS}, {1, vfs.OpSyncDir}}, failed: 1, wantFinal: 1},
+		// The first file's directories are synced up to the root first:
+		// steps/session_id=s/episode_record_id=e, steps/session_id=s,
+		// then steps, directly under the root: every part's.
+		{name: "first sync and a table directory", faults: []fault{{1, vfs.OpSyncFS}, {3, vfs.OpSyncDir}}, whole: true},
+		{name: "first rename", faults: []fault{{1, vfs.OpRename}}, failed: 1, wantFinal: 1, wantTemps: true},
+		{name: "second rename", faults: []fault{{2, vfs.OpRename}}, failed: 1, wantFinal: 1, wantTemps: true},
+		{name: "second sync", faults: []fault{{2, vfs.OpSyncFS}}, wantFinal: 2},
+		{name: "second sync and a directory", faults: []fault{{2, vfs.OpSyncFS}, {1, vfs.OpSyncDir}}, failed: 1, wantFinal: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			mem := vfs.NewMem()
-			fsys := vfs.WithErrors(mem, vfs.FailAt(tt.k, tt.op))
+			var fsys vfs.FS = mem
+			for _, f := range tt.faults {
+				fsys = vfs.WithErrors(fsys, vfs.FailAt(f.k, f.op))
+			}
 			parts := groupFiles(t, fsys, root)
 			err := CommitParts(fsys, root, parts)
-			if !errors.Is(err, vfs.ErrInjected) {
-				t.Fatalf("CommitParts: %v, want the injected error", err)
+			var ge *GroupError
+			switch {
+			case tt.whole:
+				if err == nil || errors.As(err, &ge) || !errors.Is(err, vfs.ErrInjected) {
+					t.Fatalf("CommitParts: %v, want the injected error for the whole group", err)
+				}
+			case tt.failed == 0:
+				if err != nil {
+					t.Fatalf("CommitParts: %v, want nil", err)
+				}
+			default:
+				if !errors.As(err, &ge) || len(ge.Parts) != tt.failed || !errors.Is(err, vfs.ErrInjected) {
+					t.Fatalf("CommitParts: %v, want a *GroupError of %d parts wrapping the injected error", err, tt.failed)
+				}
+				for _, pe := range ge.Parts {
+					if pe.Path == "" || !strings.HasPrefix(pe.Path, root) {
+						t.Errorf("failed part's path %q", pe.Path)
+					}
+				}
 			}
 			for _, p := range parts {
 				p.Abort()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -237,18 +238,50 @@ func (p *Part) Finish() error {
 // leaves each part either under its temp name or complete under its final
 // name. A caller that must record the group before it becomes visible
 // (the recorder logs its markers) calls the two itself.
+//
+// When only some parts fail (a *GroupError), the others are committed all
+// the same, and the error lists the failed ones of both steps.
 func CommitParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
-	if err := SyncParts(fsys, syncRoot, parts); err != nil {
-		return err
+	serr := SyncParts(fsys, syncRoot, parts)
+	var sge *GroupError
+	if serr != nil && !errors.As(serr, &sge) {
+		return serr
 	}
-	return PublishParts(fsys, syncRoot, parts)
+	rest := parts
+	if sge != nil {
+		rest = nil
+		for _, p := range parts {
+			if !p.done {
+				rest = append(rest, p)
+			}
+		}
+	}
+	perr := PublishParts(fsys, syncRoot, rest)
+	var pge *GroupError
+	if perr != nil && !errors.As(perr, &pge) {
+		return perr
+	}
+	if sge == nil {
+		return perr
+	}
+	if pge != nil {
+		sge.Parts = append(sge.Parts, pge.Parts...)
+	}
+	return sge
 }
 
 // SyncParts makes the data of a group of finished parts durable under
 // their temp names, and every directory entry created for them, with one
 // sync of the file system holding syncRoot (every part must be on it),
-// where Commit takes a file sync and a directory sync per part. On error
-// every part is aborted.
+// where Commit takes a file sync and a directory sync per part.
+//
+// A failed file-system sync says nothing of which file failed, so SyncParts
+// then syncs every part on its own: its file, then each directory from its
+// own up to syncRoot. It returns nil when every part went through (the
+// error was not theirs); a *GroupError listing the parts that failed, each
+// aborted, when the others went through; and any other error, with every
+// part aborted, when the failure is not any one part's (a directory other
+// parts' paths share, at the top of syncRoot).
 func SyncParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
 	for _, p := range parts {
 		if p.done || !p.finished {
@@ -260,8 +293,23 @@ func SyncParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
 		return nil
 	}
 	if err := fsys.SyncFS(syncRoot); err != nil {
-		abortAll(parts)
-		return fmt.Errorf("parquetout: sync the file system of %s before committing %d files: %w", syncRoot, len(parts), err)
+		ferr := fmt.Errorf("parquetout: sync the file system of %s before committing %d files: %w", syncRoot, len(parts), err)
+		ge, err := syncEach(fsys, syncRoot, parts, ferr, true)
+		if err != nil {
+			abortAll(parts)
+			return err
+		}
+		if ge != nil {
+			for _, pe := range ge.Parts {
+				pe.Part.Abort()
+			}
+			for _, p := range parts {
+				if !p.done {
+					p.synced = true
+				}
+			}
+			return ge
+		}
 	}
 	for _, p := range parts {
 		p.synced = true
@@ -269,36 +317,165 @@ func SyncParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
 	return nil
 }
 
+// syncEach syncs every part on its own after the file-system sync failed
+// with ferr: its temp file (when file is set: data not yet durable) and
+// the directories from its own up to syncRoot, each once. A failing
+// directory directly under syncRoot, or syncRoot itself, is every part's:
+// it is returned as the error.
+func syncEach(fsys vfs.FS, syncRoot string, parts []*Part, ferr error, file bool) (*GroupError, error) {
+	root := filepath.Clean(syncRoot)
+	dirs := map[string]error{}
+	syncDir := func(d string) error {
+		err, ok := dirs[d]
+		if !ok {
+			err = fsys.SyncDir(d)
+			if err != nil {
+				err = fmt.Errorf("parquetout: sync directory %s: %w", d, err)
+			}
+			dirs[d] = err
+		}
+		return err
+	}
+	var ge *GroupError
+	for _, p := range parts {
+		var err error
+		if file {
+			err = syncFile(fsys, p.tmp)
+		}
+		for d := filepath.Clean(p.dir); err == nil; d = filepath.Dir(d) {
+			if derr := syncDir(d); derr != nil {
+				if d == root || filepath.Dir(d) == root {
+					return nil, fmt.Errorf("%w (then, syncing each file: %w)", ferr, derr)
+				}
+				err = derr
+			}
+			if d == root || filepath.Dir(d) == d || !strings.HasPrefix(d, root) {
+				break
+			}
+		}
+		if err != nil {
+			if ge == nil {
+				ge = &GroupError{Sync: ferr}
+			}
+			ge.Parts = append(ge.Parts, &PartError{Part: p, Path: errPathOr(err, p.tmp), Err: err})
+		}
+	}
+	return ge, nil
+}
+
+// syncFile syncs a closed file's data.
+func syncFile(fsys vfs.FS, name string) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return fmt.Errorf("parquetout: open %s to sync it: %w", name, err)
+	}
+	err = f.Sync()
+	cerr := f.Close()
+	if err != nil {
+		return fmt.Errorf("parquetout: sync %s: %w", name, err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("parquetout: close %s: %w", name, cerr)
+	}
+	return nil
+}
+
 // PublishParts gives every part of a synced group (SyncParts) its final
 // name, refusing to replace an existing file (a published file is never
 // rewritten: ErrExists), then syncs the file system so that the names are
-// durable. On error the parts not yet renamed keep their temp names: they
-// are durable, and a caller that recorded the group before publishing it
-// publishes them after a restart (Publish). Those renamed are complete
-// under their final names but, if the sync failed, their names may not be
-// durable.
+// durable. A part whose rename fails keeps its temp name: it is durable,
+// and a caller that recorded the group before publishing it publishes it
+// after a restart (Publish); the others are renamed all the same. A failed
+// file-system sync is retried directory by directory, as in SyncParts.
+// The error is a *GroupError naming the parts that failed, or, for a
+// failure that is not any one part's, another error.
 func PublishParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
 	for _, p := range parts {
 		if !p.synced || p.done {
 			return fmt.Errorf("parquetout: publish %s: %w", p.tmp, errNotFinished)
 		}
 	}
-	for i, p := range parts {
-		if err := renameNoReplace(p.fsys, p.tmp, p.final); err != nil {
-			for _, q := range parts[i:] {
-				q.finished, q.done = false, true
-			}
-			return err
-		}
+	var ge *GroupError
+	var renamed []*Part
+	for _, p := range parts {
 		p.finished, p.done = false, true
+		if err := renameNoReplace(p.fsys, p.tmp, p.final); err != nil {
+			if ge == nil {
+				ge = &GroupError{}
+			}
+			ge.Parts = append(ge.Parts, &PartError{Part: p, Path: p.final, Err: err})
+			continue
+		}
+		renamed = append(renamed, p)
 	}
-	if len(parts) == 0 {
-		return nil
+	if len(renamed) > 0 {
+		if err := fsys.SyncFS(syncRoot); err != nil {
+			ferr := fmt.Errorf("parquetout: sync the file system of %s after committing %d files: %w", syncRoot, len(renamed), err)
+			each, err := syncEach(fsys, syncRoot, renamed, ferr, false)
+			if err != nil {
+				return err
+			}
+			if each != nil {
+				if ge == nil {
+					ge = &GroupError{}
+				}
+				ge.Sync = ferr
+				ge.Parts = append(ge.Parts, each.Parts...)
+			}
+		}
 	}
-	if err := fsys.SyncFS(syncRoot); err != nil {
-		return fmt.Errorf("parquetout: sync the file system of %s after committing %d files: %w", syncRoot, len(parts), err)
+	if ge != nil {
+		return ge
 	}
 	return nil
+}
+
+// PartError is the failure of one part of a group.
+type PartError struct {
+	Part *Part
+	// Path is the file or directory that failed.
+	Path string
+	Err  error
+}
+
+func (e *PartError) Error() string { return e.Err.Error() }
+func (e *PartError) Unwrap() error { return e.Err }
+
+// GroupError is returned by SyncParts and PublishParts when some parts of
+// a group failed and the others went through.
+type GroupError struct {
+	Parts []*PartError
+	// Sync is the file-system sync's error that made the parts be synced
+	// one by one, if it failed.
+	Sync error
+}
+
+func (e *GroupError) Error() string {
+	if len(e.Parts) == 1 {
+		return e.Parts[0].Error()
+	}
+	return fmt.Sprintf("%d files failed, the first: %v", len(e.Parts), e.Parts[0].Err)
+}
+
+func (e *GroupError) Unwrap() []error {
+	out := make([]error, len(e.Parts))
+	for i, p := range e.Parts {
+		out[i] = p
+	}
+	return out
+}
+
+// errPathOr returns the path an I/O error names, or def.
+func errPathOr(err error, def string) string {
+	var pe *fs.PathError
+	var ie *vfs.InjectedError
+	switch {
+	case errors.As(err, &ie):
+		return ie.Name
+	case errors.As(err, &pe):
+		return pe.Path
+	}
+	return def
 }
 
 // renameNoReplace renames tmp to final unless final exists. The ROOT lock
