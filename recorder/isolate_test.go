@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
@@ -195,6 +196,48 @@ func testRecordingFailure(t *testing.T, layout hive.Layout, ops []vfs.Op, syncFS
 	}
 }
 
+// TestRecordingFailureKeepsLog fails one recording early while another
+// runs long enough for snapshots and the removal of log segments: the
+// failed recording's records must all stay in the log, so that recovery
+// writes every one of its episodes.
+func TestRecordingFailureKeepsLog(t *testing.T) {
+	cfgs := []sim.Config{
+		{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, TimeLimit: 20, Seed: 21, SessionID: "keep-long"},
+		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 60, TimeLimit: 20, Seed: 22, SessionID: "keep-bad"},
+	}
+	evs := simEvents(t, cfgs)
+	ta := newTally()
+	for _, ev := range evs {
+		ta.add(ev)
+	}
+	mem := vfs.NewMem()
+	fault := &recordingFault{sub: "session_id=keep-bad", ops: []vfs.Op{vfs.OpCreate}}
+	rec, err := recorder.Open(memRoot, fast, recorder.WithFS(vfs.WithErrors(mem, fault)),
+		recorder.WithSegmentSize(16<<10), recorder.WithReclaimEvery(16), recorder.WithEpisodeBatchDelay(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if err := events.Dispatch(context.Background(), rec, ev); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if i%500 == 0 {
+			// Let batches flush and snapshots seal, as a live run does.
+			if err := rec.Flush(context.Background()); err != nil && recorder.RecordingErrors(err) == nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if rec.SnapshotsTaken() == 0 {
+		t.Fatal("no snapshot was taken: the test does not exercise them")
+	}
+	checkRecordingError(t, rec.Close(context.Background()), "keep-bad")
+	fault.off.Store(true)
+	openClose(t, mem)
+	checkTables(t, readTables(t, mem, memRoot), ta, expect{})
+}
+
 // checkRecordingError asserts that err reports exactly the failure of the
 // recording of session sid, and nothing that failed the recorder.
 func checkRecordingError(t *testing.T, err error, sid string) {
@@ -231,5 +274,3 @@ func clearTemps(tb *tables) {
 	}
 	tb.files = keep
 }
-
-var _ events.Event
