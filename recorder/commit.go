@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/wal"
 )
 
@@ -17,12 +17,12 @@ import (
 // group in this order:
 //
 //  1. sync the file system holding ROOT (syncfs(2)): every file of the
-//     group is durable under its temp name (parquetout.SyncParts);
+//     group is durable under its temp name (store.Store.Sync);
 //  2. append the group's markers to the log, each naming its write and its
 //     files, and wait until they are durable: the log then also holds,
 //     durably, every event the files were built from (it is sequential);
 //  3. rename every file to its final name, refusing to replace one, and
-//     sync the file system again (parquetout.PublishParts);
+//     sync the file system again (store.Store.Publish);
 //  4. release the log positions the writes held, so the log is reclaimed
 //     only after the files are published.
 //
@@ -65,7 +65,7 @@ const (
 // writer.live; or, with flushed set, a request to commit what is held and
 // close flushed.
 type commitItem struct {
-	parts   []*parquetout.Part
+	parts   []store.Part
 	markers [][]byte
 	live    []any
 	// rec is the recording the write belongs to (failure.go).
@@ -116,7 +116,7 @@ func (w *writer) commitLoop() {
 	defer close(c.exited)
 	var (
 		group []commitItem
-		parts []*parquetout.Part
+		parts []store.Part
 		hold  bool
 		n     int // files in group
 	)
@@ -177,7 +177,7 @@ func (w *writer) commitLoop() {
 // log; the rest of the group goes on. Any other failure fails the
 // recorder: the group's temp files are removed (or, past step 2, left for
 // recovery to publish) and its data stays in the log for the next Open.
-func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
+func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	if err := w.err(); err != nil {
 		// An earlier write failed: commit nothing more (its episode or
 		// session write may depend on what failed).
@@ -194,8 +194,8 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	if err := parquetout.SyncParts(w.fs, w.root, parts); err != nil {
-		var ge *parquetout.GroupError
+	if err := w.st.Sync(parts); err != nil {
+		var ge *store.GroupError
 		if !errors.As(err, &ge) {
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
@@ -213,8 +213,8 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	if err := parquetout.PublishParts(w.fs, w.root, parts); err != nil {
-		var ge *parquetout.GroupError
+	if err := w.st.Publish(parts); err != nil {
+		var ge *store.GroupError
 		if !errors.As(err, &ge) {
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
@@ -238,8 +238,8 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 }
 
 // chargeParts fails the recording of each write with a part ge names.
-func (w *writer) chargeParts(group []commitItem, ge *parquetout.GroupError) {
-	owner := make(map[*parquetout.Part]int)
+func (w *writer) chargeParts(group []commitItem, ge *store.GroupError) {
+	owner := make(map[store.Part]int)
 	for i, it := range group {
 		for _, p := range it.parts {
 			owner[p] = i
@@ -270,7 +270,7 @@ func (e *partFailure) Unwrap() error { return e.err }
 // dropFailed returns the writes of group whose recordings have not
 // failed; the others' parts are aborted (but those ge names, which a
 // failed publish left as they are).
-func (w *writer) dropFailed(group []commitItem, ge *parquetout.GroupError) []commitItem {
+func (w *writer) dropFailed(group []commitItem, ge *store.GroupError) []commitItem {
 	keep := group[:0]
 	for _, it := range group {
 		if !w.recFailed(it.rec) {
@@ -286,7 +286,7 @@ func (w *writer) dropFailed(group []commitItem, ge *parquetout.GroupError) []com
 }
 
 // groupParts collects the parts of a group's writes into parts.
-func groupParts(group []commitItem, parts []*parquetout.Part) []*parquetout.Part {
+func groupParts(group []commitItem, parts []store.Part) []store.Part {
 	for _, it := range group {
 		parts = append(parts, it.parts...)
 	}

@@ -23,7 +23,7 @@ import (
 //     published name already taken, an injected fault), unless it is one
 //     of the file-system-wide errors below. A file-system sync of a group
 //     (syncfs) is not one recording's: when it fails, every file of the
-//     group is synced on its own (parquetout.SyncParts), and only the
+//     group is synced on its own (store.Store.Sync), and only the
 //     files that still fail are charged to their recordings;
 //   - for the whole recorder (ErrFailed, as before): ENOSPC, EDQUOT and
 //     EROFS wherever they come from (they are the ROOT's, not a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
@@ -244,7 +245,7 @@ func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
 	if !final {
 		return false
 	}
-	n, err := parquetout.NextPart(d.fs, hive.RecordingPartition(schema.TableSessions, rec).Dir(d.root))
+	n, err := store.NewFS(d.fs, d.root).Next(hive.RecordingPartition(schema.TableSessions, rec))
 	return err == nil && n > 0
 }
 
@@ -305,10 +306,9 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 		dir, name := path.Split(st.Rel)
 		n, _, _ := hive.ParsePartName(name)
 		final := path.Join(dir, hive.PartName(n))
-		osDir := filepath.Join(r.root, filepath.FromSlash(dir))
 		if done.files[final] {
 			if _, err := r.fs.Stat(filepath.Join(r.root, filepath.FromSlash(final))); err != nil {
-				if err := parquetout.Publish(r.fs, osDir, n); err != nil {
+				if err := r.w.st.PublishTemp(dir, n); err != nil {
 					if err := r.failTemp(st.Rel, fmt.Errorf("publish a file the crashed recorder had made durable: %w", err)); err != nil {
 						return err
 					}
@@ -319,7 +319,7 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 				continue
 			}
 		}
-		if err := r.fs.Remove(filepath.Join(r.root, filepath.FromSlash(st.Rel))); err != nil {
+		if err := r.w.st.RemoveTemp(st.Rel); err != nil {
 			if err := r.failTemp(st.Rel, fmt.Errorf("remove a crashed write's temp file %s: %w", st.Rel, err)); err != nil {
 				return err
 			}
@@ -330,8 +330,8 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 	if !changed {
 		return nil
 	}
-	if err := r.fs.SyncFS(r.root); err != nil {
-		return fmt.Errorf("recover %s: sync: %w", r.root, err)
+	if err := r.w.st.SyncAll(); err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	return nil
 }
