@@ -158,16 +158,19 @@ func testRecordingFailure(t *testing.T, layout hive.Layout, ops []vfs.Op, syncFS
 		t.FailNow()
 	}
 
-	// A recovery while the fault lasts writes nothing of it, fails again
-	// and keeps it in the log.
-	rec, err = recorder.Open(root, fast, recorder.WithFS(vfs.WithErrors(vfs.Default, fault)))
-	if err != nil {
-		t.Fatalf("recover while the fault lasts: %v", err)
+	// A recovery while the fault lasts (as rlrec recover, and as rlrec
+	// serve with its resume mode) writes nothing of it, fails again and
+	// keeps it in the log.
+	for _, resume := range []bool{true, false} {
+		rec, err = recorder.Open(root, fast, recorder.WithResume(resume), recorder.WithFS(vfs.WithErrors(vfs.Default, fault)))
+		if err != nil {
+			t.Fatalf("recover while the fault lasts (resume %v): %v", resume, err)
+		}
+		if got := rec.Recovered().Failed; len(got) != 1 || got[0].SessionID != "iso-bad" {
+			t.Errorf("resume %v: RecoveryReport.Failed = %v, want the failed recording", resume, got)
+		}
+		checkRecordingError(t, rec.Close(context.Background()), "iso-bad")
 	}
-	if got := rec.Recovered().Failed; len(got) != 1 || got[0].SessionID != "iso-bad" {
-		t.Errorf("RecoveryReport.Failed = %v, want the failed recording", got)
-	}
-	checkRecordingError(t, rec.Close(context.Background()), "iso-bad")
 
 	// The operator fixes the cause: recovery writes it.
 	fault.off.Store(true)
