@@ -86,6 +86,23 @@
 // (catchup.go). So a session's log holds at most what its oldest open
 // episode logged, plus a few thousand events.
 //
+// # Failure isolation
+//
+// No single recording's I/O error stops the others (failure.go). An error
+// on the files of one recording (its partition directories and part
+// files: ENAMETOOLONG, EACCES or EPERM on its directory, EIO on its file,
+// a published name already taken) fails that recording: its later events
+// are still logged (no hook fails) and counted, nothing more of it is
+// published, and its writes stay in flight so that no snapshot seal or
+// segment removal drops its records; Close keeps the log, and 'rlrec
+// recover', once the cause is fixed, writes it. Flush and Close return it
+// as a *RecordingError (session id, env id, path, cause), joined with any
+// others. ENOSPC, EDQUOT and EROFS, and every error of the log, the
+// journal, the layout file or _rlrec, fail the recorder (ErrFailed), as
+// does one on a directory every recording shares. A failed file-system
+// sync is retried file by file, so that it is charged to the files that
+// fail. Recovery isolates the same way.
+//
 // # Memory
 //
 // The memory budget (WithMemoryBudget) is split: an eighth bounds the

@@ -3,10 +3,12 @@ package recorder_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,8 +30,10 @@ type recordingFault struct {
 	sub    string
 	ops    []vfs.Op
 	syncFS bool
-	off    atomic.Bool
-	fired  atomic.Int64
+	// err, when set, is the error of the failing operations.
+	err   error
+	off   atomic.Bool
+	fired atomic.Int64
 
 	mu      sync.Mutex
 	pending map[string]bool
@@ -64,6 +68,9 @@ func (f *recordingFault) Inject(op vfs.Op, name string) error {
 	for _, o := range f.ops {
 		if o == op {
 			f.fired.Add(1)
+			if f.err != nil {
+				return &fs.PathError{Op: op.String(), Path: name, Err: f.err}
+			}
 			return &vfs.InjectedError{Op: op, Name: name, N: f.fired.Load()}
 		}
 	}
@@ -239,6 +246,37 @@ func TestRecordingFailureKeepsLog(t *testing.T) {
 	fault.off.Store(true)
 	openClose(t, mem)
 	checkTables(t, readTables(t, mem, memRoot), ta, expect{})
+}
+
+// TestFileSystemFullFailsRecorder checks the other side of the rule: a
+// full file system (ENOSPC), reported on one recording's file, is the
+// whole ROOT's, and fails the recorder as before.
+func TestFileSystemFullFailsRecorder(t *testing.T) {
+	evs := simEvents(t, []sim.Config{
+		{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 6, Seed: 31, SessionID: "full-a"},
+		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 6, Seed: 32, SessionID: "full-bad"},
+	})
+	mem := vfs.NewMem()
+	fault := &recordingFault{sub: "session_id=full-bad", ops: []vfs.Op{vfs.OpWrite}, err: syscall.ENOSPC}
+	rec, err := recorder.Open(memRoot, fast, recorder.WithFS(vfs.WithErrors(mem, fault)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed error
+	for _, ev := range evs {
+		if err := events.Dispatch(context.Background(), rec, ev); err != nil && failed == nil {
+			failed = err
+		}
+	}
+	if err := rec.Close(context.Background()); err != nil && failed == nil {
+		failed = err
+	}
+	if fault.fired.Load() == 0 {
+		t.Fatal("the fault never fired")
+	}
+	if !errors.Is(failed, recorder.ErrFailed) || !errors.Is(failed, syscall.ENOSPC) || recorder.RecordingErrors(failed) != nil {
+		t.Fatalf("error %v; want recorder.ErrFailed wrapping ENOSPC", failed)
+	}
 }
 
 // checkRecordingError asserts that err reports exactly the failure of the

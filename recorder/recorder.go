@@ -490,7 +490,10 @@ func (r *Recorder) Close(ctx context.Context) error {
 			r.asm.finishOpen(s, statusOpen, now)
 		}
 	}
-	errs = append(errs, r.w.stop())
+	if err := r.w.stop(); err != errs[0] {
+		// (The writer's error is the recorder's when it failed first.)
+		errs = append(errs, err)
+	}
 	failed := r.w.recordingErrors(true)
 	if err := errors.Join(errs...); err == nil {
 		errs = append(errs, r.log.Close())

@@ -123,12 +123,13 @@ func newWriter(r *Recorder) *writer {
 // which). The data stays in the log, so the next Open recovers it; the
 // recorder stops accepting events meanwhile.
 func (w *writer) fail(err error) {
+	w.r.fail(err)
 	w.mu.Lock()
 	if w.firstErr == nil {
-		w.firstErr = err
+		// The recorder's: it wraps ErrFailed.
+		w.firstErr = w.r.err()
 	}
 	w.mu.Unlock()
-	w.r.fail(err)
 }
 
 func (w *writer) err() error {
