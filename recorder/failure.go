@@ -128,11 +128,10 @@ func errPath(err error, def string) string {
 // not charged again.
 var errRecordingFailed = errors.New("recording failed earlier")
 
-// recKey names a recording in the failure set by its partition segments:
-// a temp file found by recovery names its recording only by those.
-func recKey(rec hive.Recording) string {
-	return hive.Segment(hive.KeySessionID, rec.SessionID) + "/" + hive.Segment(hive.KeyEnvID, rec.EnvID)
-}
+// recKey names a recording in the failure set by its directory
+// (hive.Recording.Dir): a temp file found by recovery names its recording
+// only by that.
+func recKey(rec hive.Recording) string { return rec.Dir() }
 
 // recFailure is a failed recording: its error, and the events it received
 // after it failed.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
@@ -341,18 +340,13 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 // that recording, whose records stay in the log. An error that is not one
 // recording's is returned.
 func (r *Recorder) failTemp(rel string, err error) error {
-	segs := strings.Split(rel, "/")
-	if rootWide(err) || len(segs) < 4 {
+	dir, rec, ok := hive.RecordingOf(rel)
+	if rootWide(err) || !ok {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	sid, _, serr := hive.ParseSegment(segs[1], hive.KeySessionID)
-	env, _, eerr := hive.ParseSegment(segs[2], hive.KeyEnvID)
-	if serr != nil || eerr != nil {
-		return fmt.Errorf("recover %s: %w", r.root, err)
-	}
-	// Keyed by the path's own segments: a cut name does not give the
+	// Keyed by the path's own directory: a cut name does not give the
 	// ids back.
-	r.w.failKey(segs[1]+"/"+segs[2], &RecordingError{SessionID: sid, EnvID: env,
+	r.w.failKey(dir, &RecordingError{SessionID: rec.SessionID, EnvID: rec.EnvID,
 		Path: filepath.Join(r.root, filepath.FromSlash(rel)), Err: err})
 	return nil
 }
