@@ -33,6 +33,17 @@
 // Durability comes from recorder.Flush, run by one goroutine for every
 // stream in turn, so that many batches share one log fsync.
 //
+// An acknowledgement claims the log's durability, not the Parquet files'.
+// When the files of one recording fail (recorder.RecordingError: its
+// directory is not writable, an I/O error on its file), the recorder goes
+// on with the others and keeps the failed recording's events in its log;
+// its batches are still acknowledged, since the log holds them durably,
+// and 'rlrec recover' writes them once the cause is fixed. The protocol
+// has no message that tells a client a recording failed (a refusal would
+// say the event is not recorded, which is untrue); the server logs each
+// failed recording once, counts them in rlrec_serve_failed_recordings,
+// and 'rlrec serve' exits non-zero naming them when it stops.
+//
 // Events of one recording must come on one stream at a time, in order.
 // A client that loses its stream opens another and resends every event
 // not acknowledged; the server keeps no state per stream, so the new

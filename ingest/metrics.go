@@ -24,8 +24,10 @@ type metrics struct {
 	duplicates      atomic.Int64
 	gaps            atomic.Int64
 	unauthenticated atomic.Int64
-	refused         [5]atomic.Int64 // by ingestv1.RefusalReason
-	flush           histogram
+	// failedRecordings counts the recordings whose files failed.
+	failedRecordings atomic.Int64
+	refused          [5]atomic.Int64 // by ingestv1.RefusalReason
+	flush            histogram
 }
 
 func (m *metrics) init() {
@@ -97,6 +99,7 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	one("rlrec_serve_queue_bytes", "gauge", "Bytes of event messages received and not yet acknowledged durable.", m.unacked.Load())
 	one("rlrec_serve_duplicate_events_total", "counter", "Resent events dropped because the server had them.", m.duplicates.Load())
 	one("rlrec_serve_sequence_gaps_total", "counter", "Events whose sequence skipped numbers of their recording.", m.gaps.Load())
+	one("rlrec_serve_failed_recordings", "gauge", "Recordings whose files could not be written: their events are in the log, for 'rlrec recover'.", m.failedRecordings.Load())
 	one("rlrec_serve_unauthenticated_total", "counter", "Calls refused for a missing or wrong token.", m.unauthenticated.Load())
 	fmt.Fprintf(w, "# HELP rlrec_serve_refused_events_total Events not recorded, by reason.\n# TYPE rlrec_serve_refused_events_total counter\n")
 	for r := ingestv1.RefusalReason_REFUSAL_REASON_MALFORMED; int(r) < len(m.refused); r++ {

@@ -52,6 +52,8 @@ type Server struct {
 	// recMu guards recs, the state of every recording seen.
 	recMu sync.Mutex
 	recs  map[recordingKey]*recordingState
+	// failedRecs are the recordings whose files failed (noteFailed).
+	failedRecs map[recordingKey]bool
 
 	// tickets numbers the batches fully handed over; durable is the last
 	// ticket a recorder Flush has covered. durableCh is closed and
@@ -176,6 +178,25 @@ func (s *Server) fail(err error) {
 	}
 }
 
+// noteFailed logs each recording the recorder could not write, once.
+func (s *Server) noteFailed(failed []*recorder.RecordingError) {
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	if s.failedRecs == nil {
+		s.failedRecs = make(map[recordingKey]bool)
+	}
+	for _, e := range failed {
+		k := recordingKey{e.SessionID, e.EnvID}
+		if s.failedRecs[k] {
+			continue
+		}
+		s.failedRecs[k] = true
+		s.m.failedRecordings.Add(1)
+		s.log.Error("a recording's files failed: its events are acknowledged from the log and written by 'rlrec recover' once the cause is fixed",
+			"session", e.SessionID, "env", e.EnvID, "path", e.Path, "err", e.Err)
+	}
+}
+
 // durability is the goroutine that makes handed-over batches durable:
 // whenever some are not, it flushes the recorder and publishes the
 // ticket the flush covered. One flush (one log fsync) covers every batch
@@ -195,6 +216,13 @@ func (s *Server) durability() {
 		start := time.Now()
 		err := s.rec.Flush(context.Background())
 		s.m.flush.observe(time.Since(start).Seconds())
+		if failed := recorder.RecordingErrors(err); failed != nil {
+			// Recordings whose files failed: their events are durable in
+			// the log all the same, which is what an acknowledgement
+			// says (see the package doc).
+			s.noteFailed(failed)
+			err = nil
+		}
 		if err != nil {
 			s.fail(fmt.Errorf("flush the recorder: %w", err))
 			s.publish()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -78,7 +79,7 @@ type batch struct {
 	// changed); only jobs on q touch them.
 	packed     *episodeFile
 	packedRel  string
-	packedDone []*parquetout.Part
+	packedDone []store.Part
 }
 
 // batchEntry is one write waiting in a batch: an episode's row with its
@@ -92,7 +93,7 @@ type batchEntry struct {
 	status string
 	row    schema.EpisodeRow
 	meta   parquetout.Metadata // the episodes file's (its spaces)
-	steps  *parquetout.Part    // nil: no steps file of its own
+	steps  store.Part          // nil: no steps file of its own
 	// stepBytes are the bytes of its rows in the packed steps file.
 	stepBytes int
 
@@ -253,7 +254,7 @@ func (w *writer) flush(b *batch) {
 // writeEpisodes writes the rows of finished episodes into one episodes
 // file and hands it, with their steps files and the packed steps files
 // they were appended to, to the committer.
-func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []*parquetout.Part) {
+func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []store.Part) {
 	var ok []*batchEntry
 	for _, e := range run {
 		if e.failed {
@@ -277,9 +278,10 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []*
 		abortParts(packed)
 		return
 	}
-	if err := w.err(); err != nil {
-		// An earlier write failed: commit nothing more; the data stays in
-		// the log for the next Open.
+	if err := w.blocked(rec); err != nil {
+		// An earlier write (of the recorder, or of this recording)
+		// failed: commit nothing more of it; the data stays in the log
+		// for the next Open, its writes in flight.
 		abort()
 		return
 	}
@@ -290,14 +292,14 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []*
 	}
 	meta := ok[len(ok)-1].meta
 	k := w.nextPart(p)
-	part, err := parquetout.FinishTableAt(w.fs, p.Dir(w.root), k, meta, w.cfg, rows)
+	part, err := finishTable(w.st, p, k, meta, w.cfg, rows)
 	if err != nil {
 		abort()
-		w.fail(fmt.Errorf("episode rows of %s: %w", rec, err))
+		w.failRec(rec, fmt.Errorf("episode rows of %s: %w", rec, err))
 		return
 	}
 	epFile := p.File(k)
-	it := commitItem{hold: w.skip != nil}
+	it := commitItem{rec: rec, hold: w.skip != nil}
 	for _, e := range ok {
 		files := []string{epFile}
 		if e.steps != nil {
@@ -337,7 +339,7 @@ func (w *writer) nextPart(p hive.Partition) int {
 	w.mu.Unlock()
 	if !ok {
 		var err error
-		if n, err = parquetout.NextPart(w.fs, p.Dir(w.root)); err != nil {
+		if n, err = w.st.Next(p); err != nil {
 			n = 0 // creation then fails on the listing error's cause
 		}
 	}
@@ -383,7 +385,7 @@ func (w *writer) pack(b *batch, m episodeMeta, j rowsJob, e *batchEntry) error {
 
 // finishPacked finishes the open packed steps file of a batch, and returns
 // it with the others finished since the last flush.
-func (w *writer) finishPacked(b *batch) []*parquetout.Part {
+func (w *writer) finishPacked(b *batch) []store.Part {
 	w.finishPackedFile(b)
 	out := b.packedDone
 	b.packedDone = nil
@@ -396,11 +398,10 @@ func (w *writer) finishPackedFile(b *batch) {
 	if f == nil || f.steps == nil {
 		return
 	}
-	p, err := f.steps.Finish()
+	p, err := f.finish()
 	w.files.open.Add(-1)
 	if err != nil {
-		f.steps.Abort()
-		w.fail(fmt.Errorf("packed steps of %s: %w", b.rec, err))
+		w.failRec(b.rec, fmt.Errorf("packed steps of %s: %w", b.rec, err))
 		return
 	}
 	b.packedDone = append(b.packedDone, p)

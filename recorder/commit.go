@@ -2,11 +2,13 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/wal"
 )
 
@@ -15,12 +17,12 @@ import (
 // group in this order:
 //
 //  1. sync the file system holding ROOT (syncfs(2)): every file of the
-//     group is durable under its temp name (parquetout.SyncParts);
+//     group is durable under its temp name (store.Store.Sync);
 //  2. append the group's markers to the log, each naming its write and its
 //     files, and wait until they are durable: the log then also holds,
 //     durably, every event the files were built from (it is sequential);
 //  3. rename every file to its final name, refusing to replace one, and
-//     sync the file system again (parquetout.PublishParts);
+//     sync the file system again (store.Store.Publish);
 //  4. release the log positions the writes held, so the log is reclaimed
 //     only after the files are published.
 //
@@ -63,9 +65,11 @@ const (
 // writer.live; or, with flushed set, a request to commit what is held and
 // close flushed.
 type commitItem struct {
-	parts   []*parquetout.Part
+	parts   []store.Part
 	markers [][]byte
 	live    []any
+	// rec is the recording the write belongs to (failure.go).
+	rec hive.Recording
 	// done, when set, runs under writer.mu once the write is durable.
 	done func()
 	// hold keeps the write until a flush (recovery).
@@ -112,7 +116,7 @@ func (w *writer) commitLoop() {
 	defer close(c.exited)
 	var (
 		group []commitItem
-		parts []*parquetout.Part
+		parts []store.Part
 		hold  bool
 		n     int // files in group
 	)
@@ -166,24 +170,39 @@ func (w *writer) commitLoop() {
 }
 
 // commitGroup publishes a group's files as the package doc says, then
-// releases its log positions. A failed group fails the recorder: its temp
-// files are removed (or, past step 2, left for recovery to publish) and
-// its data stays in the log for the next Open to recover.
-func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
+// releases its log positions. A file that fails fails its recording
+// (failure.go): that write is dropped from the group (its files aborted
+// before its markers are logged, or left under their temp names after,
+// for recovery to publish) and stays in flight, so its data stays in the
+// log; the rest of the group goes on. Any other failure fails the
+// recorder: the group's temp files are removed (or, past step 2, left for
+// recovery to publish) and its data stays in the log for the next Open.
+func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	if err := w.err(); err != nil {
 		// An earlier write failed: commit nothing more (its episode or
 		// session write may depend on what failed).
 		abortParts(parts)
 		return
 	}
+	// A write of a recording that failed since it was handed over.
+	if w.failedN.Load() > 0 {
+		group = w.dropFailed(group, nil)
+		parts = groupParts(group, parts[:0])
+	}
 	if err := w.r.ensureLayout(); err != nil {
 		abortParts(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	if err := parquetout.SyncParts(w.fs, w.root, parts); err != nil {
-		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
-		return
+	if err := w.st.Sync(parts); err != nil {
+		var ge *store.GroupError
+		if !errors.As(err, &ge) {
+			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			return
+		}
+		w.chargeParts(group, ge)
+		group = w.dropFailed(group, nil)
+		parts = groupParts(group, parts[:0])
 	}
 	var markers [][]byte
 	for _, it := range group {
@@ -194,9 +213,17 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	if err := parquetout.PublishParts(w.fs, w.root, parts); err != nil {
-		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
-		return
+	if err := w.st.Publish(parts); err != nil {
+		var ge *store.GroupError
+		if !errors.As(err, &ge) {
+			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			return
+		}
+		// Its markers are durable: the parts not renamed stay under their
+		// temp names for recovery to publish, and the write stays in
+		// flight so that the log keeps its records and markers.
+		w.chargeParts(group, ge)
+		group = w.dropFailed(group, ge)
 	}
 	w.mu.Lock()
 	for _, it := range group {
@@ -208,6 +235,62 @@ func (w *writer) commitGroup(group []commitItem, parts []*parquetout.Part) {
 		}
 	}
 	w.mu.Unlock()
+}
+
+// chargeParts fails the recording of each write with a part ge names.
+func (w *writer) chargeParts(group []commitItem, ge *store.GroupError) {
+	owner := make(map[store.Part]int)
+	for i, it := range group {
+		for _, p := range it.parts {
+			owner[p] = i
+		}
+	}
+	for _, pe := range ge.Parts {
+		i, ok := owner[pe.Part]
+		if !ok {
+			continue
+		}
+		err := pe.Err
+		if ge.Sync != nil {
+			err = fmt.Errorf("%w (after: %v)", pe.Err, ge.Sync)
+		}
+		w.failRec(group[i].rec, &partFailure{path: pe.Path, err: err})
+	}
+}
+
+// partFailure is a part's failure with the path it names.
+type partFailure struct {
+	path string
+	err  error
+}
+
+func (e *partFailure) Error() string { return e.err.Error() }
+func (e *partFailure) Unwrap() error { return e.err }
+
+// dropFailed returns the writes of group whose recordings have not
+// failed; the others' parts are aborted (but those ge names, which a
+// failed publish left as they are).
+func (w *writer) dropFailed(group []commitItem, ge *store.GroupError) []commitItem {
+	keep := group[:0]
+	for _, it := range group {
+		if !w.recFailed(it.rec) {
+			keep = append(keep, it)
+			continue
+		}
+		if ge == nil {
+			abortParts(it.parts)
+		}
+	}
+	clear(group[len(keep):])
+	return keep
+}
+
+// groupParts collects the parts of a group's writes into parts.
+func groupParts(group []commitItem, parts []store.Part) []store.Part {
+	for _, it := range group {
+		parts = append(parts, it.parts...)
+	}
+	return parts
 }
 
 // logMarkers makes a group's markers durable before its files are

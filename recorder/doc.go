@@ -46,8 +46,11 @@
 // name (refusing to replace a published one), syncs the file system again
 // and only then releases the log positions the writes held. So a file
 // never holds an event the log could lose, and every published file is
-// named by a durable marker. A failed group fails the recorder like any
-// write error; its data stays in the log for the next Open. Log segments
+// named by a durable marker. An I/O error on one recording's files fails
+// only that recording (failure.go says which errors are whose): the others
+// go on, its events stay in the log, and Flush and Close return a
+// *RecordingError naming it; any other error fails the recorder
+// (ErrFailed), and its data stays in the log for the next Open. Log segments
 // are removed once every write with records in them is published, or is
 // in a sealed snapshot (below). A clean Close empties the log.
 //
@@ -82,6 +85,23 @@
 // event, and recovery rebuilds its rows by replaying the log from there
 // (catchup.go). So a session's log holds at most what its oldest open
 // episode logged, plus a few thousand events.
+//
+// # Failure isolation
+//
+// No single recording's I/O error stops the others (failure.go). An error
+// on the files of one recording (its partition directories and part
+// files: ENAMETOOLONG, EACCES or EPERM on its directory, EIO on its file,
+// a published name already taken) fails that recording: its later events
+// are still logged (no hook fails) and counted, nothing more of it is
+// published, and its writes stay in flight so that no snapshot seal or
+// segment removal drops its records; Close keeps the log, and 'rlrec
+// recover', once the cause is fixed, writes it. Flush and Close return it
+// as a *RecordingError (session id, env id, path, cause), joined with any
+// others. ENOSPC, EDQUOT and EROFS, and every error of the log, the
+// journal, the layout file or _rlrec, fail the recorder (ErrFailed), as
+// does one on a directory every recording shares. A failed file-system
+// sync is retried file by file, so that it is charged to the files that
+// fail. Recovery isolates the same way.
 //
 // # Memory
 //

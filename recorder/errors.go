@@ -23,6 +23,11 @@ var (
 	// recorder stops accepting events: fsync errors cannot be retried
 	// safely.
 	ErrFailed = errors.New("recorder: failed")
+	// ErrRecordingFailed is wrapped by every *RecordingError: the files
+	// of one recording could not be written (failure.go). Its events stay
+	// in the log for 'rlrec recover'; the recorder goes on with the
+	// others.
+	ErrRecordingFailed = errors.New("recorder: recording could not be written")
 	// ErrRecordingExists is returned by OnSessionStarted (and RecordAt)
 	// for a recording, a (session_id, env_id) pair, that ROOT already
 	// holds, and by every later event of that recording; none of them is

@@ -432,6 +432,7 @@ func (r *Recorder) assembly() {
 			d.wait.done <- struct{}{}
 			continue
 		}
+		r.w.countFailed(d.ev)
 		r.asm.apply(d.ev, d.at, uint64(d.pos))
 		r.ckpt.applied = uint64(d.pos)
 		r.queueBudget.Release(d.charge)
@@ -440,7 +441,9 @@ func (r *Recorder) assembly() {
 }
 
 // Flush returns once every event handed over before it was called is
-// durable in the log.
+// durable in the log. When recordings failed (failure.go), it then returns
+// their *RecordingError, joined: their events are durable in the log too,
+// but not written (RecordingErrors tells such an error from the others).
 func (r *Recorder) Flush(ctx context.Context) error {
 	w := waiters.Get().(*waiter)
 	if err := r.enqueue(item{wait: w}); err != nil {
@@ -450,13 +453,20 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	if err := r.await(ctx, w, true); err != nil {
 		return err
 	}
-	return r.err()
+	if err := r.err(); err != nil {
+		return err
+	}
+	return joinRecordingErrors(r.w.recordingErrors(false))
 }
 
 // Close stops accepting events, makes everything handed over durable,
 // writes the files of every episode and session still open (open episodes
 // as incomplete, their sessions with status "open"), and releases the lock.
-// After a clean Close the log is empty.
+// After a clean Close the log is empty. When recordings failed (failure.go,
+// in this recorder or in the recovery Open ran), Close writes every other
+// recording, keeps the log for 'rlrec recover', and returns their
+// *RecordingError joined (after the error that failed the recorder, if
+// one did).
 func (r *Recorder) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -480,10 +490,14 @@ func (r *Recorder) Close(ctx context.Context) error {
 			r.asm.finishOpen(s, statusOpen, now)
 		}
 	}
-	errs = append(errs, r.w.stop())
+	if err := r.w.stop(); err != errs[0] {
+		// (The writer's error is the recorder's when it failed first.)
+		errs = append(errs, err)
+	}
+	failed := r.w.recordingErrors(true)
 	if err := errors.Join(errs...); err == nil {
 		errs = append(errs, r.log.Close())
-		if errs[len(errs)-1] == nil && !r.keepLog {
+		if errs[len(errs)-1] == nil && !r.keepLog && len(failed) == 0 {
 			errs = append(errs, r.clearLog())
 			if errs[len(errs)-1] == nil {
 				errs = append(errs, r.markClosed())
@@ -491,6 +505,9 @@ func (r *Recorder) Close(ctx context.Context) error {
 		}
 	} else {
 		r.log.Close()
+	}
+	for _, e := range failed {
+		errs = append(errs, e)
 	}
 	errs = append(errs, r.lock.Close())
 	if err := errors.Join(errs...); err != nil {

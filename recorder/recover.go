@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
@@ -34,6 +35,9 @@ type RecoveryReport struct {
 	// Damage describes a torn or corrupt log tail that was cut; it is the
 	// zero value when the log was intact.
 	Damage wal.RepairReport
+	// Failed lists the recordings recovery could not write (failure.go):
+	// they stay in the log for the next recovery, and Close returns them.
+	Failed []*RecordingError
 }
 
 // Recovered returns the report of the recovery Open ran.
@@ -160,6 +164,17 @@ func (r *Recorder) recover() error {
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
 	r.w.skip = nil
 	r.asm = newAssembler(r.w, r.asm.episodeBudget)
+	if failed := r.w.recordingErrors(false); len(failed) > 0 {
+		// Failure isolation (failure.go): the others are written; the
+		// log (and the journal naming what this recovery published) stay
+		// for the next recovery, and the failed writes stay in flight, so
+		// that this recorder keeps the log too. Close reports them.
+		r.recovered.Failed = failed
+		r.opts.logger.Error("recovered all but some recordings; their events stay in the log: fix the cause and run 'rlrec recover' again",
+			"root", r.root, "sessions", r.recovered.Sessions, "failed_recordings", len(failed),
+			"completed_episodes", r.recovered.Completed, "incomplete_episodes", r.recovered.Incomplete)
+		return nil
+	}
 	if err := r.clearLog(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
@@ -229,7 +244,7 @@ func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
 	if !final {
 		return false
 	}
-	n, err := parquetout.NextPart(d.fs, hive.RecordingPartition(schema.TableSessions, rec).Dir(d.root))
+	n, err := store.NewFS(d.fs, d.root).Next(hive.RecordingPartition(schema.TableSessions, rec))
 	return err == nil && n > 0
 }
 
@@ -290,28 +305,49 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 		dir, name := path.Split(st.Rel)
 		n, _, _ := hive.ParsePartName(name)
 		final := path.Join(dir, hive.PartName(n))
-		osDir := filepath.Join(r.root, filepath.FromSlash(dir))
 		if done.files[final] {
 			if _, err := r.fs.Stat(filepath.Join(r.root, filepath.FromSlash(final))); err != nil {
-				if err := parquetout.Publish(r.fs, osDir, n); err != nil {
-					return fmt.Errorf("recover %s: %w", r.root, err)
+				if err := r.w.st.PublishTemp(dir, n); err != nil {
+					if err := r.failTemp(st.Rel, fmt.Errorf("publish a file the crashed recorder had made durable: %w", err)); err != nil {
+						return err
+					}
+					continue
 				}
 				r.opts.logger.Info("published a file the crashed recorder had made durable", "root", r.root, "file", final)
 				changed = true
 				continue
 			}
 		}
-		if err := r.fs.Remove(filepath.Join(r.root, filepath.FromSlash(st.Rel))); err != nil {
-			return fmt.Errorf("recover %s: remove a crashed write's temp file %s: %w", r.root, st.Rel, err)
+		if err := r.w.st.RemoveTemp(st.Rel); err != nil {
+			if err := r.failTemp(st.Rel, fmt.Errorf("remove a crashed write's temp file %s: %w", st.Rel, err)); err != nil {
+				return err
+			}
+			continue
 		}
 		changed = true
 	}
 	if !changed {
 		return nil
 	}
-	if err := r.fs.SyncFS(r.root); err != nil {
-		return fmt.Errorf("recover %s: sync: %w", r.root, err)
+	if err := r.w.st.SyncAll(); err != nil {
+		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
+	return nil
+}
+
+// failTemp charges a temp file that could not be settled to the recording
+// whose partition holds it (failure.go): recovery then writes nothing of
+// that recording, whose records stay in the log. An error that is not one
+// recording's is returned.
+func (r *Recorder) failTemp(rel string, err error) error {
+	dir, rec, ok := hive.RecordingOf(rel)
+	if rootWide(err) || !ok {
+		return fmt.Errorf("recover %s: %w", r.root, err)
+	}
+	// Keyed by the path's own directory: a cut name does not give the
+	// ids back.
+	r.w.failKey(dir, &RecordingError{SessionID: rec.SessionID, EnvID: rec.EnvID,
+		Path: filepath.Join(r.root, filepath.FromSlash(rel)), Err: err})
 	return nil
 }
 

@@ -69,6 +69,14 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 	r.w.skip = nil
 	if r.resumed == 0 {
 		r.asm = newAssembler(r.w, r.asm.episodeBudget)
+	}
+	if failed := r.w.recordingErrors(false); len(failed) > 0 {
+		// As in recover: the log and the journal stay for the next
+		// recovery (failure.go).
+		r.recovered.Failed = failed
+		r.opts.logger.Error("recovered all but some recordings; their events stay in the log: fix the cause and run 'rlrec recover' again",
+			"root", r.root, "failed_recordings", len(failed))
+	} else if r.resumed == 0 {
 		if err := r.clearLog(); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}

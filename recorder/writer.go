@@ -13,6 +13,7 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 	"golang.org/x/sync/semaphore"
@@ -36,6 +37,9 @@ type writer struct {
 	r    *Recorder
 	fs   vfs.FS
 	root string
+	// st holds the part files: the writer asks it for a part of a
+	// partition and hands the part's writer to an encoder.
+	st   store.Store
 	cfg  parquetout.Config
 	log  *slog.Logger
 	pool *pool
@@ -71,9 +75,14 @@ type writer struct {
 	// live maps each write in flight (an episode or a session write) to
 	// the first log position it was built from and the order in which it
 	// was handed over (liveSeq counts them).
-	live       map[any]liveWrite
-	liveSeq    uint64
-	firstErr   error
+	live     map[any]liveWrite
+	liveSeq  uint64
+	firstErr error
+	// failed holds the failed recordings (failure.go) by recKey; failedN
+	// counts them, so that a write looks the map up only when there are
+	// any.
+	failed     map[string]*recFailure
+	failedN    atomic.Int32
 	completed  int
 	incomplete int
 	skipped    int
@@ -85,6 +94,7 @@ func newWriter(r *Recorder) *writer {
 		r:    r,
 		fs:   r.fs,
 		root: r.root,
+		st:   store.NewFS(r.fs, r.root),
 		cfg: parquetout.Config{
 			Compression:     string(r.opts.compression),
 			RowGroupRows:    int64(r.opts.rowGroupRows),
@@ -103,20 +113,23 @@ func newWriter(r *Recorder) *writer {
 		parts:      make(map[string]int),
 		batchDelay: r.opts.batchDelay,
 		live:       make(map[any]liveWrite),
+		failed:     make(map[string]*recFailure),
 	}
 	go w.commitLoop()
 	return w
 }
 
-// fail records a write error. The data stays in the log, so the next Open
-// recovers it; the recorder stops accepting events meanwhile.
+// fail records an error that fails the whole recorder (failure.go says
+// which). The data stays in the log, so the next Open recovers it; the
+// recorder stops accepting events meanwhile.
 func (w *writer) fail(err error) {
+	w.r.fail(err)
 	w.mu.Lock()
 	if w.firstErr == nil {
-		w.firstErr = err
+		// The recorder's: it wraps ErrFailed.
+		w.firstErr = w.r.err()
 	}
 	w.mu.Unlock()
-	w.r.fail(err)
 }
 
 func (w *writer) err() error {
@@ -126,7 +139,8 @@ func (w *writer) err() error {
 }
 
 // wait returns once every write submitted so far has finished, every
-// batch is flushed and every group is committed.
+// batch is flushed and every group is committed. It returns the error that
+// failed the recorder; failed recordings are in recordingErrors.
 func (w *writer) wait() error {
 	w.drain()
 	w.com.flush()
@@ -206,7 +220,8 @@ type episodeFile struct {
 	q      serial
 	format *parquetout.StepsFormat
 	steps  *parquetout.StepsWriter
-	part   int // the steps file's part number
+	file   store.Part // where steps writes
+	part   int        // the steps file's part number
 	// packed is set for a batch's packed steps file (layout "session"),
 	// of the spaces obs and act.
 	packed   bool
@@ -262,7 +277,7 @@ func (w *writer) stepsFull(s *session, ep *episode) {
 		err := w.writeRows(f, meta, j)
 		w.rows.Release(j.charge)
 		if err != nil {
-			w.fail(err)
+			w.failRec(meta.rec, err)
 		}
 	})
 }
@@ -293,9 +308,10 @@ func (w *writer) meta(rec hive.Recording) parquetout.Metadata {
 func (m episodeMeta) String() string { return fmt.Sprintf("steps of %s episode %q", m.rec, m.rid) }
 
 func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
-	if err := w.err(); err != nil {
-		// An earlier write failed: this episode must not be committed
-		// (its episodes row and marker written) without its steps.
+	if err := w.blocked(m.rec); err != nil {
+		// An earlier write (of the recorder, or of this recording)
+		// failed: this episode must not be committed (its episodes row
+		// and marker written) without its steps.
 		return fmt.Errorf("%s: not written after an earlier failure: %w", m, err)
 	}
 	if f.steps == nil && len(j.rows) == 0 {
@@ -313,9 +329,11 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		if w.layout == hive.LayoutEpisode {
 			meta.EpisodeRecordID = m.rid
 		}
-		if f.steps, err = format.CreateGroupAt(w.fs, p.Dir(w.root), f.part, meta); err != nil {
+		file, err := w.st.Create(p, f.part)
+		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
+		f.file, f.steps = file, format.NewEncoder(file, file.Name(), meta)
 		w.files.open.Add(1)
 		f.format, f.obs, f.act = format, j.obs, j.act
 		if f.packed {
@@ -371,8 +389,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 			// Rows streamed before recovery knew the episode durable.
 			w.pool.submit(&f.q, func() {
 				if f.steps != nil {
-					f.steps.Abort()
-					f.steps = nil
+					f.abort()
 					w.files.open.Add(-1)
 				}
 			})
@@ -403,7 +420,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 			err := w.pack(b, em, j, e)
 			w.rows.Release(j.charge)
 			if err != nil {
-				w.fail(err)
+				w.failRec(em.rec, err)
 			}
 			w.ready(b, e, err != nil)
 		})
@@ -413,7 +430,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		part, err := w.finishSteps(f, em, j)
 		w.rows.Release(j.charge)
 		if err != nil {
-			w.fail(err)
+			w.failRec(em.rec, err)
 			w.ready(b, e, true)
 			return
 		}
@@ -428,10 +445,10 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 
 // finishSteps writes an episode's last rows and finishes its steps file
 // (nil when the episode recorded no step), for its batch.
-func (w *writer) finishSteps(f *episodeFile, m episodeMeta, j rowsJob) (*parquetout.Part, error) {
+func (w *writer) finishSteps(f *episodeFile, m episodeMeta, j rowsJob) (store.Part, error) {
 	if err := w.writeRows(f, m, j); err != nil {
 		if f.steps != nil {
-			f.steps.Abort()
+			f.abort()
 			w.files.open.Add(-1)
 		}
 		return nil, err
@@ -439,16 +456,56 @@ func (w *writer) finishSteps(f *episodeFile, m episodeMeta, j rowsJob) (*parquet
 	if f.steps == nil {
 		return nil, nil
 	}
-	p, err := f.steps.Finish()
+	p, err := f.finish()
 	w.files.open.Add(-1)
 	if err != nil {
-		f.steps.Abort()
 		return nil, fmt.Errorf("%s: %w", m, err)
 	}
 	return p, nil
 }
 
-func abortParts(parts []*parquetout.Part) {
+// finish ends a steps file: its footer, then its part (finished, not yet
+// durable). On error both are discarded.
+func (f *episodeFile) finish() (store.Part, error) {
+	p := f.file
+	if err := f.steps.Close(); err != nil {
+		f.abort()
+		return nil, err
+	}
+	f.steps, f.file = nil, nil
+	if err := p.Finish(); err != nil {
+		p.Abort()
+		return nil, err
+	}
+	return p, nil
+}
+
+// abort discards a steps file being written.
+func (f *episodeFile) abort() {
+	f.steps.Abort()
+	f.file.Abort()
+	f.steps, f.file = nil, nil
+}
+
+// finishTable encodes rows as part n of partition p, finished for group
+// commit (not yet durable).
+func finishTable[T parquetout.Row](st store.Store, p hive.Partition, n int, meta parquetout.Metadata, cfg parquetout.Config, rows []T) (store.Part, error) {
+	part, err := st.Create(p, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := parquetout.EncodeTable(part, part.Name(), meta, cfg, rows); err != nil {
+		part.Abort()
+		return nil, err
+	}
+	if err := part.Finish(); err != nil {
+		part.Abort()
+		return nil, err
+	}
+	return part, nil
+}
+
+func abortParts(parts []store.Part) {
 	for _, p := range parts {
 		p.Abort()
 	}
@@ -541,48 +598,49 @@ func (w *writer) sessionDone(s *session) {
 // writeSession writes a session write's files and hands them to the
 // committer.
 func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
-	if err := w.err(); err != nil {
+	if err := w.blocked(rec); err != nil {
+		// Its write stays in flight, and so in the log.
 		return
 	}
 	meta := w.meta(rec)
-	var parts []*parquetout.Part
+	var parts []store.Part
 	var files []string
-	write := func(table string, what string, finish func(dir string, n int) (*parquetout.Part, error)) bool {
+	write := func(table string, what string, finish func(p hive.Partition, n int) (store.Part, error)) bool {
 		p := hive.RecordingPartition(table, rec)
 		n := w.nextPart(p)
-		part, err := finish(p.Dir(w.root), n)
+		part, err := finish(p, n)
 		if err != nil {
 			abortParts(parts)
-			w.fail(fmt.Errorf("%s of %s: %w", what, rec, err))
+			w.failRec(rec, fmt.Errorf("%s of %s: %w", what, rec, err))
 			return false
 		}
 		parts, files = append(parts, part), append(files, p.File(n))
 		return true
 	}
 	if len(job.logs) > 0 || job.row != nil {
-		if !write(schema.TableLogs, "logs", func(dir string, n int) (*parquetout.Part, error) {
-			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, job.logs)
+		if !write(schema.TableLogs, "logs", func(p hive.Partition, n int) (store.Part, error) {
+			return finishTable(w.st, p, n, meta, w.cfg, job.logs)
 		}) {
 			return
 		}
 	}
 	if len(job.tele) > 0 || job.row != nil {
-		if !write(schema.TableTelemetry, "telemetry", func(dir string, n int) (*parquetout.Part, error) {
-			return parquetout.FinishTableAt(w.fs, dir, n, meta, w.cfg, job.tele)
+		if !write(schema.TableTelemetry, "telemetry", func(p hive.Partition, n int) (store.Part, error) {
+			return finishTable(w.st, p, n, meta, w.cfg, job.tele)
 		}) {
 			return
 		}
 	}
 	if job.row != nil {
-		if !write(schema.TableSessions, "session row", func(dir string, n int) (*parquetout.Part, error) {
+		if !write(schema.TableSessions, "session row", func(p hive.Partition, n int) (store.Part, error) {
 			m := meta
 			m.LogRows, m.TelemetryRows = &job.logRows, &job.teleRows
-			return parquetout.FinishTableAt(w.fs, dir, n, m, w.cfg, []schema.SessionRow{*job.row})
+			return finishTable(w.st, p, n, m, w.cfg, []schema.SessionRow{*job.row})
 		}) {
 			return
 		}
 	}
-	w.commit(commitItem{parts: parts, markers: [][]byte{appendSessionMarker(nil, recSessionDone, rec, job.k, files)},
+	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{appendSessionMarker(nil, recSessionDone, rec, job.k, files)},
 		live: []any{job.token}, hold: w.skip != nil})
 }
 
@@ -638,7 +696,7 @@ func (w *writer) newSession(s *session, first events.Event) {
 	}
 	n := 0
 	for _, table := range []string{schema.TableSessions, schema.TableLogs, schema.TableTelemetry} {
-		p, err := parquetout.NextPart(w.fs, hive.RecordingPartition(table, s.rec()).Dir(w.root))
+		p, err := w.st.Next(hive.RecordingPartition(table, s.rec()))
 		if err == nil && p > n {
 			n = p
 		}
@@ -716,7 +774,7 @@ func (w *writer) handedOver() uint64 {
 
 // finishedUpTo reports whether every write among the first seq finished
 // writes handed over is durable. (A failed write stays in flight: it fails
-// the recorder.)
+// the recorder, or its recording, whose log must be kept.)
 func (w *writer) finishedUpTo(seq uint64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -30,6 +30,11 @@ crashed), the episodes written (completed ones as completed, open ones as
 incomplete with every step that reached the log), those already durable,
 and what was cut from a damaged log.
 
+A recording whose files cannot be written (its directory not writable, a
+file in the way, an I/O error on its files) does not stop the others: they
+are recovered, the failed one stays in the log, recover names it and exits
+1, and a later recover, once the cause is fixed, writes it.
+
 A torn log tail, as a crash leaves it, is cut without asking: nothing in it
 was reported durable. Any other damage (inside a sealed segment, a bad
 segment header, a record the log shows was durable, a duplicated or
@@ -75,7 +80,15 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 	}
 	rep := rec.Recovered()
 	if err := rec.Close(context.WithoutCancel(ctx)); err != nil {
-		return err
+		if recorder.RecordingErrors(err) == nil {
+			return err
+		}
+		// Recordings it could not write: the others are recovered, and
+		// the report says so before the error names them.
+		if werr := writeRecovery(env.Stdout, root, rep); werr != nil {
+			return werr
+		}
+		return fmt.Errorf("%w; the other recordings are recovered", err)
 	}
 	return writeRecovery(env.Stdout, root, rep)
 }
@@ -95,6 +108,12 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	fmt.Fprintf(w, "  sessions:              %d (%d crashed: they had not ended)\n", rep.Sessions, rep.Crashed)
 	fmt.Fprintf(w, "  episodes written:      %d completed, %d incomplete\n", rep.Completed, rep.Incomplete)
 	fmt.Fprintf(w, "  episodes skipped:      %d (already durable)\n", rep.Skipped)
+	if len(rep.Failed) > 0 {
+		fmt.Fprintf(w, "  not written:           %s, kept in the log for the next recover:\n", count(len(rep.Failed), "recording"))
+		for _, e := range rep.Failed {
+			fmt.Fprintf(w, "    session_id=%q env_id=%q: %s: %v\n", e.SessionID, e.EnvID, e.Path, e.Err)
+		}
+	}
 	if !d.Cut {
 		_, err := fmt.Fprintf(w, "  log damage:            none\n")
 		return err

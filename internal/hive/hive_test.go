@@ -192,3 +192,28 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+func TestRecordingOf(t *testing.T) {
+	long := Recording{SessionID: strings.Repeat("é", 60), EnvID: "r/1"}
+	tests := []struct {
+		name string
+		rel  string
+		dir  string
+		rec  Recording
+		ok   bool
+	}{
+		{"steps file", EpisodePartition("steps", Recording{"s", "r"}, "e").File(3), "session_id=s/env_id=r", Recording{"s", "r"}, true},
+		{"escaped", RecordingPartition("logs", Recording{"a b", "x.y"}).File(0), Recording{"a b", "x.y"}.Dir(), Recording{"a b", "x.y"}, true},
+		{"cut", RecordingPartition("sessions", long).File(0), long.Dir(), Recording{}, true},
+		{"table only", "steps/part-00000.parquet", "", Recording{}, false},
+		{"not a partition", "steps/x/y/part-00000.parquet", "", Recording{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, rec, ok := RecordingOf(tt.rel)
+			if ok != tt.ok || dir != tt.dir || (tt.rec != Recording{} && rec != tt.rec) {
+				t.Fatalf("RecordingOf(%q) = %q, %v, %v; want %q, %v, %v", tt.rel, dir, rec, ok, tt.dir, tt.rec, tt.ok)
+			}
+		})
+	}
+}

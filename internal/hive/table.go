@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/rlrec/rlrec/schema"
 )
@@ -77,6 +78,33 @@ type Recording struct {
 // String renders the pair for messages: session "S" env "R".
 func (r Recording) String() string {
 	return fmt.Sprintf("session %q env %q", r.SessionID, r.EnvID)
+}
+
+// Dir returns the recording's directory below a table directory,
+// session_id=S/env_id=R: the same for every table, and different for
+// every recording (cut values included).
+func (r Recording) Dir() string {
+	return Segment(KeySessionID, r.SessionID) + "/" + Segment(KeyEnvID, r.EnvID)
+}
+
+// RecordingOf returns the recording a path relative to ROOT lies under
+// (TABLE/session_id=S/env_id=R/...), with its directory as Recording.Dir
+// gives it, and whether the path has one. The values are the cut text
+// when a name was cut (see the package doc): compare dir, not them.
+func RecordingOf(rel string) (dir string, r Recording, ok bool) {
+	segs := strings.SplitN(rel, "/", 4)
+	if len(segs) < 3 {
+		return "", Recording{}, false
+	}
+	sid, _, err := ParseSegment(segs[1], KeySessionID)
+	if err != nil {
+		return "", Recording{}, false
+	}
+	env, _, err := ParseSegment(segs[2], KeyEnvID)
+	if err != nil {
+		return "", Recording{}, false
+	}
+	return segs[1] + "/" + segs[2], Recording{SessionID: sid, EnvID: env}, true
 }
 
 // Less orders recordings by session id, then env id.

@@ -175,7 +175,7 @@ func benchSteps(b *testing.B, c benchCase, cfg Config, typed bool) {
 	b.ReportAllocs()
 	b.SetBytes(payloadBytes(&rows[0]))
 	b.ResetTimer()
-	w, err := f.Create(discardFS{}, dir, Metadata{SessionID: "s", EpisodeRecordID: "e"})
+	w, err := createSteps(f, discardFS{}, dir, Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func benchVsBare(b *testing.B, c benchCase, cfg Config) {
 	if c.name == "image" {
 		chunk = 256
 	}
-	w, err := f.Create(discardFS{}, "steps", Metadata{SessionID: "s", EpisodeRecordID: "e"})
+	w, err := createSteps(f, discardFS{}, "steps", Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func benchStepsEpisodeFile(b *testing.B, cfg Config) {
 	rows := benchRows(c)[:200]
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		w, err := f.Create(discardFS{}, "steps", Metadata{SessionID: "s", EpisodeRecordID: "e"})
+		w, err := createSteps(f, discardFS{}, "steps", Metadata{SessionID: "s", EpisodeRecordID: "e"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -441,7 +441,7 @@ func benchEpisodesFile(b *testing.B, cfg Config) {
 	meta := Metadata{SessionID: "s", EpisodeRecordID: "ep-000001", ObservationSpace: sBox(dtF32, 4), ActionSpace: sDiscrete(dtI64, 2)}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := WriteTable(discardFS{}, "episodes", meta, cfg, rows); err != nil {
+		if _, err := writeTable(discardFS{}, "episodes", meta, cfg, rows); err != nil {
 			b.Fatal(err)
 		}
 	}

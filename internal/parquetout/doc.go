@@ -1,20 +1,16 @@
-// Package parquetout writes rlrec's table files: the steps, episodes,
-// sessions, logs and telemetry part files of DESIGN.md "Output layout",
-// with the schemas of package schema.
+// Package parquetout encodes rlrec's table files: the steps, episodes,
+// sessions, logs and telemetry files of DESIGN.md "Output layout", with
+// the schemas of package schema.
 //
-// # Atomic part files
+// # Encoders over io.Writer
 //
-// A file is written as .part-NNNNN.parquet.tmp in its partition directory
-// and only Commit gives it its final name part-NNNNN.parquet: it syncs the
-// file, renames it and syncs the directory. NNNNN is one more than the
-// highest part or temp number already in the directory (5 digits, zero
-// padded; more digits past 99999), so a later file never replaces an
-// earlier one, nor a temp file a crashed process left behind (RemoveTemps
-// clears those). Missing partition directories are created by CreatePart,
-// which syncs the parent of each one it created before returning, so the
-// directory entries above a committed file are durable too. A crash at any
-// point leaves either no file or a temp file, never a partial file under a
-// final name.
+// An encoder writes one whole Parquet file, footer included, to the
+// io.Writer it is given (StepsFormat.NewEncoder, NewTableEncoder,
+// EncodeTable) and knows nothing of files, directories, part numbers or
+// temp names: where the bytes go, and how a file becomes durable and
+// visible, is internal/store's (a part file of a partition, under a temp
+// name until its group is published). The name an encoder is given is
+// only what its errors call the file.
 //
 // # Valid by the specification
 //
@@ -35,37 +31,19 @@
 // values (rlrec verify runs it on every file). Page headers, statistics,
 // index bounds and the footer are covered by no checksum in Parquet.
 //
-// # Group commit
-//
-// On a disk where an fsync costs milliseconds, a sync per file and per
-// directory bounds a writer of many small files to a few hundred a second.
-// For those, a part is created with CreateGroupPartAt (or
-// StepsFormat.CreateGroupAt, CreateTableGroupAt, FinishTableAt), which
-// creates missing directories without syncing their parents, and ended
-// with Finish, which closes the temp file without syncing it. CommitParts
-// then commits any number of finished parts with two file-system syncs
-// (vfs.FS.SyncFS, syncfs(2)): the first makes every part's data and every
-// new directory entry durable, then every part is renamed, and the second
-// makes the renames durable. The guarantee is Commit's: a crash leaves each
-// part under its temp name or complete under its final name, and once
-// CommitParts returns every part is durable under its final name.
-//
 // # Usage
 //
 //	f, err := parquetout.NewStepsFormat(obsLayout, actLayout, parquetout.Config{})
-//	w, err := f.Create(fsys, hive.Dir(root, schema.TableSteps, sid, erid), sid, erid)
+//	part, err := st.Create(hive.EpisodePartition(schema.TableSteps, rec, erid), n)  // a store.Part
+//	w := f.NewEncoder(part, part.Name(), meta)
 //	for ... { err = w.Write(&row) }   // row buffers may be reused after Write
-//	path, err := w.Commit()           // or w.Abort()
+//	err = w.Close()                   // the footer; or w.Abort()
+//	err = part.Finish()               // then store.Commit(st, parts)
 //
-//	path, err := parquetout.WriteTable(fsys, dir, meta, cfg, []schema.EpisodeRow{row})
+//	err = parquetout.EncodeTable(part2, part2.Name(), meta, cfg, []schema.EpisodeRow{row})
 //
-//	w, err := f.CreateGroupAt(fsys, dir, 0, sid, erid)  // group commit
-//	p1, err := w.Finish()
-//	p2, err := parquetout.FinishTableAt(fsys, dir2, 0, meta, cfg, rows)
-//	err = parquetout.CommitParts(fsys, root, []*parquetout.Part{p1, p2})
-//
-// StepsFormat is immutable and shared; writers are not safe for concurrent
-// use.
+// StepsFormat is immutable and shared; encoders are not safe for
+// concurrent use.
 //
 // # Memory
 //

@@ -4,8 +4,8 @@ import "errors"
 
 // Sentinel errors; match them with errors.Is.
 var (
-	// ErrClosed is returned by a writer used after Commit or Abort.
-	ErrClosed = errors.New("parquetout: writer already committed or aborted")
+	// ErrClosed is returned by an encoder used after Close or Abort.
+	ErrClosed = errors.New("parquetout: encoder already closed or aborted")
 	// ErrLeafCount is returned by StepsWriter.Write for a row whose
 	// observation or action leaves are not nil and not one per leaf of
 	// the space.
@@ -16,12 +16,6 @@ var (
 	// ErrLeafText is returned by StepsWriter.Write for a Text leaf that is
 	// not valid UTF-8.
 	ErrLeafText = errors.New("parquetout: text leaf is not valid UTF-8")
-	// errNotFinished is returned by CommitParts for a part that is not
-	// finished (see Part.Finish) or already committed or aborted.
-	errNotFinished = errors.New("parquetout: part not finished, or already committed or aborted")
-	// ErrExists is returned when a part file would take the name of a
-	// published file: creation and publishing refuse to replace one.
-	ErrExists = errors.New("parquetout: a published file has that name")
 	// ErrCodec is returned for an unknown compression name in a Config.
 	ErrCodec = errors.New("parquetout: unknown compression codec")
 	// ErrFooter is wrapped by the *FooterError of CheckFooter: the file's

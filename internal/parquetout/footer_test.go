@@ -60,7 +60,7 @@ func TestFootersAfterFirstFile(t *testing.T) {
 					}
 				}
 				erid := fmt.Sprintf("ep-%06d", i)
-				w, err := f.Create(fsys, hive.EpisodePartition(schema.TableSteps, hive.Recording{SessionID: "s"}, erid).Dir(root), Metadata{SessionID: "s", EpisodeRecordID: erid})
+				w, err := createSteps(f, fsys, hive.EpisodePartition(schema.TableSteps, hive.Recording{SessionID: "s"}, erid).Dir(root), Metadata{SessionID: "s", EpisodeRecordID: erid})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +74,7 @@ func TestFootersAfterFirstFile(t *testing.T) {
 		}()},
 		{"episodes", func(t *testing.T, fsys vfs.FS, root string, i int) string {
 			erid := fmt.Sprintf("ep-%06d", i)
-			path, err := WriteTable(fsys, hive.EpisodePartition(schema.TableEpisodes, hive.Recording{SessionID: "s"}, erid).Dir(root), Metadata{SessionID: "s"},
+			path, err := writeTable(fsys, hive.EpisodePartition(schema.TableEpisodes, hive.Recording{SessionID: "s"}, erid).Dir(root), Metadata{SessionID: "s"},
 				Config{}, []schema.EpisodeRow{{EpisodeID: erid, Status: schema.EpisodeCompleted, StartedAt: t0}})
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +82,7 @@ func TestFootersAfterFirstFile(t *testing.T) {
 			return path
 		}},
 		{"sessions", func(t *testing.T, fsys vfs.FS, root string, i int) string {
-			path, err := WriteTable(fsys, hive.RecordingPartition(schema.TableSessions, hive.Recording{SessionID: fmt.Sprint("s", i)}).Dir(root), Metadata{SessionID: fmt.Sprint("s", i)},
+			path, err := writeTable(fsys, hive.RecordingPartition(schema.TableSessions, hive.Recording{SessionID: fmt.Sprint("s", i)}).Dir(root), Metadata{SessionID: fmt.Sprint("s", i)},
 				Config{}, []schema.SessionRow{{Status: schema.SessionEnded, StartedAt: t0}})
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +90,7 @@ func TestFootersAfterFirstFile(t *testing.T) {
 			return path
 		}},
 		{"logs", func(t *testing.T, fsys vfs.FS, root string, i int) string {
-			path, err := WriteTable(fsys, hive.RecordingPartition(schema.TableLogs, hive.Recording{SessionID: "s"}).Dir(root), Metadata{SessionID: "s"},
+			path, err := writeTable(fsys, hive.RecordingPartition(schema.TableLogs, hive.Recording{SessionID: "s"}).Dir(root), Metadata{SessionID: "s"},
 				Config{}, []schema.LogRow{{Time: t0, Level: "info", Message: fmt.Sprint("file ", i)}})
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +102,7 @@ func TestFootersAfterFirstFile(t *testing.T) {
 			for j := 0; j < 5; j++ {
 				rows = append(rows, schema.TelemetryRow{Time: t0, Horizon: "window", Op: "step", Metric: "latency", Count: int64(j)})
 			}
-			path, err := WriteTable(fsys, hive.RecordingPartition(schema.TableTelemetry, hive.Recording{SessionID: "s"}).Dir(root), Metadata{SessionID: "s"}, Config{RowGroupRows: 2}, rows)
+			path, err := writeTable(fsys, hive.RecordingPartition(schema.TableTelemetry, hive.Recording{SessionID: "s"}).Dir(root), Metadata{SessionID: "s"}, Config{RowGroupRows: 2}, rows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func testFiles(t testing.TB) map[string][]byte {
 		t.Fatal(err)
 	}
 	for _, n := range []int{10, 0} {
-		w, err := f.Create(mem, fmt.Sprint("/steps", n), Metadata{SessionID: "s", EpisodeRecordID: "e"})
+		w, err := createSteps(f, mem, fmt.Sprint("/steps", n), Metadata{SessionID: "s", EpisodeRecordID: "e"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func testFiles(t testing.TB) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := all.Create(mem, "/all", Metadata{SessionID: "s", EpisodeRecordID: "e"})
+	w, err := createSteps(all, mem, "/all", Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func testFiles(t testing.TB) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := f.Create(mem, "/steps-"+codec, Metadata{SessionID: "s", EpisodeRecordID: "e"})
+		w, err := createSteps(f, mem, "/steps-"+codec, Metadata{SessionID: "s", EpisodeRecordID: "e"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,17 +219,17 @@ func testFiles(t testing.TB) map[string][]byte {
 		files["steps "+codec] = memFile(t, mem, path)
 	}
 	meta := Metadata{SessionID: "s", EpisodeRecordID: "e"}
-	path, err = WriteTable(mem, "/episodes", meta, Config{}, []schema.EpisodeRow{{EpisodeID: "e", Status: schema.EpisodeCompleted, StartedAt: t0, FinalObservationBlob: []byte{1}}})
+	path, err = writeTable(mem, "/episodes", meta, Config{}, []schema.EpisodeRow{{EpisodeID: "e", Status: schema.EpisodeCompleted, StartedAt: t0, FinalObservationBlob: []byte{1}}})
 	add("episodes", path, err)
-	path, err = WriteTable(mem, "/sessions", meta, Config{}, []schema.SessionRow{{Status: schema.SessionEnded, StartedAt: t0}})
+	path, err = writeTable(mem, "/sessions", meta, Config{}, []schema.SessionRow{{Status: schema.SessionEnded, StartedAt: t0}})
 	add("sessions", path, err)
-	path, err = WriteTable(mem, "/logs", meta, Config{}, []schema.LogRow{{Time: t0, Level: "info", Message: "m"}, {Time: t0, Level: "warn", Message: "n"}})
+	path, err = writeTable(mem, "/logs", meta, Config{}, []schema.LogRow{{Time: t0, Level: "info", Message: "m"}, {Time: t0, Level: "warn", Message: "n"}})
 	add("logs", path, err)
 	var tel []schema.TelemetryRow
 	for i := 0; i < 5; i++ {
 		tel = append(tel, schema.TelemetryRow{Time: t0, Horizon: "window", Metric: "latency", Count: int64(i)})
 	}
-	path, err = WriteTable(mem, "/telemetry", meta, Config{RowGroupRows: 2}, tel)
+	path, err = writeTable(mem, "/telemetry", meta, Config{RowGroupRows: 2}, tel)
 	add("telemetry in row groups", path, err)
 	return files
 }

@@ -40,7 +40,7 @@ func FuzzStepsWrite(f *testing.F) {
 			data = data[n:]
 		}
 		mem := vfs.NewMem()
-		w, err := format.Create(mem, "/d", Metadata{SessionID: "s", EpisodeRecordID: "e"})
+		w, err := createSteps(format, mem, "/d", Metadata{SessionID: "s", EpisodeRecordID: "e"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestStepsNilLayoutIgnoresLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := f.Create(mem, "/d", Metadata{SessionID: "s", EpisodeRecordID: "e"})
+	w, err := createSteps(f, mem, "/d", Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package parquetout
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -144,10 +144,11 @@ const (
 	directRowBytes = 16 << 10
 )
 
-// StepsWriter writes one steps part file. It is not safe for concurrent use.
+// StepsWriter encodes one steps file to an io.Writer (NewEncoder). It is
+// not safe for concurrent use.
 type StepsWriter struct {
 	f    *StepsFormat
-	part *Part
+	part *target
 	stepsBuffers
 	pending int
 	direct  bool // the row being written references the caller's buffers
@@ -162,46 +163,33 @@ type StepsWriter struct {
 	done     bool
 }
 
-// Create starts a steps part file in dir (see CreatePart) with the given
-// metadata (its spaces are the format's).
-func (f *StepsFormat) Create(fsys vfs.FS, dir string, meta Metadata) (*StepsWriter, error) {
-	return f.CreateAt(fsys, dir, -1, meta)
-}
-
-// CreateAt is Create with an explicit part number (see CreatePartAt).
-func (f *StepsFormat) CreateAt(fsys vfs.FS, dir string, n int, meta Metadata) (*StepsWriter, error) {
-	part, err := CreatePartAt(fsys, dir, n)
-	if err != nil {
-		return nil, err
-	}
-	return f.start(part, meta)
-}
-
-// CreateGroupAt is CreateAt for group commit (see CreateGroupPartAt): end
-// the file with Finish and commit it with CommitParts.
-func (f *StepsFormat) CreateGroupAt(fsys vfs.FS, dir string, n int, meta Metadata) (*StepsWriter, error) {
-	part, err := CreateGroupPartAt(fsys, dir, n)
-	if err != nil {
-		return nil, err
-	}
-	return f.start(part, meta)
-}
-
-func (f *StepsFormat) start(part *Part, meta Metadata) (*StepsWriter, error) {
-	w := &StepsWriter{f: f, part: part, maxGroup: f.cfg.RowGroupBytes}
+// NewEncoder starts a steps file written to out, with the given metadata
+// (its spaces are the format's); name is what errors call the file (a
+// part's temp path). The encoder writes the whole file, footer included,
+// to out by Close, and knows nothing of where out goes (see
+// internal/store for part files).
+func (f *StepsFormat) NewEncoder(out io.Writer, name string, meta Metadata) *StepsWriter {
+	w := &StepsWriter{f: f, part: &target{name: name}, maxGroup: f.cfg.RowGroupBytes}
 	if st, ok := f.pool.Get().(*stepsBuffers); ok {
 		w.stepsBuffers = *st
 	} else {
 		w.arena = make([]byte, 0, arenaStart)
 	}
 	// A new parquet-go writer for every file: see getWriteBuffer.
-	w.out = getWriteBuffer(part, f.cfg.WriteBufferSize)
+	w.out = getWriteBuffer(out, f.cfg.WriteBufferSize)
 	w.pw = parquet.NewWriter(w.out, f.opts...)
 	for _, e := range keyValues(schema.TableSteps, meta, f.spaces) {
 		w.pw.SetKeyValueMetadata(e.key, e.value)
 	}
-	return w, nil
+	return w
 }
+
+// target is what an encoder knows of the file it writes: the name errors
+// give it.
+type target struct{ name string }
+
+// TempPath returns the name errors give the file.
+func (t *target) TempPath() string { return t.name }
 
 // stepsBuffers is what a StepsWriter allocates and its StepsFormat
 // recycles across files: the batch buffers. The parquet-go writer is the
@@ -214,9 +202,6 @@ type stepsBuffers struct {
 	arena   []byte          // copies of the bytes those rows reference
 	scratch []parquet.Value // one column of the batch
 }
-
-// Path returns the final path of the file.
-func (w *StepsWriter) Path() string { return w.part.Path() }
 
 // Rows returns the number of rows written so far.
 func (w *StepsWriter) Rows() int64 { return w.rows }
@@ -574,33 +559,11 @@ func (w *StepsWriter) Flush() error {
 	return nil
 }
 
-// Commit writes the buffered rows and the footer, then makes the file
-// durable under its final name (see Part.Commit), and returns that path.
-// After an error, call Abort.
-func (w *StepsWriter) Commit() (string, error) {
-	if err := w.close(); err != nil {
-		return "", err
-	}
-	if err := w.part.Commit(); err != nil {
-		return "", err
-	}
-	return w.part.Path(), nil
-}
+// Close writes the buffered rows and the footer: the file is complete in
+// the writer NewEncoder was given. After an error, call Abort.
+func (w *StepsWriter) Close() error { return w.close() }
 
-// Finish writes the buffered rows and the footer and closes the temp file
-// without syncing it (see Part.Finish); commit the returned part with
-// CommitParts, or abort it. After an error, call Abort.
-func (w *StepsWriter) Finish() (*Part, error) {
-	if err := w.close(); err != nil {
-		return nil, err
-	}
-	if err := w.part.Finish(); err != nil {
-		return nil, err
-	}
-	return w.part, nil
-}
-
-// close writes the buffered rows and the footer to the temp file.
+// close writes the buffered rows and the footer.
 func (w *StepsWriter) close() error {
 	if w.done {
 		return ErrClosed
@@ -624,12 +587,15 @@ func (w *StepsWriter) close() error {
 	return nil
 }
 
-// Abort discards the file: nothing appears under its final name. It is a
-// no-op after Commit; after Finish it removes the finished temp file.
-func (w *StepsWriter) Abort() error {
+// Abort drops the encoder, after an error or to discard the file; what
+// it wrote stays in its writer (the caller discards it: store.Part.Abort).
+// It is a no-op after Close.
+func (w *StepsWriter) Abort() {
+	if w.done {
+		return
+	}
 	w.done = true
 	w.release()
-	return w.part.Abort()
 }
 
 func (w *StepsWriter) release() {

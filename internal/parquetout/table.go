@@ -3,10 +3,10 @@ package parquetout
 import (
 	"bufio"
 	"fmt"
+	"io"
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -30,12 +30,13 @@ func tableOf[T Row]() (string, [][]string) {
 	}
 }
 
-// TableWriter writes one part file of the episodes, sessions, logs or
-// telemetry table. It is not safe for concurrent use.
+// TableWriter encodes one file of the episodes, sessions, logs or
+// telemetry table to an io.Writer (NewTableEncoder). It is not safe for
+// concurrent use.
 type TableWriter[T Row] struct {
-	part      *Part
+	name      string
 	w         *parquet.GenericWriter[T]
-	out       *bufio.Writer // the file's write buffer, in front of part
+	out       *bufio.Writer // the file's write buffer, in front of its writer
 	rowsLimit int64
 	groupRows int64
 	rows      int64
@@ -43,26 +44,11 @@ type TableWriter[T Row] struct {
 	done      bool
 }
 
-// CreateTable starts a part file of T's table in dir. meta's
-// EpisodeRecordID and spaces are used for the episodes table only.
-func CreateTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config) (*TableWriter[T], error) {
-	return CreateTableAt[T](fsys, dir, -1, meta, cfg)
-}
-
-// CreateTableAt is CreateTable with an explicit part number (see
-// CreatePartAt).
-func CreateTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config) (*TableWriter[T], error) {
-	return createTable[T](fsys, dir, n, meta, cfg, false)
-}
-
-// CreateTableGroupAt is CreateTableAt for group commit (see
-// CreateGroupPartAt): end the file with Finish and commit it with
-// CommitParts.
-func CreateTableGroupAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config) (*TableWriter[T], error) {
-	return createTable[T](fsys, dir, n, meta, cfg, true)
-}
-
-func createTable[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config, group bool) (*TableWriter[T], error) {
+// NewTableEncoder starts a file of T's table written to out; name is what
+// errors call the file (a part's temp path). meta's EpisodeRecordID and
+// spaces are used for the episodes table only. The encoder writes the
+// whole file, footer included, to out by Close.
+func NewTableEncoder[T Row](out io.Writer, name string, meta Metadata, cfg Config) (*TableWriter[T], error) {
 	cfg = cfg.withDefaults()
 	table, blobs := tableOf[T]()
 	var spaces spaceJSON
@@ -77,18 +63,11 @@ func createTable[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Confi
 	if err != nil {
 		return nil, err
 	}
-	part, err := createPart(fsys, dir, n, group)
-	if err != nil {
-		return nil, err
-	}
 	// A new parquet-go writer for every file: see getWriteBuffer.
-	w := &TableWriter[T]{part: part, rowsLimit: cfg.RowGroupRows, out: getWriteBuffer(part, cfg.WriteBufferSize)}
+	w := &TableWriter[T]{name: name, rowsLimit: cfg.RowGroupRows, out: getWriteBuffer(out, cfg.WriteBufferSize)}
 	w.w = parquet.NewGenericWriter[T](w.out, opts...)
 	return w, nil
 }
-
-// Path returns the final path of the file.
-func (w *TableWriter[T]) Path() string { return w.part.Path() }
 
 // Write appends rows, ending a row group every Config.RowGroupRows rows.
 // After an error, call Abort.
@@ -102,7 +81,7 @@ func (w *TableWriter[T]) Write(rows []T) error {
 	for len(rows) > 0 {
 		n := min(int64(len(rows)), w.rowsLimit-w.groupRows)
 		if _, err := w.w.Write(rows[:n]); err != nil {
-			w.err = fmt.Errorf("parquetout: write rows to %s: %w", w.part.TempPath(), err)
+			w.err = fmt.Errorf("parquetout: write rows to %s: %w", w.name, err)
 			return w.err
 		}
 		rows = rows[n:]
@@ -110,7 +89,7 @@ func (w *TableWriter[T]) Write(rows []T) error {
 		w.groupRows += n
 		if w.groupRows >= w.rowsLimit {
 			if err := w.w.Flush(); err != nil {
-				w.err = fmt.Errorf("parquetout: flush row group to %s: %w", w.part.TempPath(), err)
+				w.err = fmt.Errorf("parquetout: flush row group to %s: %w", w.name, err)
 				return w.err
 			}
 			w.groupRows = 0
@@ -119,32 +98,9 @@ func (w *TableWriter[T]) Write(rows []T) error {
 	return nil
 }
 
-// Commit writes the footer and makes the file durable under its final name
-// (see Part.Commit), and returns that path. After an error, call Abort.
-func (w *TableWriter[T]) Commit() (string, error) {
-	if err := w.close(); err != nil {
-		return "", err
-	}
-	if err := w.part.Commit(); err != nil {
-		return "", err
-	}
-	return w.part.Path(), nil
-}
-
-// Finish writes the footer and closes the temp file without syncing it
-// (see Part.Finish); commit the returned part with CommitParts, or abort
-// it. After an error, call Abort.
-func (w *TableWriter[T]) Finish() (*Part, error) {
-	if err := w.close(); err != nil {
-		return nil, err
-	}
-	if err := w.part.Finish(); err != nil {
-		return nil, err
-	}
-	return w.part, nil
-}
-
-func (w *TableWriter[T]) close() error {
+// Close writes the footer: the file is complete in the writer
+// NewTableEncoder was given. After an error, call Abort.
+func (w *TableWriter[T]) Close() error {
 	if w.done {
 		return ErrClosed
 	}
@@ -152,11 +108,11 @@ func (w *TableWriter[T]) close() error {
 		return w.err
 	}
 	if err := w.w.Close(); err != nil {
-		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.name, err)
 		return w.err
 	}
 	if err := w.out.Flush(); err != nil {
-		w.err = fmt.Errorf("parquetout: finish %s: %w", w.part.TempPath(), err)
+		w.err = fmt.Errorf("parquetout: finish %s: %w", w.name, err)
 		return w.err
 	}
 	w.done = true
@@ -165,54 +121,29 @@ func (w *TableWriter[T]) close() error {
 	return nil
 }
 
-// Abort discards the file: nothing appears under its final name. It is a
-// no-op after Commit; after Finish it removes the finished temp file.
-func (w *TableWriter[T]) Abort() error {
+// Abort drops the encoder; what it wrote stays in its writer (the caller
+// discards it). It is a no-op after Close.
+func (w *TableWriter[T]) Abort() {
+	if w.done {
+		return
+	}
 	w.done = true
-	return w.part.Abort()
+	w.w, w.out = nil, nil
 }
 
-// WriteTable writes rows as one new part file of T's table in dir and
-// returns its path.
-func WriteTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config, rows []T) (string, error) {
-	return WriteTableAt(fsys, dir, -1, meta, cfg, rows)
-}
-
-// WriteTableAt is WriteTable with an explicit part number (see
-// CreatePartAt).
-func WriteTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config, rows []T) (string, error) {
-	w, err := CreateTableAt[T](fsys, dir, n, meta, cfg)
+// EncodeTable writes rows as one whole file of T's table to out.
+func EncodeTable[T Row](out io.Writer, name string, meta Metadata, cfg Config, rows []T) error {
+	w, err := NewTableEncoder[T](out, name, meta, cfg)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := w.Write(rows); err != nil {
 		w.Abort()
-		return "", err
+		return err
 	}
-	path, err := w.Commit()
-	if err != nil {
+	if err := w.Close(); err != nil {
 		w.Abort()
-		return "", err
+		return err
 	}
-	return path, nil
-}
-
-// FinishTableAt writes rows as part n of T's table in dir for group commit
-// (see CreateTableGroupAt) and returns the finished, not yet durable part:
-// commit it with CommitParts, or abort it.
-func FinishTableAt[T Row](fsys vfs.FS, dir string, n int, meta Metadata, cfg Config, rows []T) (*Part, error) {
-	w, err := CreateTableGroupAt[T](fsys, dir, n, meta, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Write(rows); err != nil {
-		w.Abort()
-		return nil, err
-	}
-	p, err := w.Finish()
-	if err != nil {
-		w.Abort()
-		return nil, err
-	}
-	return p, nil
+	return nil
 }

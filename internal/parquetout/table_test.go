@@ -61,7 +61,7 @@ func TestEpisodesTable(t *testing.T) {
 	rows[0].EpisodeRecordID, rows[1].EpisodeRecordID = "ep-000001", "ep-000002"
 	rows[0].StepsFile = ptr("steps/session_id=s%2F1/env_id=r/episode_record_id=ep-000001/part-00000.parquet")
 	dir := hive.RecordingPartition(schema.TableEpisodes, hive.Recording{SessionID: "s/1", EnvID: "r"}).Dir(root)
-	path, err := WriteTable(fsys, dir, Metadata{SessionID: "s/1", EnvID: "r", ObservationSpace: spec, ActionSpace: sDiscrete(dtI64, 2)}, Config{}, rows)
+	path, err := writeTable(fsys, dir, Metadata{SessionID: "s/1", EnvID: "r", ObservationSpace: spec, ActionSpace: sDiscrete(dtI64, 2)}, Config{}, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestEpisodesTable(t *testing.T) {
 	}
 	// A second file reuses the writer: its metadata and rows are its own.
 	dir2 := hive.RecordingPartition(schema.TableEpisodes, hive.Recording{SessionID: "s2", EnvID: "r2"}).Dir(root)
-	path2, err := WriteTable(fsys, dir2, Metadata{Layout: hive.LayoutSession, SessionID: "s2", EnvID: "r2", ObservationSpace: spec, ActionSpace: spec}, Config{}, rows[1:])
+	path2, err := writeTable(fsys, dir2, Metadata{Layout: hive.LayoutSession, SessionID: "s2", EnvID: "r2", ObservationSpace: spec, ActionSpace: spec}, Config{}, rows[1:])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestSessionTables(t *testing.T) {
 			Reason: ptr("max episodes"), TotalSteps: ptr(int64(100)), TotalEpisodes: ptr(int64(3)),
 			StartedAt: t0, EndedAt: ptr(t0.Add(time.Minute)), EpisodesRecorded: 3, StepsRecorded: 99, DroppedSteps: 1,
 		}, {Status: schema.SessionOpen, StartedAt: t0}}
-		path, err := WriteTable(fsys, hive.RecordingPartition(schema.TableSessions, rec).Dir(root), meta, Config{}, rows)
+		path, err := writeTable(fsys, hive.RecordingPartition(schema.TableSessions, rec).Dir(root), meta, Config{}, rows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestSessionTables(t *testing.T) {
 	})
 	t.Run("logs", func(t *testing.T) {
 		rows := []schema.LogRow{{Time: t0, Level: "info", Message: "env reset complete", Source: ptr("driver")}, {Time: t0, Level: "warn", Message: "m"}}
-		path, err := WriteTable(fsys, hive.RecordingPartition(schema.TableLogs, rec).Dir(root), meta, Config{}, rows)
+		path, err := writeTable(fsys, hive.RecordingPartition(schema.TableLogs, rec).Dir(root), meta, Config{}, rows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestSessionTables(t *testing.T) {
 			rows = append(rows, schema.TelemetryRow{Time: t0, Horizon: "window", Op: "step", Component: "env", Metric: "latency",
 				Kind: "duration_ms", Count: int64(i), Avg: 1.5, P50: 1, P95: 2, P99: 3})
 		}
-		w, err := CreateTable[schema.TelemetryRow](fsys, hive.RecordingPartition(schema.TableTelemetry, rec).Dir(root), meta, Config{RowGroupRows: 10})
+		w, err := createTableFile[schema.TelemetryRow](fsys, hive.RecordingPartition(schema.TableTelemetry, rec).Dir(root), meta, Config{RowGroupRows: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestConfig(t *testing.T) {
 	if _, err := NewStepsFormat(nil, nil, Config{Compression: "lz4"}); !errors.Is(err, ErrCodec) {
 		t.Fatalf("unknown codec: %v", err)
 	}
-	if _, err := CreateTable[schema.LogRow](vfs.NewMem(), "/d", Metadata{}, Config{Compression: "gzip"}); !errors.Is(err, ErrCodec) {
+	if _, err := createTableFile[schema.LogRow](vfs.NewMem(), "/d", Metadata{}, Config{Compression: "gzip"}); !errors.Is(err, ErrCodec) {
 		t.Fatalf("unknown codec: %v", err)
 	}
 }

@@ -125,7 +125,7 @@ func TestStepsTypedColumns(t *testing.T) {
 	if n := len(f.Table().Observation); n != 16 {
 		t.Fatalf("%d observation columns, want 16", n)
 	}
-	w, err := f.Create(fsys, root, Metadata{SessionID: "s", EpisodeRecordID: "e"})
+	w, err := createSteps(f, fsys, root, Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestStepsRejectsBadLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := f.Create(fsys, root, Metadata{SessionID: "s", EpisodeRecordID: "e"})
+	w, err := createSteps(f, fsys, root, Metadata{SessionID: "s", EpisodeRecordID: "e"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rlrec/rlrec/internal/hive"
+)
+
+// Store holds the part files of one ROOT. Implementations are safe for
+// concurrent use; only one Part may be written per partition at a time
+// (the caller serialises the writers of one partition).
+type Store interface {
+	// Next returns the number the next part of p gets: one more than the
+	// highest part or temp file of p, or 0.
+	Next(p hive.Partition) (int, error)
+	// Create starts part n of p (n < 0: Next) under its temp name. It
+	// fails with ErrExists when part n is published.
+	Create(p hive.Partition, n int) (Part, error)
+	// Sync makes a group of finished parts durable under their temp
+	// names (see the package doc for a *GroupError).
+	Sync(parts []Part) error
+	// Publish gives the parts of a synced group their final names,
+	// durably, never replacing a published file.
+	Publish(parts []Part) error
+	// PublishTemp publishes part n of the partition directory dir
+	// (relative to ROOT, "/" separators, as hive.List reports it): a part
+	// a writer that crashed had synced but not yet published.
+	PublishTemp(dir string, n int) error
+	// RemoveTemp removes the temp file rel (relative to ROOT) a writer
+	// that crashed left.
+	RemoveTemp(rel string) error
+	// SyncAll makes every change so far durable (after PublishTemp and
+	// RemoveTemp).
+	SyncAll() error
+}
+
+// Part is one part file being written: the bytes written to it go to its
+// temp name until its group is published.
+type Part interface {
+	io.Writer
+	// Name is the path of its temp file, for messages.
+	Name() string
+	// Rel is its final path relative to ROOT, "/" separators.
+	Rel() string
+	// Finish ends the part's bytes: it is complete, not yet durable.
+	Finish() error
+	// Abort discards it: nothing of it remains. A no-op once published.
+	Abort() error
+}
+
+// Commit makes a group of finished parts durable and published: Sync,
+// then Publish. When only some parts fail (a *GroupError), the others are
+// committed all the same, and the error names the failed ones of both
+// steps.
+func Commit(s Store, parts []Part) error {
+	serr := s.Sync(parts)
+	var sge *GroupError
+	if serr != nil && !errors.As(serr, &sge) {
+		return serr
+	}
+	rest := parts
+	if sge != nil {
+		failed := make(map[Part]bool, len(sge.Parts))
+		for _, pe := range sge.Parts {
+			failed[pe.Part] = true
+		}
+		rest = nil
+		for _, p := range parts {
+			if !failed[p] {
+				rest = append(rest, p)
+			}
+		}
+	}
+	perr := s.Publish(rest)
+	var pge *GroupError
+	if perr != nil && !errors.As(perr, &pge) {
+		return perr
+	}
+	if sge == nil {
+		return perr
+	}
+	if pge != nil {
+		sge.Parts = append(sge.Parts, pge.Parts...)
+	}
+	return sge
+}
+
+// PartError is the failure of one part of a group.
+type PartError struct {
+	Part Part
+	// Path is the file or directory that failed.
+	Path string
+	Err  error
+}
+
+func (e *PartError) Error() string { return e.Err.Error() }
+func (e *PartError) Unwrap() error { return e.Err }
+
+// GroupError is returned by Sync and Publish when some parts of a group
+// failed and the others went through.
+type GroupError struct {
+	Parts []*PartError
+	// Sync is the file-system sync's error that made the parts be synced
+	// one by one, if it failed.
+	Sync error
+}
+
+func (e *GroupError) Error() string {
+	if len(e.Parts) == 1 {
+		return e.Parts[0].Error()
+	}
+	return fmt.Sprintf("%d files failed, the first: %v", len(e.Parts), e.Parts[0].Err)
+}
+
+func (e *GroupError) Unwrap() []error {
+	out := make([]error, len(e.Parts))
+	for i, p := range e.Parts {
+		out[i] = p
+	}
+	return out
+}
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrExists is returned when a part would take the name of a
+	// published file: creation and publishing refuse to replace one.
+	ErrExists = errors.New("store: a published file has that name")
+	// ErrClosed is returned by a Part written after Finish or Abort.
+	ErrClosed = errors.New("store: part already finished or aborted")
+	// errNotFinished is returned by Sync or Publish for a part that is
+	// not finished, or already published or aborted.
+	errNotFinished = errors.New("store: part not finished, or already published or aborted")
+	// errForeign is returned for a Part another Store made.
+	errForeign = errors.New("store: part of another store")
+)
