@@ -25,14 +25,14 @@ import (
 // them durable at once, then appends their markers to the log and releases
 // their log positions for reclaiming.
 //
-// Part numbers are deterministic: an episode's steps file is part 0 of its
-// episode partition, the k-th finished episode of a recording has its row
-// in part k of the recording's episodes partition, and the k-th write of a
-// recording's session files (k = 0 at its end, then one per batch of late
-// telemetry or logs) is part k of the sessions, logs and telemetry
-// partitions. Recovery therefore
-// rewrites exactly the files a crash may have left unfinished, replacing
-// rather than duplicating any that did land.
+// Part numbers: each new part file takes the next number free in its
+// partition (store.Next): the steps file of a new episode partition
+// (layout episode) is part 0; the episodes rows of a batch, a packed
+// steps file and each write of a recording's sessions, logs and telemetry
+// files take the next number of their recording's partition. A published
+// file is never replaced (publishing refuses an existing name): recovery
+// publishes the temps whose markers reached the log, removes the others,
+// and writes their rows again under new numbers (commit.go).
 type writer struct {
 	r    *Recorder
 	fs   vfs.FS
