@@ -547,6 +547,12 @@ func (t *timedFS) MkdirAll(name string) error {
 	return t.FS.MkdirAll(name)
 }
 
+func (t *timedFS) Mkdir(name string) error {
+	t0 := time.Now()
+	defer t.add(ioMkdir, t0)
+	return vfs.Mkdir(t.FS, name)
+}
+
 func (t *timedFS) Stat(name string) (fs.FileInfo, error) {
 	t0 := time.Now()
 	defer t.add(ioStat, t0)

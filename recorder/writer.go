@@ -2,8 +2,11 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -284,6 +287,32 @@ func (w *writer) stepsPartition(m episodeMeta) hive.Partition {
 	return hive.EpisodePartition(schema.TableSteps, m.rec, m.rid)
 }
 
+// episodePart creates the partition directory of an episode's steps file
+// (layout "episode") and returns the file's part number. A directory this
+// call creates is empty (the ROOT lock keeps other writers out), so its
+// file is part 0 without listing it, and no part count is kept for it;
+// one that exists already is listed as any partition is (nextPart). So a
+// new episode costs one mkdir, where listing first cost a failed open of
+// the directory and MkdirAll two stats besides.
+func (w *writer) episodePart(p hive.Partition) (int, error) {
+	dir := p.Dir(w.root)
+	err := vfs.Mkdir(w.fs, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The first episode of its recording: its parents are missing.
+		if err = w.fs.MkdirAll(filepath.Dir(dir)); err == nil {
+			err = vfs.Mkdir(w.fs, dir)
+		}
+	}
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.Is(err, fs.ErrExist):
+		return w.nextPart(p), nil
+	default:
+		return 0, fmt.Errorf("create directory %s: %w", dir, err)
+	}
+}
+
 // meta is the metadata of a file of rec.
 func (w *writer) meta(rec hive.Recording) parquetout.Metadata {
 	return parquetout.Metadata{Layout: w.layout, SessionID: rec.SessionID, EnvID: rec.EnvID}
@@ -308,7 +337,13 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		p := w.stepsPartition(m)
-		f.part = w.nextPart(p)
+		if w.layout == hive.LayoutEpisode {
+			if f.part, err = w.episodePart(p); err != nil {
+				return fmt.Errorf("%s: %w", m, err)
+			}
+		} else {
+			f.part = w.nextPart(p)
+		}
 		meta := w.meta(m.rec)
 		if w.layout == hive.LayoutEpisode {
 			meta.EpisodeRecordID = m.rid

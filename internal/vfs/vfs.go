@@ -16,6 +16,10 @@
 //     what a power cut would leave (see MemFS for the exact model).
 //   - WithErrors: wraps any FS and fails chosen operations (FailAt,
 //     FailFrom), with errors wrapping ErrInjected.
+//
+// Mkdir creates one directory and tells whether it existed, in one call
+// where the FS implements Mkdirer (OS does), else through Stat and
+// MkdirAll.
 package vfs
 
 import (
