@@ -559,6 +559,12 @@ func (t *timedFS) Stat(name string) (fs.FileInfo, error) {
 	return t.FS.Stat(name)
 }
 
+func (t *timedFS) RenameNoReplace(a, b string) error {
+	t0 := time.Now()
+	defer t.add(ioRename, t0)
+	return vfs.RenameNoReplace(t.FS, a, b)
+}
+
 func (t *timedFS) Rename(a, b string) error {
 	t0 := time.Now()
 	defer t.add(ioRename, t0)

@@ -301,18 +301,19 @@ func PublishParts(fsys vfs.FS, syncRoot string, parts []*Part) error {
 	return nil
 }
 
-// renameNoReplace renames tmp to final unless final exists. The ROOT lock
-// keeps other writers out, so the check and the rename cannot race.
+// renameNoReplace renames tmp to final unless final exists
+// (vfs.RenameNoReplace: one renameat2 call on Linux). The ROOT lock keeps
+// other writers out, so where it falls back to a check and a rename the
+// two cannot race.
 func renameNoReplace(fsys vfs.FS, tmp, final string) error {
-	if _, err := fsys.Stat(final); err == nil {
+	err := vfs.RenameNoReplace(fsys, tmp, final)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("parquetout: publish %s: %w: %s", tmp, ErrExists, final)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("parquetout: publish %s: stat %s: %w", tmp, final, err)
 	}
-	if err := fsys.Rename(tmp, final); err != nil {
-		return fmt.Errorf("parquetout: rename %s to %s: %w", tmp, filepath.Base(final), err)
-	}
-	return nil
+	return fmt.Errorf("parquetout: rename %s to %s: %w", tmp, filepath.Base(final), err)
 }
 
 // Publish renames the temp file of part n in dir, synced by a writer that

@@ -19,7 +19,9 @@
 //
 // Mkdir creates one directory and tells whether it existed, in one call
 // where the FS implements Mkdirer (OS does), else through Stat and
-// MkdirAll.
+// MkdirAll; RenameNoReplace renames without replacing in one atomic call
+// where the FS implements NoReplaceRenamer (OS on Linux), else through
+// Stat and Rename.
 package vfs
 
 import (
