@@ -287,14 +287,15 @@ func (w *writer) stepsPartition(m episodeMeta) hive.Partition {
 	return hive.EpisodePartition(schema.TableSteps, m.rec, m.rid)
 }
 
-// episodePart creates the partition directory of an episode's steps file
-// (layout "episode") and returns the file's part number. A directory this
-// call creates is empty (the ROOT lock keeps other writers out), so its
-// file is part 0 without listing it, and no part count is kept for it;
-// one that exists already is listed as any partition is (nextPart). So a
-// new episode costs one mkdir, where listing first cost a failed open of
-// the directory and MkdirAll two stats besides.
-func (w *writer) episodePart(p hive.Partition) (int, error) {
+// episodeDir creates the partition directory of an episode's steps file
+// (layout "episode") and reports whether this call created it. One it
+// created is empty (the ROOT lock keeps other writers out), so its file is
+// part 0 without listing the directory or looking for the name, and no
+// part count is kept for it; one that exists already is listed as any
+// partition is (nextPart). So a new episode's steps file costs one mkdir
+// and one file creation, where listing first and MkdirAll cost a failed
+// open of the directory and three stats besides.
+func (w *writer) episodeDir(p hive.Partition) (bool, error) {
 	dir := p.Dir(w.root)
 	err := vfs.Mkdir(w.fs, dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -305,11 +306,11 @@ func (w *writer) episodePart(p hive.Partition) (int, error) {
 	}
 	switch {
 	case err == nil:
-		return 0, nil
+		return true, nil
 	case errors.Is(err, fs.ErrExist):
-		return w.nextPart(p), nil
+		return false, nil
 	default:
-		return 0, fmt.Errorf("create directory %s: %w", dir, err)
+		return false, fmt.Errorf("create directory %s: %w", dir, err)
 	}
 }
 
@@ -337,18 +338,23 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		p := w.stepsPartition(m)
-		if w.layout == hive.LayoutEpisode {
-			if f.part, err = w.episodePart(p); err != nil {
-				return fmt.Errorf("%s: %w", m, err)
-			}
-		} else {
-			f.part = w.nextPart(p)
-		}
 		meta := w.meta(m.rec)
+		created := false
 		if w.layout == hive.LayoutEpisode {
 			meta.EpisodeRecordID = m.rid
+			if created, err = w.episodeDir(p); err != nil {
+				return fmt.Errorf("%s: %w", m, err)
+			}
 		}
-		if f.steps, err = format.CreateGroupAt(w.fs, p.Dir(w.root), f.part, meta); err != nil {
+		if created {
+			// Part 0 of an empty directory: no listing, no name to check.
+			f.part = 0
+			f.steps, err = format.CreateNewGroup(w.fs, p.Dir(w.root), meta)
+		} else {
+			f.part = w.nextPart(p)
+			f.steps, err = format.CreateGroupAt(w.fs, p.Dir(w.root), f.part, meta)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		w.files.open.Add(1)

@@ -42,7 +42,9 @@
 // For those, a part is created with CreateGroupPartAt (or
 // StepsFormat.CreateGroupAt, CreateTableGroupAt, FinishTableAt), which
 // creates missing directories without syncing their parents, and ended
-// with Finish, which closes the temp file without syncing it. CommitParts
+// with Finish, which closes the temp file without syncing it (in a
+// directory the caller has just made, CreateNewGroupPart or
+// StepsFormat.CreateNewGroup open part 0 with one file creation). CommitParts
 // then commits any number of finished parts with two file-system syncs
 // (vfs.FS.SyncFS, syncfs(2)): the first makes every part's data and every
 // new directory entry durable, then every part is renamed, and the second

@@ -98,6 +98,15 @@ func CreateGroupPartAt(fsys vfs.FS, dir string, n int) (*Part, error) {
 	return createPart(fsys, dir, n, true)
 }
 
+// CreateNewGroupPart is CreateGroupPartAt for part 0 of a directory the
+// caller has just created, so holds empty (vfs.Mkdir returned nil, under
+// the ROOT lock): it neither makes the directory nor looks for a file of
+// the final name, which cannot be there; it costs one file creation.
+// Publishing still refuses to replace (PublishParts).
+func CreateNewGroupPart(fsys vfs.FS, dir string) (*Part, error) {
+	return openPart(fsys, dir, 0, true)
+}
+
 func createPart(fsys vfs.FS, dir string, n int, group bool) (*Part, error) {
 	if group {
 		if err := fsys.MkdirAll(dir); err != nil {
@@ -116,6 +125,11 @@ func createPart(fsys vfs.FS, dir string, n int, group bool) (*Part, error) {
 	if _, err := fsys.Stat(final); err == nil {
 		return nil, fmt.Errorf("parquetout: create %s: %w", final, ErrExists)
 	}
+	return openPart(fsys, dir, n, group)
+}
+
+// openPart opens the temp file of part n in dir.
+func openPart(fsys vfs.FS, dir string, n int, group bool) (*Part, error) {
 	var err error
 	p := &Part{
 		fsys:  fsys,

@@ -280,3 +280,63 @@ func (r *recordSyncs) Inject(op vfs.Op, name string) error {
 	}
 	return nil
 }
+
+// opLog is an Injector that records the operations it sees.
+type opLog struct{ ops []string }
+
+func (l *opLog) Inject(op vfs.Op, name string) error {
+	l.ops = append(l.ops, op.String()+" "+filepath.Base(name))
+	return nil
+}
+
+// TestCreateNewGroupPart: part 0 of a directory just created is opened
+// with one file creation (no directory creation, listing or stat), and
+// publishing it still refuses to replace a file of its name.
+func TestCreateNewGroupPart(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		squat   bool // a file of the final name appears before publishing
+		wantErr error
+	}{
+		{"publish", false, nil},
+		{"final name taken", true, ErrExists},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			log := &opLog{}
+			fsys := vfs.WithErrors(mem, log)
+			dir := filepath.FromSlash("/r/steps/episode_record_id=e")
+			if err := mem.MkdirAll(filepath.Dir(dir)); err != nil {
+				t.Fatal(err)
+			}
+			if err := vfs.Mkdir(mem, dir); err != nil {
+				t.Fatal(err)
+			}
+			p, err := CreateNewGroupPart(fsys, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "create .part-00000.parquet.tmp"; len(log.ops) != 1 || log.ops[0] != want {
+				t.Fatalf("CreateNewGroupPart did %v, want [%s]", log.ops, want)
+			}
+			if _, err := p.Write([]byte("PAR1")); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			if c.squat {
+				touch(t, mem, filepath.Join(dir, "part-00000.parquet"))
+			}
+			err = CommitParts(fsys, "/r", []*Part{p})
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("CommitParts: %v, want %v", err, c.wantErr)
+			}
+			if c.wantErr == nil {
+				if got := names(t, mem, dir); len(got) != 1 || got[0] != "part-00000.parquet" {
+					t.Fatalf("directory holds %v", got)
+				}
+			}
+		})
+	}
+}

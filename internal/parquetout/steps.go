@@ -187,6 +187,16 @@ func (f *StepsFormat) CreateGroupAt(fsys vfs.FS, dir string, n int, meta Metadat
 	return f.start(part, meta)
 }
 
+// CreateNewGroup is CreateGroupAt for part 0 of a directory the caller
+// has just created (see CreateNewGroupPart).
+func (f *StepsFormat) CreateNewGroup(fsys vfs.FS, dir string, meta Metadata) (*StepsWriter, error) {
+	part, err := CreateNewGroupPart(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	return f.start(part, meta)
+}
+
 func (f *StepsFormat) start(part *Part, meta Metadata) (*StepsWriter, error) {
 	w := &StepsWriter{f: f, part: part, maxGroup: f.cfg.RowGroupBytes}
 	if st, ok := f.pool.Get().(*stepsBuffers); ok {
