@@ -161,14 +161,15 @@ var layoutProbes = map[string]probeMode{
 
 // probeDirFiles creates n partition directories under parent, each with one
 // file of size bytes, with writers goroutines. In a group mode it works as
-// the recorder's writers and committer do: each directory is made with
-// mkdir -p, its file created under a temp name (after a stat of the final
-// name), written and closed without a sync; a committer goroutine takes
-// the finished files in groups (mode.window, mode.maxGroup), syncs the
-// file system (syncfs(2)), renames each file to its final name (a stat
-// first: no replacing) and syncs the file system again. Otherwise it
-// creates every file under its final name and syncs the file system once
-// at the end: the cheapest way to make n directories and files durable.
+// the recorder's writers and committer do: each directory is made with one
+// mkdir (vfs.Mkdir; parent exists), its file created under a temp name,
+// written and closed without a sync; a committer goroutine takes the
+// finished files in groups (mode.window, mode.maxGroup), syncs the file
+// system (syncfs(2)), renames each file to its final name without
+// replacing (vfs.RenameNoReplace: one renameat2) and syncs the file system
+// again. Otherwise it creates every file under its final name and syncs
+// the file system once at the end: the cheapest way to make n directories
+// and files durable.
 func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers int, mode probeMode) time.Duration {
 	b.Helper()
 	group, window, maxGroup := mode.group, mode.window, mode.maxGroup
@@ -179,6 +180,9 @@ func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers in
 	var next atomic.Int64
 	var failed atomic.Value
 	fail := func(err error) { failed.CompareAndSwap(nil, err) }
+	if err := fsys.MkdirAll(parent); err != nil {
+		b.Fatal(err)
+	}
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for range writers {
@@ -191,7 +195,7 @@ func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers in
 					return
 				}
 				dir := filepath.Join(parent, "episode_record_id=ep-"+strconv.FormatInt(i, 10))
-				if err := fsys.MkdirAll(dir); err != nil {
+				if err := vfs.Mkdir(fsys, dir); err != nil {
 					fail(err)
 					return
 				}
@@ -199,10 +203,6 @@ func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers in
 				name := final
 				if group {
 					name = filepath.Join(dir, hive.TempName(0))
-					if _, err := fsys.Stat(final); err == nil {
-						fail(fmt.Errorf("%s exists", final))
-						return
-					}
 				}
 				f, err := fsys.Create(name)
 				if err == nil {
@@ -238,10 +238,7 @@ func probeDirFiles(b *testing.B, fsys vfs.FS, parent string, n, size, writers in
 			b.Fatal(err)
 		}
 		for _, it := range g {
-			if _, err := fsys.Stat(it.final); err == nil {
-				b.Fatalf("%s exists", it.final)
-			}
-			if err := fsys.Rename(it.tmp, it.final); err != nil {
+			if err := vfs.RenameNoReplace(fsys, it.tmp, it.final); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -547,10 +544,22 @@ func (t *timedFS) MkdirAll(name string) error {
 	return t.FS.MkdirAll(name)
 }
 
+func (t *timedFS) Mkdir(name string) error {
+	t0 := time.Now()
+	defer t.add(ioMkdir, t0)
+	return vfs.Mkdir(t.FS, name)
+}
+
 func (t *timedFS) Stat(name string) (fs.FileInfo, error) {
 	t0 := time.Now()
 	defer t.add(ioStat, t0)
 	return t.FS.Stat(name)
+}
+
+func (t *timedFS) RenameNoReplace(a, b string) error {
+	t0 := time.Now()
+	defer t.add(ioRename, t0)
+	return vfs.RenameNoReplace(t.FS, a, b)
 }
 
 func (t *timedFS) Rename(a, b string) error {

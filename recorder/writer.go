@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -324,12 +325,22 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		p := w.stepsPartition(m)
-		f.part = w.nextPart(p)
 		meta := w.meta(m.rec)
+		var file store.Part
 		if w.layout == hive.LayoutEpisode {
+			// A new episode's partition: one mkdir and one file creation,
+			// its part 0 without a listing (store.CreateNew). One that
+			// exists (late steps of an episode) takes the next number.
 			meta.EpisodeRecordID = m.rid
+			f.part = 0
+			if file, err = w.st.CreateNew(p); errors.Is(err, store.ErrPartitionExists) {
+				f.part = w.nextPart(p)
+				file, err = w.st.Create(p, f.part)
+			}
+		} else {
+			f.part = w.nextPart(p)
+			file, err = w.st.Create(p, f.part)
 		}
-		file, err := w.st.Create(p, f.part)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}

@@ -24,7 +24,13 @@
 // part or temp number already in the directory (5 digits, zero padded;
 // more past 99999), so a later file never takes an earlier one's number,
 // nor a temp file's a crashed process left. Create makes missing
-// partition directories without syncing their parents; Finish closes the
+// partition directories without syncing their parents. CreateNew is the
+// path for a partition per episode: one mkdir(2) of the partition (its
+// parents only when missing) and one file creation, part 0 with no
+// listing, since a directory this call made is empty under the ROOT lock;
+// a partition that exists is ErrPartitionExists. Publishing renames with
+// renameat2(RENAME_NOREPLACE) on Linux, one call (a stat and a rename
+// elsewhere, and under an error-injecting wrapper). Finish closes the
 // temp file without syncing it. Sync then makes every part of a group
 // durable under its temp name with one file-system sync (vfs.FS.SyncFS,
 // syncfs(2)), which also makes the new directory entries durable; Publish

@@ -59,7 +59,35 @@ func (s *FS) Create(p hive.Partition, n int) (Part, error) {
 	if _, err := s.fsys.Stat(final); err == nil {
 		return nil, fmt.Errorf("store: create %s: %w", final, ErrExists)
 	}
-	fp := &filePart{s: s, dir: dir, tmp: filepath.Join(dir, hive.TempName(n)), final: final, rel: p.File(n)}
+	return s.open(p, dir, n)
+}
+
+// CreateNew implements Store with one mkdir(2) and one file creation: a
+// directory this call made is empty (the ROOT lock keeps other writers
+// out), so its part is 0 without listing it or looking the name up, where
+// Create with Next costs a listing, the stats of MkdirAll and one of the
+// final name. The parents are made only when missing (the first episode
+// of a recording).
+func (s *FS) CreateNew(p hive.Partition) (Part, error) {
+	dir := p.Dir(s.root)
+	err := vfs.Mkdir(s.fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = s.fsys.MkdirAll(filepath.Dir(dir)); err == nil {
+			err = vfs.Mkdir(s.fsys, dir)
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil, fmt.Errorf("store: create directory %s: %w", dir, ErrPartitionExists)
+	case err != nil:
+		return nil, fmt.Errorf("store: create directory %s: %w", dir, err)
+	}
+	return s.open(p, dir, 0)
+}
+
+// open creates the temp file of part n of p, in its directory dir.
+func (s *FS) open(p hive.Partition, dir string, n int) (Part, error) {
+	fp := &filePart{s: s, dir: dir, tmp: filepath.Join(dir, hive.TempName(n)), final: filepath.Join(dir, hive.PartName(n)), rel: p.File(n)}
 	var err error
 	if fp.f, err = s.fsys.Create(fp.tmp); err != nil {
 		return nil, fmt.Errorf("store: create %s: %w", fp.tmp, err)
@@ -297,18 +325,19 @@ func (s *FS) Publish(parts []Part) error {
 	return nil
 }
 
-// renameNoReplace renames tmp to final unless final exists. The ROOT lock
-// keeps other writers out, so the check and the rename cannot race.
+// renameNoReplace renames tmp to final unless final exists
+// (vfs.RenameNoReplace: one renameat2 call on Linux). The ROOT lock keeps
+// other writers out, so where it falls back to a check and a rename the
+// two cannot race.
 func renameNoReplace(fsys vfs.FS, tmp, final string) error {
-	if _, err := fsys.Stat(final); err == nil {
+	err := vfs.RenameNoReplace(fsys, tmp, final)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("store: publish %s: %w: %s", tmp, ErrExists, final)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("store: publish %s: stat %s: %w", tmp, final, err)
 	}
-	if err := fsys.Rename(tmp, final); err != nil {
-		return fmt.Errorf("store: rename %s to %s: %w", tmp, filepath.Base(final), err)
-	}
-	return nil
+	return fmt.Errorf("store: rename %s to %s: %w", tmp, filepath.Base(final), err)
 }
 
 // PublishTemp implements Store; call SyncAll afterwards.

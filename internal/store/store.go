@@ -18,6 +18,11 @@ type Store interface {
 	// Create starts part n of p (n < 0: Next) under its temp name. It
 	// fails with ErrExists when part n is published.
 	Create(p hive.Partition, n int) (Part, error)
+	// CreateNew makes the partition p, which must be new, and starts its
+	// part 0: the cheap path for a partition per episode. It fails with
+	// an error wrapping ErrPartitionExists when p exists; the caller then
+	// numbers the part with Next and calls Create.
+	CreateNew(p hive.Partition) (Part, error)
 	// Sync makes a group of finished parts durable under their temp
 	// names (see the package doc for a *GroupError).
 	Sync(parts []Part) error
@@ -127,6 +132,9 @@ var (
 	// ErrExists is returned when a part would take the name of a
 	// published file: creation and publishing refuse to replace one.
 	ErrExists = errors.New("store: a published file has that name")
+	// ErrPartitionExists is returned by CreateNew for a partition that
+	// exists already.
+	ErrPartitionExists = errors.New("store: the partition exists")
 	// ErrClosed is returned by a Part written after Finish or Abort.
 	ErrClosed = errors.New("store: part already finished or aborted")
 	// errNotFinished is returned by Sync or Publish for a part that is

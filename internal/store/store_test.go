@@ -402,3 +402,67 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("after settling and a crash: %v, temps %v", finals, temps)
 	}
 }
+
+// opLog is an Injector that records the operations it sees.
+type opLog struct{ ops []string }
+
+func (l *opLog) Inject(op vfs.Op, name string) error {
+	l.ops = append(l.ops, op.String()+" "+filepath.Base(name))
+	return nil
+}
+
+// TestCreateNew: a new partition's part 0 costs the directory's creation
+// and the file's (no listing, no stat of the final name); a partition
+// that exists is refused with ErrPartitionExists; publishing still
+// refuses to replace a file of the part's name.
+func TestCreateNew(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		squat   bool // a file of the final name appears before publishing
+		wantErr error
+	}{
+		{"publish", false, nil},
+		{"final name taken", true, ErrExists},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			log := &opLog{}
+			fsys := vfs.WithErrors(mem, log)
+			// The recording's directory exists: only the episode's is made.
+			if err := mem.MkdirAll(filepath.Dir(stepsP.Dir(root))); err != nil {
+				t.Fatal(err)
+			}
+			s := NewFS(fsys, root)
+			p, err := s.CreateNew(stepsP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// MemFS has no one-call mkdir: vfs.Mkdir stats the name and its
+			// parent and calls MkdirAll, which the injector sees.
+			want := []string{"stat " + filepath.Base(stepsP.Dir(root)), "stat env_id=r", "mkdir " + filepath.Base(stepsP.Dir(root)), "create " + hive.TempName(0)}
+			if strings.Join(log.ops, ", ") != strings.Join(want, ", ") {
+				t.Fatalf("CreateNew did %v, want %v", log.ops, want)
+			}
+			if _, err := s.CreateNew(stepsP); !errors.Is(err, ErrPartitionExists) {
+				t.Fatalf("CreateNew of an existing partition: %v, want ErrPartitionExists", err)
+			}
+			if _, err := p.Write(contents["steps"]); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			if c.squat {
+				touch(t, mem, filepath.Join(stepsP.Dir(root), hive.PartName(0)))
+			}
+			if err := Commit(s, []Part{p}); !errors.Is(err, c.wantErr) {
+				t.Fatalf("Commit: %v, want %v", err, c.wantErr)
+			}
+			if c.wantErr == nil {
+				if got := names(t, mem, stepsP.Dir(root)); len(got) != 1 || got[0] != hive.PartName(0) {
+					t.Fatalf("partition holds %v", got)
+				}
+			}
+		})
+	}
+}

@@ -16,6 +16,12 @@
 //     what a power cut would leave (see MemFS for the exact model).
 //   - WithErrors: wraps any FS and fails chosen operations (FailAt,
 //     FailFrom), with errors wrapping ErrInjected.
+//
+// Mkdir creates one directory and tells whether it existed, in one call
+// where the FS implements Mkdirer (OS does), else through Stat and
+// MkdirAll; RenameNoReplace renames without replacing in one atomic call
+// where the FS implements NoReplaceRenamer (OS on Linux), else through
+// Stat and Rename.
 package vfs
 
 import (
