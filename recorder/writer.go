@@ -331,7 +331,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		row.Step, row.SessionStep = r.step, r.sessionStep
 		row.Reward = r.reward
 		row.IsFirst, row.IsLast, row.Terminated, row.Truncated = r.isFirst, r.isLast, r.terminated, r.truncated
-		row.RecordedAt = r.recordedAt
+		row.RecordedAt = r.recordedAt.time()
 		row.ObservationBlob, row.ObservationLeaves = nil, nil
 		if r.obsLen >= 0 {
 			row.ObservationBlob = j.arena[r.obsOff : r.obsOff+r.obsLen]
