@@ -344,6 +344,7 @@ func (a *assembler) reserve(s *session, ep *episode, need int) {
 	if len(ep.arena)+need > limit && len(ep.rows) > 0 {
 		a.out.stepsFull(s, ep)
 	}
+	takeRowBufs(ep)
 	if len(ep.arena)+need <= cap(ep.arena) {
 		return
 	}

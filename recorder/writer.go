@@ -356,6 +356,9 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	row.ObservationBlob, row.ObservationLeaves, row.ActionBlob, row.ActionLeaves = nil, nil, nil, nil
 	clear(f.leaves[0])
 	clear(f.leaves[1])
+	// The steps writer copied what it keeps: the buffers go back to the
+	// assembler (the caller's copy of j keeps only their lengths).
+	recycleRows(&j)
 	return nil
 }
 
