@@ -1,6 +1,7 @@
 package events
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,9 @@ import (
 // A copy equals what Decode returns for the bytes AppendMarshal writes of
 // the event, field for field, nil and empty alike (a property test checks
 // every generated event): strings are shared with the caller's event
-// (strings are immutable), an empty id list or reward vector is nil, a
+// (strings are immutable), an id list equal to the one copied before is
+// that same read-only []string (as a Decoder hands them out; a changed
+// list is allocated), an empty id list or reward vector is nil, a
 // leaf list is nil when the event's is, and else every leaf is a non-nil
 // slice of one buffer with its capacity capped at its length; a space spec
 // is a clone made once per spec pointer the caller passes (the runtime
@@ -41,7 +44,6 @@ type StepCopy struct {
 	act     ActionReceived
 	step    StepCompleted
 	obs     ObservationEmitted
-	ids     [2][]string
 	leaves  [][]byte
 	buf     []byte
 	rewards []float64
@@ -52,10 +54,15 @@ type StepCopy struct {
 type StepCopier struct {
 	specs [specCacheSize]atomic.Pointer[specClone]
 	next  atomic.Uint32
+	// lists holds the last episode id list and record id list copied,
+	// shared read-only by every copy that carries them.
+	lists [2]atomic.Pointer[idList]
 
 	mu   sync.Mutex
 	free []*StepCopy
 }
+
+type idList struct{ ids []string }
 
 // specClone is the clone made of one spec the caller passed.
 type specClone struct{ src, clone *spacesv1.SpaceSpec }
@@ -83,7 +90,7 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 	case *ActionReceived:
 		x.act = ActionReceived{SessionID: e.SessionID, Route: e.Route, EpisodeID: e.EpisodeID,
 			EpisodeRecordID: e.EpisodeRecordID, Step: e.Step, EnvIndex: e.EnvIndex}
-		x.act.EpisodeIDs, x.act.EpisodeRecordIDs = x.copyIDs(e.EpisodeIDs, e.EpisodeRecordIDs)
+		x.act.EpisodeIDs, x.act.EpisodeRecordIDs = c.list(0, e.EpisodeIDs), c.list(1, e.EpisodeRecordIDs)
 		x.act.ActionSpace = c.spec(e.ActionSpace)
 		x.act.Action = x.copyLeaves(e.Action)
 		x.Event = &x.act
@@ -99,7 +106,7 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 		x.obs = ObservationEmitted{SessionID: e.SessionID, Route: e.Route, EpisodeID: e.EpisodeID,
 			EpisodeRecordID: e.EpisodeRecordID, Step: e.Step, EnvIndex: e.EnvIndex, IsReset: e.IsReset,
 			NumEnvs: e.NumEnvs}
-		x.obs.EpisodeIDs, x.obs.EpisodeRecordIDs = x.copyIDs(e.EpisodeIDs, e.EpisodeRecordIDs)
+		x.obs.EpisodeIDs, x.obs.EpisodeRecordIDs = c.list(0, e.EpisodeIDs), c.list(1, e.EpisodeRecordIDs)
 		x.obs.ObservationSpace = c.spec(e.ObservationSpace)
 		x.obs.Observation = x.copyLeaves(e.Observation)
 		x.Event = &x.obs
@@ -108,13 +115,13 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 }
 
 // Recycle takes back a copy; neither it nor its event may be used after.
+// The copy is not cleared (the next Copy overwrites all of it): an idle
+// copy keeps its last strings and spec alive, at most maxFreeCopies of
+// them, and the assembly goroutine that recycles writes nothing the next
+// hook to take the copy would have to fetch from its core.
 func (c *StepCopier) Recycle(x *StepCopy) {
-	x.Event, x.act, x.step, x.obs = nil, ActionReceived{}, StepCompleted{}, ObservationEmitted{}
-	clear(x.ids[0])
-	clear(x.ids[1])
-	clear(x.leaves)
 	if cap(x.buf) > maxCopyBuf {
-		x.buf = nil
+		x.buf, x.leaves = nil, nil
 	}
 	c.mu.Lock()
 	if len(c.free) < maxFreeCopies {
@@ -135,17 +142,20 @@ func (c *StepCopier) get() *StepCopy {
 	return &StepCopy{}
 }
 
-// copyIDs copies both id lists into x's buffers, each nil when empty.
-func (x *StepCopy) copyIDs(ids, recordIDs []string) ([]string, []string) {
-	return x.copyList(0, ids), x.copyList(1, recordIDs)
-}
-
-func (x *StepCopy) copyList(k int, ids []string) []string {
+// list returns id list k (0 episode ids, 1 record ids) of a copy, nil
+// when empty: the list copied before when every id is the same, else a
+// new exact-size list that then is.
+func (c *StepCopier) list(k int, ids []string) []string {
 	if len(ids) == 0 {
 		return nil
 	}
-	x.ids[k] = append(x.ids[k][:0], ids...)
-	return x.ids[k][:len(ids):len(ids)]
+	if m := c.lists[k].Load(); m != nil && slices.Equal(m.ids, ids) {
+		return m.ids
+	}
+	m := &idList{ids: slices.Clone(ids)}
+	m.ids = m.ids[:len(ids):len(ids)]
+	c.lists[k].Store(m)
+	return m.ids
 }
 
 // copyLeaves copies a leaf list as Decoder.leafList lays it out.

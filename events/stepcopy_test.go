@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -141,5 +142,37 @@ func TestStepCopyAllocations(t *testing.T) {
 	step()
 	if a := testing.AllocsPerRun(100, step); a != 0 {
 		t.Fatalf("%v allocations per cartpole step, want 0", a)
+	}
+}
+
+// TestStepCopyKeepsIDs checks that copies share an unchanged id list and
+// get a new one when an id changed, however the caller built its lists.
+func TestStepCopyKeepsIDs(t *testing.T) {
+	steps := cartpoleSteps()
+	act, obs := steps[0].(*ActionReceived), steps[2].(*ObservationEmitted)
+	var c StepCopier
+	a1 := c.Copy(act, benchTime).Event.(*ActionReceived)
+	same := *obs
+	same.EpisodeRecordIDs = slices.Clone(obs.EpisodeRecordIDs) // equal, in another array
+	o1 := c.Copy(&same, benchTime).Event.(*ObservationEmitted)
+	if &o1.EpisodeRecordIDs[0] != &a1.EpisodeRecordIDs[0] || &o1.EpisodeIDs[0] != &a1.EpisodeIDs[0] {
+		t.Fatal("an unchanged id list was copied anew")
+	}
+	if &a1.EpisodeRecordIDs[0] == &act.EpisodeRecordIDs[0] {
+		t.Fatal("the copy holds the caller's list")
+	}
+	next := *act
+	next.EpisodeRecordIDs = slices.Clone(act.EpisodeRecordIDs)
+	next.EpisodeRecordIDs[5] = "ep-changed"
+	a2 := c.Copy(&next, benchTime).Event.(*ActionReceived)
+	if &a2.EpisodeRecordIDs[0] == &a1.EpisodeRecordIDs[0] || !slices.Equal(a2.EpisodeRecordIDs, next.EpisodeRecordIDs) {
+		t.Fatalf("changed list copied as %q, want %q in a new list", a2.EpisodeRecordIDs, next.EpisodeRecordIDs)
+	}
+	if !slices.Equal(a1.EpisodeRecordIDs, act.EpisodeRecordIDs) {
+		t.Fatal("a later copy changed an earlier one's list")
+	}
+	next.EpisodeRecordIDs[5] = "scribbled"
+	if a2.EpisodeRecordIDs[5] != "ep-changed" {
+		t.Fatal("the copy's list aliases the caller's")
 	}
 }
