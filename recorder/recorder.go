@@ -215,11 +215,11 @@ func (r *Recorder) submit(ctx context.Context, ev events.Event) error {
 // RecordAt hands over an event observed at time t (the recording time its
 // rows get), as a hook does with the recorder's clock: it encodes the event
 // into a log record, queues it for the pipeline and, under SyncEach, waits
-// until it is durable. A step event (ActionReceived, StepCompleted,
+// until it is durable. Ingesting a recorded stream uses it to keep the
+// stream's times. A step event (ActionReceived, StepCompleted,
 // ObservationEmitted) is also copied for the assembly goroutine
-// (events.StepCopier), which then need not decode its record again: the
-// copy equals the record's decoded event, as recovery will see it. Ingesting a recorded stream uses it to keep the
-// stream's times.
+// (events.StepCopier), so that its record need not be decoded again: the
+// copy equals the record's decoded event, as recovery will see it.
 func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
 	return r.record(ctx, ev, t, 0)
 }
