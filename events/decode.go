@@ -34,6 +34,16 @@ package events
 // (each leaf is a sub-slice with its capacity capped at its length) and the
 // [][]byte of leaves. Strings and leaves are separate so that neither keeps
 // the other alive. Nothing aliases the input.
+//
+// A Decoder that decodes a stream (any but Unmarshal's) remembers the
+// header strings, the kind message's two id strings and both id lists of
+// the event before: a string equal to the remembered one is that string,
+// and an id list equal to the remembered one is that same []string. A
+// session's step events repeat their session, route and lane ids from one
+// event to the next (an id changes when its lane's episode does), so most
+// decode without allocating any string or list: at 16 lanes the two
+// lists are 32 ids, about 1.2 KB per event, which were copied and
+// allocated anew for every event.
 
 import (
 	"bytes"
@@ -99,7 +109,8 @@ type rawRow struct {
 // specs it decoded: a spec whose wire bytes equal a remembered one decodes
 // to the same *spacesv1.SpaceSpec, so a caller can tell an unchanged spec
 // by comparing pointers. Such a spec is shared between events and must not
-// be modified.
+// be modified. Likewise it hands out an id list equal to the previous
+// event's as the same []string (see the package notes on memory).
 //
 // The zero Decoder is ready to use. A Decoder is not safe for concurrent
 // use: give each pipeline its own.
@@ -126,17 +137,25 @@ type Decoder struct {
 	seq     uint64 // the message's sequence field (sequence.go)
 
 	actSpecs, obsSpecs specMemo
+
+	// The strings and id lists of the event before, handed out again
+	// while unchanged (not by fresh decoders).
+	lastHdr  [4]string
+	lastSing [2]string
+	lastIDs  [2][]string
 }
 
-// decoderPool serves Unmarshal, whose events must not share specs.
+// decoderPool serves Unmarshal, whose events must not share specs or id
+// lists.
 var decoderPool = sync.Pool{New: func() any { return &Decoder{fresh: true} }}
 
 // Decode decodes one eventsv1.Event message (without a length prefix) and
 // returns the event and the time it was observed (the zero time when the
 // message carries none). The event shares no memory with b and stays valid
-// after later calls, except that its space spec may be shared with other
-// events from the same Decoder. Errors wrap ErrMalformed, ErrUnknownKind or
-// ErrUnknownEnum.
+// after later calls, except that its space spec and its id lists
+// (EpisodeIDs, EpisodeRecordIDs) may be shared with other events from the
+// same Decoder: treat them as read-only. Errors wrap ErrMalformed,
+// ErrUnknownKind or ErrUnknownEnum.
 func (d *Decoder) Decode(b []byte) (Event, time.Time, error) {
 	ev, ns, err := d.decode(b)
 	if err != nil {
@@ -622,11 +641,28 @@ func (d *Decoder) finish(ev Event, in []byte) error {
 		}
 	}
 
-	s := string(d.str)
-	at := func(r span) string { return s[r.lo:r.hi] }
-	sid := at(d.hdr[0])
-	route := RuntimeEnvContext{EnvID: at(d.hdr[1]), EnvComponentID: at(d.hdr[2]), ModelComponentID: at(d.hdr[3])}
-	s0, s1 := at(d.sing[0]), at(d.sing[1])
+	// s holds every string of the event but those remembered from the
+	// event before; made on first use.
+	var s string
+	at := func(r span) string {
+		if len(s) != len(d.str) {
+			s = string(d.str)
+		}
+		return s[r.lo:r.hi]
+	}
+	kept := func(r span, last *string) string {
+		if d.fresh {
+			return at(r)
+		}
+		if b := d.str[r.lo:r.hi]; string(b) != *last {
+			*last = string(b)
+		}
+		return *last
+	}
+	sid := kept(d.hdr[0], &d.lastHdr[0])
+	route := RuntimeEnvContext{EnvID: kept(d.hdr[1], &d.lastHdr[1]),
+		EnvComponentID: kept(d.hdr[2], &d.lastHdr[2]), ModelComponentID: kept(d.hdr[3], &d.lastHdr[3])}
+	s0, s1 := kept(d.sing[0], &d.lastSing[0]), kept(d.sing[1], &d.lastSing[1])
 
 	switch e := ev.(type) {
 	case *EnvConnected:
@@ -653,7 +689,7 @@ func (d *Decoder) finish(ev Event, in []byte) error {
 		e.FinalInfo = info
 	case *ActionReceived:
 		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
-		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(s)
+		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(at)
 		e.ActionSpace = spec
 		e.Action = d.leafList(in)
 	case *StepCompleted:
@@ -663,7 +699,7 @@ func (d *Decoder) finish(ev Event, in []byte) error {
 		}
 	case *ObservationEmitted:
 		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
-		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(s)
+		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(at)
 		e.ObservationSpace = spec
 		e.Observation = d.leafList(in)
 	case *TelemetrySnapshot:
@@ -703,18 +739,23 @@ func (d *Decoder) spec(m *specMemo, in []byte) (*spacesv1.SpaceSpec, error) {
 	return s, nil
 }
 
-// idLists returns both id lists in one allocation, each nil when empty.
-func (d *Decoder) idLists(s string) (ids, recordIDs []string) {
+// idLists returns both id lists, each nil when empty: in one allocation
+// for a fresh decoder, else each the remembered list when unchanged (see
+// keptIDs).
+func (d *Decoder) idLists(at func(span) string) (ids, recordIDs []string) {
+	if !d.fresh {
+		return d.keptIDs(0), d.keptIDs(1)
+	}
 	n0, n1 := len(d.ids[0]), len(d.ids[1])
 	if n0+n1 == 0 {
 		return nil, nil
 	}
 	all := make([]string, n0+n1)
 	for i, r := range d.ids[0] {
-		all[i] = s[r.lo:r.hi]
+		all[i] = at(r)
 	}
 	for i, r := range d.ids[1] {
-		all[n0+i] = s[r.lo:r.hi]
+		all[n0+i] = at(r)
 	}
 	if n0 > 0 {
 		ids = all[:n0:n0]
@@ -723,6 +764,38 @@ func (d *Decoder) idLists(s string) (ids, recordIDs []string) {
 		recordIDs = all[n0:]
 	}
 	return ids, recordIDs
+}
+
+// keptIDs returns id list k: the list of the event before if every id is
+// the same, else a new list (its length and capacity equal, so that an
+// append cannot write into a list another event holds) that keeps each
+// unchanged id's string and allocates the others.
+func (d *Decoder) keptIDs(k int) []string {
+	spans := d.ids[k]
+	if len(spans) == 0 {
+		return nil
+	}
+	last := d.lastIDs[k]
+	if len(last) == len(spans) {
+		i := 0
+		for i < len(spans) && string(d.str[spans[i].lo:spans[i].hi]) == last[i] {
+			i++
+		}
+		if i == len(spans) {
+			return last
+		}
+	}
+	out := make([]string, len(spans))
+	for i, r := range spans {
+		b := d.str[r.lo:r.hi]
+		if i < len(last) && string(b) == last[i] {
+			out[i] = last[i]
+		} else {
+			out[i] = string(b)
+		}
+	}
+	d.lastIDs[k] = out
+	return out
 }
 
 // leafList copies the leaves into one new buffer: nil when the SpaceValue

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -395,6 +397,82 @@ func TestDecoderSpecReuse(t *testing.T) {
 	// A warm decoder decodes a cartpole action in a few allocations.
 	if a := testing.AllocsPerRun(100, func() { decode(ab) }); a > 5 {
 		t.Fatalf("Decode of a cartpole action: %v allocs, want <= 5", a)
+	}
+}
+
+// TestDecoderKeepsIDs checks that a Decoder hands out an unchanged id list
+// as the same []string, a list with one id changed as a new list that
+// keeps the other ids' strings, that each decodes to what was encoded, and
+// that Unmarshal never shares; and that a warm decoder then allocates no
+// string.
+func TestDecoderKeepsIDs(t *testing.T) {
+	steps := cartpoleSteps()
+	act, obs := steps[0].(*ActionReceived), steps[2].(*ObservationEmitted)
+	next := *act
+	next.EpisodeRecordIDs = slices.Clone(act.EpisodeRecordIDs)
+	next.EpisodeRecordIDs[3] = "ep-changed"
+	var d Decoder
+	decode := func(ev Event) Event {
+		b, err := AppendMarshal(nil, ev, benchTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := d.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	a1 := decode(act).(*ActionReceived)
+	o1 := decode(obs).(*ObservationEmitted)
+	a2 := decode(&next).(*ActionReceived)
+	for _, c := range []struct {
+		name      string
+		got, want []string
+	}{
+		{"action ids", a1.EpisodeIDs, act.EpisodeIDs},
+		{"action record ids", a1.EpisodeRecordIDs, act.EpisodeRecordIDs},
+		{"observation ids", o1.EpisodeIDs, obs.EpisodeIDs},
+		{"observation record ids", o1.EpisodeRecordIDs, obs.EpisodeRecordIDs},
+		{"changed record ids", a2.EpisodeRecordIDs, next.EpisodeRecordIDs},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s: decoded %q, want %q", c.name, c.got, c.want)
+		}
+		if len(c.got) != cap(c.got) {
+			t.Errorf("%s: capacity %d beyond its %d ids", c.name, cap(c.got), len(c.got))
+		}
+	}
+	if &o1.EpisodeIDs[0] != &a1.EpisodeIDs[0] || &o1.EpisodeRecordIDs[0] != &a1.EpisodeRecordIDs[0] {
+		t.Error("unchanged id lists decoded to new lists")
+	}
+	if &a2.EpisodeRecordIDs[0] == &a1.EpisodeRecordIDs[0] {
+		t.Fatal("a changed id list decoded to the remembered one")
+	}
+	if unsafe.StringData(a2.EpisodeRecordIDs[0]) != unsafe.StringData(a1.EpisodeRecordIDs[0]) {
+		t.Error("an unchanged id of a changed list was allocated again")
+	}
+	if a2.SessionID != a1.SessionID || unsafe.StringData(a2.SessionID) != unsafe.StringData(a1.SessionID) {
+		t.Error("an unchanged session id was allocated again")
+	}
+	b, err := AppendMarshal(nil, act, benchTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u1, _, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u2, _, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &u1.(*ActionReceived).EpisodeIDs[0] == &u2.(*ActionReceived).EpisodeIDs[0] {
+		t.Fatal("Unmarshal shared an id list between events")
+	}
+	// The event, the leaves and their buffer: no string, no list.
+	if a := testing.AllocsPerRun(100, func() { d.Decode(b) }); a > 3 {
+		t.Fatalf("Decode of an unchanged cartpole action: %v allocs, want <= 3", a)
 	}
 }
 

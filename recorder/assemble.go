@@ -45,7 +45,9 @@ const (
 // output through the out callbacks.
 
 // stepRow is one step of one episode. Its blobs are sub-slices of the
-// episode's arena.
+// episode's arena. It holds no pointer (its time is a stamp), so that an
+// episode's rows cost the garbage collector nothing to scan and appending
+// one no write barrier.
 type stepRow struct {
 	step, sessionStep int64
 	obsOff, obsLen    int // obsLen < 0: no observation (null)
@@ -54,7 +56,24 @@ type stepRow struct {
 	isFirst, isLast   bool
 	terminated        bool
 	truncated         bool
-	recordedAt        time.Time
+	recordedAt        stamp
+}
+
+// stamp is a time without its location: Unix microseconds and the
+// nanoseconds beyond them, which holds every instant of ±292,000 years
+// (the zero time too) exactly.
+type stamp struct {
+	us int64
+	ns int32
+}
+
+func stampOf(t time.Time) stamp {
+	return stamp{us: t.UnixMicro(), ns: int32(t.Nanosecond() % 1000)}
+}
+
+// time returns the stamp's instant in UTC.
+func (s stamp) time() time.Time {
+	return time.UnixMicro(s.us).Add(time.Duration(s.ns)).UTC()
 }
 
 // episode is one lane episode being assembled.
@@ -88,6 +107,10 @@ type episode struct {
 	// file is the episode's steps file once rows are handed to the writer.
 	file *episodeFile
 
+	// gone is set once the episode left its session's episodes (finished):
+	// a lane's cached episode is then looked up again.
+	gone bool
+
 	// replayFrom is set on an episode restored from a snapshot without its
 	// rows: the log position from which recovery rebuilds them.
 	replayFrom uint64
@@ -100,6 +123,12 @@ type lane struct {
 	obs       []byte
 	obsRecord string
 	hasObs    bool
+
+	// ep is the open episode the lane's last step event named, under
+	// record id epRecord: consecutive step events of a lane name the same
+	// one, which then needs no map lookup (episodeOn).
+	ep       *episode
+	epRecord string
 }
 
 // problemKind names a class of input that did not fit, for the session row
@@ -315,6 +344,7 @@ func (a *assembler) reserve(s *session, ep *episode, need int) {
 	if len(ep.arena)+need > limit && len(ep.rows) > 0 {
 		a.out.stepsFull(s, ep)
 	}
+	takeRowBufs(ep)
 	if len(ep.arena)+need <= cap(ep.arena) {
 		return
 	}
@@ -665,6 +695,22 @@ func (a *assembler) split(s *session, kind string, step int64, layout *schema.La
 	return lanes, true
 }
 
+// episodeOn returns the open episode rid names (nil: none), as
+// s.episodes[rid], for a step event's lane i.
+func (s *session) episodeOn(i int, rid string) *episode {
+	if i < len(s.lanes) {
+		if l := &s.lanes[i]; l.ep != nil && !l.ep.gone && l.epRecord == rid {
+			return l.ep
+		}
+	}
+	ep := s.episodes[rid]
+	if ep != nil {
+		l := s.lane(i)
+		l.ep, l.epRecord = ep, rid
+	}
+	return ep
+}
+
 func (s *session) lane(i int) *lane {
 	for len(s.lanes) <= i {
 		s.lanes = append(s.lanes, lane{})
@@ -700,7 +746,7 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 		if rid == "" {
 			continue
 		}
-		ep := s.episodes[rid]
+		ep := s.episodeOn(i, rid)
 		if ep == nil {
 			if _, done := s.done[rid]; !done {
 				a.problem(s, probUnknownEpisode, "observation at step %d for lane %d names %q, which never started", e.Step, i, rid)
@@ -757,7 +803,10 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 	s.havePending = true
 	for i, rid := range e.EpisodeRecordIDs {
 		s.pending[i] = nil
-		ep := s.episodes[rid]
+		var ep *episode
+		if rid != "" {
+			ep = s.episodeOn(i, rid)
+		}
 		if ep == nil || ep.completed {
 			// A step that belongs to no episode: the lane has none, or
 			// (under NEXT_STEP autoreset) it still names the episode that
@@ -781,7 +830,7 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			sessionStep: e.Step,
 			obsLen:      -1,
 			isFirst:     ep.nextStep == 0,
-			recordedAt:  at,
+			recordedAt:  stampOf(at),
 		}
 		if l.hasObs && l.obsRecord == rid {
 			row.obsOff = len(ep.arena)
@@ -849,6 +898,7 @@ func (a *assembler) finishEpisode(s *session, ep *episode, status string) {
 		return
 	}
 	delete(s.episodes, ep.recordID)
+	ep.gone = true
 	a.open--
 	s.done[ep.recordID] = struct{}{}
 	if ep.endedAt.IsZero() {

@@ -13,20 +13,23 @@
 //
 // # Data flow
 //
-//	hook call ──encode──▶ queue ──▶ logging ──append──▶ log (_rlrec/log)
-//	                                   │ decode            ▲  group fsync
-//	                                   ▼                   │  markers
-//	                       assembly: assembler ──jobs──▶ writers ──▶ Parquet
+//	hook call ──encode, copy──▶ queue ──▶ logging ──append──▶ log (_rlrec/log)
+//	                                         │ (decode)         ▲  group fsync
+//	                                         ▼                  │  markers
+//	                             assembly: assembler ──jobs──▶ writers ──▶ Parquet
 //
 // A hook encodes its event (with its recording time) into a log record and
 // queues it; it returns at once (SyncGroup) or once the record is fsynced
-// (SyncEach). The queue (intake.go) wakes the logging goroutine only when
-// it must, so that a hook seldom pays for waking it. The pipeline is two goroutines in series. The logging
-// goroutine appends each record to the log before anything else happens
-// to it and decodes it; the assembly goroutine folds the decoded event
-// into the per-session assembly state (recording semantics: see
-// assemble.go). Decoding and assembly cost about the same, so the split
-// puts the pipeline on both cores. Finished episodes
+// (SyncEach). A step event is also copied into a recycled event
+// (events.StepCopier) that equals the record decoded. The queue
+// (intake.go) wakes the logging goroutine only when it must, so that a
+// hook seldom pays for waking it. The pipeline is two goroutines in
+// series. The logging goroutine appends each record to the log before
+// anything else happens to it and hands on the copy, or, for the other
+// events, decodes the record; the assembly goroutine folds the event into
+// the per-session assembly state (recording semantics: see assemble.go)
+// and recycles the copy. The split puts the log and assembly on both
+// cores. Finished episodes
 // and sessions become jobs for a pool of writer goroutines (both cores):
 // each episode's jobs run in order on its own queue, different episodes in
 // parallel. Long episodes stream their rows to the steps file in row groups,

@@ -18,6 +18,9 @@ func hookOnly(budget int64) (r *Recorder, recycle func()) {
 	return r, func() {
 		for _, it := range r.queue.items {
 			r.bufs.put(it.buf)
+			if it.copy != nil {
+				r.copies.Recycle(it.copy)
+			}
 			r.queueBudget.Release(it.charge)
 		}
 		clear(r.queue.items)

@@ -67,7 +67,7 @@ func (r *Recorder) RecordInvalid(ctx context.Context, err error, t time.Time) er
 		return fmt.Errorf("record invalid event of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
 			bad.SessionID, len(b), wal.MaxRecordSize, ErrEventTooLarge)
 	}
-	return r.handOver(ctx, bp)
+	return r.handOver(ctx, bp, nil)
 }
 
 // appendInvalid appends the log record of an invalid event (recInvalid)

@@ -48,6 +48,9 @@ type Recorder struct {
 	decoded      chan decodedItem
 	assemblyDone chan struct{}
 	dec          events.Decoder // the logging goroutine's
+	// copies copies the step events hooks hand over, for the assembly
+	// goroutine (see record).
+	copies events.StepCopier
 	// asm is touched only by the assembly goroutine, and by Open and Close
 	// when the pipeline is not running.
 	asm          *assembler
@@ -83,10 +86,12 @@ type Recorder struct {
 	keepLog   bool
 }
 
-// item is one unit of work for the pipeline: an encoded log record, or a
-// barrier (buf nil) that reports the last log position.
+// item is one unit of work for the pipeline: an encoded log record (with
+// a copy of its event when it is a step event), or a barrier (buf nil)
+// that reports the last log position.
 type item struct {
 	buf    *[]byte
+	copy   *events.StepCopy
 	charge int64
 	wait   *waiter
 }
@@ -96,6 +101,7 @@ type item struct {
 type decodedItem struct {
 	ev     events.Event
 	at     time.Time
+	copy   *events.StepCopy // ev's, recycled once ev is applied
 	pos    wal.Pos
 	charge int64 // held in queueBudget until the event is applied
 	wait   *waiter
@@ -210,7 +216,10 @@ func (r *Recorder) submit(ctx context.Context, ev events.Event) error {
 // rows get), as a hook does with the recorder's clock: it encodes the event
 // into a log record, queues it for the pipeline and, under SyncEach, waits
 // until it is durable. Ingesting a recorded stream uses it to keep the
-// stream's times.
+// stream's times. A step event (ActionReceived, StepCompleted,
+// ObservationEmitted) is also copied for the assembly goroutine
+// (events.StepCopier), so that its record need not be decoded again: the
+// copy equals the record's decoded event, as recovery will see it.
 func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
 	return r.record(ctx, ev, t, 0)
 }
@@ -225,7 +234,8 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 			return err
 		}
 	}
-	bp := r.bufs.get(payloadBytes(ev))
+	payload := payloadBytes(ev)
+	bp := r.bufs.get(payload)
 	b, err := events.AppendMarshal(append((*bp)[:0], recEvent), ev, t)
 	if err != nil {
 		r.bufs.put(bp)
@@ -240,26 +250,44 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
 			ev.Kind(), sid, len(b), wal.MaxRecordSize, ErrEventTooLarge)
 	}
-	return r.handOver(ctx, bp)
+	var cp *events.StepCopy
+	if seq == 0 && payload <= maxCopyPayload {
+		// (A sequenced event's record is decoded: it carries its number.
+		// So is an image batch's: copying it costs what decoding does.)
+		cp = r.copies.Copy(ev, t)
+	}
+	return r.handOver(ctx, bp, cp)
 }
 
-// handOver queues the log record in *bp (which passes to the pipeline) and,
-// under SyncEach, waits until it is durable.
-func (r *Recorder) handOver(ctx context.Context, bp *[]byte) error {
+// handOver queues the log record in *bp (which passes to the pipeline),
+// with cp, the copy of its event if one was made, and, under SyncEach,
+// waits until it is durable.
+func (r *Recorder) handOver(ctx context.Context, bp *[]byte, cp *events.StepCopy) error {
 	b := *bp
-	// The charge is the buffer's capacity: what it holds in memory.
-	charge := min(int64(cap(b)), r.queueMax)
-	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
+	// The charge is the buffer's capacity and the copy's payload: what
+	// they hold in memory.
+	held := cap(b)
+	if cp != nil {
+		held += payloadBytes(cp.Event)
+	}
+	charge := min(int64(held), r.queueMax)
+	drop := func() {
 		r.bufs.put(bp)
+		if cp != nil {
+			r.copies.Recycle(cp)
+		}
+	}
+	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
+		drop()
 		return err
 	}
-	it := item{buf: bp, charge: charge}
+	it := item{buf: bp, copy: cp, charge: charge}
 	if r.opts.syncPolicy == SyncEach {
 		it.wait = waiters.Get().(*waiter)
 	}
 	if err := r.enqueue(it); err != nil {
 		r.queueBudget.Release(charge)
-		r.bufs.put(bp)
+		drop()
 		return err
 	}
 	if it.wait == nil {
@@ -359,10 +387,14 @@ func (r *Recorder) await(ctx context.Context, w *waiter, sync bool) error {
 // goroutine. Their bytes stay charged to the queue budget.
 const decodedQueue = 256
 
+// maxCopyPayload is the largest payload a step event is copied with (see
+// RecordAt); a larger one's record is decoded.
+const maxCopyPayload = 64 << 10
+
 // logging is the pipeline's first goroutine: it appends each queued record
-// to the log and decodes it for the assembly goroutine. Splitting the two
-// halves puts decoding and assembly, each about half the pipeline's work,
-// on both cores.
+// to the log and hands its event to the assembly goroutine: the copy the
+// hook made, or else the record decoded. Splitting the two halves puts the
+// log and assembly on both cores.
 func (r *Recorder) logging() {
 	defer close(r.decoded)
 	var batch []item
@@ -382,7 +414,7 @@ func (r *Recorder) logItem(it item) {
 		r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
 		return
 	}
-	d, err := r.logAndDecode(*it.buf)
+	d, err := r.logAndDecode(*it.buf, it.copy)
 	r.bufs.put(it.buf)
 	d.charge = it.charge
 	if it.wait != nil {
@@ -392,13 +424,17 @@ func (r *Recorder) logItem(it item) {
 	}
 	if err != nil || d.ev == nil {
 		r.queueBudget.Release(d.charge)
+		if it.copy != nil {
+			r.copies.Recycle(it.copy)
+		}
 		return
 	}
 	r.decoded <- d
 }
 
-// logAndDecode logs one record and decodes its event.
-func (r *Recorder) logAndDecode(rec []byte) (decodedItem, error) {
+// logAndDecode logs one record and decodes its event, or takes cp, the
+// copy of its event, instead.
+func (r *Recorder) logAndDecode(rec []byte, cp *events.StepCopy) (decodedItem, error) {
 	if err := r.err(); err != nil {
 		return decodedItem{}, err
 	}
@@ -407,6 +443,9 @@ func (r *Recorder) logAndDecode(rec []byte) (decodedItem, error) {
 		err = fmt.Errorf("append to log: %w", err)
 		r.fail(err)
 		return decodedItem{}, r.err()
+	}
+	if cp != nil {
+		return decodedItem{ev: cp.Event, at: cp.At, copy: cp, pos: pos}, nil
 	}
 	ev, t, err := decodeRecord(&r.dec, rec)
 	if err != nil {
@@ -434,6 +473,9 @@ func (r *Recorder) assembly() {
 		}
 		r.w.countFailed(d.ev)
 		r.asm.apply(d.ev, d.at, uint64(d.pos))
+		if d.copy != nil {
+			r.copies.Recycle(d.copy)
+		}
 		r.ckpt.applied = uint64(d.pos)
 		r.queueBudget.Release(d.charge)
 		r.maybeReclaim(len(r.decoded) == 0)

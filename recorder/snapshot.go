@@ -347,7 +347,7 @@ func appendEpisode(b []byte, ep *episode) ([]byte, error) {
 				}
 			}
 			b = appendInt(b, 6, flags)
-			return appendTime(b, 7, r.recordedAt), nil
+			return appendTime(b, 7, r.recordedAt.time()), nil
 		})
 	}
 	return b, nil
@@ -671,7 +671,7 @@ func parseEpisode(b []byte) (*episode, error) {
 					f := zz(v)
 					r.isFirst, r.isLast, r.terminated, r.truncated = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0
 				case 7:
-					r.recordedAt = nanos(v)
+					r.recordedAt = stampOf(nanos(v))
 				}
 				return nil
 			})

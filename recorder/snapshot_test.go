@@ -69,6 +69,8 @@ func normalize(s *session) map[string]any {
 		if !l.hasObs {
 			lanes[i].obs = nil
 		}
+		// A cache of the episodes map.
+		lanes[i].ep, lanes[i].epRecord = nil, ""
 	}
 	var pending []string // meaningful only while a reward is awaited
 	if s.havePending {

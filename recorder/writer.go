@@ -360,7 +360,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		row.Step, row.SessionStep = r.step, r.sessionStep
 		row.Reward = r.reward
 		row.IsFirst, row.IsLast, row.Terminated, row.Truncated = r.isFirst, r.isLast, r.terminated, r.truncated
-		row.RecordedAt = r.recordedAt
+		row.RecordedAt = r.recordedAt.time()
 		row.ObservationBlob, row.ObservationLeaves = nil, nil
 		if r.obsLen >= 0 {
 			row.ObservationBlob = j.arena[r.obsOff : r.obsOff+r.obsLen]
@@ -385,6 +385,9 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	row.ObservationBlob, row.ObservationLeaves, row.ActionBlob, row.ActionLeaves = nil, nil, nil, nil
 	clear(f.leaves[0])
 	clear(f.leaves[1])
+	// The steps writer copied what it keeps: the buffers go back to the
+	// assembler (the caller's copy of j keeps only their lengths).
+	recycleRows(&j)
 	return nil
 }
 

@@ -137,7 +137,7 @@ type discardFS struct{ vfs.FS }
 func (discardFS) MkdirAll(string) error                 { return nil }
 func (discardFS) SyncDir(string) error                  { return nil }
 func (discardFS) SyncFS(string) error                   { return nil }
-func (discardFS) Stat(string) (fs.FileInfo, error)      { return nil, nil }
+func (discardFS) Stat(string) (fs.FileInfo, error)      { return nil, fs.ErrNotExist }
 func (discardFS) ReadDir(string) ([]fs.DirEntry, error) { return nil, nil }
 func (discardFS) Rename(string, string) error           { return nil }
 func (discardFS) Remove(string) error                   { return nil }

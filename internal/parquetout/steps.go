@@ -394,7 +394,9 @@ var noBytes = []byte{}
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // writePending hands the buffered rows to parquet-go, column by column,
-// which copies them into its column buffers, and empties the arena.
+// which copies them into its column buffers, and empties the arena. A
+// fixed column's values are stored into a slice sized for the batch (no
+// append per value: the loops compile without bounds checks).
 func (w *StepsWriter) writePending() error {
 	if w.pending == 0 {
 		return nil
@@ -402,69 +404,72 @@ func (w *StepsWriter) writePending() error {
 	cols := w.pw.ColumnWriters()
 	rows := w.rowBuf
 	for c := 0; c < len(cols); c++ {
-		s := w.scratch[:0]
+		var s []parquet.Value
 		// The typed columns and a packed file's episode_record_id first,
 		// then the fixed columns every steps file has.
 		switch {
 		case c >= w.f.fixed:
-			s = w.appendTyped(s, c-w.f.fixed)
+			s = w.appendTyped(w.scratch[:0], c-w.f.fixed)
 		case c == schema.StepsColEpisodeRecordID:
+			s = w.values(len(rows))
 			for i := range rows {
-				s = append(s, parquet.ByteArrayValue(stringBytes(rows[i].episodeRecordID)))
+				s[i] = parquet.ByteArrayValue(stringBytes(rows[i].episodeRecordID))
 			}
+		default:
+			s = w.values(len(rows))
 		}
 		switch c {
 		case schema.StepsColEpisodeID:
 			for i := range rows {
-				s = append(s, parquet.ByteArrayValue(stringBytes(rows[i].episodeID)))
+				s[i] = parquet.ByteArrayValue(stringBytes(rows[i].episodeID))
 			}
 		case schema.StepsColEpisodeIndex:
 			for i := range rows {
-				s = append(s, parquet.Int64Value(rows[i].episodeIndex))
+				s[i] = parquet.Int64Value(rows[i].episodeIndex)
 			}
 		case schema.StepsColEnvIndex:
 			for i := range rows {
-				s = append(s, parquet.Int32Value(rows[i].envIndex))
+				s[i] = parquet.Int32Value(rows[i].envIndex)
 			}
 		case schema.StepsColStep:
 			for i := range rows {
-				s = append(s, parquet.Int64Value(rows[i].step))
+				s[i] = parquet.Int64Value(rows[i].step)
 			}
 		case schema.StepsColSessionStep:
 			for i := range rows {
-				s = append(s, parquet.Int64Value(rows[i].sessionStep))
+				s[i] = parquet.Int64Value(rows[i].sessionStep)
 			}
 		case schema.StepsColObservationBlob:
 			for i := range rows {
-				s = appendOptionalBytes(s, rows[i].obsBlob)
+				s[i] = optionalBytes(rows[i].obsBlob)
 			}
 		case schema.StepsColActionBlob:
 			for i := range rows {
-				s = appendOptionalBytes(s, rows[i].actBlob)
+				s[i] = optionalBytes(rows[i].actBlob)
 			}
 		case schema.StepsColReward:
 			for i := range rows {
-				s = append(s, parquet.DoubleValue(rows[i].reward))
+				s[i] = parquet.DoubleValue(rows[i].reward)
 			}
 		case schema.StepsColIsFirst:
 			for i := range rows {
-				s = append(s, parquet.BooleanValue(rows[i].isFirst))
+				s[i] = parquet.BooleanValue(rows[i].isFirst)
 			}
 		case schema.StepsColIsLast:
 			for i := range rows {
-				s = append(s, parquet.BooleanValue(rows[i].isLast))
+				s[i] = parquet.BooleanValue(rows[i].isLast)
 			}
 		case schema.StepsColTerminated:
 			for i := range rows {
-				s = append(s, parquet.BooleanValue(rows[i].terminated))
+				s[i] = parquet.BooleanValue(rows[i].terminated)
 			}
 		case schema.StepsColTruncated:
 			for i := range rows {
-				s = append(s, parquet.BooleanValue(rows[i].truncated))
+				s[i] = parquet.BooleanValue(rows[i].truncated)
 			}
 		case schema.StepsColRecordedAt:
 			for i := range rows {
-				s = append(s, parquet.Int64Value(rows[i].recordedAt))
+				s[i] = parquet.Int64Value(rows[i].recordedAt)
 			}
 		}
 		w.scratch = s
@@ -481,13 +486,23 @@ func (w *StepsWriter) writePending() error {
 	return nil
 }
 
-func appendOptionalBytes(s []parquet.Value, b []byte) []parquet.Value {
+// values returns the scratch slice with length n, for one value per row.
+func (w *StepsWriter) values(n int) []parquet.Value {
+	if cap(w.scratch) < n {
+		w.scratch = make([]parquet.Value, n, max(n, 2*cap(w.scratch)))
+	}
+	return w.scratch[:n]
+}
+
+// optionalBytes is b as a value of an optional top-level column: null
+// when b is nil.
+func optionalBytes(b []byte) parquet.Value {
 	if b == nil {
-		return append(s, parquet.NullValue())
+		return parquet.NullValue()
 	}
 	v := parquet.ByteArrayValue(b)
 	v.SetDefinitionLevel(1)
-	return append(s, v)
+	return v
 }
 
 // appendTyped decodes typed column k (0-based over observation then action

@@ -1,0 +1,211 @@
+package events
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// Step copies
+//
+// A recorder that logs an event (AppendMarshal) and folds it into its state
+// on another goroutine must copy it, since the caller may reuse the event
+// once its hook returns. Decoding the logged bytes is such a copy, at the
+// price of parsing them again; a StepCopier copies the three step kinds
+// (ActionReceived, StepCompleted, ObservationEmitted: all but a few events
+// of a session) directly, into recycled buffers.
+//
+// A copy equals what Decode returns for the bytes AppendMarshal writes of
+// the event, field for field, nil and empty alike (a property test checks
+// every generated event): strings are shared with the caller's event
+// (strings are immutable), an id list equal to the one copied before is
+// that same read-only []string (as a Decoder hands them out; a changed
+// list is allocated), an empty id list or reward vector is nil, a
+// leaf list is nil when the event's is, and else every leaf is a non-nil
+// slice of one buffer with its capacity capped at its length; a space spec
+// is a clone made once per spec pointer the caller passes (the runtime
+// passes one per route), so that, as with a Decoder, an unchanged spec is
+// the same pointer from one copy to the next; its time is the time the
+// wire form holds (nanoseconds, UTC, the zero time for 0).
+
+// StepCopy is a copy of one step event, with the buffers it lives in.
+// Return it to its StepCopier with Recycle once nothing refers to the
+// event or any slice reachable from it (its strings may be kept).
+type StepCopy struct {
+	// Event is the copy; At is its time as the wire form holds it.
+	Event Event
+	At    time.Time
+
+	act     ActionReceived
+	step    StepCompleted
+	obs     ObservationEmitted
+	leaves  [][]byte
+	buf     []byte
+	rewards []float64
+}
+
+// StepCopier makes StepCopies. It is safe for concurrent use. The zero
+// StepCopier is ready to use.
+type StepCopier struct {
+	specs [specCacheSize]atomic.Pointer[specClone]
+	next  atomic.Uint32
+	// lists holds the last episode id list and record id list copied,
+	// shared read-only by every copy that carries them.
+	lists [2]atomic.Pointer[idList]
+
+	mu   sync.Mutex
+	free []*StepCopy
+}
+
+type idList struct{ ids []string }
+
+// specClone is the clone made of one spec the caller passed.
+type specClone struct{ src, clone *spacesv1.SpaceSpec }
+
+// maxFreeCopies bounds the idle copies a StepCopier keeps, and
+// maxCopyBuf the payload buffer of a copy it keeps: an image batch's
+// buffer is left to the garbage collector.
+const (
+	maxFreeCopies = 1024
+	maxCopyBuf    = 64 << 10
+)
+
+// Copy returns a copy of ev observed at t, or nil when ev is not one of the
+// step kinds (decode the logged bytes of those instead). Call it only for
+// an event AppendMarshal accepted with t.
+func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
+	switch ev.(type) {
+	case *ActionReceived, *StepCompleted, *ObservationEmitted:
+	default:
+		return nil
+	}
+	x := c.get()
+	x.At = wireTime(t)
+	switch e := ev.(type) {
+	case *ActionReceived:
+		x.act = ActionReceived{SessionID: e.SessionID, Route: e.Route, EpisodeID: e.EpisodeID,
+			EpisodeRecordID: e.EpisodeRecordID, Step: e.Step, EnvIndex: e.EnvIndex}
+		x.act.EpisodeIDs, x.act.EpisodeRecordIDs = c.list(0, e.EpisodeIDs), c.list(1, e.EpisodeRecordIDs)
+		x.act.ActionSpace = c.spec(e.ActionSpace)
+		x.act.Action = x.copyLeaves(e.Action)
+		x.Event = &x.act
+	case *StepCompleted:
+		x.step = StepCompleted{SessionID: e.SessionID, Route: e.Route, EpisodeID: e.EpisodeID,
+			EpisodeRecordID: e.EpisodeRecordID, Step: e.Step, EnvIndex: e.EnvIndex}
+		if len(e.Rewards) > 0 {
+			x.rewards = append(x.rewards[:0], e.Rewards...)
+			x.step.Rewards = x.rewards[:len(x.rewards):len(x.rewards)]
+		}
+		x.Event = &x.step
+	case *ObservationEmitted:
+		x.obs = ObservationEmitted{SessionID: e.SessionID, Route: e.Route, EpisodeID: e.EpisodeID,
+			EpisodeRecordID: e.EpisodeRecordID, Step: e.Step, EnvIndex: e.EnvIndex, IsReset: e.IsReset,
+			NumEnvs: e.NumEnvs}
+		x.obs.EpisodeIDs, x.obs.EpisodeRecordIDs = c.list(0, e.EpisodeIDs), c.list(1, e.EpisodeRecordIDs)
+		x.obs.ObservationSpace = c.spec(e.ObservationSpace)
+		x.obs.Observation = x.copyLeaves(e.Observation)
+		x.Event = &x.obs
+	}
+	return x
+}
+
+// Recycle takes back a copy; neither it nor its event may be used after.
+// The copy is not cleared (the next Copy overwrites all of it): an idle
+// copy keeps its last strings and spec alive, at most maxFreeCopies of
+// them, and the assembly goroutine that recycles writes nothing the next
+// hook to take the copy would have to fetch from its core.
+func (c *StepCopier) Recycle(x *StepCopy) {
+	if cap(x.buf) > maxCopyBuf {
+		x.buf, x.leaves = nil, nil
+	}
+	c.mu.Lock()
+	if len(c.free) < maxFreeCopies {
+		c.free = append(c.free, x)
+	}
+	c.mu.Unlock()
+}
+
+func (c *StepCopier) get() *StepCopy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.free); n > 0 {
+		x := c.free[n-1]
+		c.free[n-1] = nil
+		c.free = c.free[:n-1]
+		return x
+	}
+	return &StepCopy{}
+}
+
+// list returns id list k (0 episode ids, 1 record ids) of a copy, nil
+// when empty: the list copied before when every id is the same, else a
+// new exact-size list that then is.
+func (c *StepCopier) list(k int, ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	if m := c.lists[k].Load(); m != nil && slices.Equal(m.ids, ids) {
+		return m.ids
+	}
+	m := &idList{ids: slices.Clone(ids)}
+	m.ids = m.ids[:len(ids):len(ids)]
+	c.lists[k].Store(m)
+	return m.ids
+}
+
+// copyLeaves copies a leaf list as Decoder.leafList lays it out.
+func (x *StepCopy) copyLeaves(leaves [][]byte) [][]byte {
+	if leaves == nil {
+		return nil
+	}
+	total := 0
+	for _, l := range leaves {
+		total += len(l)
+	}
+	// Non-nil even when empty: a present value's leaves are never nil.
+	if x.buf == nil || cap(x.buf) < total {
+		x.buf = make([]byte, total)
+	}
+	buf := x.buf[:total]
+	if x.leaves == nil {
+		x.leaves = make([][]byte, 0, len(leaves))
+	}
+	x.leaves = x.leaves[:0]
+	off := 0
+	for _, l := range leaves {
+		end := off + copy(buf[off:], l)
+		x.leaves = append(x.leaves, buf[off:end:end])
+		off = end
+	}
+	return x.leaves[:len(x.leaves):len(x.leaves)]
+}
+
+// spec returns the clone of s, made on the first copy that carries s.
+func (c *StepCopier) spec(s *spacesv1.SpaceSpec) *spacesv1.SpaceSpec {
+	if s == nil {
+		return nil
+	}
+	for i := range c.specs {
+		if e := c.specs[i].Load(); e != nil && e.src == s {
+			return e.clone
+		}
+	}
+	clone := proto.Clone(s).(*spacesv1.SpaceSpec)
+	i := c.next.Add(1) % specCacheSize
+	c.specs[i].Store(&specClone{src: s, clone: clone})
+	return clone
+}
+
+// wireTime is t as its wire form holds it, and Decode returns it.
+func wireTime(t time.Time) time.Time {
+	ns, err := timeToNanos(t)
+	if err != nil {
+		return time.Time{}
+	}
+	return nanosToTime(ns)
+}
