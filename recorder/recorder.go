@@ -84,11 +84,14 @@ type Recorder struct {
 }
 
 // item is one unit of work for the pipeline: an encoded log record, or a
-// barrier (buf nil) that reports the last log position.
+// barrier (buf nil) that reports the last log position. ev, when set, is
+// the record's event already decoded (RecordEncoded), observed at at.
 type item struct {
 	buf    *[]byte
 	charge int64
 	wait   *waiter
+	ev     events.Event
+	at     time.Time
 }
 
 // decodedItem is what the logging goroutine hands the assembly goroutine:
@@ -246,6 +249,13 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 // handOver queues the log record in *bp (which passes to the pipeline) and,
 // under SyncEach, waits until it is durable.
 func (r *Recorder) handOver(ctx context.Context, bp *[]byte) error {
+	return r.handOverDecoded(ctx, bp, nil, time.Time{})
+}
+
+// handOverDecoded is handOver of a record whose event ev (observed at t)
+// the pipeline applies without decoding the record; a nil ev is decoded
+// from the record.
+func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, ev events.Event, t time.Time) error {
 	b := *bp
 	// The charge is the buffer's capacity: what it holds in memory.
 	charge := min(int64(cap(b)), r.queueMax)
@@ -253,7 +263,7 @@ func (r *Recorder) handOver(ctx context.Context, bp *[]byte) error {
 		r.bufs.put(bp)
 		return err
 	}
-	it := item{buf: bp, charge: charge}
+	it := item{buf: bp, charge: charge, ev: ev, at: t}
 	if r.opts.syncPolicy == SyncEach {
 		it.wait = waiters.Get().(*waiter)
 	}
@@ -382,7 +392,7 @@ func (r *Recorder) logItem(it item) {
 		r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
 		return
 	}
-	d, err := r.logAndDecode(*it.buf)
+	d, err := r.logAndDecode(*it.buf, it.ev, it.at)
 	r.bufs.put(it.buf)
 	d.charge = it.charge
 	if it.wait != nil {
@@ -397,8 +407,9 @@ func (r *Recorder) logItem(it item) {
 	r.decoded <- d
 }
 
-// logAndDecode logs one record and decodes its event.
-func (r *Recorder) logAndDecode(rec []byte) (decodedItem, error) {
+// logAndDecode logs one record and decodes its event, unless it comes
+// decoded (ev, observed at t).
+func (r *Recorder) logAndDecode(rec []byte, ev events.Event, t time.Time) (decodedItem, error) {
 	if err := r.err(); err != nil {
 		return decodedItem{}, err
 	}
@@ -408,7 +419,10 @@ func (r *Recorder) logAndDecode(rec []byte) (decodedItem, error) {
 		r.fail(err)
 		return decodedItem{}, r.err()
 	}
-	ev, t, err := decodeRecord(&r.dec, rec)
+	if ev != nil {
+		return decodedItem{ev: ev, at: t, pos: pos}, nil
+	}
+	ev, t, err = decodeRecord(&r.dec, rec)
 	if err != nil {
 		// The hook encoded it a moment ago: this is a bug, not bad input.
 		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)
