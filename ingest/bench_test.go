@@ -14,12 +14,13 @@ import (
 	"github.com/rlrec/rlrec/sim"
 )
 
-// The serve benchmarks run one simulated session per op twice in the same
-// process: into a recorder in process (Open, sim.Run, Close), and through
-// rlrec serve on loopback (a server over a recorder, one client: Dial,
-// sim.Run, client Close, server drain and recorder Close). Both timings
-// include the recorder's Close, so every row is durable in Parquet when
-// the clock stops. They report both rates and serve/inproc.
+// The serve benchmarks run one simulated session per op four times in the
+// same process, in the order A B B A: into a recorder in process (Open,
+// sim.Run, Close), twice through rlrec serve on loopback (a server over a
+// recorder, one client: Dial, sim.Run, client Close, server drain and
+// recorder Close), and in process again. Every timing includes the
+// recorder's Close, so every row is durable in Parquet when the clock
+// stops. They report both rates and serve/inproc.
 //
 //	go test -c -o /tmp/ingest.test ./ingest
 //	/tmp/ingest.test -test.run '^$' -test.bench 'Serve' -test.benchtime 1x -test.count 5 -test.benchmem
@@ -55,10 +56,14 @@ func BenchmarkServe(b *testing.B) {
 			}
 			var tIn, tServe time.Duration
 			for b.Loop() {
+				// A B B A, so that a change of the machine's load
+				// during the op weighs on both alike.
 				tIn += inProcess(b, bc.cfg)
 				tServe += throughServe(b, bc.cfg, nil)
+				tServe += throughServe(b, bc.cfg, nil)
+				tIn += inProcess(b, bc.cfg)
 			}
-			n := float64(b.N)
+			n := float64(2 * b.N)
 			ls := float64(sum.LaneSteps)
 			b.ReportMetric(ls*n/tIn.Seconds(), "inproc-lane-steps/s")
 			b.ReportMetric(ls*n/tServe.Seconds(), "serve-lane-steps/s")
