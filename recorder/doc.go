@@ -102,6 +102,20 @@
 // memory limit: GCMemoryLimit gives it, the rlrec command sets it, and a
 // program embedding a Recorder should include it in its own limit.
 //
+// # Events after a session's end
+//
+// A session's last events are SessionEnded then its final session-horizon
+// TelemetrySnapshot (or that snapshot then SessionFailed); its sessions,
+// logs and telemetry files are written once both have come. rlmesh aborts
+// its telemetry ticker rather than awaiting it, so a window snapshot
+// already in flight may come after either closing event. Telemetry and
+// logs after the end are recorded, not counted: before the files are
+// written they join them, after that they go to further part files of
+// their tables (the sessions file's row counts cover the parts up to it),
+// and a recorder that first sees a recording through such an event (after
+// a Close or a crash) and finds its files in ROOT treats it the same way.
+// Any other event after the end is counted as event_after_session_end.
+//
 // # Concurrency
 //
 // A Recorder is safe for concurrent use. Events of one session must be
