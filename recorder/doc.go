@@ -25,7 +25,10 @@
 // goroutine appends each record to the log before anything else happens
 // to it and decodes it; the assembly goroutine folds the decoded event
 // into the per-session assembly state (recording semantics: see
-// assemble.go). Decoding and assembly cost about the same, so the split
+// assemble.go). RecordEncoded, for events that come encoded from another
+// process (rlrec serve), queues the producer's message as the log record
+// together with the caller's decoding of it, which the logging goroutine
+// passes on instead of decoding (encoded.go). Decoding and assembly cost about the same, so the split
 // puts the pipeline on both cores. Finished episodes
 // and sessions become jobs for a pool of writer goroutines (both cores):
 // each episode's jobs run in order on its own queue, different episodes in
