@@ -104,7 +104,9 @@ type Config struct {
 	// the two closing events (SessionEnded, or on failure the final
 	// session snapshot) or after both. It holds the samples since the last
 	// window (all of them when TelemetryInterval is 0) and is emitted from
-	// the session's goroutine, so the run stays reproducible.
+	// the session's goroutine, so the run stays reproducible. Like any
+	// window it is skipped when empty, as it may be when the ticker has
+	// just taken the last samples.
 	LateWindow bool
 	// Clock supplies every wall-clock value (episode ids, session id,
 	// duration_ms, telemetry durations); nil means time.Now.
