@@ -51,8 +51,11 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 	}
 	bp := r.bufs.get(len(msg))
 	*bp = append(append((*bp)[:0], recEvent), msg...)
+	// The decoded event waits in the queue beside its record: both are
+	// charged to the queue's budget.
+	payload := payloadBytes(ev)
 	if seq != 0 {
 		ev = &sequenced{Event: ev, seq: seq}
 	}
-	return r.handOverDecoded(ctx, bp, ev, t)
+	return r.handOverDecoded(ctx, bp, ev, t, payload)
 }

@@ -3,6 +3,9 @@ package recorder_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,5 +227,71 @@ func TestRecordEncodedSnapshot(t *testing.T) {
 	}
 	if got := dump(t, readTables(t, crashed, memRoot)); got != want {
 		t.Errorf("tables after a resumed crash differ from an uninterrupted run:\n%s", diffLines(want, got))
+	}
+}
+
+// stallLog blocks, once on is set, every write and sync of the log's
+// segments until release is closed.
+type stallLog struct {
+	on      atomic.Bool
+	release chan struct{}
+}
+
+func (s *stallLog) Inject(op vfs.Op, name string) error {
+	if s.on.Load() && (op == vfs.OpWrite || op == vfs.OpSync) && strings.Contains(name, filepath.Join("_rlrec", "log")) {
+		<-s.release
+	}
+	return nil
+}
+
+// TestRecordEncodedCharge: an event handed over with RecordEncoded waits
+// in the queue decoded, beside its record, and both count against the
+// memory budget: with the log stalled, fewer such events are taken before
+// the hook waits than events handed over with RecordSequenced.
+func TestRecordEncodedCharge(t *testing.T) {
+	var evs []events.Event
+	for _, ev := range simEvents(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, Seed: 1, SessionID: "charge"}}) {
+		if ev.Kind() == events.KindObservationEmitted {
+			evs = append(evs, ev)
+		}
+	}
+	taken := func(encoded bool) int {
+		stall := &stallLog{release: make(chan struct{})}
+		rec, err := recorder.Open(t.TempDir(), fast, recorder.WithFS(vfs.WithErrors(vfs.OS(), stall)), recorder.WithMemoryBudget(16<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			close(stall.release)
+			rec.Close(context.Background())
+		}()
+		stall.on.Store(true)
+		dec := &events.Decoder{}
+		for i, ev := range evs {
+			at := time.Unix(1_700_000_000, int64(i)).UTC()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			if encoded {
+				msg, _ := events.AppendMarshal(nil, ev, at)
+				msg = events.AppendSequence(msg, uint64(i+1))
+				d, got, _ := dec.Decode(msg)
+				err = rec.RecordEncoded(ctx, msg, d, got, uint64(i+1))
+			} else {
+				err = rec.RecordSequenced(ctx, ev, at, uint64(i+1))
+			}
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				return i
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("all %d events taken with the log stalled", len(evs))
+		return 0
+	}
+	seq, enc := taken(false), taken(true)
+	t.Logf("taken before the hook waits: %d with RecordSequenced, %d with RecordEncoded", seq, enc)
+	if enc >= seq {
+		t.Errorf("RecordEncoded took %d events with the log stalled, RecordSequenced %d: the decoded events are not charged", enc, seq)
 	}
 }

@@ -249,16 +249,17 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 // handOver queues the log record in *bp (which passes to the pipeline) and,
 // under SyncEach, waits until it is durable.
 func (r *Recorder) handOver(ctx context.Context, bp *[]byte) error {
-	return r.handOverDecoded(ctx, bp, nil, time.Time{})
+	return r.handOverDecoded(ctx, bp, nil, time.Time{}, 0)
 }
 
-// handOverDecoded is handOver of a record whose event ev (observed at t)
-// the pipeline applies without decoding the record; a nil ev is decoded
-// from the record.
-func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, ev events.Event, t time.Time) error {
+// handOverDecoded is handOver of a record whose event ev (observed at t,
+// holding evBytes of payload) the pipeline applies without decoding the
+// record; a nil ev is decoded from the record.
+func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, ev events.Event, t time.Time, evBytes int) error {
 	b := *bp
-	// The charge is the buffer's capacity: what it holds in memory.
-	charge := min(int64(cap(b)), r.queueMax)
+	// The charge is the buffer's capacity and the decoded event's
+	// payload: what they hold in memory.
+	charge := min(int64(cap(b)+evBytes), r.queueMax)
 	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
 		r.bufs.put(bp)
 		return err
