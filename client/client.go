@@ -126,7 +126,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	for st := cc.GetState(); st != connectivity.Ready; st = cc.GetState() {
 		if !cc.WaitForStateChange(ctx, st) {
 			cc.Close()
-			return nil, fmt.Errorf("client: dial %s: no connection (last state %v): %w; is rlrec serve listening there?", addr, st, ctx.Err())
+			return nil, fmt.Errorf("client: dial %s: no connection (last state %v): %w; is rlrec serve listening there, and does it serve TLS (then dial WithTLS)?", addr, st, ctx.Err())
 		}
 	}
 	c := &Client{

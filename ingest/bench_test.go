@@ -14,12 +14,13 @@ import (
 	"github.com/rlrec/rlrec/sim"
 )
 
-// The serve benchmarks run one simulated session per op twice in the same
-// process: into a recorder in process (Open, sim.Run, Close), and through
-// rlrec serve on loopback (a server over a recorder, one client: Dial,
-// sim.Run, client Close, server drain and recorder Close). Both timings
-// include the recorder's Close, so every row is durable in Parquet when
-// the clock stops. They report both rates and serve/inproc.
+// The serve benchmarks run one simulated session per op four times in the
+// same process, in the order A B B A: into a recorder in process (Open,
+// sim.Run, Close), twice through rlrec serve on loopback (a server over a
+// recorder, one client: Dial, sim.Run, client Close, server drain and
+// recorder Close), and in process again. Every timing includes the
+// recorder's Close, so every row is durable in Parquet when the clock
+// stops. They report both rates and serve/inproc.
 //
 //	go test -c -o /tmp/ingest.test ./ingest
 //	/tmp/ingest.test -test.run '^$' -test.bench 'Serve' -test.benchtime 1x -test.count 5 -test.benchmem
@@ -55,10 +56,14 @@ func BenchmarkServe(b *testing.B) {
 			}
 			var tIn, tServe time.Duration
 			for b.Loop() {
+				// A B B A, so that a change of the machine's load
+				// during the op weighs on both alike.
 				tIn += inProcess(b, bc.cfg)
 				tServe += throughServe(b, bc.cfg, nil)
+				tServe += throughServe(b, bc.cfg, nil)
+				tIn += inProcess(b, bc.cfg)
 			}
-			n := float64(b.N)
+			n := float64(2 * b.N)
 			ls := float64(sum.LaneSteps)
 			b.ReportMetric(ls*n/tIn.Seconds(), "inproc-lane-steps/s")
 			b.ReportMetric(ls*n/tServe.Seconds(), "serve-lane-steps/s")
@@ -125,6 +130,10 @@ type timedHooks struct {
 	lat   []time.Duration
 	pause time.Duration
 	next  time.Time
+	// maxUnacked is the most bytes the client held unacknowledged, seen
+	// after each step: far below WithMaxUnacked, the server kept up and
+	// no hook waited for room.
+	maxUnacked int64
 }
 
 func (h *timedHooks) time(f func() error) error {
@@ -143,6 +152,7 @@ func (h *timedHooks) OnActionReceived(ctx context.Context, ev *events.ActionRece
 
 func (h *timedHooks) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) error {
 	err := h.time(func() error { return h.Client.OnStepCompleted(ctx, ev) })
+	h.maxUnacked = max(h.maxUnacked, h.Client.Stats().UnackedBytes)
 	// Pace against absolute deadlines: a late wake-up does not lower the
 	// rate.
 	if h.pause > 0 {
@@ -163,7 +173,11 @@ func (h *timedHooks) OnObservationEmitted(ctx context.Context, ev *events.Observ
 // StepCompleted, ObservationEmitted) while the server keeps up: the
 // simulator is paced to a step rate the served recorder sustains here
 // (cartpole: 2,000 batch steps a second, 32 k lane-steps/s; images: 250
-// batches a second, 42 MB/s).
+// batches a second, 42 MB/s). The server runs in the client's process
+// (server=same-process: the recorder's allocations bring garbage
+// collections, and their assists, to the client's hooks) or in a process
+// of its own, as in a deployment (server=own-process: this test binary
+// run again as TestServerChild, recording with the default compression).
 func BenchmarkServeHook(b *testing.B) {
 	cases := []struct {
 		name  string
@@ -174,22 +188,61 @@ func BenchmarkServeHook(b *testing.B) {
 		{"pick-place/n=8", sim.Config{Env: "pick-place", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, TimeLimit: 60, Seed: 1}, 4 * time.Millisecond},
 	}
 	for _, bc := range cases {
-		b.Run(bc.name, func(b *testing.B) {
-			var all []time.Duration
-			for b.Loop() {
-				var th *timedHooks
-				throughServe(b, bc.cfg, func(c *client.Client) events.Hooks {
-					th = &timedHooks{Client: c, pause: bc.pause}
-					return th
-				})
-				all = append(all, th.lat...)
+		for _, own := range []bool{false, true} {
+			name := bc.name + "/server=same-process"
+			if own {
+				name = bc.name + "/server=own-process"
 			}
-			slices.Sort(all)
-			q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Nanoseconds()) / 1e3 }
-			b.ReportMetric(q(0.5), "p50-µs")
-			b.ReportMetric(q(0.99), "p99-µs")
-			b.ReportMetric(q(0.999), "p99.9-µs")
-			b.ReportMetric(float64(len(all))/float64(b.N), "calls/op")
-		})
+			b.Run(name, func(b *testing.B) {
+				var all []time.Duration
+				var maxUnacked int64
+				for b.Loop() {
+					var th *timedHooks
+					wrap := func(c *client.Client) events.Hooks {
+						th = &timedHooks{Client: c, pause: bc.pause}
+						return th
+					}
+					if own {
+						toChild(b, bc.cfg, wrap)
+					} else {
+						throughServe(b, bc.cfg, wrap)
+					}
+					all = append(all, th.lat...)
+					maxUnacked = max(maxUnacked, th.maxUnacked)
+				}
+				reportHooks(b, all, maxUnacked)
+			})
+		}
 	}
+}
+
+// reportHooks reports the latency quantiles of the timed hook calls.
+func reportHooks(b *testing.B, all []time.Duration, maxUnacked int64) {
+	slices.Sort(all)
+	q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Nanoseconds()) / 1e3 }
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(q(0.999), "p99.9-µs")
+	b.ReportMetric(float64(len(all))/float64(b.N), "calls/op")
+	b.ReportMetric(float64(maxUnacked)/1e6, "max-unacked-MB")
+}
+
+// toChild records cfg through a server in a child process (see
+// TestServerChild), with the client's hooks wrapped by wrap.
+func toChild(b *testing.B, cfg sim.Config, wrap func(*client.Client) events.Hooks) {
+	root := b.TempDir()
+	addr := freeAddr(b)
+	ch := startChild(b, root, addr, serverChildZstd+"=1")
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sim.Run(ctx, wrap(c), cfg); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	ch.term(b)
 }

@@ -20,10 +20,13 @@
 //
 // Each stream carries batches of rlrec.events.v1.Event messages, each
 // numbered within its recording (session_id, route.env_id) by its sequence
-// field, from 1. The server hands each event to the recorder
-// (recorder.RecordSequenced) unless it already has it: an event whose
-// sequence is at most the last one the server has of its recording is a
-// resent duplicate and is dropped. The last sequence of every recording
+// field, from 1. The server decodes each event and hands it to the
+// recorder unless it already has it: an event whose sequence is at most
+// the last one the server has of its recording is a resent duplicate and
+// is dropped. The recorder's log keeps the message as the client sent it
+// (recorder.RecordEncoded), so an event is encoded once, by its client,
+// and decoded once, by the server; a message without a time is recorded
+// at the server's clock (recorder.RecordSequenced). The last sequence of every recording
 // comes from the events handed over since the server started and, for a
 // recording that was open when the previous server stopped or crashed,
 // from the recorder's log (recorder.RecoveredSequence, under

@@ -99,9 +99,11 @@ func workload(client, sessions int, episodes int64) []sim.Config {
 		}
 		cfgs = append(cfgs, sim.Config{
 			Env: env, NumEnvs: n, Autoreset: auto, MaxEpisodes: episodes, TimeLimit: 25,
-			Seed:      uint64(100*client + s + 1),
-			SessionID: fmt.Sprintf("client-%d", client),
-			Clock:     sim.StepClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), time.Millisecond),
+			// Half the sessions deliver a window snapshot after their end.
+			LateWindow: (client+s)%2 == 0,
+			Seed:       uint64(100*client + s + 1),
+			SessionID:  fmt.Sprintf("client-%d", client),
+			Clock:      sim.StepClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), time.Millisecond),
 		})
 	}
 	return cfgs

@@ -18,6 +18,7 @@ import (
 	"github.com/rlrec/rlrec/client"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/ingest"
+	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -28,6 +29,9 @@ import (
 const (
 	serverChildRoot = "RLREC_INGEST_CHILD_ROOT"
 	serverChildAddr = "RLREC_INGEST_CHILD_ADDR"
+	// serverChildZstd, when set, gives the child's recorder the default
+	// compression instead of none (the benchmarks').
+	serverChildZstd = "RLREC_INGEST_CHILD_ZSTD"
 )
 
 // TestServerChild is the child's side; it does nothing unless run by
@@ -39,7 +43,20 @@ func TestServerChild(t *testing.T) {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
-	ts := startServer(t, root, os.Getenv(serverChildAddr), ingest.Options{})
+	var ts *testServer
+	if os.Getenv(serverChildZstd) != "" {
+		rec, err := recorder.Open(root, recorder.WithResume(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := ingest.NewServer(rec, ingest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = serveOn(t, rec, srv, os.Getenv(serverChildAddr))
+	} else {
+		ts = startServer(t, root, os.Getenv(serverChildAddr), ingest.Options{})
+	}
 	fmt.Printf("ready %s\n", ts.Addr)
 	<-term
 	ts.stop(t)
@@ -50,10 +67,10 @@ type child struct {
 	cmd *exec.Cmd
 }
 
-func startChild(t *testing.T, root, addr string) *child {
+func startChild(t testing.TB, root, addr string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServerChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), serverChildRoot+"="+root, serverChildAddr+"="+addr)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServerChild$", "-test.count=1", "-test.bench=^$")
+	cmd.Env = append(append(os.Environ(), serverChildRoot+"="+root, serverChildAddr+"="+addr), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -95,7 +112,7 @@ func (c *child) kill() {
 	c.cmd.Wait()
 }
 
-func (c *child) term(t *testing.T) {
+func (c *child) term(t testing.TB) {
 	t.Helper()
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	if err := c.cmd.Wait(); err != nil {
@@ -104,7 +121,7 @@ func (c *child) term(t *testing.T) {
 }
 
 // freeAddr returns a loopback address with a port free now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

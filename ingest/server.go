@@ -416,7 +416,8 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Reason: ingestv1.RefusalReason_REFUSAL_REASON_NO_SEQUENCE,
 			Message: fmt.Sprintf("%s event of session %q (env_id %q) has no sequence number", ev.Kind(), sid, route.EnvID)}, nil
 	}
-	if at.IsZero() {
+	stamped := !at.IsZero()
+	if !stamped {
 		at = time.Now()
 	}
 	rs := s.recording(sid, route.EnvID)
@@ -431,7 +432,12 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		s.log.Warn("sequence gap: events of a recording are missing (a client that lost events it had not sent?)",
 			"session", sid, "env", route.EnvID, "after", rs.last, "got", seq)
 	}
-	err = s.rec.RecordSequenced(ctx, ev, at, seq)
+	if stamped {
+		// The log keeps the client's bytes: no second encode.
+		err = s.rec.RecordEncoded(ctx, msg, ev, at, seq)
+	} else {
+		err = s.rec.RecordSequenced(ctx, ev, at, seq)
+	}
 	switch {
 	case err == nil:
 		rs.last = seq

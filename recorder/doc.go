@@ -28,8 +28,11 @@
 // anything else happens to it and hands on the copy, or, for the other
 // events, decodes the record; the assembly goroutine folds the event into
 // the per-session assembly state (recording semantics: see assemble.go)
-// and recycles the copy. The split puts the log and assembly on both
-// cores. Finished episodes
+// and recycles the copy. RecordEncoded, for events that come encoded from
+// another process (rlrec serve), queues the producer's message as the log
+// record together with the caller's decoding of it, which the logging
+// goroutine passes on instead of decoding (encoded.go). The split puts
+// the log and assembly on both cores. Finished episodes
 // and sessions become jobs for a pool of writer goroutines (both cores):
 // each episode's jobs run in order on its own queue, different episodes in
 // parallel. Long episodes stream their rows to the steps file in row groups,
@@ -124,6 +127,20 @@
 // process's peak RSS stays within the budget plus 64 MiB only under a Go
 // memory limit: GCMemoryLimit gives it, the rlrec command sets it, and a
 // program embedding a Recorder should include it in its own limit.
+//
+// # Events after a session's end
+//
+// A session's last events are SessionEnded then its final session-horizon
+// TelemetrySnapshot (or that snapshot then SessionFailed); its sessions,
+// logs and telemetry files are written once both have come. rlmesh aborts
+// its telemetry ticker rather than awaiting it, so a window snapshot
+// already in flight may come after either closing event. Telemetry and
+// logs after the end are recorded, not counted: before the files are
+// written they join them, after that they go to further part files of
+// their tables (the sessions file's row counts cover the parts up to it),
+// and a recorder that first sees a recording through such an event (after
+// a Close or a crash) and finds its files in ROOT treats it the same way.
+// Any other event after the end is counted as event_after_session_end.
 //
 // # Concurrency
 //

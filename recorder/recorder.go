@@ -88,12 +88,15 @@ type Recorder struct {
 
 // item is one unit of work for the pipeline: an encoded log record (with
 // a copy of its event when it is a step event), or a barrier (buf nil)
-// that reports the last log position.
+// that reports the last log position. ev, when set, is the record's event
+// already decoded (RecordEncoded), observed at at.
 type item struct {
 	buf    *[]byte
 	copy   *events.StepCopy
 	charge int64
 	wait   *waiter
+	ev     events.Event
+	at     time.Time
 }
 
 // decodedItem is what the logging goroutine hands the assembly goroutine:
@@ -263,10 +266,18 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 // with cp, the copy of its event if one was made, and, under SyncEach,
 // waits until it is durable.
 func (r *Recorder) handOver(ctx context.Context, bp *[]byte, cp *events.StepCopy) error {
+	return r.handOverDecoded(ctx, bp, cp, nil, time.Time{}, 0)
+}
+
+// handOverDecoded is handOver of a record whose event the pipeline
+// applies without decoding the record: cp, a copy the hook made, or ev
+// (observed at t, holding evBytes of payload), the caller's decoding of
+// it (RecordEncoded). With neither, the record is decoded.
+func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.StepCopy, ev events.Event, t time.Time, evBytes int) error {
 	b := *bp
-	// The charge is the buffer's capacity and the copy's payload: what
-	// they hold in memory.
-	held := cap(b)
+	// The charge is the buffer's capacity and the payload of the event
+	// that comes with it: what they hold in memory.
+	held := cap(b) + evBytes
 	if cp != nil {
 		held += payloadBytes(cp.Event)
 	}
@@ -281,7 +292,7 @@ func (r *Recorder) handOver(ctx context.Context, bp *[]byte, cp *events.StepCopy
 		drop()
 		return err
 	}
-	it := item{buf: bp, copy: cp, charge: charge}
+	it := item{buf: bp, copy: cp, charge: charge, ev: ev, at: t}
 	if r.opts.syncPolicy == SyncEach {
 		it.wait = waiters.Get().(*waiter)
 	}
@@ -414,7 +425,7 @@ func (r *Recorder) logItem(it item) {
 		r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
 		return
 	}
-	d, err := r.logAndDecode(*it.buf, it.copy)
+	d, err := r.logAndDecode(*it.buf, it.copy, it.ev, it.at)
 	r.bufs.put(it.buf)
 	d.charge = it.charge
 	if it.wait != nil {
@@ -432,9 +443,10 @@ func (r *Recorder) logItem(it item) {
 	r.decoded <- d
 }
 
-// logAndDecode logs one record and decodes its event, or takes cp, the
-// copy of its event, instead.
-func (r *Recorder) logAndDecode(rec []byte, cp *events.StepCopy) (decodedItem, error) {
+// logAndDecode logs one record and decodes its event, unless it comes
+// with it: cp, the hook's copy, or ev (observed at t), the caller's
+// decoding.
+func (r *Recorder) logAndDecode(rec []byte, cp *events.StepCopy, ev events.Event, t time.Time) (decodedItem, error) {
 	if err := r.err(); err != nil {
 		return decodedItem{}, err
 	}
@@ -447,7 +459,10 @@ func (r *Recorder) logAndDecode(rec []byte, cp *events.StepCopy) (decodedItem, e
 	if cp != nil {
 		return decodedItem{ev: cp.Event, at: cp.At, copy: cp, pos: pos}, nil
 	}
-	ev, t, err := decodeRecord(&r.dec, rec)
+	if ev != nil {
+		return decodedItem{ev: ev, at: t, pos: pos}, nil
+	}
+	ev, t, err = decodeRecord(&r.dec, rec)
 	if err != nil {
 		// The hook encoded it a moment ago: this is a bug, not bad input.
 		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)

@@ -97,6 +97,17 @@ type Config struct {
 	// so are the one part of a stream that is not reproducible; leave it 0
 	// when comparing streams.
 	TelemetryInterval time.Duration
+	// LateWindow delivers one more window TelemetrySnapshot after the
+	// session's end, as rlmesh can: its telemetry ticker is aborted, not
+	// awaited, so a window snapshot already in flight arrives after
+	// SessionEnded. Where it lands is drawn from Seed: after the first of
+	// the two closing events (SessionEnded, or on failure the final
+	// session snapshot) or after both. It holds the samples since the last
+	// window (all of them when TelemetryInterval is 0) and is emitted from
+	// the session's goroutine, so the run stays reproducible. Like any
+	// window it is skipped when empty, as it may be when the ticker has
+	// just taken the last samples.
+	LateWindow bool
 	// Clock supplies every wall-clock value (episode ids, session id,
 	// duration_ms, telemetry durations); nil means time.Now.
 	Clock func() time.Time

@@ -47,11 +47,13 @@
 //
 // Window TelemetrySnapshots come from a separate goroutine every
 // Config.TelemetryInterval and may interleave with the events above; a
-// window in which nothing was recorded is skipped. Unlike rlmesh, whose
-// ticker is aborted and may deliver a window after the end, the goroutine
-// is stopped (and waited for) before the closing events, so a session's
-// last two events are always SessionEnded then the session snapshot, or
-// the session snapshot then SessionFailed.
+// window in which nothing was recorded is skipped. The goroutine is
+// stopped (and waited for) before the closing events, so a session's last
+// two events are SessionEnded then the session snapshot, or the session
+// snapshot then SessionFailed; unless Config.LateWindow is set: rlmesh's
+// ticker is aborted, not awaited, so a window snapshot in flight can come
+// after the end, and with LateWindow one does, after the first closing
+// event or after both (drawn from Seed).
 //
 // # Telemetry
 //

@@ -22,6 +22,7 @@ const (
 	streamIDs     = 3
 	streamSession = 4       // + session index in RunSessions
 	streamRoute   = 1 << 32 // + session index in RunSessions
+	streamLate    = 2 << 32 // where Config.LateWindow's snapshot lands
 )
 
 // Summary is what a finished session did.
@@ -169,7 +170,7 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 		ctx: ctx, hooks: hooks, cfg: cfg, id: cfg.SessionID, route: cfg.Route,
 		clock: clockOf(&cfg), newEnv: factory,
 		idRNG:   rand.New(rand.NewPCG(cfg.Seed, streamIDs)),
-		meter:   newMeter(cfg.TelemetryInterval > 0),
+		meter:   newMeter(cfg.TelemetryInterval > 0 || cfg.LateWindow),
 		lanes:   make([]laneState, n),
 		epIDs:   make([]string, n),
 		recIDs:  make([]string, n),
@@ -364,9 +365,16 @@ func (s *session) loop() error {
 			s.record(roundRPC, ms(s.clock().Sub(roundStart)))
 			s.flushSamples()
 			stopTelemetry()
+			late := s.lateWindowAfter()
 			s.hookDone(s.hooks.OnSessionEnded(hctx, &events.SessionEnded{SessionID: s.id, Route: s.route,
 				Reason: reasonCompleted, TotalSteps: s.steps, TotalEpisodes: s.completed}))
+			if late == 1 {
+				s.lateWindow(hctx)
+			}
 			s.finalTelemetry(hctx)
+			if late == 2 {
+				s.lateWindow(hctx)
+			}
 			return nil
 		}
 		reset := false
@@ -413,9 +421,37 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (s *session) fail(hctx context.Context, stopTelemetry func(), reason string, err error) error {
 	s.flushSamples()
 	stopTelemetry()
+	late := s.lateWindowAfter()
 	s.finalTelemetry(hctx)
+	if late == 1 {
+		s.lateWindow(hctx)
+	}
 	s.hookDone(s.hooks.OnSessionFailed(hctx, &events.SessionFailed{SessionID: s.id, Route: s.route, Reason: reason}))
+	if late == 2 {
+		s.lateWindow(hctx)
+	}
 	return err
+}
+
+// lateWindowAfter draws, under Config.LateWindow, how many of the
+// session's two closing events its late window snapshot follows: 1 or 2
+// (0 without the option).
+func (s *session) lateWindowAfter() int {
+	if !s.cfg.LateWindow {
+		return 0
+	}
+	return 1 + rand.New(rand.NewPCG(s.cfg.Seed, streamLate)).IntN(2)
+}
+
+// lateWindow delivers the window snapshot that rlmesh's aborted ticker had
+// in flight (Config.LateWindow): the window since the last one, skipped
+// when it is empty.
+func (s *session) lateWindow(hctx context.Context) {
+	snap := s.meter.snapshot(events.HorizonWindow)
+	if len(snap.Rows) == 0 {
+		return
+	}
+	s.hookDone(s.hooks.OnTelemetrySnapshot(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route, Snapshot: snap}))
 }
 
 func (s *session) finalTelemetry(hctx context.Context) {

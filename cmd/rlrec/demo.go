@@ -55,12 +55,14 @@ Example:
 // UUIDv7 env id (the routing key): a recording is the pair. rlmesh allows
 // disabled autoreset only with one lane, and the runtime's step cap only
 // under disabled autoreset (pick-place ends its episodes after 60 steps
-// by itself). Tests replace it with smaller runs.
+// by itself). The cartpole runs deliver window telemetry, and a window
+// after their end as rlmesh's aborted ticker can. Tests replace it with
+// smaller runs.
 var demoSessions = func(seed uint64) []sim.Config {
 	sid := fmt.Sprintf("local-%d", os.Getpid())
 	return []sim.Config{
-		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 200, Seed: seed, TelemetryInterval: 200 * time.Millisecond, SessionID: sid},
-		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 50, Seed: seed + 1, TelemetryInterval: 200 * time.Millisecond, SessionID: sid},
+		{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 200, Seed: seed, TelemetryInterval: 200 * time.Millisecond, LateWindow: true, SessionID: sid},
+		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 50, Seed: seed + 1, TelemetryInterval: 200 * time.Millisecond, LateWindow: true, SessionID: sid},
 		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, Seed: seed + 2, SessionID: sid},
 		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 4, MaxEpisodeSteps: 60, Seed: seed + 3, SessionID: sid},
 	}

@@ -16,7 +16,7 @@ func smallDemo(t *testing.T) {
 	old := demoSessions
 	demoSessions = func(seed uint64) []sim.Config {
 		return []sim.Config{
-			{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, TimeLimit: 20, Seed: seed, SessionID: "demo-test"},
+			{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, TimeLimit: 20, Seed: seed, LateWindow: true, SessionID: "demo-test"},
 			{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 20, Seed: seed + 1, SessionID: "demo-test"},
 		}
 	}
@@ -24,17 +24,23 @@ func smallDemo(t *testing.T) {
 }
 
 // TestDemoSessionsFollowRlmesh: the demo's runs are ones rlmesh allows,
-// and show both autoreset modes.
+// and show both autoreset modes and a window snapshot after a session's
+// end.
 func TestDemoSessionsFollowRlmesh(t *testing.T) {
 	modes := map[sim.Autoreset]bool{}
+	late := false
 	for i, cfg := range demoSessions(1) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("demo session %d: %v", i, err)
 		}
 		modes[cfg.Autoreset] = true
+		late = late || cfg.LateWindow
 	}
 	if !modes[sim.AutoresetNextStep] || !modes[sim.AutoresetDisabled] {
 		t.Errorf("the demo shows autoreset modes %v, want both", modes)
+	}
+	if !late {
+		t.Error("no demo session delivers a late window snapshot")
 	}
 }
 

@@ -1,0 +1,61 @@
+package recorder
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/wal"
+)
+
+// Events that come encoded
+//
+// A server that takes events from producers in other processes (rlrec
+// serve) receives each one as an eventsv1.Event message and has to decode
+// it to learn its recording and sequence number. RecordEncoded takes that
+// message together with what was decoded from it: the log record is the
+// message as it came (a recEvent record is exactly one eventsv1.Event
+// message, time and sequence fields included), and the pipeline applies
+// the decoded event instead of decoding the record again. The event is
+// then encoded once (by the producer) and decoded once (by the server),
+// instead of being decoded, encoded again for the log and decoded again by
+// the pipeline. The caller's decode is what validates the message: one
+// that does not decode never reaches the log.
+
+// RecordEncoded hands over an event that a producer encoded, like
+// RecordSequenced: msg is one eventsv1.Event message (without a length
+// prefix), and ev, t and seq are what an events.Decoder made of it (Decode
+// and Sequence): the event, its time and its sequence number (0 when it
+// has none). The recorder logs msg as it is and records ev at t; it relies
+// on ev being msg's decoding, since recovery decodes the logged msg again.
+// t must not be the zero time (a message without a time field is recorded
+// with RecordSequenced at a time of the caller's choosing). msg is copied;
+// the caller keeps it. ev passes to the recorder.
+func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Event, t time.Time, seq uint64) error {
+	if ev == nil {
+		return fmt.Errorf("record encoded event: %w", events.ErrNilEvent)
+	}
+	sid, _ := ev.Header()
+	if t.IsZero() {
+		return fmt.Errorf("record encoded %s of session %q: the message has no time: record it with RecordSequenced", ev.Kind(), sid)
+	}
+	if len(msg)+1 > wal.MaxRecordSize {
+		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
+			ev.Kind(), sid, len(msg)+1, wal.MaxRecordSize, ErrEventTooLarge)
+	}
+	if ev.Kind() == events.KindSessionStarted || r.refusedN.Load() > 0 {
+		if err := r.admit(ev); err != nil {
+			return err
+		}
+	}
+	bp := r.bufs.get(len(msg))
+	*bp = append(append((*bp)[:0], recEvent), msg...)
+	// The decoded event waits in the queue beside its record: both are
+	// charged to the queue's budget.
+	payload := payloadBytes(ev)
+	if seq != 0 {
+		ev = &sequenced{Event: ev, seq: seq}
+	}
+	return r.handOverDecoded(ctx, bp, nil, ev, t, payload)
+}
