@@ -99,9 +99,6 @@ type crashTally struct {
 // (summed over the episodes, from one scan), and no episode or recording
 // has two episodes or sessions rows.
 func TestCrashLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the SIGKILL loop takes minutes")
-	}
 	bin := rlrecBinary(t)
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv(crashSeedVar); v != "" {
@@ -111,6 +108,10 @@ func TestCrashLoop(t *testing.T) {
 		}
 	}
 	kills := crashLoopKills
+	if testing.Short() {
+		// The loop takes minutes; -short runs a few kills of each lane.
+		kills = 8
+	}
 	if v := os.Getenv(crashKillsVar); v != "" {
 		var err error
 		if kills, err = strconv.Atoi(v); err != nil || kills < 1 {
@@ -160,7 +161,8 @@ func TestCrashLoop(t *testing.T) {
 	if tally.lostSteps != 0 || tally.lostRows != 0 {
 		t.Errorf("rows reported durable were lost")
 	}
-	if tally.recovered < tally.kills/2 {
+	// (A rate: judged on a loop long enough for it to mean something.)
+	if tally.kills >= 50 && tally.recovered < tally.kills/2 {
 		t.Errorf("only %d of %d recoveries found work to do: the kills come too early or too late", tally.recovered, tally.kills)
 	}
 }

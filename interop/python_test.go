@@ -3,6 +3,8 @@ package interop
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -24,11 +26,12 @@ type pythonManifest struct {
 // TestPythonCaptureInDuckDB reads the recording of the Python capture
 // (three runs under one session id: a Box/Discrete env, a Dict env with an
 // image and a Text instruction, a Tuple env) with DuckDB. .ci/run runs the
-// Python tests first and sets RLREC_PY_ROOT; without it the test skips.
+// Python tests first and sets RLREC_PY_ROOT; without it the test runs the
+// Python test that records it (pythonRoot).
 func TestPythonCaptureInDuckDB(t *testing.T) {
 	root := os.Getenv(pythonRootEnv)
 	if root == "" {
-		t.Skip(pythonRootEnv + " is not set: .ci/run sets it after the Python capture tests")
+		root = pythonRoot(t)
 	}
 	b, err := os.ReadFile(root + ".json")
 	if err != nil {
@@ -98,4 +101,28 @@ func TestPythonCaptureInDuckDB(t *testing.T) {
 	checkEq(t, "image elements (max)", shape[0]["hi"], int64(48))
 	checkEq(t, "state elements", shape[0]["st"], int64(3))
 	checkEq(t, "action elements", shape[0]["act"], int64(2))
+}
+
+// pythonRoot runs the Python capture's test that records three runs into
+// one ROOT (python/tests/test_capture.py, IngestTest) with Debian's
+// /usr/bin/python3 ($PYTHON picks another), which needs python3-grpcio,
+// python3-protobuf and python3-numpy, and returns the copy of the ROOT it
+// leaves.
+func pythonRoot(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	if out, err := exec.Command(py, "-c", "import grpc, google.protobuf, numpy").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import grpc, protobuf and numpy (%v: %s): install python3-grpcio python3-protobuf python3-numpy, or run bash .ci/run, which does", py, err, out)
+	}
+	root := filepath.Join(t.TempDir(), "python-capture-root")
+	cmd := exec.Command(py, "-m", "unittest", "tests.test_capture.IngestTest.test_three_envs_into_one_root")
+	cmd.Dir = filepath.Join("..", "python")
+	cmd.Env = append(os.Environ(), "RLREC_PY_ROOT_OUT="+root, "RLREC_BIN="+rlrecBinary(t))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Python capture test failed (%v):\n%s", err, out)
+	}
+	return root
 }
