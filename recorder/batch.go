@@ -54,8 +54,13 @@ const (
 	// packedMaxBytes bounds the step bytes (blobs and typed values, before
 	// compression) of one packed steps file.
 	packedMaxBytes = 128 << 20
-	// packedGroupRows bounds the rows of a packed file's row groups.
-	packedGroupRows = 16 << 10
+	// packedGroupRows bounds the rows of a packed file's row groups: the
+	// rows of its fixed columns a reader of one episode decodes (the
+	// group that holds it), against the row groups a scan of the whole
+	// table opens (DuckDB's count(*) over 5,000 cartpole episodes: 3.1x
+	// one file's time with 16,384-row groups, 15 of them, against 4 in the
+	// one file). 65,536 is what DuckDB's own writer uses.
+	packedGroupRows = 64 << 10
 )
 
 // batch is the pending writes of one recording.
