@@ -262,15 +262,18 @@ func (s *Steps) Next() bool {
 // after them end it).
 func (s *Steps) nextInEpisode() bool {
 	for s.i >= s.n {
-		if s.f == nil || (s.inEpisode && !s.more) || s.rg >= len(s.f.pf.RowGroups()) {
+		if s.f == nil {
 			return false
+		}
+		if (s.inEpisode && !s.more) || s.rg >= len(s.f.pf.RowGroups()) {
+			return s.endEpisode()
 		}
 		rg := s.rg
 		s.rg++
 		s.i, s.n, s.more = 0, 0, false
 		if !s.mayHold(rg, s.only) {
 			if s.inEpisode {
-				return false
+				return s.endEpisode()
 			}
 			continue
 		}
@@ -282,7 +285,7 @@ func (s *Steps) nextInEpisode() bool {
 		sp, ok := g.spans[s.only]
 		if !ok {
 			if s.inEpisode {
-				return false
+				return s.endEpisode()
 			}
 			continue
 		}
@@ -294,6 +297,18 @@ func (s *Steps) nextInEpisode() bool {
 	s.row = s.base + int64(s.i)
 	s.i++
 	return true
+}
+
+// endEpisode hands the file back at the end of the episode's rows, as
+// the end of the last file does for an unfiltered iterator; it returns
+// false, for Next.
+func (s *Steps) endEpisode() bool {
+	if err := s.closeFile(s.f); err != nil && s.err == nil {
+		s.err = err
+	}
+	s.f = nil
+	s.i, s.n = 0, 0
+	return false
 }
 
 // readGroup reads the fixed columns of the next row group.
