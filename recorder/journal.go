@@ -55,24 +55,8 @@ func writeJournal(fsys vfs.FS, root string, markers [][]byte) error {
 // writeDurable writes a small file of the recorder's state whole: under
 // the temp name .NAME.tmp in dir, synced, renamed to name, dir synced.
 func writeDurable(fsys vfs.FS, dir, name string, b []byte) error {
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
+	if err := vfs.WriteFile(fsys, filepath.Join(dir, "."+name+".tmp"), filepath.Join(dir, name), b); err != nil {
+		return err
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)

@@ -355,24 +355,8 @@ func truncateFile(fsys vfs.FS, name string, size int64) error {
 // file, synced before it is renamed over name. The caller syncs the
 // directory.
 func rewriteFile(fsys vfs.FS, name string, data []byte) error {
-	tmp := name + tempSuffix
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("wal: rewrite segment: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("wal: close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		return fmt.Errorf("wal: replace segment %s: %w", name, err)
+	if err := vfs.WriteFile(fsys, name+tempSuffix, name, data); err != nil {
+		return fmt.Errorf("wal: rewrite segment %s: %w", name, err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/rlrec/rlrec/internal/vfs"
 )
 
 // run is the writer goroutine: it takes the appended records in batches,
@@ -183,30 +185,15 @@ func (l *Log) sealSegment() error {
 func (l *Log) newSegment(first Pos) error {
 	num := l.segNum + 1
 	path := filepath.Join(l.dir, segmentName(num))
-	tmp := path + tempSuffix
-	f, err := l.fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create segment: %w", err)
-	}
 	hdr := appendSegmentHeader(make([]byte, 0, segmentHeaderSize), first)
-	if _, err := f.Write(hdr); err != nil {
-		f.Close()
-		return fmt.Errorf("write header of segment %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync segment %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close segment %s: %w", tmp, err)
-	}
-	if err := l.fsys.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename segment %s: %w", tmp, err)
+	if err := vfs.WriteFile(l.fsys, path+tempSuffix, path, hdr); err != nil {
+		return fmt.Errorf("create segment: %w", err)
 	}
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("sync log directory %s: %w", l.dir, err)
 	}
-	if f, err = l.fsys.OpenAppend(path); err != nil {
+	f, err := l.fsys.OpenAppend(path)
+	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
 	l.seg, l.segNum, l.segSize, l.segEmpty = f, num, segmentHeaderSize, true
