@@ -76,6 +76,9 @@ type sentBatch struct {
 	n  int
 }
 
+// probeEvery is how often a Dial that keeps failing probes the address.
+const probeEvery = 5 * time.Second
+
 // Stats are a client's running totals.
 type Stats struct {
 	// Queued and Acked count events handed over and acknowledged
@@ -98,7 +101,12 @@ var _ events.Hooks = (*Client)(nil)
 // Dial connects to the rlrec serve at addr ("host:port") and returns a
 // Client that streams to it. It waits until the connection is up or ctx
 // is done; after that the client reconnects by itself whenever the
-// connection drops.
+// connection drops. A connection that fails for a reason waiting cannot
+// mend ends Dial at once, with ErrServerTLS (the server speaks TLS: dial
+// WithTLS), ErrServerPlaintext (it does not) or ErrUntrusted (its
+// certificate is not trusted): Dial probes the address once the
+// connection fails (one TCP connection and a TLS handshake, at most every
+// probeEvery).
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -123,7 +131,18 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 	}
 	cc.Connect()
+	var probed time.Time
 	for st := cc.GetState(); st != connectivity.Ready; st = cc.GetState() {
+		// A failure retrying cannot mend (TLS on one side only, an
+		// untrusted certificate) ends Dial at once; anything else (nothing
+		// listens yet) is waited out until ctx ends.
+		if st == connectivity.TransientFailure && time.Since(probed) >= probeEvery {
+			probed = time.Now()
+			if err := probe(ctx, addr, o.tls); err != nil {
+				cc.Close()
+				return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+			}
+		}
 		if !cc.WaitForStateChange(ctx, st) {
 			cc.Close()
 			return nil, fmt.Errorf("client: dial %s: no connection (last state %v): %w; is rlrec serve listening there, and does it serve TLS (then dial WithTLS)?", addr, st, ctx.Err())

@@ -16,4 +16,13 @@ var (
 	// ErrUnauthenticated is wrapped by every call once the server refused
 	// the client's token: give the right one (WithToken).
 	ErrUnauthenticated = errors.New("client: token refused by the server")
+	// ErrServerTLS is returned by Dial when the server speaks TLS and the
+	// client was not given WithTLS.
+	ErrServerTLS = errors.New("client: the server speaks TLS")
+	// ErrServerPlaintext is returned by Dial when the client was given
+	// WithTLS and the server does not speak TLS.
+	ErrServerPlaintext = errors.New("client: the server does not speak TLS")
+	// ErrUntrusted is returned by Dial when the server's certificate is
+	// not trusted by the client's WithTLS configuration.
+	ErrUntrusted = errors.New("client: the server's certificate is not trusted")
 )

@@ -123,20 +123,24 @@ func TestServeTLS(t *testing.T) {
 		t.Errorf("TLS health check: %v", err)
 	}
 	cfg := sim.Config{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 10, Seed: 7, LateWindow: true}
-	// The Go client in plaintext gets no connection: Dial says so when
-	// its context ends.
+	// The Go client in plaintext gets no connection: Dial says why at
+	// once (client.ErrServerTLS), and so does simulate without --tls-ca.
 	func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c, err := client.Dial(ctx, addr, client.WithToken("s3cret"))
 		if err == nil {
 			c.Close(ctx)
 			t.Fatal("a plaintext client connected to a TLS server")
 		}
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "TLS") {
-			t.Errorf("plaintext Dial = %v, want no connection before the deadline and a word on TLS", err)
+		if !errors.Is(err, client.ErrServerTLS) || ctx.Err() != nil {
+			t.Errorf("plaintext Dial = %v, want client.ErrServerTLS before the deadline", err)
 		}
 	}()
+	if code, _, errOut := runCmd(t, "simulate", "--env", "cartpole", "--envs", "2", "--episodes", "2",
+		"--to", addr, "--token-file", tok); code != 1 || !strings.Contains(errOut, "--tls-ca") {
+		t.Errorf("simulate --to a TLS server without --tls-ca: exit %d: %s, want exit 1 naming --tls-ca", code, errOut)
+	}
 
 	// The Go client over TLS with the token.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
