@@ -30,7 +30,16 @@
 // comes from the events handed over since the server started and, for a
 // recording that was open when the previous server stopped or crashed,
 // from the recorder's log (recorder.RecoveredSequence, under
-// recorder.WithResume). A stream's batch is acknowledged (durable_batch)
+// recorder.WithResume). A recording that ended and left the log before
+// the server started (its files published, its log segments reclaimed,
+// its last acknowledgement lost with the old server) has its last
+// sequence in its files' rlrec.last_sequence metadata
+// (recorder.PublishedSequence): its resent events up to it are dropped
+// too, all but a SessionStarted, which the recorder refuses since ROOT
+// holds the recording, and with it every later event of that stream's
+// recording. So a new run that reuses a finished recording's ids is
+// refused from its first event, and a client resending a whole recording
+// it never saw acknowledged is told ROOT already holds it. A stream's batch is acknowledged (durable_batch)
 // only once every event in it is durable in the recorder's log, was
 // already there, or is refused (and then named in the acknowledgement).
 // Durability comes from recorder.Flush, run by one goroutine for every

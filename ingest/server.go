@@ -81,6 +81,13 @@ type recordingKey struct{ sessionID, envID string }
 type recordingState struct {
 	mu   sync.Mutex
 	last uint64
+	// published is the last sequence the recording's published files
+	// hold (recorder.PublishedSequence) when the log held none of it: a
+	// recording that ended and left the log before this server started.
+	// Resent events up to it are dropped, all but a SessionStarted, which
+	// the recorder refuses (the recording is in ROOT): a new run that
+	// reuses the recording's ids is refused, not taken for a resend.
+	published uint64
 }
 
 // NewServer returns a Server recording into rec, which should be opened
@@ -266,6 +273,13 @@ func (s *Server) recording(sessionID, envID string) *recordingState {
 	st := s.recs[k]
 	if st == nil {
 		st = &recordingState{last: s.rec.RecoveredSequence(sessionID, envID)}
+		if st.last == 0 {
+			var err error
+			if st.published, err = s.rec.PublishedSequence(sessionID, envID); err != nil {
+				s.log.Warn("cannot tell which resent events of a recording ROOT holds; they are recorded again as late parts",
+					"session", sessionID, "env", envID, "err", err)
+			}
+		}
 		s.recs[k] = st
 	}
 	return st
@@ -423,14 +437,18 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 	rs := s.recording(sid, route.EnvID)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if seq <= rs.last {
+	known := rs.last
+	if ev.Kind() != events.KindSessionStarted {
+		known = max(known, rs.published)
+	}
+	if seq <= known {
 		s.m.duplicates.Add(1)
 		return nil, nil
 	}
-	if seq > rs.last+1 {
+	if seq > known+1 {
 		s.m.gaps.Add(1)
 		s.log.Warn("sequence gap: events of a recording are missing (a client that lost events it had not sent?)",
-			"session", sid, "env", route.EnvID, "after", rs.last, "got", seq)
+			"session", sid, "env", route.EnvID, "after", known, "got", seq)
 	}
 	if stamped {
 		// The log keeps the client's bytes: no second encode.
@@ -450,6 +468,11 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		return nil, status.Errorf(codes.Unavailable, "rlrec serve: %v", err)
 	}
 	rs.last = seq
+	if errors.Is(err, recorder.ErrRecordingExists) {
+		// The recording's later events go to the recorder, which refuses
+		// them too, instead of passing for resent ones.
+		rs.published = 0
+	}
 	return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq,
 		Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER, Message: err.Error()}, nil
 }

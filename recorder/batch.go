@@ -113,9 +113,12 @@ type sessionWriteJob struct {
 	// logRows and teleRows count the recording's log and telemetry rows
 	// up to and with this write (for the sessions file's metadata).
 	logRows, teleRows int64
-	logs              []schema.LogRow
-	tele              []schema.TelemetryRow
-	token             any // its entry in writer.live
+	// seq is the recording's highest sequence number when the write was
+	// taken (the files' rlrec.last_sequence; 0: unnumbered events).
+	seq   uint64
+	logs  []schema.LogRow
+	tele  []schema.TelemetryRow
+	token any // its entry in writer.live
 }
 
 // batchOf returns the batch of s's recording, creating it on first use.

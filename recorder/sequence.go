@@ -2,10 +2,17 @@ package recorder
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/schema"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -19,6 +26,13 @@ import (
 // after a crash recovery knows the last event of each recording that
 // reached the log. Under WithResume, RecoveredSequence reports it to the
 // server, which then drops the resent events it already has.
+//
+// A recording that ended, was published and left the log (its log
+// segments reclaimed) is no longer in the log; its sessions, logs and
+// telemetry files keep, under rlrec.last_sequence, the highest number of
+// the events applied when their rows were taken, and PublishedSequence
+// reads it back, so that a server started later still knows which resent
+// events of it are in ROOT.
 
 // snapshotSeqField is the Session field of a snapshot that holds the
 // recording's highest sequence number. It is part of the on-disk format:
@@ -69,4 +83,49 @@ func (r *Recorder) RecordSequenced(ctx context.Context, ev events.Event, t time.
 // WithResume; it does not change after Open.
 func (r *Recorder) RecoveredSequence(sessionID, envID string) uint64 {
 	return r.recovSeqs[hive.Recording{SessionID: sessionID, EnvID: envID}]
+}
+
+// publishedTables are the tables whose files carry rlrec.last_sequence.
+var publishedTables = []string{schema.TableSessions, schema.TableLogs, schema.TableTelemetry}
+
+// PublishedSequence returns the highest sequence number (RecordSequenced)
+// that the published sessions, logs and telemetry files of the recording
+// (sessionID, envID) in ROOT record under rlrec.last_sequence: every event
+// of the recording up to it is in ROOT's published files. It is 0 when
+// ROOT holds none of the recording's files, or only files of unnumbered
+// events. It reads the files' footers on every call; an error names the
+// file that could not be read.
+func (r *Recorder) PublishedSequence(sessionID, envID string) (uint64, error) {
+	rec := hive.Recording{SessionID: sessionID, EnvID: envID}
+	var last uint64
+	for _, table := range publishedTables {
+		dir := hive.RecordingPartition(table, rec).Dir(r.root)
+		entries, err := r.fs.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Nothing of the recording in this table.
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("recorder: last sequence of %s: %w", rec, err)
+		}
+		for _, e := range entries {
+			if _, temp, ok := hive.ParsePartName(e.Name()); !ok || temp || e.IsDir() {
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			v, ok, err := parquetout.ReadKeyValue(r.fs, path, schema.MetaLastSequence)
+			if err != nil {
+				return 0, fmt.Errorf("recorder: last sequence of %s: %w", rec, err)
+			}
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("recorder: last sequence of %s: %s has %s %q, not a number", rec, path, schema.MetaLastSequence, v)
+			}
+			last = max(last, n)
+		}
+	}
+	return last, nil
 }

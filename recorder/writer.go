@@ -581,7 +581,7 @@ func (w *writer) sessionDone(s *session) {
 		s.logs, s.telemetry, s.logBytes = nil, nil, 0
 		return
 	}
-	job := &sessionWriteJob{k: k, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
+	job := &sessionWriteJob{k: k, seq: s.seq, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
 	for i, l := range s.logs {
 		job.logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source}
 	}
@@ -617,6 +617,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		return
 	}
 	meta := w.meta(rec)
+	meta.LastSequence = job.seq
 	var parts []store.Part
 	var files []string
 	write := func(table string, what string, finish func(p hive.Partition, n int) (store.Part, error)) bool {

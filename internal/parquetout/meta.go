@@ -26,6 +26,9 @@ type Metadata struct {
 	// LogRows and TelemetryRows are stored under rlrec.log_rows and
 	// rlrec.telemetry_rows in sessions files, when not nil.
 	LogRows, TelemetryRows *int64
+	// LastSequence is stored under rlrec.last_sequence in sessions, logs
+	// and telemetry files, when not 0.
+	LastSequence uint64
 	// ObservationSpace and ActionSpace are stored as protojson under
 	// rlrec.observation_space and rlrec.action_space in steps and episodes
 	// files, when not nil.
@@ -83,6 +86,9 @@ func keyValues(table string, meta Metadata, spaces spaceJSON) []kvPair {
 		if meta.TelemetryRows != nil {
 			kv = append(kv, kvPair{schema.MetaTelemetryRows, strconv.FormatInt(*meta.TelemetryRows, 10)})
 		}
+	}
+	if meta.LastSequence != 0 && (table == schema.TableSessions || table == schema.TableLogs || table == schema.TableTelemetry) {
+		kv = append(kv, kvPair{schema.MetaLastSequence, strconv.FormatUint(meta.LastSequence, 10)})
 	}
 	if table == schema.TableSteps || table == schema.TableEpisodes {
 		if spaces.has[0] {
