@@ -635,15 +635,7 @@ func (f *feature) value(l *schema.Leaf, b []byte, enc *pngEncoder) (any, error) 
 		}
 		return map[string]any{"bytes": pngBytes, "path": nil}, nil
 	case kFloat:
-		out, err := blob.AppendElems(make([]float32, 0, f.shape[0]), l.DType, b)
-		if err != nil {
-			return nil, err
-		}
-		f.st.n++
-		for i, v := range out {
-			f.st.add(i, float64(v))
-		}
-		return out, nil
+		return elems[float32](f, l, b)
 	case kInt:
 		v, err := blob.DecodeLeaf(l, b)
 		if err != nil {
@@ -653,7 +645,13 @@ func (f *feature) value(l *schema.Leaf, b []byte, enc *pngEncoder) (any, error) 
 		f.st.add(0, float64(v.(int64)))
 		return v.(int64), nil
 	}
-	out, err := blob.AppendElems(make([]int64, 0, f.shape[0]), l.DType, b)
+	return elems[int64](f, l, b)
+}
+
+// elems decodes a leaf's elements as T, the feature's dtype, and adds
+// them to its statistics, element by element.
+func elems[T float32 | int64](f *feature, l *schema.Leaf, b []byte) ([]T, error) {
+	out, err := blob.AppendElems(make([]T, 0, f.shape[0]), l.DType, b)
 	if err != nil {
 		return nil, err
 	}
