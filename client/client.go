@@ -76,7 +76,8 @@ type sentBatch struct {
 	n  int
 }
 
-// probeEvery is how often a Dial that keeps failing probes the address.
+// probeEvery is how often a Dial that keeps failing probes the address
+// (Dial's doc says 5 seconds).
 const probeEvery = 5 * time.Second
 
 // Stats are a client's running totals.
@@ -106,7 +107,7 @@ var _ events.Hooks = (*Client)(nil)
 // WithTLS), ErrServerPlaintext (it does not) or ErrUntrusted (its
 // certificate is not trusted): Dial probes the address once the
 // connection fails (one TCP connection and a TLS handshake, at most every
-// probeEvery).
+// 5 seconds).
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
