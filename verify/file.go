@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
@@ -180,6 +181,13 @@ func (c *fileCheck) checkMeta(pf *parquet.File) bool {
 		return false
 	}
 	c.checkLayout(pf)
+	if v, ok := pf.Lookup(schema.MetaLastSequence); ok {
+		// What a later rlrec serve takes for the recording's last event
+		// in ROOT: a garbled one would make it record resent events again.
+		if n, err := strconv.ParseUint(v, 10, 64); err != nil || n == 0 {
+			c.add(CheckMetadata, -1, fixForeign, "%s is %q, not a sequence number", schema.MetaLastSequence, v)
+		}
+	}
 	f, s := c.f, &c.sum
 	s.meta = hive.Partition{Table: f.Table, Episode: f.Episode}
 	keys := []struct {

@@ -236,6 +236,12 @@ func TestVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "bad-last-sequence", want: []Check{CheckMetadata}, damage: func(t *testing.T, root string) {
+			rewrite(t, parquetFiles(t, root, schema.TableLogs)[0], func(rows []parquet.Row, kv map[string]string) []parquet.Row {
+				kv[schema.MetaLastSequence] = "twelve"
+				return rows
+			})
+		}},
 		{name: "deleted-logs-part", want: []Check{CheckSession}, damage: func(t *testing.T, root string) {
 			if err := os.Remove(parquetFiles(t, root, schema.TableLogs)[0]); err != nil {
 				t.Fatal(err)
