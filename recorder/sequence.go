@@ -90,8 +90,9 @@ var publishedTables = []string{schema.TableSessions, schema.TableLogs, schema.Ta
 
 // PublishedSequence returns the highest sequence number (RecordSequenced)
 // that the published sessions, logs and telemetry files of the recording
-// (sessionID, envID) in ROOT record under rlrec.last_sequence: every event
-// of the recording up to it is in ROOT's published files. It is 0 when
+// (sessionID, envID) in ROOT record under rlrec.last_sequence. For a
+// recording that ended and left the log (RecoveredSequence is 0), every
+// event of it up to that number is in ROOT's published files. It is 0 when
 // ROOT holds none of the recording's files, or only files of unnumbered
 // events. It reads the files' footers on every call; an error names the
 // file that could not be read.

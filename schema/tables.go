@@ -38,11 +38,12 @@ const (
 	// MetaLastSequence, in a sessions, logs or telemetry file of a
 	// recording whose events came numbered (rlrec serve's clients), is
 	// the highest sequence number among the recording's events applied
-	// when the file's rows were taken (decimal): once the file is
-	// published, every event up to it is in the recording's published
-	// files. A server started on the ROOT later drops resent events up to
-	// it. Optional: files of unnumbered events have none, and readers
-	// that do not know it ignore it.
+	// when the file's rows were taken (decimal). Once a recording has
+	// ended and its events left the log, every event up to the highest
+	// of its files' numbers is in its published files, and a server
+	// started on the ROOT later drops resent events up to it. Optional:
+	// files of unnumbered events have none, and readers that do not know
+	// it ignore it.
 	MetaLastSequence     = "rlrec.last_sequence"
 	MetaObservationSpace = "rlrec.observation_space" // steps and episodes files: protojson SpaceSpec
 	MetaActionSpace      = "rlrec.action_space"      // steps and episodes files: protojson SpaceSpec
