@@ -289,7 +289,9 @@ func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
 
 // settleTemps publishes the temp files the markers name and removes every
 // other temp file under ROOT, which a crashed writer left; it then syncs
-// the file system. A file a marker names that is neither published nor
+// the file system. A recording whose directory cannot be listed, or whose
+// temp file cannot be settled, fails (failTemp): its events stay in the log
+// for a later recovery. A file a marker names that is neither published nor
 // under its temp name was removed by someone else: it is logged (verify
 // reports what is missing).
 func (r *Recorder) settleTemps(done *doneSet) error {
@@ -299,6 +301,16 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 	}
 	changed := false
 	for _, st := range l.Strays {
+		if st.Err != nil {
+			// A directory that cannot be listed may hold a temp file a
+			// marker names, or a stale one whose number a new part would
+			// then skip: its recording waits for a recovery that can list
+			// it (one above any recording fails the recovery).
+			if err := r.failTemp(st.Rel, fmt.Errorf("list %s for a crashed write's temp files: %w", st.Rel, st.Err)); err != nil {
+				return err
+			}
+			continue
+		}
 		if !st.Temp {
 			continue
 		}

@@ -3,13 +3,16 @@ package recorder_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
@@ -235,6 +238,88 @@ func js(v any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// failDirList fails every listing of one directory.
+type failDirList struct {
+	dir   string
+	fired int
+}
+
+func (f *failDirList) Inject(op vfs.Op, name string) error {
+	if op == vfs.OpReadDir && name == f.dir {
+		f.fired++
+		return &vfs.InjectedError{Op: op, Name: name}
+	}
+	return nil
+}
+
+// TestRecoverUnlistableDir recovers a crash that left a stale temp file in
+// the partition directory of an episode the recovery has to write, while
+// that directory cannot be listed. The recovery must not settle around
+// it (a temp a marker names would stay unpublished, a stale one would
+// push the episode to part 1): the recording fails, its events stay in the
+// log, and the next recovery gives the tables of an undisturbed one.
+func TestRecoverUnlistableDir(t *testing.T) {
+	evs := recoverySessions(t)
+	mem := vfs.NewMem()
+	rec, err := recorder.Open(memRoot, fast, recorder.WithFS(mem), recorder.WithSyncPolicy(recorder.SyncEach))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close(context.Background()) })
+	replay(t, rec, evs[:cutPoints[2].at(evs)])
+	crashed := mem.Crash()
+
+	ref := crashed.Crash()
+	openClose(t, ref)
+	want := dump(t, readTables(t, ref, memRoot))
+	// An episode the recovery wrote: the crash left no file of it.
+	var dir string
+	for _, f := range readTables(t, ref, memRoot).files {
+		if !strings.HasPrefix(f, schema.TableSteps+string(filepath.Separator)) {
+			continue
+		}
+		if _, err := crashed.Stat(filepath.Join(memRoot, f)); errors.Is(err, fs.ErrNotExist) {
+			dir = filepath.Join(memRoot, filepath.Dir(f))
+			break
+		}
+	}
+	if dir == "" {
+		t.Fatal("the recovery wrote no steps file the crash had not left")
+	}
+	// What a crashed writer leaves: the episode's directory and a temp
+	// file of its part 0.
+	if err := crashed.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := crashed.Create(filepath.Join(dir, hive.TempName(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmp.Write([]byte("PAR1 a crashed write")); err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	if err := crashed.SyncFS(memRoot); err != nil {
+		t.Fatal(err)
+	}
+
+	m := crashed.Crash()
+	inj := &failDirList{dir: dir}
+	r, err := recorder.Open(memRoot, fast, recorder.WithFS(vfs.WithErrors(m, inj)))
+	if err != nil {
+		t.Fatalf("recover with %s unlistable: %v; want only its recording failed", dir, err)
+	}
+	err = r.Close(context.Background())
+	if failed := recorder.RecordingErrors(err); len(failed) != 1 || inj.fired == 0 {
+		t.Errorf("close after recovering with %s unlistable (%d listings failed): %v; want its recording failed", dir, inj.fired, err)
+	}
+	after := m.Crash()
+	openClose(t, after)
+	if got := dump(t, readTables(t, after, memRoot)); got != want {
+		t.Errorf("tables after the directory could be listed again differ from an undisturbed recovery:\n%s", diffLines(want, got))
+	}
 }
 
 // TestRecoverCrashDuringRecovery crashes the recovery itself at the k-th
