@@ -71,6 +71,14 @@ func serveOn(t testing.TB, rec *recorder.Recorder, srv *ingest.Server, addr stri
 // stop drains, stops and closes, as SIGTERM does.
 func (ts *testServer) stop(t testing.TB) {
 	t.Helper()
+	if err := ts.shutdown(t); err != nil {
+		t.Errorf("close recorder: %v", err)
+	}
+}
+
+// shutdown is stop, returning the recorder's Close error.
+func (ts *testServer) shutdown(t testing.TB) error {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := ts.srv.Drain(ctx); err != nil {
@@ -79,9 +87,7 @@ func (ts *testServer) stop(t testing.TB) {
 	ts.gs.GracefulStop()
 	<-ts.done
 	ts.srv.Close()
-	if err := ts.rec.Close(ctx); err != nil {
-		t.Errorf("close recorder: %v", err)
-	}
+	return ts.rec.Close(ctx)
 }
 
 // workload is the simulated sessions of one client.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/rlrec/rlrec/ingest"
 	"github.com/rlrec/rlrec/recorder"
@@ -37,15 +36,7 @@ func TestFailedRecordingAcked(t *testing.T) {
 			t.Errorf("client %d: %+v; want every event acknowledged", i, s)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := ts.srv.Drain(ctx); err != nil {
-		t.Errorf("drain: %v", err)
-	}
-	ts.gs.GracefulStop()
-	<-ts.done
-	ts.srv.Close()
-	err := ts.rec.Close(ctx)
+	err := ts.shutdown(t)
 	failed := recorder.RecordingErrors(err)
 	if len(failed) != 1 || failed[0].SessionID != "client-1" || errors.Is(err, recorder.ErrFailed) {
 		t.Fatalf("close: %v; want the failed recording of client-1 only", err)

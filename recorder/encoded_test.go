@@ -47,25 +47,11 @@ func encodedRun(t *testing.T, rec *recorder.Recorder, dec *events.Decoder, evs [
 func TestRecordEncoded(t *testing.T) {
 	evs := recoverySessions(t)
 	seqs := numberEvents(evs)
-	open := func(t *testing.T, fsys vfs.FS) *recorder.Recorder {
-		t.Helper()
-		rec, err := recorder.Open(memRoot, fast, recorder.WithFS(fsys), recorder.WithResume(true), recorder.WithSyncPolicy(recorder.SyncEach))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rec
-	}
-	ref := vfs.NewMem()
-	rec := open(t, ref)
-	sequencedRun(t, rec, evs, seqs, 0, len(evs))
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	want := dump(t, readTables(t, ref, memRoot))
+	want := sequencedTables(t, evs, seqs)
 
 	t.Run("uninterrupted", func(t *testing.T) {
 		mem := vfs.NewMem()
-		rec := open(t, mem)
+		rec := openResuming(t, mem)
 		encodedRun(t, rec, &events.Decoder{}, evs, seqs, 0, len(evs))
 		if err := rec.Close(context.Background()); err != nil {
 			t.Fatal(err)
@@ -78,7 +64,7 @@ func TestRecordEncoded(t *testing.T) {
 		t.Run("crash "+cp.name, func(t *testing.T) {
 			cut := cp.at(evs)
 			mem := vfs.NewMem()
-			rec := open(t, mem)
+			rec := openResuming(t, mem)
 			encodedRun(t, rec, &events.Decoder{}, evs, seqs, 0, cut)
 			crashed := mem.Crash()
 			t.Cleanup(func() { rec.Close(context.Background()) })
@@ -86,14 +72,14 @@ func TestRecordEncoded(t *testing.T) {
 			// The same crash after RecordSequenced: the recovered
 			// numbers must agree.
 			memSeq := vfs.NewMem()
-			recSeq := open(t, memSeq)
+			recSeq := openResuming(t, memSeq)
 			sequencedRun(t, recSeq, evs, seqs, 0, cut)
 			crashedSeq := memSeq.Crash()
 			t.Cleanup(func() { recSeq.Close(context.Background()) })
-			recSeq2 := open(t, crashedSeq)
+			recSeq2 := openResuming(t, crashedSeq)
 			t.Cleanup(func() { recSeq2.Close(context.Background()) })
 
-			rec2 := open(t, crashed)
+			rec2 := openResuming(t, crashed)
 			for k := range lastSeqs(evs[:cut], seqs[:cut]) {
 				if got, want := rec2.RecoveredSequence(k[0], k[1]), recSeq2.RecoveredSequence(k[0], k[1]); got != want {
 					t.Errorf("recording %v: RecoveredSequence = %d after RecordEncoded, %d after RecordSequenced", k, got, want)

@@ -24,6 +24,29 @@ func sequencedRun(t *testing.T, rec *recorder.Recorder, evs []events.Event, seqs
 	}
 }
 
+// openResuming opens memRoot on fsys WithResume, each event synced.
+func openResuming(t *testing.T, fsys vfs.FS) *recorder.Recorder {
+	t.Helper()
+	rec, err := recorder.Open(memRoot, fast, recorder.WithFS(fsys), recorder.WithResume(true), recorder.WithSyncPolicy(recorder.SyncEach))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// sequencedTables records evs, numbered seqs, uninterrupted into a new
+// ROOT (openResuming) and returns its tables' dump.
+func sequencedTables(t *testing.T, evs []events.Event, seqs []uint64) string {
+	t.Helper()
+	ref := vfs.NewMem()
+	rec := openResuming(t, ref)
+	sequencedRun(t, rec, evs, seqs, 0, len(evs))
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return dump(t, readTables(t, ref, memRoot))
+}
+
 // numberEvents numbers evs within their recordings, from 1.
 func numberEvents(evs []events.Event) []uint64 {
 	next := map[[2]string]uint64{}
@@ -44,32 +67,18 @@ func numberEvents(evs []events.Event) []uint64 {
 func TestResumeAfterCrash(t *testing.T) {
 	evs := recoverySessions(t)
 	seqs := numberEvents(evs)
-	open := func(t *testing.T, fsys vfs.FS) *recorder.Recorder {
-		t.Helper()
-		rec, err := recorder.Open(memRoot, fast, recorder.WithFS(fsys), recorder.WithResume(true), recorder.WithSyncPolicy(recorder.SyncEach))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rec
-	}
-	ref := vfs.NewMem()
-	rec := open(t, ref)
-	sequencedRun(t, rec, evs, seqs, 0, len(evs))
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	want := dump(t, readTables(t, ref, memRoot))
+	want := sequencedTables(t, evs, seqs)
 
 	for _, cp := range cutPoints {
 		t.Run(cp.name, func(t *testing.T) {
 			cut := cp.at(evs)
 			mem := vfs.NewMem()
-			rec := open(t, mem)
+			rec := openResuming(t, mem)
 			sequencedRun(t, rec, evs, seqs, 0, cut)
 			crashed := mem.Crash()
 			t.Cleanup(func() { rec.Close(context.Background()) })
 
-			rec2 := open(t, crashed)
+			rec2 := openResuming(t, crashed)
 			last := map[[2]string]uint64{}
 			for i := range cut {
 				sid, route := evs[i].Header()

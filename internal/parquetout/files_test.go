@@ -155,7 +155,8 @@ func writeCartpole(t testing.TB, w interface{ Write(*StepRow) error }, n int) {
 	}
 }
 
-func openMem(t *testing.T, fsys vfs.FS, path string) *parquet.File {
+// openMem opens the Parquet file at path on fsys and checks its footer.
+func openMem(t testing.TB, fsys vfs.FS, path string) *parquet.File {
 	t.Helper()
 	f, err := fsys.Open(path)
 	if err != nil {

@@ -3,7 +3,6 @@ package parquetout
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -79,23 +78,7 @@ func i64le(x int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64
 // openParquet opens a committed file through the OS.
 func openParquet(t testing.TB, path string) *parquet.File {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatalf("open parquet %s: %v", path, err)
-	}
-	if err := CheckFooter(f, st.Size()); err != nil {
-		t.Errorf("%s: %v", path, err)
-	}
-	return pf
+	return openMem(t, vfs.OS(), path)
 }
 
 // readRows returns every row of a file as per-column value lists.
