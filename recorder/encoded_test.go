@@ -86,12 +86,7 @@ func TestRecordEncoded(t *testing.T) {
 				}
 			}
 			encodedRun(t, rec2, &events.Decoder{}, evs, seqs, cut, len(evs))
-			if err := rec2.Close(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if got := dump(t, readTables(t, crashed, memRoot)); got != want {
-				t.Errorf("tables after a resumed crash differ from an uninterrupted run:\n%s", diffLines(want, got))
-			}
+			closeResumed(t, rec2, crashed, want)
 			assertEmptyLog(t, crashed, memRoot)
 		})
 	}
@@ -208,12 +203,7 @@ func TestRecordEncodedSnapshot(t *testing.T) {
 		}
 	}
 	encodedRun(t, rec2, &events.Decoder{}, evs, seqs, cut, len(evs))
-	if err := rec2.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if got := dump(t, readTables(t, crashed, memRoot)); got != want {
-		t.Errorf("tables after a resumed crash differ from an uninterrupted run:\n%s", diffLines(want, got))
-	}
+	closeResumed(t, rec2, crashed, want)
 }
 
 // stallLog blocks, once on is set, every write and sync of the log's

@@ -47,6 +47,18 @@ func sequencedTables(t *testing.T, evs []events.Event, seqs []uint64) string {
 	return dump(t, readTables(t, ref, memRoot))
 }
 
+// closeResumed closes a recorder resumed on crashed and expects the
+// tables of the uninterrupted run, want (sequencedTables).
+func closeResumed(t *testing.T, rec *recorder.Recorder, crashed vfs.FS, want string) {
+	t.Helper()
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, readTables(t, crashed, memRoot)); got != want {
+		t.Errorf("tables after a resumed crash differ from an uninterrupted run:\n%s", diffLines(want, got))
+	}
+}
+
 // numberEvents numbers evs within their recordings, from 1.
 func numberEvents(evs []events.Event) []uint64 {
 	next := map[[2]string]uint64{}
@@ -99,12 +111,7 @@ func TestResumeAfterCrash(t *testing.T) {
 				}
 			}
 			sequencedRun(t, rec2, evs, seqs, cut, len(evs))
-			if err := rec2.Close(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if got := dump(t, readTables(t, crashed, memRoot)); got != want {
-				t.Errorf("tables after a resumed crash differ from an uninterrupted run:\n%s", diffLines(want, got))
-			}
+			closeResumed(t, rec2, crashed, want)
 			assertEmptyLog(t, crashed, memRoot)
 		})
 	}
