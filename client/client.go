@@ -20,7 +20,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rlrec/rlrec/events"
-	"github.com/rlrec/rlrec/ingest"
 	"github.com/rlrec/rlrec/ingest/ingestv1"
 )
 
@@ -356,7 +355,7 @@ func (c *Client) stream() error {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	if c.opts.token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, ingest.AuthorizationKey, "Bearer "+c.opts.token)
+		ctx = metadata.AppendToOutgoingContext(ctx, ingestv1.AuthorizationKey, "Bearer "+c.opts.token)
 	}
 	s, err := c.ic.Record(ctx, grpc.WaitForReady(true))
 	if err != nil {

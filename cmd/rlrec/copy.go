@@ -7,8 +7,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/rlrec/rlrec/build"
-	"github.com/rlrec/rlrec/build/where"
+	"github.com/rlrec/rlrec/curate"
+	"github.com/rlrec/rlrec/curate/where"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -94,7 +94,7 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	if f.seedSet && f.split == "" {
 		return usagef("--seed needs --split")
 	}
-	opts := build.Options{Session: f.session, Env: f.env, Layout: f.layout.l, Seed: f.seed,
+	opts := curate.Options{Session: f.session, Env: f.env, Layout: f.layout.l, Seed: f.seed,
 		Recorder: []recorder.Option{recorder.WithLogger(env.Logger)}}
 	if f.where != "" {
 		flt, err := where.Parse(f.where)
@@ -104,7 +104,7 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 		opts.Where = flt
 	}
 	if f.split != "" {
-		s, err := build.ParseSplits(f.split)
+		s, err := curate.ParseSplits(f.split)
 		if err != nil {
 			return usagef("--split: %v", err)
 		}
@@ -125,7 +125,7 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	rep, err := build.Copy(ctx, src, dst, opts)
+	rep, err := curate.Copy(ctx, src, dst, opts)
 	if err != nil {
 		return err
 	}

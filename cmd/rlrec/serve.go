@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	rlingest "github.com/rlrec/rlrec/ingest"
 	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/serve"
 )
 
 // serveOptions are the serve command's flags.
@@ -74,7 +74,7 @@ Example:
 		fs.StringVar(&f.tokenFile, "token-file", "", "require the token in `FILE` of every client")
 		fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with the certificate (PEM) in `FILE`")
 		fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert, in `FILE`")
-		fs.IntVar(&f.maxMessage, "max-message-bytes", rlingest.DefaultMaxMessageBytes, "largest request accepted, in bytes (clients: client.WithMaxMessageBytes)")
+		fs.IntVar(&f.maxMessage, "max-message-bytes", serve.DefaultMaxMessageBytes, "largest request accepted, in bytes (clients: client.WithMaxMessageBytes)")
 		fs.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long SIGTERM waits for streams to drain")
 	},
 	Run: runServe,
@@ -94,11 +94,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	var token string
 	if f.tokenFile != "" {
 		var err error
-		if token, err = rlingest.ReadToken(f.tokenFile); err != nil {
+		if token, err = serve.ReadToken(f.tokenFile); err != nil {
 			return err
 		}
 	}
-	if err := rlingest.CheckListen(f.listen, token); err != nil {
+	if err := serve.CheckListen(f.listen, token); err != nil {
 		return fmt.Errorf("%w (anyone who reaches the port could write into %s)", err, f.out)
 	}
 	var creds credentials.TransportCredentials
@@ -116,7 +116,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if n := rec.Resumed(); n > 0 {
 		fmt.Fprintf(env.Stderr, "rlrec serve: resumed %d open recording(s) from %s's log; their clients continue them\n", n, f.out)
 	}
-	srv, err := rlingest.NewServer(rec, rlingest.Options{Token: token, MaxMessageBytes: f.maxMessage, Logger: env.Logger})
+	srv, err := serve.NewServer(rec, serve.Options{Token: token, MaxMessageBytes: f.maxMessage, Logger: env.Logger})
 	if err != nil {
 		rec.Close(context.Background())
 		return err

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/rlrec/rlrec/client"
-	rlingest "github.com/rlrec/rlrec/ingest"
+	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -16,7 +16,7 @@ import (
 func simulateTo(ctx context.Context, env *Env, f simulateOptions, cfgs []sim.Config) error {
 	opts := []client.Option{client.WithLogger(env.Logger)}
 	if f.tokenFile != "" {
-		tok, err := rlingest.ReadToken(f.tokenFile)
+		tok, err := serve.ReadToken(f.tokenFile)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-// Package build builds datasets out of recorded ROOTs: Copy selects
+// Package curate builds datasets out of recorded ROOTs: Copy selects
 // recordings and episodes of a source ROOT and records them into a new
 // one, or into one new ROOT per split, in either steps layout. It is what
 // 'rlrec copy' runs.
@@ -41,4 +41,4 @@
 //
 // Memory: a recording's episodes rows and the fixed steps columns without
 // blobs (dataset.ReplayEvents), plus the recorders' budgets.
-package build
+package curate

@@ -1,11 +1,11 @@
-// Package ingest is the server side of `rlrec serve`: a gRPC service
+// Package serve is the server side of `rlrec serve`: a gRPC service
 // (rlrec.ingest.v1, package ingestv1) through which producers in other
 // processes hand events to one recorder, and learn which are durable.
 //
 // # Usage
 //
 //	rec, err := recorder.Open(root, recorder.WithResume(true))
-//	srv, err := ingest.NewServer(rec, ingest.Options{Token: token, Logger: logger})
+//	srv, err := serve.NewServer(rec, serve.Options{Token: token, Logger: logger})
 //	gs := grpc.NewServer(srv.ServerOptions()...)
 //	srv.Register(gs)               // the Ingest service and grpc.health.v1
 //	go gs.Serve(listener)
@@ -68,4 +68,4 @@
 // # Concurrency
 //
 // A Server is safe for concurrent use; it serves any number of streams.
-package ingest
+package serve

@@ -1,8 +1,8 @@
-package ingest
+package serve
 
 import "errors"
 
-// Sentinel errors of package ingest; match them with errors.Is.
+// Sentinel errors of package serve; match them with errors.Is.
 var (
 	// ErrInsecureListen is returned by CheckListen for an address that is
 	// not on the loopback interface when no token is set: anyone who can

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlrec/rlrec/build"
-	"github.com/rlrec/rlrec/build/where"
+	"github.com/rlrec/rlrec/curate"
+	"github.com/rlrec/rlrec/curate/where"
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/schema"
@@ -81,10 +81,10 @@ func TestCopyRoundTripDuckDB(t *testing.T) {
 	session := filepath.Join(dir, "session")
 	episode := filepath.Join(dir, "episode")
 	ctx := context.Background()
-	if _, err := build.Copy(ctx, fx.root, session, build.Options{Layout: hive.LayoutSession}); err != nil {
+	if _, err := curate.Copy(ctx, fx.root, session, curate.Options{Layout: hive.LayoutSession}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := build.Copy(ctx, session, episode, build.Options{Layout: hive.LayoutEpisode}); err != nil {
+	if _, err := curate.Copy(ctx, session, episode, curate.Options{Layout: hive.LayoutEpisode}); err != nil {
 		t.Fatal(err)
 	}
 	db := openDuck(t)
@@ -138,7 +138,7 @@ func TestCopyWhereDuckDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := filepath.Join(t.TempDir(), "dst")
-			rep, err := build.Copy(context.Background(), fx.root, dst, build.Options{Where: f, Layout: hive.LayoutSession})
+			rep, err := curate.Copy(context.Background(), fx.root, dst, curate.Options{Where: f, Layout: hive.LayoutSession})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package ingest
+package serve
 
 import (
 	"context"
@@ -15,10 +15,6 @@ import (
 
 	"github.com/rlrec/rlrec/ingest/ingestv1"
 )
-
-// AuthorizationKey is the gRPC metadata key that carries the token, as
-// "Bearer TOKEN". It is part of the protocol: do not change it.
-const AuthorizationKey = "authorization"
 
 // ReadToken reads a token file: one line, surrounding white space
 // ignored.
@@ -77,7 +73,7 @@ func (s *Server) checkToken(ctx context.Context, method string) error {
 		return nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(AuthorizationKey)
+	vals := md.Get(ingestv1.AuthorizationKey)
 	if len(vals) == 0 {
 		s.m.unauthenticated.Add(1)
 		return status.Error(codes.Unauthenticated, "rlrec serve: no token; give the client the server's token (client.WithToken, --token-file)")

@@ -1,4 +1,4 @@
-package ingest_test
+package serve_test
 
 import (
 	"bufio"
@@ -17,8 +17,8 @@ import (
 
 	"github.com/rlrec/rlrec/client"
 	"github.com/rlrec/rlrec/events"
-	"github.com/rlrec/rlrec/ingest"
 	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -49,13 +49,13 @@ func TestServerChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := ingest.NewServer(rec, ingest.Options{})
+		srv, err := serve.NewServer(rec, serve.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ts = serveOn(t, rec, srv, os.Getenv(serverChildAddr))
 	} else {
-		ts = startServer(t, root, os.Getenv(serverChildAddr), ingest.Options{})
+		ts = startServer(t, root, os.Getenv(serverChildAddr), serve.Options{})
 	}
 	fmt.Printf("ready %s\n", ts.Addr)
 	<-term

@@ -1,4 +1,4 @@
-package build
+package curate
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package build
+package curate
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlrec/rlrec/build/where"
+	"github.com/rlrec/rlrec/curate/where"
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"

@@ -1,4 +1,4 @@
-package ingest_test
+package serve_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/rlrec/rlrec/client"
 	"github.com/rlrec/rlrec/events"
-	"github.com/rlrec/rlrec/ingest"
 	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -22,8 +22,8 @@ import (
 // recorder's Close, so every row is durable in Parquet when the clock
 // stops. They report both rates and serve/inproc.
 //
-//	go test -c -o /tmp/ingest.test ./ingest
-//	/tmp/ingest.test -test.run '^$' -test.bench 'Serve' -test.benchtime 1x -test.count 5 -test.benchmem
+//	go test -c -o /tmp/serve.test ./serve
+//	/tmp/serve.test -test.run '^$' -test.bench 'Serve' -test.benchtime 1x -test.count 5 -test.benchmem
 
 var serveCases = []struct {
 	name string
@@ -99,7 +99,7 @@ func throughServe(b *testing.B, cfg sim.Config, wrap func(*client.Client) events
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := ingest.NewServer(rec, ingest.Options{})
+	srv, err := serve.NewServer(rec, serve.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

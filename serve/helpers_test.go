@@ -1,4 +1,4 @@
-package ingest_test
+package serve_test
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 
 	"github.com/rlrec/rlrec/client"
 	"github.com/rlrec/rlrec/dataset"
-	"github.com/rlrec/rlrec/ingest"
 	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -30,20 +30,20 @@ var fast = recorder.WithCompression(recorder.CompressionNone)
 type testServer struct {
 	Addr string
 	rec  *recorder.Recorder
-	srv  *ingest.Server
+	srv  *serve.Server
 	gs   *grpc.Server
 	lis  net.Listener
 	done chan error
 }
 
 // startServer serves root on addr ("127.0.0.1:0" for any port).
-func startServer(t testing.TB, root, addr string, opts ingest.Options) *testServer {
+func startServer(t testing.TB, root, addr string, opts serve.Options) *testServer {
 	t.Helper()
 	rec, err := recorder.Open(root, fast, recorder.WithResume(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ingest.NewServer(rec, opts)
+	srv, err := serve.NewServer(rec, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +51,11 @@ func startServer(t testing.TB, root, addr string, opts ingest.Options) *testServ
 }
 
 // serveRecorder serves srv over rec on a loopback port.
-func serveRecorder(t testing.TB, rec *recorder.Recorder, srv *ingest.Server) *testServer {
+func serveRecorder(t testing.TB, rec *recorder.Recorder, srv *serve.Server) *testServer {
 	return serveOn(t, rec, srv, "127.0.0.1:0")
 }
 
-func serveOn(t testing.TB, rec *recorder.Recorder, srv *ingest.Server, addr string) *testServer {
+func serveOn(t testing.TB, rec *recorder.Recorder, srv *serve.Server, addr string) *testServer {
 	t.Helper()
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,4 +1,4 @@
-package build_test
+package curate_test
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlrec/rlrec/build"
-	"github.com/rlrec/rlrec/build/where"
+	"github.com/rlrec/rlrec/curate"
+	"github.com/rlrec/rlrec/curate/where"
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
@@ -157,7 +157,7 @@ func TestCopyEverything(t *testing.T) {
 		t.Run(fmt.Sprintf("%s to %s", tc.from, tc.to), func(t *testing.T) {
 			src := source(t, tc.from)
 			dst := filepath.Join(t.TempDir(), "dst")
-			rep, err := build.Copy(context.Background(), src, dst, build.Options{Layout: tc.to})
+			rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Layout: tc.to})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +221,7 @@ func TestCopyWhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	rep, err := build.Copy(context.Background(), src, dst, build.Options{Where: f, Layout: hive.LayoutEpisode})
+	rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Where: f, Layout: hive.LayoutEpisode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestCopySessionEnv(t *testing.T) {
 		t.Fatalf("session cartpole names %d recordings", len(recs))
 	}
 	dst := filepath.Join(t.TempDir(), "one")
-	if _, err := build.Copy(context.Background(), src, dst, build.Options{Session: "cartpole", Env: recs[1].EnvID}); err != nil {
+	if _, err := curate.Copy(context.Background(), src, dst, curate.Options{Session: "cartpole", Env: recs[1].EnvID}); err != nil {
 		t.Fatal(err)
 	}
 	mustVerify(t, dst)
@@ -300,7 +300,7 @@ func TestCopySessionEnv(t *testing.T) {
 	sameEpisodes(t, ds, dd, recs[1], nil)
 
 	both := filepath.Join(t.TempDir(), "both")
-	if _, err := build.Copy(context.Background(), src, both, build.Options{Session: "cartpole"}); err != nil {
+	if _, err := curate.Copy(context.Background(), src, both, curate.Options{Session: "cartpole"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := open(t, both).Recordings(); !reflect.DeepEqual(got, recs) {
@@ -310,13 +310,13 @@ func TestCopySessionEnv(t *testing.T) {
 
 func TestCopySplit(t *testing.T) {
 	src := source(t, hive.LayoutEpisode)
-	splits, err := build.ParseSplits("train=0.7,val=0.2,test=0.1")
+	splits, err := curate.ParseSplits("train=0.7,val=0.2,test=0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
 	f, _ := where.Parse("status = 'completed'")
-	rep, err := build.Copy(context.Background(), src, dst, build.Options{Splits: splits, Seed: 7, Where: f, Layout: hive.LayoutSession})
+	rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Splits: splits, Seed: 7, Where: f, Layout: hive.LayoutSession})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,23 +385,23 @@ func TestCopyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		dst  string
-		opts build.Options
+		opts curate.Options
 		want string
 	}{
-		{"non-empty destination", nonEmpty, build.Options{}, "is not empty"},
-		{"destination inside the source", filepath.Join(src, "copy"), build.Options{}, "inside the source"},
-		{"the source itself", src, build.Options{}, "inside the source"},
-		{"unknown session", filepath.Join(t.TempDir(), "d"), build.Options{Session: "nope"}, "not found"},
-		{"env without session", filepath.Join(t.TempDir(), "d"), build.Options{Env: "x"}, "needs its session"},
-		{"nothing selected", filepath.Join(t.TempDir(), "d"), build.Options{Where: none}, "matches the filter"},
+		{"non-empty destination", nonEmpty, curate.Options{}, "is not empty"},
+		{"destination inside the source", filepath.Join(src, "copy"), curate.Options{}, "inside the source"},
+		{"the source itself", src, curate.Options{}, "inside the source"},
+		{"unknown session", filepath.Join(t.TempDir(), "d"), curate.Options{Session: "nope"}, "not found"},
+		{"env without session", filepath.Join(t.TempDir(), "d"), curate.Options{Env: "x"}, "needs its session"},
+		{"nothing selected", filepath.Join(t.TempDir(), "d"), curate.Options{Where: none}, "matches the filter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := build.Copy(context.Background(), src, tc.dst, tc.opts)
+			_, err := curate.Copy(context.Background(), src, tc.dst, tc.opts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Copy: %v, want an error saying %q", err, tc.want)
 			}
 			if tc.name == "nothing selected" {
-				if !errors.Is(err, build.ErrNothing) {
+				if !errors.Is(err, curate.ErrNothing) {
 					t.Errorf("%v does not wrap ErrNothing", err)
 				}
 				if _, err := os.Stat(tc.dst); err == nil {
@@ -417,7 +417,7 @@ func TestCopyRefuses(t *testing.T) {
 }
 
 func TestSplitDeterminism(t *testing.T) {
-	splits, err := build.ParseSplits("train=0.9,val=0.1")
+	splits, err := curate.ParseSplits("train=0.9,val=0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestSplitDeterminism(t *testing.T) {
 		fmt.Fprint(&first, k)
 		fmt.Fprint(&again, splits.Assign(42, rec, rid))
 		fmt.Fprint(&other, splits.Assign(43, rec, rid))
-		u := build.SplitPoint(42, rec, rid)
+		u := curate.SplitPoint(42, rec, rid)
 		if u < 0 || u >= 1 {
 			t.Fatalf("SplitPoint %v outside [0, 1)", u)
 		}
@@ -449,14 +449,14 @@ func TestSplitDeterminism(t *testing.T) {
 	}
 	// The point depends on the whole identity, with no ambiguity between
 	// its parts.
-	a := build.SplitPoint(1, dataset.Recording{SessionID: "ab", EnvID: "c"}, "d")
-	b := build.SplitPoint(1, dataset.Recording{SessionID: "a", EnvID: "bc"}, "d")
+	a := curate.SplitPoint(1, dataset.Recording{SessionID: "ab", EnvID: "c"}, "d")
+	b := curate.SplitPoint(1, dataset.Recording{SessionID: "a", EnvID: "bc"}, "d")
 	if a == b {
 		t.Error("ids split differently give the same point")
 	}
 	// A golden value: the rule is documented, so other tools can
 	// reproduce it.
-	if got := build.SplitPoint(42, rec, "ep-000000"); fmt.Sprintf("%.12f", got) != goldenPoint {
+	if got := curate.SplitPoint(42, rec, "ep-000000"); fmt.Sprintf("%.12f", got) != goldenPoint {
 		t.Errorf("SplitPoint(42, s, e, ep-000000) = %.12f, want %s", got, goldenPoint)
 	}
 }
@@ -491,12 +491,12 @@ func TestParseSplits(t *testing.T) {
 		{"empty", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := build.ParseSplits(tc.in)
+			got, err := curate.ParseSplits(tc.in)
 			if tc.want == "" {
 				if err == nil {
 					t.Fatalf("ParseSplits(%q) = %v, want an error", tc.in, got)
 				}
-				if !errors.Is(err, build.ErrSplit) {
+				if !errors.Is(err, curate.ErrSplit) {
 					t.Errorf("%v does not wrap ErrSplit", err)
 				}
 				return
@@ -533,7 +533,7 @@ func TestCopyOpenRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	rep, err := build.Copy(context.Background(), root, dst, build.Options{})
+	rep, err := curate.Copy(context.Background(), root, dst, curate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,7 +556,7 @@ func TestCopyCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dst := filepath.Join(t.TempDir(), "dst")
-	_, err := build.Copy(ctx, src, dst, build.Options{})
+	_, err := curate.Copy(ctx, src, dst, curate.Options{})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "remove it and copy again") {
 		t.Fatalf("Copy: %v, want the cancellation and what to do", err)
 	}

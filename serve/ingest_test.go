@@ -1,4 +1,4 @@
-package ingest_test
+package serve_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/rlrec/rlrec/client"
-	"github.com/rlrec/rlrec/ingest"
+	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -26,7 +26,7 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	want := reference(t, workloads)
 	root := t.TempDir()
-	ts := startServer(t, root, "127.0.0.1:0", ingest.Options{})
+	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
 	stats := runClients(t, ts.Addr, workloads)
 	var m strings.Builder
 	ts.srv.WriteMetrics(&m)
@@ -66,7 +66,7 @@ func TestKilledConnections(t *testing.T) {
 	}
 	want := reference(t, workloads)
 	root := t.TempDir()
-	ts := startServer(t, root, "127.0.0.1:0", ingest.Options{})
+	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
 	const kills = 60
 	proxy := newChaosProxy(t, ts.Addr, kills, seed)
 	stats := runClients(t, proxy.Addr(), workloads, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond),
@@ -90,7 +90,7 @@ func TestKilledConnections(t *testing.T) {
 // wrong one, and takes the right one; health needs none.
 func TestToken(t *testing.T) {
 	root := t.TempDir()
-	ts := startServer(t, root, "127.0.0.1:0", ingest.Options{Token: "s3cret"})
+	ts := startServer(t, root, "127.0.0.1:0", serve.Options{Token: "s3cret"})
 	defer ts.stop(t)
 	ev := sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2, Seed: 3, SessionID: "tok"}
 	tests := []struct {
@@ -155,7 +155,7 @@ func TestCheckListen(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s token=%q", tc.addr, tc.token), func(t *testing.T) {
-			err := ingest.CheckListen(tc.addr, tc.token)
+			err := serve.CheckListen(tc.addr, tc.token)
 			if (err == nil) != tc.ok {
 				t.Errorf("CheckListen = %v, want ok=%t", err, tc.ok)
 			}
