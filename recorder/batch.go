@@ -316,7 +316,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 		if e.row.StepsFile != nil {
 			files = append(files, *e.row.StepsFile)
 		}
-		it.markers = append(it.markers, appendEpisodeMarker(nil, rec, e.rid, files))
+		it.markers = append(it.markers, episodeMarker(rec, e.rid, files))
 		it.live = append(it.live, e.ep)
 	}
 	it.parts = append(append(it.parts, packed...), part)

@@ -3,6 +3,7 @@ package recorder
 import (
 	"fmt"
 
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/wal"
 )
 
@@ -144,7 +145,7 @@ func (r *Recorder) checkpoint() {
 	c := &r.ckpt
 	if c.pending != 0 {
 		if r.w.finishedUpTo(c.pendingWrites) {
-			pos, err := r.log.Append(appendSealed(nil, c.pending))
+			pos, err := r.log.Append(logrec.AppendSealed(nil, c.pending))
 			if err != nil {
 				r.fail(fmt.Errorf("append snapshot seal: %w", err))
 				return

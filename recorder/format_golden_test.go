@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -12,10 +11,10 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/logrec"
 )
 
-var updateFormat = flag.Bool("update", false, "rewrite the golden log records under testdata/logrec (only when the format changes on purpose)")
+var updateFormat = flag.Bool("update", false, "rewrite the golden snapshots under testdata/logrec (only when the format changes on purpose)")
 
 // goldenFormat reads testdata/logrec/name, or writes b there under
 // -update.
@@ -35,119 +34,6 @@ func goldenFormat(t *testing.T, name string, b []byte) []byte {
 		t.Fatalf("%v (run with -update to write it)", err)
 	}
 	return want
-}
-
-var goldenInvalidAt = time.Unix(1700000000, 123456789).UTC()
-
-// TestGoldenRecords: the markers, seals and invalid-event records written
-// by every earlier version (testdata/logrec, written by the code of the
-// time) parse to what was written, and the same values encode to the
-// same bytes.
-func TestGoldenRecords(t *testing.T) {
-	rec := hive.Recording{SessionID: "s/1 ü", EnvID: "env-0"}
-	files := []string{"steps/a.parquet", "episodes/b.parquet"}
-	inv := &invalidEvent{sessionID: "s/1 ü", route: events.RuntimeEnvContext{EnvID: "env-0", ModelComponentID: "model"},
-		kind: events.KindActionReceived, detail: "action: no slab"}
-	for _, tc := range []struct {
-		name  string
-		enc   []byte
-		check func(t *testing.T, b []byte)
-	}{
-		{"episode-done.bin", appendEpisodeMarker(nil, rec, "ep-000007", files), func(t *testing.T, b []byte) {
-			checkMarker(t, b, recEpisodeDone, marker{rec: rec, record: "ep-000007", files: files})
-		}},
-		{"session-done.bin", appendSessionMarker(nil, recSessionDone, rec, 3, files), func(t *testing.T, b []byte) {
-			checkMarker(t, b, recSessionDone, marker{rec: rec, write: 3, files: files})
-		}},
-		{"session-write.bin", appendSessionMarker(nil, recSessionWrite, hive.Recording{SessionID: "", EnvID: "e"}, 1, nil), func(t *testing.T, b []byte) {
-			checkMarker(t, b, recSessionWrite, marker{rec: hive.Recording{EnvID: "e"}, write: 1})
-		}},
-		{"sealed.bin", appendSealed(nil, 1<<40+5), func(t *testing.T, b []byte) {
-			if b[0] != recSealed {
-				t.Fatalf("type %d", b[0])
-			}
-			if asOf, err := parseSealed(b[1:]); err != nil || asOf != 1<<40+5 {
-				t.Fatalf("seal as of %d, %v", asOf, err)
-			}
-		}},
-		{"invalid.bin", appendInvalid(nil, inv, goldenInvalidAt), func(t *testing.T, b []byte) {
-			checkInvalid(t, b, inv, goldenInvalidAt)
-		}},
-		{"invalid-bare.bin", appendInvalid(nil, &invalidEvent{}, time.Time{}), func(t *testing.T, b []byte) {
-			checkInvalid(t, b, &invalidEvent{}, time.Time{})
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			want := goldenFormat(t, tc.name, tc.enc)
-			if !bytes.Equal(tc.enc, want) {
-				t.Errorf("encoded % x\nwant    % x", tc.enc, want)
-			}
-			tc.check(t, want)
-		})
-	}
-}
-
-func checkMarker(t *testing.T, b []byte, typ byte, want marker) {
-	t.Helper()
-	if b[0] != typ {
-		t.Fatalf("type %d, want %d", b[0], typ)
-	}
-	got, err := parseMarker(b[1:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("marker %+v, want %+v", got, want)
-	}
-}
-
-func checkInvalid(t *testing.T, b []byte, want *invalidEvent, at time.Time) {
-	t.Helper()
-	if b[0] != recInvalid {
-		t.Fatalf("type %d", b[0])
-	}
-	got, gotAt, err := parseInvalid(b[1:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) || !gotAt.Equal(at) {
-		t.Errorf("invalid event %+v at %v, want %+v at %v", got, gotAt, want, at)
-	}
-}
-
-// TestGoldenJournal: a recovery journal written by every earlier version
-// reads back to its markers.
-func TestGoldenJournal(t *testing.T) {
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, hive.StateDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	markers := [][]byte{
-		appendEpisodeMarker(nil, hive.Recording{SessionID: "s", EnvID: "e"}, "ep-000001", []string{"x.parquet"}),
-		appendSessionMarker(nil, recSessionDone, hive.Recording{SessionID: "s", EnvID: "e"}, 1, []string{"y.parquet", "z.parquet"}),
-	}
-	fsys := vfs.OS()
-	if err := writeJournal(fsys, root, markers); err != nil {
-		t.Fatal(err)
-	}
-	enc, err := os.ReadFile(journalPath(root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := goldenFormat(t, "journal.bin", enc)
-	if !bytes.Equal(enc, want) {
-		t.Errorf("journal % x\nwant    % x", enc, want)
-	}
-	if err := os.WriteFile(journalPath(root), want, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := readJournal(fsys, root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, markers) {
-		t.Errorf("journal markers %q, want %q", got, markers)
-	}
 }
 
 // goldenSnapshotState is the assembly state the golden snapshots hold:
@@ -175,7 +61,10 @@ func goldenSnapshotState(external bool) *assembler {
 }
 
 // TestGoldenSnapshots: snapshots written by every earlier version
-// (testdata/logrec/snapshot-*.bin) decode to the state they were taken of.
+// (testdata/logrec/snapshot-*.bin; the first were encoded by hand, before
+// internal/logrec/snapshot.proto) decode to the state they were taken of.
+// The bytes need not match: done episodes and problems were written in map
+// order.
 func TestGoldenSnapshots(t *testing.T) {
 	const asOf = 1234
 	for _, tc := range []struct {
@@ -192,7 +81,7 @@ func TestGoldenSnapshots(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := goldenFormat(t, tc.name, enc)
-			if b[0] != recSnapshot {
+			if logrec.Of(b) != logrec.TypeSnapshot {
 				t.Fatalf("type %d", b[0])
 			}
 			gotAsOf, got, err := parseSnapshot(b[1:])

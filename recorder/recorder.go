@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"golang.org/x/sync/semaphore"
@@ -239,7 +240,7 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 	}
 	payload := payloadBytes(ev)
 	bp := r.bufs.get(payload)
-	b, err := events.AppendMarshal(append((*bp)[:0], recEvent), ev, t)
+	b, err := events.AppendMarshal(append((*bp)[:0], byte(logrec.TypeEvent)), ev, t)
 	if err != nil {
 		r.bufs.put(bp)
 		sid, _ := ev.Header()

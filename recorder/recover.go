@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -255,21 +256,21 @@ type sessionWrite struct {
 
 // add notes one marker record (its type byte first).
 func (d *doneSet) add(rec []byte) error {
-	m, err := parseMarker(rec[1:])
+	m, err := logrec.ParseMarker(rec[1:])
 	if err != nil {
 		return err
 	}
-	switch rec[0] {
-	case recEpisodeDone:
-		d.episodes[episodeKey{m.rec, m.record}] = true
-	case recSessionDone:
-		d.sessions[sessionWrite{m.rec, m.write}] = true
-	case recSessionWrite:
-		if _, ok := d.firstWrite[m.rec]; !ok {
-			d.firstWrite[m.rec] = m.write
+	switch logrec.Of(rec) {
+	case logrec.TypeEpisodeDone:
+		d.episodes[episodeKey{m.Recording, m.Record}] = true
+	case logrec.TypeSessionDone:
+		d.sessions[sessionWrite{m.Recording, m.Write}] = true
+	case logrec.TypeSessionWrite:
+		if _, ok := d.firstWrite[m.Recording]; !ok {
+			d.firstWrite[m.Recording] = m.Write
 		}
 	}
-	for _, f := range m.files {
+	for _, f := range m.Files {
 		d.files[f] = true
 	}
 	return nil
@@ -374,22 +375,22 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 	defer rd.Close()
 	// Markers are small and few; events, most of the log, are checked
 	// but not decompressed.
-	rd.Filter(func(first byte) bool { return first != recEvent && first != recInvalid })
+	rd.Filter(func(first byte) bool { return !logrec.Type(first).IsEvent() })
 	var snap, sealed []byte
 	var snapAsOf uint64
 	for rd.Next() {
 		rec := rd.Record()
-		switch rec[0] {
-		case recSnapshot:
-			asOf, err := snapshotAsOf(rec[1:])
+		switch logrec.Of(rec) {
+		case logrec.TypeSnapshot:
+			asOf, err := logrec.SnapshotAsOf(rec[1:])
 			if err != nil {
 				r.opts.logger.Error("skipping a malformed snapshot record", "root", r.root, "pos", rd.Pos(), "err", err)
 				continue
 			}
 			snap, snapAsOf = append(snap[:0], rec...), asOf
 			continue
-		case recSealed:
-			asOf, err := parseSealed(rec[1:])
+		case logrec.TypeSealed:
+			asOf, err := logrec.ParseSealed(rec[1:])
 			if err != nil {
 				r.opts.logger.Error("skipping a malformed seal record", "root", r.root, "pos", rd.Pos(), "err", err)
 			} else if snap != nil && asOf == snapAsOf {
@@ -397,8 +398,8 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 			}
 			continue
 		}
-		switch rec[0] {
-		case recEpisodeDone, recSessionDone, recSessionWrite:
+		switch logrec.Of(rec) {
+		case logrec.TypeEpisodeDone, logrec.TypeSessionDone, logrec.TypeSessionWrite:
 		default:
 			continue
 		}

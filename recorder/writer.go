@@ -13,6 +13,7 @@ import (
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -566,7 +567,7 @@ func (w *writer) sessionDone(s *session) {
 	k := s.writes
 	s.writes++
 	if l := w.r.log; l != nil {
-		if _, err := l.Append(appendSessionMarker(nil, recSessionWrite, s.rec(), k, nil)); err != nil {
+		if _, err := l.Append(sessionMarker(logrec.TypeSessionWrite, s.rec(), k, nil)); err != nil {
 			w.fail(fmt.Errorf("append session write record: %w", err))
 			return
 		}
@@ -655,7 +656,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 			return
 		}
 	}
-	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{appendSessionMarker(nil, recSessionDone, rec, job.k, files)},
+	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{sessionMarker(logrec.TypeSessionDone, rec, job.k, files)},
 		live: []any{job.token}, hold: w.skip != nil})
 }
 
