@@ -346,11 +346,11 @@ func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {
 		row.CumulativeReward = &c.CumulativeReward
 		row.Terminated, row.Truncated = c.Terminated, c.Truncated
 		row.DurationMs = &c.DurationMs
-		if v, ok := success(c.FinalInfo); ok {
+		if v, ok := blob.Success(c.FinalInfo); ok {
 			row.Success = &v
 		}
 		if c.FinalInfo != nil {
-			js := metaJSON(c.FinalInfo)
+			js := blob.MetaJSON(c.FinalInfo)
 			row.FinalInfo = &js
 		}
 		end := ep.endedAt
