@@ -61,7 +61,7 @@ type checkpoints struct {
 // enough for many sessions of small observations, small against a
 // segment (64 MiB) so that snapshots cost at most an eighth of the log.
 func (r *Recorder) snapshotMax() int {
-	return int(min(max(r.opts.memoryBudget/32, 1<<20), 8<<20))
+	return r.budget.snapshot()
 }
 
 // reclaimEvery is how many events the pipeline handles between looks for

@@ -111,22 +111,17 @@
 //
 // # Memory
 //
-// The memory budget (WithMemoryBudget) is split: an eighth bounds the
-// events queued for the pipeline (hooks wait when it is full:
-// back-pressure, never loss), a quarter the rows buffered by open episodes
-// (beyond it their rows stream to their steps files), an eighth the log's
-// unwritten bytes, a sixteenth the rows in flight to the writers, and a
-// sixteenth the steps files open at once, divided among them: each gets a
-// parquet-go page size chosen when it opens and a row group bound updated
-// as others open and close (filemem.go; 256 open image episodes held over
-// 1 GiB when every file had the defaults). An open episode's buffer grows
-// by doubling up to its share and no further.
-//
-// The budget bounds the data the recorder keeps live. With Go's default
-// GOGC the heap may grow to about twice that before a collection, so the
-// process's peak RSS stays within the budget plus 64 MiB only under a Go
-// memory limit: GCMemoryLimit gives it, the rlrec command sets it, and a
-// program embedding a Recorder should include it in its own limit.
+// The memory budget (WithMemoryBudget) is divided into shares, all handed
+// out by one type, memoryBudget (budget.go), which lists them: the events
+// queued for the pipeline (hooks wait when it is full: back-pressure,
+// never loss), the hooks' idle buffers, the rows buffered by open episodes
+// (beyond it their rows stream to their steps files), the log's unwritten
+// bytes, the rows in flight to the writers, the steps files open at once
+// (divided among them, filemem.go) and one snapshot. An event larger than
+// a sixteenth of the budget is refused (ErrEventTooLarge;
+// WithMaxEventSize), since one event costs several times its size while
+// it is logged, assembled and written. The process's peak RSS stays within
+// the budget plus 64 MiB only under a Go memory limit (GCMemoryLimit).
 //
 // # Events after a session's end
 //

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/logrec"
-	"github.com/rlrec/rlrec/internal/wal"
 )
 
 // Events that come encoded
@@ -41,9 +40,8 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 	if t.IsZero() {
 		return fmt.Errorf("record encoded %s of session %q: the message has no time: record it with RecordSequenced", ev.Kind(), sid)
 	}
-	if len(msg)+1 > wal.MaxRecordSize {
-		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
-			ev.Kind(), sid, len(msg)+1, wal.MaxRecordSize, ErrEventTooLarge)
+	if err := r.checkSize(ev, len(msg)+1); err != nil {
+		return err
 	}
 	if ev.Kind() == events.KindSessionStarted || r.refusedN.Load() > 0 {
 		if err := r.admit(ev); err != nil {

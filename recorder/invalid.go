@@ -9,7 +9,6 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
-	"github.com/rlrec/rlrec/internal/wal"
 )
 
 // invalidEvent stands, in the pipeline and the assembly, for a message of
@@ -59,10 +58,9 @@ func (r *Recorder) RecordInvalid(ctx context.Context, err error, t time.Time) er
 	bp := r.bufs.get(len(ev.detail))
 	b := appendInvalid((*bp)[:0], ev, t)
 	*bp = b
-	if len(b) > wal.MaxRecordSize {
+	if err := r.checkSize(ev, len(b)); err != nil {
 		r.bufs.put(bp)
-		return fmt.Errorf("record invalid event of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
-			bad.SessionID, len(b), wal.MaxRecordSize, ErrEventTooLarge)
+		return err
 	}
 	return r.handOver(ctx, bp, nil)
 }

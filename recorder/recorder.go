@@ -42,7 +42,11 @@ type Recorder struct {
 	// queueBudget bounds the bytes of events queued for the pipeline.
 	queueBudget *semaphore.Weighted
 	queueMax    int64
-	bufs        bufPool
+	// budget hands out the memory budget's shares (budget.go); maxEvent
+	// is the largest encoded event a hook accepts.
+	budget   memoryBudget
+	maxEvent int64
+	bufs     bufPool
 
 	// The pipeline is two goroutines: logging (log append and decode) and
 	// assembly, connected by decoded. assemblyDone closes when both ended.
@@ -133,7 +137,12 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{root: root, opts: o, fs: o.fs}
-	r.bufs.max = max(o.memoryBudget/32, 1<<20)
+	r.budget = memoryBudget(o.memoryBudget)
+	r.maxEvent = o.maxEvent
+	if r.maxEvent == 0 {
+		r.maxEvent = r.budget.maxEvent()
+	}
+	r.bufs.max = r.budget.idleBuffers()
 	state := filepath.Join(root, stateDir)
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
@@ -164,14 +173,14 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: create %s: %w", r.root, dir, err)
 	}
 	r.w = newWriter(r)
-	r.asm = newAssembler(r.w, int(min(o.memoryBudget/4, 1<<30)))
+	r.asm = newAssembler(r.w, r.budget.episodes())
 	if err := r.recover(); err != nil {
 		r.w.stop()
 		return err
 	}
 	l, err := wal.Open(r.fs, dir, wal.Options{
 		SyncInterval: o.syncInterval,
-		MaxPending:   int(min(o.memoryBudget/8, 64<<20)),
+		MaxPending:   r.budget.logPending(),
 		SegmentSize:  o.segmentSize,
 		Salvage:      o.salvage,
 		Logger:       o.logger,
@@ -184,7 +193,7 @@ func (r *Recorder) start() error {
 	if r.resumed > 0 {
 		r.startResumed()
 	}
-	r.queueMax = max(o.memoryBudget/8, 1<<20)
+	r.queueMax = r.budget.queue()
 	r.queueBudget = semaphore.NewWeighted(r.queueMax)
 	r.queue = newIntake(r.queueMax)
 	r.decoded = make(chan decodedItem, decodedQueue)
@@ -248,11 +257,9 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 	}
 	b = events.AppendSequence(b, seq)
 	*bp = b
-	if len(b) > wal.MaxRecordSize {
+	if err := r.checkSize(ev, len(b)); err != nil {
 		r.bufs.put(bp)
-		sid, _ := ev.Header()
-		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
-			ev.Kind(), sid, len(b), wal.MaxRecordSize, ErrEventTooLarge)
+		return err
 	}
 	var cp *events.StepCopy
 	if seq == 0 && payload <= maxCopyPayload {
@@ -261,6 +268,17 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 		cp = r.copies.Copy(ev, t)
 	}
 	return r.handOver(ctx, bp, cp)
+}
+
+// checkSize refuses an event of n bytes encoded beyond the maximum event
+// size (WithMaxEventSize).
+func (r *Recorder) checkSize(ev events.Event, n int) error {
+	if int64(n) <= r.maxEvent {
+		return nil
+	}
+	sid, _ := ev.Header()
+	return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte maximum event size: %w (raise WithMemoryBudget or WithMaxEventSize)",
+		ev.Kind(), sid, n, r.maxEvent, ErrEventTooLarge)
 }
 
 // handOver queues the log record in *bp (which passes to the pipeline),

@@ -84,7 +84,7 @@ type writer struct {
 }
 
 func newWriter(r *Recorder) *writer {
-	rowsMax := max(r.opts.memoryBudget/16, 1<<20)
+	rowsMax := r.budget.rowsInFlight()
 	w := &writer{
 		r:    r,
 		fs:   r.fs,
@@ -93,7 +93,7 @@ func newWriter(r *Recorder) *writer {
 		cfg: parquetout.Config{
 			Compression:     string(r.opts.compression),
 			RowGroupRows:    int64(r.opts.rowGroupRows),
-			RowGroupBytes:   min(r.opts.memoryBudget/16, 32<<20),
+			RowGroupBytes:   r.budget.rowGroup(),
 			BinaryThreshold: r.opts.typedThreshold,
 		},
 		log:        r.opts.logger,
@@ -101,7 +101,7 @@ func newWriter(r *Recorder) *writer {
 		com:        newCommitter(),
 		rows:       semaphore.NewWeighted(rowsMax),
 		rowsMax:    rowsMax,
-		files:      fileShare{share: max(r.opts.memoryBudget/16, 1<<20)},
+		files:      fileShare{share: r.budget.stepsFiles()},
 		formats:    make(map[formatKey]*parquetout.StepsFormat),
 		batches:    make(map[hive.Recording]*batch),
 		layout:     r.layout,
