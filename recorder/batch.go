@@ -166,14 +166,14 @@ func (w *writer) ready(b *batch, e *batchEntry, failed bool) {
 	b.notReady--
 	b.count(e, 1)
 	now := ((b.sessions > 0 && b.notReady == 0) ||
-		b.rows >= batchMaxRows || b.bytes >= batchMaxBytes || b.steps >= packedMaxBytes) && w.skip == nil
+		b.rows >= batchMaxRows || b.bytes >= batchMaxBytes || b.steps >= packedMaxBytes) && !w.now().replays()
 	switch {
 	case now && !b.queued:
 		b.queued = true
 		b.mu.Unlock()
 		w.pool.submit(&b.q, func() { w.flush(b) })
 		return
-	case b.rows > 0 && !b.armed && !b.queued && w.skip == nil:
+	case b.rows > 0 && !b.armed && !b.queued && !w.now().replays():
 		// Recovery flushes once, at its end: its files then do not depend
 		// on timing.
 		b.armed = true
@@ -307,7 +307,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 		return
 	}
 	epFile := p.File(k)
-	it := commitItem{rec: rec, hold: w.skip != nil}
+	it := commitItem{rec: rec, hold: w.now().replays()}
 	for _, e := range ok {
 		files := []string{epFile}
 		if e.steps != nil {

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
-	"github.com/rlrec/rlrec/internal/wal"
 )
 
 // Group commit. The writers finish their Parquet files without syncing
@@ -189,7 +187,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 		group = w.dropFailed(group, nil)
 		parts = groupParts(group, parts[:0])
 	}
-	if err := w.r.ensureLayout(); err != nil {
+	if err := w.layoutFile.ensure(); err != nil {
 		abortParts(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
@@ -208,7 +206,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	for _, it := range group {
 		markers = append(markers, it.markers...)
 	}
-	if err := w.logMarkers(markers); err != nil {
+	if err := w.now().logMarkers(markers); err != nil {
 		abortParts(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
@@ -291,28 +289,4 @@ func groupParts(group []commitItem, parts []store.Part) []store.Part {
 		parts = append(parts, it.parts...)
 	}
 	return parts
-}
-
-// logMarkers makes a group's markers durable before its files are
-// published: in the log, or during recovery in the journal.
-func (w *writer) logMarkers(markers [][]byte) error {
-	if len(markers) == 0 {
-		return nil
-	}
-	l := w.r.log
-	if l == nil {
-		return writeJournal(w.fs, w.root, markers)
-	}
-	var last wal.Pos
-	for _, m := range markers {
-		pos, err := l.Append(m)
-		if err != nil {
-			return fmt.Errorf("append marker: %w", err)
-		}
-		last = pos
-	}
-	if err := l.WaitSynced(context.Background(), last); err != nil {
-		return fmt.Errorf("sync markers: %w", err)
-	}
-	return nil
 }

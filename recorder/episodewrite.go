@@ -67,7 +67,7 @@ func (w *writer) fileOf(ep *episode) *episodeFile {
 
 // stepsFull streams an open episode's buffered rows to its steps file.
 func (w *writer) stepsFull(s *session, ep *episode) {
-	if w.skip != nil && w.skip.episode(s.rec(), ep.recordID) {
+	if w.now().skipEpisode(s.rec(), ep.recordID) {
 		// Recovery: this episode is already durable; drop its rows.
 		ep.rows, ep.arena = ep.rows[:0], ep.arena[:0]
 		return
@@ -196,7 +196,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 // queue, then its row waits in its recording's batch (batch.go), which
 // publishes it with its steps file.
 func (w *writer) episodeDone(s *session, ep *episode, status string) {
-	if w.skip != nil && w.skip.episode(s.rec(), ep.recordID) {
+	if w.now().skipEpisode(s.rec(), ep.recordID) {
 		w.mu.Lock()
 		w.skipped++
 		w.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -63,7 +64,8 @@ type Recorder struct {
 	ckpt         checkpoints
 	w            *writer
 
-	failure atomic.Pointer[error]
+	// fatal is the error that failed the recorder; the writer shares it.
+	fatal *fatal
 
 	// refused holds the recordings whose SessionStarted was refused
 	// because ROOT already holds them (admit); refusedN counts them, so
@@ -77,12 +79,11 @@ type Recorder struct {
 
 	recovered RecoveryReport
 
-	// layout is the ROOT's steps layout (layout.go); layoutPending is set
-	// while a new ROOT's layout file is to be written with its first file.
-	layout        hive.Layout
-	layoutPending bool
-	layoutOnce    sync.Once
-	layoutErr     error
+	// layout is the ROOT's steps layout (layout.go); layoutFile is
+	// pending while a new ROOT's layout file is to be written with its
+	// first file.
+	layout     hive.Layout
+	layoutFile *pendingLayout
 
 	// resume mode (resume.go): the recordings Open resumed and their
 	// sequence numbers, and whether Close leaves the log for the next Open.
@@ -136,7 +137,7 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	r := &Recorder{root: root, opts: o, fs: o.fs}
+	r := &Recorder{root: root, opts: o, fs: o.fs, fatal: &fatal{root: root, log: o.logger}, layoutFile: &pendingLayout{}}
 	r.budget = memoryBudget(o.memoryBudget)
 	r.maxEvent = o.maxEvent
 	if r.maxEvent == 0 {
@@ -190,6 +191,7 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: log: %w", r.root, err)
 	}
 	r.log = l
+	r.w.setPhase(live{log: l})
 	if r.resumed > 0 {
 		r.startResumed()
 	}
@@ -204,19 +206,33 @@ func (r *Recorder) start() error {
 }
 
 // err returns the error that failed the recorder, or nil.
-func (r *Recorder) err() error {
-	if p := r.failure.Load(); p != nil {
+func (r *Recorder) err() error { return r.fatal.get() }
+
+// fail records the first write or sync error (fatal.set).
+func (r *Recorder) fail(err error) { r.fatal.set(err) }
+
+// fatal holds the error that failed a recorder: the first write or sync
+// error, after which it refuses further events, since what it was handed
+// can no longer be made durable. The Recorder and its writer share it.
+type fatal struct {
+	err  atomic.Pointer[error]
+	root string
+	log  *slog.Logger
+}
+
+// get returns the error that failed the recorder, or nil.
+func (f *fatal) get() error {
+	if p := f.err.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-// fail records the first write or sync error; the recorder then refuses
-// further events, since what it was handed can no longer be made durable.
-func (r *Recorder) fail(err error) {
+// set records err, wrapped in ErrFailed, unless an error came first.
+func (f *fatal) set(err error) {
 	err = fmt.Errorf("%w: %w", ErrFailed, err)
-	if r.failure.CompareAndSwap(nil, &err) {
-		r.opts.logger.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", r.root, "err", err)
+	if f.err.CompareAndSwap(nil, &err) {
+		f.log.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", f.root, "err", err)
 	}
 }
 

@@ -96,7 +96,7 @@ func (r *Recorder) recover() error {
 	if err := r.settleTemps(done); err != nil {
 		return err
 	}
-	r.w.skip = done
+	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, root: r.root}, done: done})
 	var last time.Time
 	var from wal.Pos
 	var cu *catchUp
@@ -163,7 +163,7 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
-	r.w.skip = nil
+	r.w.setPhase(recovered{fs: r.fs, root: r.root})
 	r.asm = newAssembler(r.w, r.asm.episodeBudget)
 	if failed := r.w.recordingErrors(false); len(failed) > 0 {
 		// Failure isolation (failure.go): the others are written; the

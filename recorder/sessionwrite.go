@@ -20,17 +20,15 @@ import (
 func (w *writer) sessionDone(s *session) {
 	k := s.writes
 	s.writes++
-	if l := w.r.log; l != nil {
-		if _, err := l.Append(sessionMarker(logrec.TypeSessionWrite, s.rec(), k, nil)); err != nil {
-			w.fail(fmt.Errorf("append session write record: %w", err))
-			return
-		}
+	if err := w.now().sessionWrite(s.rec(), k); err != nil {
+		w.fail(err)
+		return
 	}
 	final := s.ended && !s.rowDone
 	if final {
 		s.rowDone = true
 	}
-	if w.skip != nil && w.skip.session(s.rec(), k, final) {
+	if w.now().skipSession(s.rec(), k, final) {
 		s.logRows += int64(len(s.logs))
 		s.teleRows += int64(len(s.telemetry))
 		s.logs, s.telemetry, s.logBytes = nil, nil, 0
@@ -111,7 +109,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		}
 	}
 	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{sessionMarker(logrec.TypeSessionDone, rec, job.k, files)},
-		live: []any{job.token}, hold: w.skip != nil})
+		live: []any{job.token}, hold: w.now().replays()})
 }
 
 func sessionRow(s *session) *schema.SessionRow {
@@ -153,8 +151,8 @@ func sessionRow(s *session) *schema.SessionRow {
 // session receiving late data.
 func (w *writer) newSession(s *session, first events.Event) {
 	late := first.Kind() == events.KindTelemetrySnapshot || first.Kind() == events.KindLog
-	if w.skip != nil {
-		if k, ok := w.skip.firstWrite[s.rec()]; ok && late {
+	if p := w.now(); p.replays() {
+		if k, ok := p.firstWrite(s.rec()); ok && late {
 			s.writes, s.ended, s.finalTelemetry, s.rowDone = k, true, true, true
 			return
 		}

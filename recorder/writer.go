@@ -29,9 +29,13 @@ import (
 // publishes the temps whose markers reached the log, removes the others,
 // and writes their rows again under new numbers (commit.go).
 type writer struct {
-	r    *Recorder
-	fs   vfs.FS
-	root string
+	// fatal is the recorder's failure, which the writer sets (fail) and
+	// reads; layoutFile is the ROOT's layout file, written with the first
+	// file published.
+	fatal      *fatal
+	layoutFile *pendingLayout
+	fs         vfs.FS
+	root       string
 	// st holds the part files: the writer asks it for a part of a
 	// partition and hands the part's writer to an encoder.
 	st   store.Store
@@ -47,8 +51,9 @@ type writer struct {
 	rows    *semaphore.Weighted
 	rowsMax int64
 
-	// skip holds the writes recovery found durable (nil when live).
-	skip *doneSet
+	// phase says what the writer writes for (phase.go): recovery or a
+	// live recorder.
+	phase atomic.Pointer[phaseOf]
 
 	// files shares a sixteenth of the budget among the open steps files.
 	files fileShare
@@ -86,10 +91,11 @@ type writer struct {
 func newWriter(r *Recorder) *writer {
 	rowsMax := r.budget.rowsInFlight()
 	w := &writer{
-		r:    r,
-		fs:   r.fs,
-		root: r.root,
-		st:   store.NewFS(r.fs, r.root),
+		fatal:      r.fatal,
+		layoutFile: r.layoutFile,
+		fs:         r.fs,
+		root:       r.root,
+		st:         store.NewFS(r.fs, r.root),
 		cfg: parquetout.Config{
 			Compression:     string(r.opts.compression),
 			RowGroupRows:    int64(r.opts.rowGroupRows),
@@ -110,19 +116,30 @@ func newWriter(r *Recorder) *writer {
 		live:       make(map[any]liveWrite),
 		failed:     make(map[string]*recFailure),
 	}
+	w.setPhase(recovered{fs: r.fs, root: r.root})
 	go w.commitLoop()
 	return w
 }
+
+// phaseOf boxes a phase for the atomic pointer.
+type phaseOf struct{ phase }
+
+// setPhase makes p the writer's phase. Recovery and Open set it while no
+// write is in flight.
+func (w *writer) setPhase(p phase) { w.phase.Store(&phaseOf{p}) }
+
+// now returns the writer's phase.
+func (w *writer) now() phase { return w.phase.Load().phase }
 
 // fail records an error that fails the whole recorder (failure.go says
 // which). The data stays in the log, so the next Open recovers it; the
 // recorder stops accepting events meanwhile.
 func (w *writer) fail(err error) {
-	w.r.fail(err)
+	w.fatal.set(err)
 	w.mu.Lock()
 	if w.firstErr == nil {
 		// The recorder's: it wraps ErrFailed.
-		w.firstErr = w.r.err()
+		w.firstErr = w.fatal.get()
 	}
 	w.mu.Unlock()
 }
