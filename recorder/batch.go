@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -66,7 +67,7 @@ const (
 // batch is the pending writes of one recording.
 type batch struct {
 	rec hive.Recording
-	q   serial // flush jobs
+	q   serial.Queue // flush jobs
 
 	mu      sync.Mutex
 	entries []*batchEntry
@@ -83,7 +84,6 @@ type batch struct {
 	// packedDone the ones finished since the last flush (when the spaces
 	// changed); only jobs on q touch them.
 	packed     *episodeFile
-	packedRel  string
 	packedDone []store.Part
 }
 
@@ -171,7 +171,7 @@ func (w *writer) ready(b *batch, e *batchEntry, failed bool) {
 	case now && !b.queued:
 		b.queued = true
 		b.mu.Unlock()
-		w.pool.submit(&b.q, func() { w.flush(b) })
+		w.pool.Submit(&b.q, func() { w.flush(b) })
 		return
 	case b.rows > 0 && !b.armed && !b.queued && !w.now().replays():
 		// Recovery flushes once, at its end: its files then do not depend
@@ -219,7 +219,7 @@ func (w *writer) flushAll() {
 		}
 		b.mu.Unlock()
 		if queue {
-			w.pool.submit(&b.q, func() { w.flush(b) })
+			w.pool.Submit(&b.q, func() { w.flush(b) })
 		}
 	}
 }

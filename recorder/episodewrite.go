@@ -9,6 +9,7 @@ import (
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -19,7 +20,7 @@ import (
 // episodeFile is the state of one episode's steps file while it is
 // written; only the episode's serial queue touches it.
 type episodeFile struct {
-	q      serial
+	q      serial.Queue
 	format *parquetout.StepsFormat
 	steps  *parquetout.StepsWriter
 	file   store.Part // where steps writes
@@ -75,7 +76,7 @@ func (w *writer) stepsFull(s *session, ep *episode) {
 	f := w.fileOf(ep)
 	j := w.takeRows(s, ep)
 	meta := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
-	w.pool.submit(&f.q, func() {
+	w.pool.Submit(&f.q, func() {
 		err := w.writeRows(f, meta, j)
 		w.rows.Release(j.charge)
 		if err != nil {
@@ -202,7 +203,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		w.mu.Unlock()
 		if f := ep.file; f != nil {
 			// Rows streamed before recovery knew the episode durable.
-			w.pool.submit(&f.q, func() {
+			w.pool.Submit(&f.q, func() {
 				if f.steps != nil {
 					f.abort()
 					w.files.open.Add(-1)
@@ -231,7 +232,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 	em := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
 	if w.layout == hive.LayoutSession && !streamed {
 		// Its rows go, whole, to the recording's packed steps file.
-		w.pool.submit(&b.q, func() {
+		w.pool.Submit(&b.q, func() {
 			err := w.pack(b, em, j, e)
 			w.rows.Release(j.charge)
 			if err != nil {
@@ -241,7 +242,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		})
 		return
 	}
-	w.pool.submit(&f.q, func() {
+	w.pool.Submit(&f.q, func() {
 		part, err := w.finishSteps(f, em, j)
 		w.rows.Release(j.charge)
 		if err != nil {

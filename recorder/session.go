@@ -183,10 +183,8 @@ type session struct {
 	// logged events (sequence.go); 0 when none carried one.
 	seq uint64
 
-	// writes counts the session's file writes handed to the writer; q
-	// orders them.
+	// writes counts the session's file writes handed to the writer.
 	writes int
-	q      serial
 	// rowDone is set once the sessions row is handed to the writer (the
 	// first write at or after the end); logBytes counts what logs and
 	// telemetry hold, which a write of their own hands over past

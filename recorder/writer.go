@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
@@ -41,7 +42,7 @@ type writer struct {
 	st   store.Store
 	cfg  parquetout.Config
 	log  *slog.Logger
-	pool *pool
+	pool *serial.Pool
 	com  *committer
 
 	// rows bounds the bytes of episode rows handed to the pool and not yet
@@ -103,7 +104,7 @@ func newWriter(r *Recorder) *writer {
 			BinaryThreshold: r.opts.typedThreshold,
 		},
 		log:        r.opts.logger,
-		pool:       newPool(r.opts.workers),
+		pool:       serial.NewPool(r.opts.workers),
 		com:        newCommitter(),
 		rows:       semaphore.NewWeighted(rowsMax),
 		rowsMax:    rowsMax,
@@ -162,9 +163,9 @@ func (w *writer) wait() error {
 // drain runs every queued job, then flushes every batch (its entries are
 // all ready once their episodes' jobs ran).
 func (w *writer) drain() {
-	w.pool.wait()
+	w.pool.Wait()
 	w.flushAll()
-	w.pool.wait()
+	w.pool.Wait()
 }
 
 // stop waits for every write, flushes the batches, commits, and ends the
@@ -172,18 +173,18 @@ func (w *writer) drain() {
 func (w *writer) stop() error {
 	w.drain()
 	w.closing.Store(true)
-	w.pool.stop()
+	w.pool.Stop()
 	w.com.stop()
 	return w.err()
 }
 
 // submitIfRunning submits job unless the writer is stopping; it reports
 // whether it did.
-func (w *writer) submitIfRunning(q *serial, job func()) bool {
+func (w *writer) submitIfRunning(q *serial.Queue, job func()) bool {
 	if w.closing.Load() {
 		return false
 	}
-	w.pool.submit(q, job)
+	w.pool.Submit(q, job)
 	return true
 }
 
