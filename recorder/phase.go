@@ -109,8 +109,7 @@ func (p replaying) skipSession(rec hive.Recording, k int, final bool) bool {
 }
 
 func (p replaying) firstWrite(rec hive.Recording) (int, bool) {
-	k, ok := p.done.firstWrite[rec]
-	return k, ok
+	return p.done.FirstWrite(rec)
 }
 
 func (replaying) replays() bool { return true }

@@ -197,35 +197,21 @@ func (r *Recorder) recover() error {
 // published, count as published too (read from ROOT once per recording,
 // during recovery only).
 type doneSet struct {
+	*logrec.Published
 	fs   vfs.FS
 	root string
 	// rows caches the episode record ids in each recording's published
 	// episodes files.
 	rows map[hive.Recording]map[string]bool
-
-	episodes map[episodeKey]bool
-	sessions map[sessionWrite]bool
-	// files are the final paths, relative to ROOT, the markers name.
-	files map[string]bool
-	// firstWrite is the number of the first session write logged for
-	// each recording.
-	firstWrite map[hive.Recording]int
 }
 
 func newDoneSet(fsys vfs.FS, root string) *doneSet {
-	return &doneSet{fs: fsys, root: root, rows: make(map[hive.Recording]map[string]bool),
-		episodes: make(map[episodeKey]bool), sessions: make(map[sessionWrite]bool),
-		files: make(map[string]bool), firstWrite: make(map[hive.Recording]int)}
-}
-
-type episodeKey struct {
-	rec hive.Recording
-	rid string
+	return &doneSet{Published: logrec.NewPublished(), fs: fsys, root: root, rows: make(map[hive.Recording]map[string]bool)}
 }
 
 // episode reports whether an episode's files are published.
 func (d *doneSet) episode(rec hive.Recording, rid string) bool {
-	if d.episodes[episodeKey{rec, rid}] {
+	if d.Episode(rec, rid) {
 		return true
 	}
 	rows, ok := d.rows[rec]
@@ -239,7 +225,7 @@ func (d *doneSet) episode(rec hive.Recording, rid string) bool {
 // session reports whether the k-th write of a recording's session files
 // is published; final is set for the write with its sessions row.
 func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
-	if d.sessions[sessionWrite{rec, k}] {
+	if d.Session(rec, k) {
 		return true
 	}
 	if !final {
@@ -249,40 +235,10 @@ func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
 	return err == nil && n > 0
 }
 
-type sessionWrite struct {
-	rec   hive.Recording
-	write int
-}
-
-// add notes one marker record (its type byte first).
-func (d *doneSet) add(rec []byte) error {
-	m, err := logrec.ParseMarker(rec[1:])
-	if err != nil {
-		return err
-	}
-	switch logrec.Of(rec) {
-	case logrec.TypeEpisodeDone:
-		d.episodes[episodeKey{m.Recording, m.Record}] = true
-	case logrec.TypeSessionDone:
-		d.sessions[sessionWrite{m.Recording, m.Write}] = true
-	case logrec.TypeSessionWrite:
-		if _, ok := d.firstWrite[m.Recording]; !ok {
-			d.firstWrite[m.Recording] = m.Write
-		}
-	}
-	for _, f := range m.Files {
-		d.files[f] = true
-	}
-	return nil
-}
-
 // addRecords notes marker records read from where.
 func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
 	for _, rec := range recs {
-		if len(rec) == 0 {
-			continue
-		}
-		if err := d.add(rec); err != nil {
+		if err := d.Add(rec); err != nil {
 			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "in", where, "err", err)
 		}
 	}
@@ -318,7 +274,7 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 		dir, name := path.Split(st.Rel)
 		n, _, _ := hive.ParsePartName(name)
 		final := path.Join(dir, hive.PartName(n))
-		if done.files[final] {
+		if done.File(final) {
 			if _, err := r.fs.Stat(filepath.Join(r.root, filepath.FromSlash(final))); err != nil {
 				if err := r.w.st.PublishTemp(dir, n); err != nil {
 					if err := r.failTemp(st.Rel, fmt.Errorf("publish a file the crashed recorder had made durable: %w", err)); err != nil {
@@ -403,7 +359,7 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 		default:
 			continue
 		}
-		if err := done.add(rec); err != nil {
+		if err := done.Add(rec); err != nil {
 			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
 		}
 	}

@@ -40,6 +40,8 @@
 // every write handed to the writer before a snapshot was taken is
 // durable, so recovery may restore that snapshot and skip the events up
 // to its as_of.
+// Published collects what a log's markers say is published, for
+// recovery.
 //
 // # Snapshots
 //

@@ -176,3 +176,46 @@ func TestTypeString(t *testing.T) {
 		}
 	}
 }
+
+func TestPublished(t *testing.T) {
+	rec := hive.Recording{SessionID: "s", EnvID: "e"}
+	other := hive.Recording{SessionID: "s", EnvID: "f"}
+	p := NewPublished()
+	for _, r := range [][]byte{
+		AppendEpisodeDone(nil, Marker{Recording: rec, Record: "ep-000001", Files: []string{"a", "b"}}),
+		AppendSessionMarker(nil, TypeSessionWrite, Marker{Recording: rec, Write: 2}),
+		AppendSessionMarker(nil, TypeSessionWrite, Marker{Recording: rec, Write: 3}),
+		AppendSessionMarker(nil, TypeSessionDone, Marker{Recording: rec, Write: 2, Files: []string{"c"}}),
+		AppendSealed(nil, 7),
+		{byte(TypeEvent), 1, 2},
+	} {
+		if err := p.Add(r); err != nil {
+			t.Fatalf("add %v: %v", Of(r), err)
+		}
+	}
+	if err := p.Add([]byte{byte(TypeEpisodeDone), 0xff}); !errors.Is(err, ErrMarker) {
+		t.Errorf("malformed marker: %v, want ErrMarker", err)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want bool
+	}{
+		{"episode", p.Episode(rec, "ep-000001"), true},
+		{"episode-other-recording", p.Episode(other, "ep-000001"), false},
+		{"episode-other-id", p.Episode(rec, "ep-000002"), false},
+		{"session-done", p.Session(rec, 2), true},
+		{"session-only-handed-over", p.Session(rec, 3), false},
+		{"file", p.File("b") && p.File("c"), true},
+		{"file-not-named", p.File("d"), false},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if k, ok := p.FirstWrite(rec); !ok || k != 2 {
+		t.Errorf("first write %d, %v; want 2", k, ok)
+	}
+	if _, ok := p.FirstWrite(other); ok {
+		t.Errorf("first write of a recording with none")
+	}
+}
