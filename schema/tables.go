@@ -15,7 +15,7 @@ import (
 )
 
 // Table files. Everything in this file is the on-disk contract of rlrec's
-// Parquet output (DESIGN.md "Tables"): table names, column names, column
+// Parquet output (the README's "Tables"): table names, column names, column
 // types, metadata keys. Do not change any of it without bumping
 // SchemaVersion.
 
@@ -162,7 +162,7 @@ const DefaultBinaryThreshold = 4096
 // EpisodeRow is one row of the episodes table. Its parquet tags define the
 // table's columns and their order; pointers are nullable columns.
 //
-// Decisions where DESIGN.md is silent: ended_at and duration_ms are null
+// Decisions where the contract is silent: ended_at and duration_ms are null
 // when the episode never ended (an incomplete episode whose end is
 // unknown); final_info is null when the runtime sent no final info;
 // steps_file (the steps file's path relative to ROOT, "/" separators) is
