@@ -31,8 +31,8 @@ import (
 // the log under a name no published file has. Nothing published is ever
 // rewritten, and the files never hold an event the log lost. Two
 // file-system syncs and one log sync per group, where a sync of each file
-// and of each directory took about 6 fsyncs per episode (2-4.5 ms each on
-// the reference disk).
+// and of each directory took about 6 fsyncs per episode (BENCHMARKS.md,
+// "Figures behind design choices").
 //
 // During recovery there is no log to append to: the markers of its one
 // group go to a journal file under _rlrec (journal.go), made durable
@@ -44,11 +44,10 @@ import (
 // is being committed waits for the next one, so under load groups grow by
 // themselves.
 //
-// The window was chosen on BenchmarkThroughput/cartpole (ROOT on the
-// reference disk, 3 runs each, net lane-steps/s medians): 0 ms 17 k, 2 ms
-// 13 k, 5 ms 24 k (6 runs), 20 ms 19 k, 60 ms 14 k. The spread between runs
-// is as wide as the differences, so any window up to 20 ms does; 5 ms adds
-// the least to the time an episode takes to be durable.
+// The window was chosen on BenchmarkThroughput/cartpole (BENCHMARKS.md,
+// "Figures behind design choices"): any window up to 20 ms does as well
+// as the others within the spread between runs, and 5 ms adds the least
+// to the time an episode takes to be durable.
 //
 // During recovery the committer holds every write until writer.wait, so
 // recovery commits its files as one group: its file-system operations then
