@@ -321,6 +321,26 @@ const (
 // "session") has one more, episode_record_id.
 const NumFixedStepsColumns = 13
 
+// StepsColumn is one fixed column of the steps table: its name and its
+// Parquet node (type, logical type, repetition, encoding).
+type StepsColumn struct {
+	Name string
+	Node parquet.Node
+}
+
+// FixedStepsColumns returns the fixed columns of the steps table in file
+// order: the column at index StepsColX is the one StepsColX names. Readers
+// and writers of other formats take the list from here rather than
+// writing it again.
+func FixedStepsColumns() []StepsColumn {
+	fields := stepsFixedFields()
+	cols := make([]StepsColumn, len(fields))
+	for i, f := range fields {
+		cols[i] = StepsColumn{Name: f.name, Node: f.node}
+	}
+	return cols
+}
+
 // StepsSchema returns the steps table schema for the given observation and
 // action layouts. A leaf at the root of its space (Path "") gets the column
 // "observation" / "action"; every other leaf gets "observation.<path>" /
