@@ -33,6 +33,8 @@ type Summary struct {
 	Std       float64
 	Min, Max  float64
 	Quantiles [len(Quantiles)]float64
+	// Histogram is the distribution of the values, for plots.
+	Histogram Histogram
 }
 
 // Feature is the statistics of one feature, element by element.
@@ -220,6 +222,7 @@ func (a *acc) summary() Summary {
 	for i, q := range Quantiles {
 		s.Quantiles[i] = a.vals[QuantileIndex(q, a.n)]
 	}
+	s.Histogram = histogram(a.vals)
 	return s
 }
 
