@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -24,6 +25,14 @@ type Histogram struct {
 	Lo, Hi              float64
 	Counts              []int64
 	NegInf, PosInf, NaN int64
+}
+
+// HistogramOf returns the histogram of values (left unchanged), as
+// Summary.Histogram is of an element's values.
+func HistogramOf(values []float64) Histogram {
+	sorted := slices.Clone(values)
+	slices.SortFunc(sorted, compare)
+	return histogram(sorted)
 }
 
 // histogram bins sorted values (ordered by less: -Inf first, NaN last).

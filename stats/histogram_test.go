@@ -59,3 +59,14 @@ func TestHistogramCountsEveryValue(t *testing.T) {
 		t.Fatalf("bins hold %d of %d values in %d bins", n, s.Count, len(s.Histogram.Counts))
 	}
 }
+
+func TestHistogramOf(t *testing.T) {
+	vals := []float64{3, math.NaN(), 1, 2}
+	h := HistogramOf(vals)
+	if h.Lo != 1 || h.Hi != 3 || h.NaN != 1 || h.Counts[0] != 1 || h.Counts[HistogramBins-1] != 1 {
+		t.Fatalf("got %+v", h)
+	}
+	if vals[0] != 3 || vals[2] != 1 {
+		t.Fatalf("HistogramOf changed its input: %v", vals)
+	}
+}
