@@ -102,11 +102,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"bytes":      humanBytes,
 	"add":        func(a, b int) int { return a + b },
 	"sub":        func(a, b int) int { return a - b },
-	"last":       func(s []Frame) Frame { return s[len(s)-1] },
 	"stripFrame": func(s *Sequence, i int) Frame { return s.Frames[i] },
-	"omittedElements": func(f *stats.Feature, max int) int {
-		return len(f.Elements) - min(len(f.Elements), max)
-	},
 }).Parse(pageTemplate))
 
 // meanWindow is the rolling-mean window of a per-episode plot: a
