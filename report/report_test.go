@@ -405,3 +405,18 @@ func TestBuildNoRecordings(t *testing.T) {
 		t.Fatalf("got %v, want ErrNoRecordings", err)
 	}
 }
+
+// TestPageSizeBounded: beyond MaxPoints episodes, the page does not grow
+// with the episodes: ten times as many add less than 3 kB (longer numbers
+// in the tables and labels), where drawing each episode would add tens.
+func TestPageSizeBounded(t *testing.T) {
+	size := func(episodes int64) int {
+		root := recordSim(t, hive.LayoutSession, []sim.Config{{SessionID: "n", Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: episodes, TimeLimit: 30, Seed: 5}})
+		_, out := renderPage(t, root, Options{MaxPoints: 20})
+		return len(out)
+	}
+	small, large := size(60), size(600)
+	if large-small > 3000 {
+		t.Fatalf("60 episodes: %d bytes; 600 episodes: %d bytes; want less than 3 kB more", small, large)
+	}
+}

@@ -50,7 +50,8 @@ For each recording it shows:
 Its size is bounded: frames larger than --frame-side pixels a side are
 shrunk by an integer factor, and the frames of the whole page stay within
 --frame-budget MB of PNG; what is left out is said where it would be. A
-5,000-episode recording gives a page of a few hundred KB. The page follows
+5,000-episode cartpole recording gives a page of about 60 kB, 200
+episodes of 84x84 camera frames one of about 300 kB. The page follows
 the system's light or dark scheme, and every control is reachable by the
 keyboard.
 
