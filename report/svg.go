@@ -26,7 +26,7 @@ import (
 
 // Plot sizes, in CSS pixels (the page scales them down to fit).
 const (
-	plotW, plotH     = 640, 200
+	plotW, plotH     = 560, 200
 	plotLeft         = 56
 	plotRight        = 14
 	plotTop          = 12
