@@ -247,7 +247,7 @@ var sectionChecks = []struct {
 		}
 	}},
 	{"features", func(t *testing.T, r *Recording, s *html.Node) {
-		rows := all(s, tag("tr"))
+		rows := all(s, hasClass("tr", "elem"))
 		if r.Stats == nil || len(r.Stats.Features) < 2 {
 			t.Fatalf("no statistics of observation or action features")
 		}
@@ -255,8 +255,11 @@ var sectionChecks = []struct {
 		for _, f := range r.Stats.Features {
 			want += min(len(f.Elements), Options{}.withDefaults().MaxElements)
 		}
-		if len(rows) != want+1 {
-			t.Fatalf("%d table rows, want a header and %d elements", len(rows), want)
+		if len(rows) != want {
+			t.Fatalf("%d element rows, want %d", len(rows), want)
+		}
+		if heads := all(s, hasClass("tr", "feature")); len(heads) != len(r.Stats.Features) {
+			t.Fatalf("%d feature rows, want %d", len(heads), len(r.Stats.Features))
 		}
 		if n := len(all(s, hasClass("svg", "mini"))); n == 0 {
 			t.Fatalf("no distribution plot")
