@@ -34,8 +34,8 @@
 //   - "findings": the problems and notes of package findings, the same
 //     sentences 'rlrec inspect' prints.
 //   - "frames": for each image leaf of the observation space (a uint8 Box
-//     of shape (H, W, 3) or (H, W, 1), as the LeRobot export defines
-//     images), the first completed episode, the best and the worst by
+//     of shape (H, W, 3) or (H, W, 1): internal/frame, shared with the
+//     LeRobot export), the first completed episode, the best and the worst by
 //     return (the earliest on ties; an episode chosen twice is shown once
 //     with both labels), each as a strip of frames and a sequence to play.
 //     Frames are the observations of steps sampled evenly over the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/findings"
+	"github.com/rlrec/rlrec/internal/frame"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/stats"
 )
@@ -384,15 +385,16 @@ func (rep *Report) readFrames(d *dataset.Dataset, r *Recording) error {
 	}
 	for i := range obs.Leaves {
 		lf := &obs.Leaves[i]
-		if isImage(lf) {
+		if frame.IsImage(lf) {
+			h, w, c := frame.Shape(lf)
 			r.Images = append(r.Images, &ImageLeaf{Name: schema.ColumnName(schema.ColObservation, lf.Path), Leaf: lf.String(),
-				index: i, h: int(lf.Shape[0]), w: int(lf.Shape[1]), c: int(lf.Shape[2])})
+				index: i, h: h, w: w, c: c})
 		}
 	}
 	if len(r.Images) == 0 {
 		return nil
 	}
-	enc := &frameEncoder{maxSide: rep.Options.FrameSide}
+	enc := &frame.Encoder{}
 	for _, seq := range r.chosen() {
 		frames, err := rep.episodeFrames(d, r, seq.Episode, enc)
 		if err != nil {
@@ -428,7 +430,7 @@ func (rep *Report) readFrames(d *dataset.Dataset, r *Recording) error {
 
 // episodeFrames reads the frames of every image leaf at the sampled steps
 // of one episode: frames[k] are leaf k's.
-func (rep *Report) episodeFrames(d *dataset.Dataset, r *Recording, ep Episode, enc *frameEncoder) ([][]Frame, error) {
+func (rep *Report) episodeFrames(d *dataset.Dataset, r *Recording, ep Episode, enc *frame.Encoder) ([][]Frame, error) {
 	frames := make([][]Frame, len(r.Images))
 	picks := sampleSteps(ep.Steps, rep.Options.PlayerFrames)
 	if len(picks) == 0 {
@@ -449,16 +451,16 @@ func (rep *Report) episodeFrames(d *dataset.Dataset, r *Recording, ep Episode, e
 				return nil, err
 			}
 			if leaves != nil {
-				for k, img := range r.Images {
+				for i, img := range r.Images {
 					if img.index >= len(leaves) {
 						return nil, fmt.Errorf("%s row %d: the observation has %d leaves, its space %d; run 'rlrec verify %s'", st.Path(), st.Row(), len(leaves), len(r.Spaces.Observation.Leaves), d.Root())
 					}
-					f, err := enc.encode(leaves[img.index], img.h, img.w, img.c)
+					k := frame.ShrinkFactor(img.h, img.w, rep.Options.FrameSide)
+					b, w, h, err := enc.Encode(leaves[img.index], img.h, img.w, img.c, k)
 					if err != nil {
 						return nil, fmt.Errorf("%s row %d: %s: %w; run 'rlrec verify %s'", st.Path(), st.Row(), img.Name, err, d.Root())
 					}
-					f.Step = st.Step().Step
-					frames[k] = append(frames[k], f)
+					frames[i] = append(frames[i], Frame{Step: st.Step().Step, W: w, H: h, PNG: b})
 				}
 			}
 		}

@@ -45,20 +45,28 @@ func recordSim(t testing.TB, l hive.Layout, cfgs []sim.Config) string {
 func everyEnv() []sim.Config {
 	return []sim.Config{
 		{SessionID: "s", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 8, TimeLimit: 30, Seed: 1},
-		{SessionID: "s", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 4, MaxEpisodeSteps: 40, Seed: 2},
+		{SessionID: "s", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 4, MaxEpisodeSteps: 30, Seed: 2},
 		{SessionID: "s", Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, Seed: 3},
 	}
 }
 
-// page builds and renders the report of every recording of root.
-func renderPage(t testing.TB, root string, opts Options) (*Report, string) {
+// renderPage builds and renders the report of every recording of root,
+// or of those of the session ids given.
+func renderPage(t testing.TB, root string, opts Options, sessions ...string) (*Report, string) {
 	t.Helper()
 	d, err := dataset.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	rep, err := Build(context.Background(), d, d.Recordings(), opts)
+	recs := d.Recordings()
+	if len(sessions) > 0 {
+		recs = nil
+		for _, sid := range sessions {
+			recs = append(recs, d.Find(sid, "")...)
+		}
+	}
+	rep, err := Build(context.Background(), d, recs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +163,7 @@ func pngImages(t *testing.T, n *html.Node) int {
 func TestSections(t *testing.T) {
 	for _, l := range []hive.Layout{hive.LayoutEpisode, hive.LayoutSession} {
 		t.Run(string(l), func(t *testing.T) {
+			t.Parallel()
 			root := recordSim(t, l, everyEnv())
 			rep, out := renderPage(t, root, Options{})
 			doc, err := html.Parse(strings.NewReader(out))
@@ -388,10 +397,18 @@ func TestEdgeCases(t *testing.T) {
 				}
 			}},
 	}
+	// One ROOT holds every case's recording, each its own session id.
+	var cfgs []sim.Config
+	for _, tc := range tests {
+		cfgs = append(cfgs, tc.cfgs...)
+	}
+	root := recordSim(t, hive.LayoutEpisode, cfgs)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			root := recordSim(t, hive.LayoutEpisode, tc.cfgs)
-			rep, out := renderPage(t, root, tc.opts)
+			rep, out := renderPage(t, root, tc.opts, tc.cfgs[0].SessionID)
+			if len(rep.Recordings) != 1 {
+				t.Fatalf("%d recordings of session %q", len(rep.Recordings), tc.cfgs[0].SessionID)
+			}
 			tc.check(t, rep, out)
 		})
 	}
