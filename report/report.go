@@ -126,7 +126,7 @@ type ImageLeaf struct {
 
 // Sequence is the frames of one chosen episode.
 type Sequence struct {
-	// Labels say why it was chosen: "first", "best", "worst".
+	// Labels say why it was chosen: "first to complete", "best", "worst".
 	Labels  []string
 	Episode Episode
 	// Frames are the frames of the playable sequence, in step order;
@@ -358,7 +358,7 @@ func (r *Recording) chosen() []*Sequence {
 	for _, c := range []struct {
 		e     *Episode
 		label string
-	}{{first, "first"}, {best, "best"}, {worst, "worst"}} {
+	}{{first, "first to complete"}, {best, "best"}, {worst, "worst"}} {
 		if c.e == nil {
 			continue
 		}
