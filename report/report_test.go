@@ -165,7 +165,8 @@ func TestSections(t *testing.T) {
 		t.Run(string(l), func(t *testing.T) {
 			t.Parallel()
 			root := recordSim(t, l, everyEnv())
-			rep, out := renderPage(t, root, Options{})
+			// Few, small frames: PNG encoding is slow under -race.
+			rep, out := renderPage(t, root, Options{PlayerFrames: 6, StripFrames: 3, FrameSide: 42})
 			doc, err := html.Parse(strings.NewReader(out))
 			if err != nil {
 				t.Fatal(err)
@@ -354,7 +355,7 @@ func TestEdgeCases(t *testing.T) {
 			}},
 		{"frame budget spent",
 			[]sim.Config{{SessionID: "b", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 20, Seed: 2}},
-			Options{FrameBytes: 1},
+			Options{FrameBytes: 1, PlayerFrames: 4},
 			func(t *testing.T, rep *Report, out string) {
 				img := rep.Recordings[0].Images[0]
 				if len(img.Sequences) != 0 || len(img.Omitted) == 0 || rep.FrameBytes != 0 {
