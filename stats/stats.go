@@ -33,6 +33,8 @@ type Summary struct {
 	Std       float64
 	Min, Max  float64
 	Quantiles [len(Quantiles)]float64
+	// Histogram is the distribution of the values, for plots.
+	Histogram Histogram
 }
 
 // Feature is the statistics of one feature, element by element.
@@ -193,6 +195,17 @@ func less(a, b float64) bool {
 	return math.IsNaN(b) || a < b
 }
 
+// compare orders floats by less.
+func compare(x, y float64) int {
+	switch {
+	case less(x, y):
+		return -1
+	case less(y, x):
+		return 1
+	}
+	return 0
+}
+
 // QuantileIndex is the 0-based index of the q-quantile among n sorted
 // values, as DuckDB's quantile_disc computes it: max(1, n - floor(n - q·n)) - 1.
 func QuantileIndex(q float64, n int64) int64 {
@@ -208,18 +221,11 @@ func (a *acc) summary() Summary {
 	}
 	s.Min, s.Max = a.min, a.max
 	s.Mean, s.Std = meanStd(a.vals)
-	slices.SortFunc(a.vals, func(x, y float64) int {
-		switch {
-		case less(x, y):
-			return -1
-		case less(y, x):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(a.vals, compare)
 	for i, q := range Quantiles {
 		s.Quantiles[i] = a.vals[QuantileIndex(q, a.n)]
 	}
+	s.Histogram = histogram(a.vals)
 	return s
 }
 

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,9 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rlrec/rlrec/dataset"
-	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/vfs"
-	"github.com/rlrec/rlrec/internal/wal"
+	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -153,6 +149,8 @@ type inspectSession struct {
 	Episodes           []inspectEpisode `json:"episodes,omitempty"`
 
 	returns []float64
+	// hasRow: the recording has a sessions row (Status is its status).
+	hasRow bool
 }
 
 type inspectSpaces struct {
@@ -207,8 +205,8 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st := readRootState(args[0])
-	rep.NeedsRecovery, rep.RecorderWriting = st.logRecords && !st.writing, st.writing
+	st := findings.ReadState(args[0])
+	rep.NeedsRecovery, rep.RecorderWriting = st.NeedsRecovery(), st.Writing
 	if f.json {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -261,6 +259,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		id := rec.SessionID
 		is := inspectSession{SessionID: id, EnvID: rec.EnvID, Status: "(no session row)"}
 		if row := s.Row(); row != nil {
+			is.hasRow = true
 			is.Status, is.Reason = row.Status, row.Reason
 			is.EnvComponentID, is.ModelComponentID = row.EnvComponentID, row.ModelComponentID
 			st := fmtTime(row.StartedAt)
@@ -341,12 +340,6 @@ type inspectDisplay struct {
 	width int
 }
 
-// recordingName names a session in inspect's notes: its env id too, as
-// several recordings may share a session id.
-func recordingName(s *inspectSession) string {
-	return fmt.Sprintf("session %s env %s", s.SessionID, s.EnvID)
-}
-
 func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspectDisplay) error {
 	fmt.Fprintf(w, "ROOT %s\n\n", rep.Root)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -374,7 +367,7 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 		}
 		fmt.Fprintf(w, "\nreturns per episode:\n")
 		for _, s := range rep.Sessions {
-			fmt.Fprintf(w, "  %s\n    %s\n", recordingName(&s), sparkline(s.returns, width-4))
+			fmt.Fprintf(w, "  %s\n    %s\n", findings.Name(dataset.Recording{SessionID: s.SessionID, EnvID: s.EnvID}), sparkline(s.returns, width-4))
 		}
 	}
 	problems, notes := inspectFindings(rep)
@@ -429,102 +422,32 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 
 // inspectFindings returns what inspect lists under "problems" (what went
 // wrong, each with what to do) and under "notes" (what is as expected but
-// easy to misread).
+// easy to misread): package findings, which rlrec report shows too.
 func inspectFindings(rep *inspectReport) (problems, notes []string) {
-	recoverCmd := fmt.Sprintf("run 'rlrec recover %s'", rep.Root)
-	switch {
-	case rep.RecorderWriting:
-		problems = append(problems, fmt.Sprintf("a recorder is writing %s now (it holds %s/%s): recordings it has not finished are missing or partial; inspect again once it has closed",
-			rep.Root, hive.StateDir, hive.LockName))
-	case rep.NeedsRecovery:
-		problems = append(problems, fmt.Sprintf("the recorder's log %s/%s/%s holds records it never wrote out: a recorder crashed or was killed, so episodes and sessions are missing or unfinished; %s to write them",
-			rep.Root, hive.StateDir, hive.LogDir, recoverCmd))
-	}
+	root := findings.Root{Path: rep.Root, NeedsRecovery: rep.NeedsRecovery, RecorderWriting: rep.RecorderWriting}
 	for i := range rep.Sessions {
 		s := &rep.Sessions[i]
-		name := recordingName(s)
-		if s.Problems > 0 {
-			problems = append(problems, fmt.Sprintf("%s: %s in its input: %s", name, count(int(s.Problems), "problem"), derefStr(s.ProblemSummary)))
+		fr := findings.Recording{
+			Recording: dataset.Recording{SessionID: s.SessionID, EnvID: s.EnvID},
+			Reason:    s.Reason, Problems: int64(s.Problems), ProblemSummary: s.ProblemSummary,
+			EpisodesIncomplete: int64(s.EpisodesIncomplete),
 		}
-		reason := ""
-		if s.Reason != nil && *s.Reason != "" {
-			reason = " (" + *s.Reason + ")"
+		if s.hasRow {
+			fr.Status = s.Status
 		}
-		switch s.Status {
-		case schema.SessionEnded:
-			// The session reached its episode count: episodes still
-			// running on other lanes then are incomplete by design.
-			if s.EpisodesIncomplete > 0 {
-				notes = append(notes, fmt.Sprintf("%s: %s still running when the session reached its episode count %s recorded as incomplete, as expected",
-					name, count(int(s.EpisodesIncomplete), "episode"), isAre(int64(s.EpisodesIncomplete))))
-			}
-		case schema.SessionFailed:
-			problems = append(problems, fmt.Sprintf("%s: failed%s, with %s", name, reason, count(int(s.EpisodesIncomplete), "incomplete episode")))
-		case schema.SessionCrashed, schema.SessionOpen:
-			what := "crashed: the recorder stopped before the session ended"
-			if s.Status == schema.SessionOpen {
-				what = "open: the recorder closed before the session ended"
-			}
-			problems = append(problems, fmt.Sprintf("%s: %s%s, with %s; %s to be sure its log is written out (it says so when there is nothing left), then 'rlrec verify %s'",
-				name, what, reason, count(int(s.EpisodesIncomplete), "incomplete episode"), recoverCmd, rep.Root))
-		default:
-			fix := "its recorder may not have closed; " + recoverCmd
-			if rep.RecorderWriting {
-				fix = "a recorder is still writing it"
-			}
-			problems = append(problems, fmt.Sprintf("%s: no sessions row (%s)", name, fix))
-		}
+		root.Recordings = append(root.Recordings, fr)
 	}
 	for _, st := range rep.Strays {
-		problems = append(problems, fmt.Sprintf("stray %s: %s", st.Path, st.Reason))
+		root.Strays = append(root.Strays, dataset.Stray{Path: st.Path, Reason: st.Reason})
+	}
+	p, n := findings.List(root)
+	for _, f := range p {
+		problems = append(problems, f.Text)
+	}
+	for _, f := range n {
+		notes = append(notes, f.Text)
 	}
 	return problems, notes
-}
-
-func isAre(n int64) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
-}
-
-// rootState is what the recorder's state directory says of a ROOT.
-type rootState struct {
-	// logRecords: the log holds records (a recorder did not close, or is
-	// writing).
-	logRecords bool
-	// writing: a recorder holds the lock.
-	writing bool
-}
-
-// readRootState reads ROOT's lock and log without changing them: the lock
-// is tried and released at once (as verify does), and the log is read
-// only up to its first record.
-func readRootState(root string) rootState {
-	var st rootState
-	fsys := vfs.OS()
-	lock := filepath.Join(root, hive.StateDir, hive.LockName)
-	if _, err := fsys.Stat(lock); err == nil {
-		l, err := fsys.Lock(lock)
-		if errors.Is(err, vfs.ErrLocked) {
-			st.writing = true
-		} else if err == nil {
-			l.Close()
-		}
-	}
-	dir := filepath.Join(root, hive.StateDir, hive.LogDir)
-	if _, err := fsys.Stat(dir); err != nil {
-		return st
-	}
-	r, err := wal.NewReader(fsys, dir)
-	if err != nil {
-		st.logRecords = true // unreadable: recover repairs it
-		return st
-	}
-	defer r.Close()
-	var ce *wal.CorruptionError
-	st.logRecords = r.Next() || errors.As(r.Err(), &ce)
-	return st
 }
 
 // printSpace prints a space's leaves as a tree: "image: Box(84,84,3) uint8"

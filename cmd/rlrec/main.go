@@ -72,6 +72,7 @@ var commands = []*Command{
 	cmdInspect,
 	cmdReplay,
 	cmdStats,
+	cmdReport,
 	cmdCopy,
 	cmdExport,
 	cmdVerify,

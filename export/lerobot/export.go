@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/png"
 	"io"
 	"math"
 	"os"
@@ -21,8 +19,8 @@ import (
 
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/frame"
 	"github.com/rlrec/rlrec/schema"
-	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
 // CodebaseVersion is the LeRobot dataset version the export follows.
@@ -159,10 +157,7 @@ func (a *acc) json() map[string]any {
 }
 
 // isImage reports whether a leaf is exported as an image.
-func isImage(l *schema.Leaf) bool {
-	return l.Kind == schema.KindBox && l.DType == spacesv1.DataType_DATA_TYPE_UINT8 &&
-		len(l.Shape) == 3 && (l.Shape[2] == 3 || l.Shape[2] == 1) && l.Shape[0] > 0 && l.Shape[1] > 0
-}
+func isImage(l *schema.Leaf) bool { return frame.IsImage(l) }
 
 // features maps the spaces' leaves to features; task is the index of the
 // observation leaf that is the task (-1: none).
@@ -662,30 +657,12 @@ func elems[T float32 | int64](f *feature, l *schema.Leaf, b []byte) ([]T, error)
 	return out, nil
 }
 
-// pngEncoder encodes HxWxC uint8 pixels as PNG.
-type pngEncoder struct {
-	enc png.Encoder
-	buf bytes.Buffer
-}
+// pngEncoder encodes HxWxC uint8 pixels as PNG, every pixel kept.
+type pngEncoder struct{ enc frame.Encoder }
 
 func (e *pngEncoder) encode(pix []byte, h, w, c int) ([]byte, error) {
-	var img image.Image
-	if c == 1 {
-		g := image.NewGray(image.Rect(0, 0, w, h))
-		copy(g.Pix, pix)
-		img = g
-	} else {
-		rgba := image.NewNRGBA(image.Rect(0, 0, w, h))
-		for i := range h * w {
-			rgba.Pix[4*i], rgba.Pix[4*i+1], rgba.Pix[4*i+2], rgba.Pix[4*i+3] = pix[3*i], pix[3*i+1], pix[3*i+2], 255
-		}
-		img = rgba
-	}
-	e.buf.Reset()
-	if err := e.enc.Encode(&e.buf, img); err != nil {
-		return nil, err
-	}
-	return bytes.Clone(e.buf.Bytes()), nil
+	b, _, _, err := e.enc.Encode(pix, h, w, c, 1)
+	return b, err
 }
 
 type kv struct {

@@ -1,0 +1,141 @@
+package findings
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// Root is what List needs of a ROOT.
+type Root struct {
+	// Path is the ROOT as the user named it; commands in findings use it.
+	Path string
+	// NeedsRecovery: the recorder's log holds records and no recorder
+	// holds the lock (see State.NeedsRecovery).
+	NeedsRecovery bool
+	// RecorderWriting: a recorder holds ROOT's lock.
+	RecorderWriting bool
+	Recordings      []Recording
+	Strays          []dataset.Stray
+}
+
+// Recording is what List needs of one recording: its sessions row's
+// status and counters, and its episodes counted.
+type Recording struct {
+	dataset.Recording
+	// Status is the sessions row's status (schema.SessionEnded, ...), ""
+	// when the recording has no sessions row.
+	Status         string
+	Reason         *string
+	Problems       int64
+	ProblemSummary *string
+	// EpisodesIncomplete counts its episodes rows whose status is not
+	// completed.
+	EpisodesIncomplete int64
+}
+
+// Finding is one problem or note.
+type Finding struct {
+	// Recording is the recording the finding is about, when OfRecording;
+	// otherwise the finding is about the whole ROOT (its log, its lock,
+	// a stray file).
+	Recording   dataset.Recording
+	OfRecording bool
+	// Text is the sentence shown.
+	Text string
+}
+
+// String returns f.Text.
+func (f Finding) String() string { return f.Text }
+
+// Name names a recording in findings: its env id too, as several
+// recordings may share a session id.
+func Name(rec dataset.Recording) string {
+	return fmt.Sprintf("session %s env %s", rec.SessionID, rec.EnvID)
+}
+
+// List returns the problems (what went wrong, each with what to do) and
+// the notes (what is as expected but easy to misread) of a ROOT: first
+// those of the ROOT's state, then each recording's in the order of
+// r.Recordings, then the stray files.
+func List(r Root) (problems, notes []Finding) {
+	recoverCmd := fmt.Sprintf("run 'rlrec recover %s'", r.Path)
+	rootFinding := func(text string) Finding { return Finding{Text: text} }
+	switch {
+	case r.RecorderWriting:
+		problems = append(problems, rootFinding(fmt.Sprintf("a recorder is writing %s now (it holds %s/%s): recordings it has not finished are missing or partial; inspect again once it has closed",
+			r.Path, hive.StateDir, hive.LockName)))
+	case r.NeedsRecovery:
+		problems = append(problems, rootFinding(fmt.Sprintf("the recorder's log %s/%s/%s holds records it never wrote out: a recorder crashed or was killed, so episodes and sessions are missing or unfinished; %s to write them",
+			r.Path, hive.StateDir, hive.LogDir, recoverCmd)))
+	}
+	for i := range r.Recordings {
+		s := &r.Recordings[i]
+		name := Name(s.Recording)
+		of := func(text string) Finding { return Finding{Recording: s.Recording, OfRecording: true, Text: text} }
+		if s.Problems > 0 {
+			problems = append(problems, of(fmt.Sprintf("%s: %s in its input: %s", name, count(s.Problems, "problem"), deref(s.ProblemSummary))))
+		}
+		reason := ""
+		if s.Reason != nil && *s.Reason != "" {
+			reason = " (" + *s.Reason + ")"
+		}
+		switch s.Status {
+		case schema.SessionEnded:
+			// The session reached its episode count: episodes still
+			// running on other lanes then are incomplete by design.
+			if s.EpisodesIncomplete > 0 {
+				notes = append(notes, of(fmt.Sprintf("%s: %s still running when the session reached its episode count %s recorded as incomplete, as expected",
+					name, count(s.EpisodesIncomplete, "episode"), isAre(s.EpisodesIncomplete))))
+			}
+		case schema.SessionFailed:
+			problems = append(problems, of(fmt.Sprintf("%s: failed%s, with %s", name, reason, count(s.EpisodesIncomplete, "incomplete episode"))))
+		case schema.SessionCrashed, schema.SessionOpen:
+			what := "crashed: the recorder stopped before the session ended"
+			if s.Status == schema.SessionOpen {
+				what = "open: the recorder closed before the session ended"
+			}
+			problems = append(problems, of(fmt.Sprintf("%s: %s%s, with %s; %s to be sure its log is written out (it says so when there is nothing left), then 'rlrec verify %s'",
+				name, what, reason, count(s.EpisodesIncomplete, "incomplete episode"), recoverCmd, r.Path)))
+		default:
+			fix := "its recorder may not have closed; " + recoverCmd
+			if r.RecorderWriting {
+				fix = "a recorder is still writing it"
+			}
+			problems = append(problems, of(fmt.Sprintf("%s: no sessions row (%s)", name, fix)))
+		}
+	}
+	for _, st := range r.Strays {
+		problems = append(problems, rootFinding(fmt.Sprintf("stray %s: %s", st.Path, st.Reason)))
+	}
+	return problems, notes
+}
+
+func isAre(n int64) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// count renders "1 episode", "3 episodes".
+func count(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	if strings.HasSuffix(thing, "ch") || strings.HasSuffix(thing, "s") {
+		return strconv.FormatInt(n, 10) + " " + thing + "es"
+	}
+	return strconv.FormatInt(n, 10) + " " + thing + "s"
+}

@@ -1,0 +1,90 @@
+package findings
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/schema"
+)
+
+func TestList(t *testing.T) {
+	rec := dataset.Recording{SessionID: "s1", EnvID: "e1"}
+	reason := "env step failed"
+	summary := "unknown_episode=2"
+	tests := []struct {
+		name     string
+		root     Root
+		problems []string // substrings, in order
+		notes    []string
+		ofRec    bool // every finding names rec
+	}{
+		{name: "ended, all complete", root: Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionEnded}}}},
+		{name: "ended with incomplete episodes is a note", ofRec: true,
+			root:  Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionEnded, EpisodesIncomplete: 3}}},
+			notes: []string{"session s1 env e1: 3 episodes still running when the session reached its episode count are recorded as incomplete"}},
+		{name: "one incomplete episode", ofRec: true,
+			root:  Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionEnded, EpisodesIncomplete: 1}}},
+			notes: []string{"1 episode still running", "is recorded as incomplete"}},
+		{name: "input problems", ofRec: true,
+			root:     Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionEnded, Problems: 2, ProblemSummary: &summary}}},
+			problems: []string{"session s1 env e1: 2 problems in its input: unknown_episode=2"}},
+		{name: "failed", ofRec: true,
+			root:     Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionFailed, Reason: &reason, EpisodesIncomplete: 1}}},
+			problems: []string{"failed (env step failed), with 1 incomplete episode"}},
+		{name: "crashed", ofRec: true,
+			root:     Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionCrashed}}},
+			problems: []string{"crashed: the recorder stopped before the session ended", "run 'rlrec recover R'", "'rlrec verify R'"}},
+		{name: "open", ofRec: true,
+			root:     Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionOpen}}},
+			problems: []string{"open: the recorder closed before the session ended"}},
+		{name: "no sessions row", ofRec: true,
+			root:     Root{Path: "R", Recordings: []Recording{{Recording: rec}}},
+			problems: []string{"session s1 env e1: no sessions row (its recorder may not have closed; run 'rlrec recover R')"}},
+		{name: "no sessions row while writing",
+			root:     Root{Path: "R", RecorderWriting: true, Recordings: []Recording{{Recording: rec}}},
+			problems: []string{"a recorder is writing R now", "no sessions row (a recorder is still writing it)"}},
+		{name: "needs recovery",
+			root:     Root{Path: "R", NeedsRecovery: true},
+			problems: []string{"the recorder's log R/_rlrec/log holds records it never wrote out", "run 'rlrec recover R' to write them"}},
+		{name: "stray",
+			root:     Root{Path: "R", Strays: []dataset.Stray{{Path: "steps/x.csv", Reason: "not a part file"}}},
+			problems: []string{"stray steps/x.csv: not a part file"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			problems, notes := List(tc.root)
+			check := func(kind string, got []Finding, want []string) {
+				t.Helper()
+				joined := ""
+				for _, f := range got {
+					joined += f.Text + "\n"
+					if tc.ofRec && (!f.OfRecording || f.Recording != rec) {
+						t.Errorf("%s %q: not attached to recording %v", kind, f.Text, rec)
+					}
+				}
+				if len(want) == 0 && len(got) > 0 {
+					t.Errorf("%s: got %q, want none", kind, joined)
+				}
+				rest := joined
+				for _, w := range want {
+					i := strings.Index(rest, w)
+					if i < 0 {
+						t.Errorf("%s: %q not found (in order) in:\n%s", kind, w, joined)
+						return
+					}
+					rest = rest[i+len(w):]
+				}
+			}
+			check("problems", problems, tc.problems)
+			check("notes", notes, tc.notes)
+		})
+	}
+}
+
+func TestReadStateEmpty(t *testing.T) {
+	st := ReadState(t.TempDir())
+	if st.LogRecords || st.Writing || st.NeedsRecovery() {
+		t.Fatalf("an empty directory: got %+v, want the zero state", st)
+	}
+}
