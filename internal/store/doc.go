@@ -99,5 +99,16 @@
 // no client-side retry quota, so an outage of about half a minute is
 // waited out. Any other error fails the part it belongs to, as a local
 // I/O error does. Requests counts the operations by kind and the HTTP
-// attempts, retries included.
+// attempts, retries included.//
+// # Reading
+//
+// Readers go through a Reader (OpenReader picks the backend from the
+// ROOT: a directory or an s3:// URL): List (hive.List on disk,
+// hive.ListObjects of a bucket's keys, one request per 1,000 keys), Open
+// of a part as an Object (io.ReaderAt with its size; in a bucket ranged
+// GETs, small reads served from the 1 MiB blocks around them, the last 8
+// kept, so a Parquet footer or column chunk costs about one request),
+// ReadState of a file under _rlrec, and ReadLayout, the one reader of the
+// layout file (hive.ParseLayoutFile). OpenPath opens one part by the path
+// or URL a Reader names it with.
 package store

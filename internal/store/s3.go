@@ -99,6 +99,7 @@ type S3 struct {
 	opts   S3Options
 	ctx    context.Context
 	id     string // names this store's spool files
+	root   string // as OpenReader was given it, for Root
 
 	seq      atomic.Int64
 	attempts atomic.Int64

@@ -15,6 +15,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // URLScheme is the scheme of a ROOT in object storage: s3://bucket/prefix.
@@ -112,6 +113,8 @@ func newClient(cfg aws.Config, opts S3Options, n *atomic.Int64) *s3.Client {
 	}
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.HTTPClient = countingClient{next: hc, n: n}
+		// Library code writes nothing to stderr: errors are returned.
+		o.Logger = logging.Nop{}
 		o.Retryer = newRetryer(opts)
 		if o.BaseEndpoint != nil && !opts.VirtualHosted {
 			o.UsePathStyle = true
