@@ -1,17 +1,8 @@
 package dataset_test
 
 import (
-	"bytes"
-	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
@@ -27,7 +18,6 @@ func TestOpenS3(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Bucket(t, "rec")
 	srv.SetEnv(t)
-	c := srv.Client()
 	for _, layout := range []hive.Layout{hive.LayoutEpisode, hive.LayoutSession} {
 		t.Run(string(layout), func(t *testing.T) {
 			root, _ := recordWith(t, []recorder.Option{recorder.WithLayout(layout)},
@@ -35,25 +25,7 @@ func TestOpenS3(t *testing.T) {
 				sim.Config{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3, MaxEpisodeSteps: 9, Seed: 8},
 			)
 			prefix := "datasets/" + string(layout)
-			err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-				if err != nil || e.IsDir() {
-					return err
-				}
-				rel, _ := filepath.Rel(root, p)
-				rel = filepath.ToSlash(rel)
-				if strings.HasPrefix(rel, "_rlrec/log/") || strings.HasPrefix(rel, "_rlrec/LOCK") {
-					return nil
-				}
-				b, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				_, err = c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("rec"), Key: aws.String(prefix + "/" + rel), Body: bytes.NewReader(b)})
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv.PutTree(t, root, "rec", prefix, s3server.SkipState)
 			local, err := dataset.Open(root)
 			if err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -292,4 +293,44 @@ func (s *Server) Object(bucket, key string) ([]byte, error) {
 func (s *Server) Equal(bucket, key string, want []byte) bool {
 	got, err := s.Object(bucket, key)
 	return err == nil && bytes.Equal(got, want)
+}
+
+// PutTree uploads every file under dir to bucket as prefix/REL (REL its
+// path below dir, "/" separators), except those skip reports: a ROOT
+// recorded on disk, as a bucket would hold it.
+func (s *Server) PutTree(t testing.TB, dir, bucket, prefix string, skip func(rel string) bool) {
+	t.Helper()
+	c := s.Client()
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if skip != nil && skip(rel) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		key := rel
+		if prefix != "" {
+			key = prefix + "/" + rel
+		}
+		_, err = c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(b)})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("s3server: upload %s: %v", dir, err)
+	}
+}
+
+// SkipState skips the recorder's log and lock (PutTree): in a bucket's
+// ROOT they live on the recorder's disk.
+func SkipState(rel string) bool {
+	return strings.HasPrefix(rel, "_rlrec/") && rel != "_rlrec/layout"
 }
