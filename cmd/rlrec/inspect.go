@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
@@ -502,6 +503,10 @@ type rootState struct {
 // only up to its first record.
 func readRootState(root string) rootState {
 	var st rootState
+	if store.IsURL(root) {
+		// A bucket's log and lock are on the recorder's disk.
+		return st
+	}
 	fsys := vfs.OS()
 	lock := filepath.Join(root, hive.StateDir, hive.LockName)
 	if _, err := fsys.Stat(lock); err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -28,7 +29,14 @@ var whatIsRoot = func() string {
 // recorder's state directory or a table directory. Otherwise the error says
 // what root is instead (missing, a file, empty, a directory inside a ROOT)
 // and what a ROOT is. It only reads.
+//
+// An s3://bucket/prefix ROOT is only parsed here: the bucket is listed by
+// the command, and an empty prefix holds no recording.
 func checkRoot(root string) error {
+	if store.IsURL(root) {
+		_, err := store.ParseURL(root)
+		return err
+	}
 	info, err := os.Stat(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -89,7 +90,7 @@ func OpenReader(ctx context.Context, root string) (Reader, error) {
 
 // OpenPath opens one part file by its path or s3:// URL, as a Reader's
 // Path names it. The S3 client of each bucket is made once per process
-// and shared.
+// (and configuration environment) and shared.
 func OpenPath(ctx context.Context, name string) (Object, error) {
 	if !IsURL(name) {
 		return openFile(vfs.Default, name, -1)
@@ -105,17 +106,32 @@ func OpenPath(ctx context.Context, name string) (Object, error) {
 	return s.Open(loc.Prefix, -1)
 }
 
-var bucketReaders sync.Map // bucket -> *S3 of its top
+// bucketReaders holds the store of each bucket's top, by bucket and the
+// environment the AWS configuration chain reads (configEnv): a process
+// that changes its endpoint or credentials gets a new client.
+var bucketReaders sync.Map
+
+// configEnv are the environment variables that change which service and
+// credentials LoadS3 finds.
+var configEnv = []string{
+	"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+	"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+	"AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+}
 
 func bucketReader(ctx context.Context, bucket string) (*S3, error) {
-	if s, ok := bucketReaders.Load(bucket); ok {
+	key := bucket
+	for _, k := range configEnv {
+		key += "\x00" + os.Getenv(k)
+	}
+	if s, ok := bucketReaders.Load(key); ok {
 		return s.(*S3), nil
 	}
 	s, err := LoadS3(context.WithoutCancel(ctx), URLScheme+bucket, S3Options{})
 	if err != nil {
 		return nil, err
 	}
-	got, _ := bucketReaders.LoadOrStore(bucket, s)
+	got, _ := bucketReaders.LoadOrStore(key, s)
 	return got.(*S3), nil
 }
 
