@@ -133,14 +133,13 @@ func isRoot(dir string) (bool, []fs.DirEntry, error) {
 }
 
 // enclosingRoot returns the nearest ROOT above dir when dir is a table or
-// partition directory of it (at most table/session_id=/env_id=/
-// episode_record_id= deep), or "".
+// partition directory of it (at most hive.MaxDepth deep), or "".
 func enclosingRoot(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return ""
 	}
-	for range 4 {
+	for range hive.MaxDepth {
 		parent := filepath.Dir(abs)
 		if parent == abs {
 			return ""

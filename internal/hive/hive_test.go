@@ -243,3 +243,10 @@ func TestLayoutFile(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxDepth(t *testing.T) {
+	p := EpisodePartition("steps", Recording{SessionID: "s", EnvID: "r"}, "e")
+	if got := strings.Count(p.File(0), "/"); got != MaxDepth {
+		t.Errorf("an episode partition's part lies %d levels deep, MaxDepth is %d", got, MaxDepth)
+	}
+}
