@@ -59,10 +59,12 @@
 // has no rename and no temp names; what a crashed writer left is a
 // multipart upload in flight, invisible to readers.
 //
-// A part's bytes go to a spool file in a local directory (SpoolDir, not
-// synced: a buffer, not a copy) while the encoder writes it, so memory
-// does not grow with the part. Sync uploads the pieces of a part larger
-// than PartSize (default 16 MiB) as a multipart upload, Concurrency at a
+// A part's bytes are held in memory, in reused 1 MiB blocks, while the
+// store's memory budget (MemoryBytes, default 64 MiB over all its
+// unpublished parts) has room; past it they spill to a spool file in a
+// local directory (SpoolDir, not synced: a buffer, not a copy), so memory
+// does not grow with the parts. Sync uploads the pieces of a part larger
+// than PartSize (default 64 MiB) as a multipart upload, Concurrency at a
 // time; the upload is durable on the service and invisible, and
 // PendingUpload returns its key, upload id and piece ETags for the caller
 // to record. A part of PartSize or less needs no request at Sync: it is

@@ -26,18 +26,29 @@ const testBucket = "rec"
 // would have.
 func newS3(t *testing.T, srv *s3server.Server, prefix string) *S3 {
 	t.Helper()
-	cfg := aws.Config{
-		Region:       s3server.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider(s3server.AccessKey, s3server.SecretKey, ""),
-		BaseEndpoint: aws.String(srv.Endpoint()),
-	}
-	s, err := NewS3(context.Background(), cfg, Location{Bucket: testBucket, Prefix: prefix}, S3Options{
+	return newS3Mem(t, srv, prefix, 0)
+}
+
+// newS3Mem is newS3 with a memory budget (S3Options.MemoryBytes).
+func newS3Mem(t *testing.T, srv *s3server.Server, prefix string, mem int64) *S3 {
+	t.Helper()
+	s, err := NewS3(context.Background(), srvConfig(srv), Location{Bucket: testBucket, Prefix: prefix}, S3Options{
 		PartSize: MinPartSize, SpoolDir: t.TempDir(), MaxBackoff: 500 * time.Millisecond, MaxAttempts: 40,
+		MemoryBytes: mem,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// srvConfig is the AWS configuration of srv.
+func srvConfig(srv *s3server.Server) aws.Config {
+	return aws.Config{
+		Region:       s3server.Region,
+		Credentials:  credentials.NewStaticCredentialsProvider(s3server.AccessKey, s3server.SecretKey, ""),
+		BaseEndpoint: aws.String(srv.Endpoint()),
+	}
 }
 
 // payload returns n bytes that differ for every seed.
@@ -96,42 +107,50 @@ func TestS3Publish(t *testing.T) {
 		{"one piece exactly", MinPartSize, map[Op]int64{OpPut: 1}},
 		{"multipart", 2*MinPartSize + 123, map[Op]int64{OpCreateUpload: 1, OpUploadPiece: 3, OpComplete: 1}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newS3(t, srv, "p/"+tc.name)
-			p := hive.EpisodePartition("steps", rec, "ep-000001")
-			want := [][]byte{payload(tc.size, 1), payload(tc.size, 2)}
-			for i, b := range want {
-				part := writePart(t, s, p, -1, b)
-				if got := part.Rel(); got != p.File(i) {
-					t.Fatalf("part %d: Rel %q, want %q", i, got, p.File(i))
+		for _, mem := range []struct {
+			name  string
+			bytes int64
+		}{{"in memory", 0}, {"spooled", -1}, {"spilled", 200_000}} {
+			t.Run(tc.name+"/"+mem.name, func(t *testing.T) {
+				s := newS3Mem(t, srv, "p/"+tc.name+"/"+mem.name, mem.bytes)
+				p := hive.EpisodePartition("steps", rec, "ep-000001")
+				want := [][]byte{payload(tc.size, 1), payload(tc.size, 2)}
+				for i, b := range want {
+					part := writePart(t, s, p, -1, b)
+					if got := part.Rel(); got != p.File(i) {
+						t.Fatalf("part %d: Rel %q, want %q", i, got, p.File(i))
+					}
+					if err := Commit(s, []Part{part}); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if err := Commit(s, []Part{part}); err != nil {
-					t.Fatal(err)
+				for i, b := range want {
+					if !srv.Equal(testBucket, s.Location().Key(p.File(i)), b) {
+						t.Errorf("object %s does not hold the bytes written", p.File(i))
+					}
 				}
-			}
-			for i, b := range want {
-				if !srv.Equal(testBucket, s.Location().Key(p.File(i)), b) {
-					t.Errorf("object %s does not hold the bytes written", p.File(i))
+				if n, err := s.Next(p); err != nil || n != 2 {
+					t.Errorf("Next after two parts = %d, %v; want 2", n, err)
 				}
-			}
-			if n, err := s.Next(p); err != nil || n != 2 {
-				t.Errorf("Next after two parts = %d, %v; want 2", n, err)
-			}
-			r := s.Requests()
-			for op := range numOps {
-				want := 2 * tc.want[op]
-				if op == OpList {
-					want = 3 // Next for each Create, and the check above
+				r := s.Requests()
+				for op := range numOps {
+					want := 2 * tc.want[op]
+					if op == OpList {
+						want = 3 // Next for each Create, and the check above
+					}
+					if r.Ops[op] != want {
+						t.Errorf("%s requests: %d, want %d", op, r.Ops[op], want)
+					}
 				}
-				if r.Ops[op] != want {
-					t.Errorf("%s requests: %d, want %d", op, r.Ops[op], want)
+				if r.Attempts != r.Total() {
+					t.Errorf("%d HTTP attempts for %d requests on a server that did not fail", r.Attempts, r.Total())
 				}
-			}
-			if r.Attempts != r.Total() {
-				t.Errorf("%d HTTP attempts for %d requests on a server that did not fail", r.Attempts, r.Total())
-			}
-			spoolEmpty(t, s)
-		})
+				spoolEmpty(t, s)
+				if n := s.memUsed.Load(); n != 0 {
+					t.Errorf("%d bytes of the memory budget held after publishing", n)
+				}
+			})
+		}
 	}
 }
 
@@ -243,7 +262,7 @@ func TestS3NeverReplaces(t *testing.T) {
 func TestS3ServerRestart(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Bucket(t, testBucket)
-	s := newS3(t, srv, "restart")
+	s := newS3Mem(t, srv, "restart", -1) // spooled: reread on every retry
 	small := writePart(t, s, hive.RecordingPartition("episodes", rec), 0, payload(3000, 1))
 	big := writePart(t, s, hive.RecordingPartition("steps", rec), 0, payload(2*MinPartSize+5, 2))
 	if err := s.Sync([]Part{small, big}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -17,15 +18,19 @@ import (
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-// s3Part is a Part of S3: its bytes go to a local spool file, and from
-// there to the service at Sync (the pieces of a large part) or Publish.
-// It is not safe for concurrent use.
+// s3Part is a Part of S3: its bytes are held in memory while the store's
+// memory budget has room, else in a local spool file, and go from there
+// to the service at Sync (the pieces of a large part) or Publish. It is
+// not safe for concurrent use.
 type s3Part struct {
 	s        *S3
 	rel, key string
-	spool    string
-	f        vfs.File // the spool file while written; nil after Finish
 	size     int64
+
+	mem   chunks   // the bytes, while they are held in memory
+	held  int64    // bytes of the memory budget mem holds
+	spool string   // the spool file, once the bytes spilled to one
+	f     vfs.File // the spool file while written; nil after Finish
 
 	upload *Upload // the multipart upload of a large part, once created
 
@@ -38,6 +43,17 @@ func (p *s3Part) Write(b []byte) (int, error) {
 	if p.done || p.finished {
 		return 0, ErrClosed
 	}
+	if p.spool == "" {
+		if p.s.reserve(int64(len(b))) {
+			p.mem.write(b)
+			p.held += int64(len(b))
+			p.size += int64(len(b))
+			return len(b), nil
+		}
+		if err := p.spill(); err != nil {
+			return 0, err
+		}
+	}
 	n, err := p.f.Write(b)
 	p.size += int64(n)
 	if err != nil {
@@ -46,50 +62,100 @@ func (p *s3Part) Write(b []byte) (int, error) {
 	return n, nil
 }
 
+// spill moves the bytes held in memory to a new spool file.
+func (p *s3Part) spill() error {
+	s := p.s
+	name := filepath.Join(s.opts.SpoolDir, fmt.Sprintf(".rlrec-%s-%d.spool", s.id, s.seq.Add(1)))
+	f, err := s.opts.FS.Create(name)
+	if err != nil {
+		return fmt.Errorf("store: create a spool file for %s: %w", p.Name(), err)
+	}
+	p.spool, p.f = name, f
+	for _, c := range p.mem {
+		if _, err := f.Write(c); err != nil {
+			return fmt.Errorf("store: write the spool file %s of %s: %w", name, p.Name(), err)
+		}
+	}
+	p.releaseMem()
+	return nil
+}
+
+// releaseMem gives the memory the part holds back to the budget.
+func (p *s3Part) releaseMem() {
+	p.s.memUsed.Add(-p.held)
+	p.mem.free()
+	p.mem, p.held = nil, 0
+}
+
+// release drops the part's bytes: its memory and its spool file.
+func (p *s3Part) release() error {
+	p.releaseMem()
+	if p.f != nil {
+		p.f.Close()
+		p.f = nil
+	}
+	if p.spool != "" {
+		if err := p.s.opts.FS.Remove(p.spool); err != nil {
+			return fmt.Errorf("store: remove the spool file %s: %w", p.spool, err)
+		}
+	}
+	return nil
+}
+
+// body returns the part's bytes for reading, and what closes it.
+func (p *s3Part) body() (io.ReaderAt, func(), error) {
+	if p.spool == "" {
+		return p.mem, func() {}, nil
+	}
+	f, err := p.s.opts.FS.Open(p.spool)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: open the spool file %s of %s: %w", p.spool, p.Name(), err)
+	}
+	return f, func() { f.Close() }, nil
+}
+
 // Name is the object's URL.
 func (p *s3Part) Name() string { return p.s.url(p.key) }
 func (p *s3Part) Rel() string  { return p.rel }
 
-// Finish closes the spool file.
+// Finish closes the spool file, if the part has one.
 func (p *s3Part) Finish() error {
 	if p.done || p.finished {
 		return ErrClosed
 	}
-	err := p.f.Close()
-	p.f = nil
-	if err != nil {
-		p.done = true
-		p.s.opts.FS.Remove(p.spool)
-		return fmt.Errorf("store: close the spool file %s of %s: %w", p.spool, p.Name(), err)
+	if p.f != nil {
+		err := p.f.Close()
+		p.f = nil
+		if err != nil {
+			p.done = true
+			p.release()
+			return fmt.Errorf("store: close the spool file %s of %s: %w", p.spool, p.Name(), err)
+		}
 	}
 	if n := (p.size + p.s.opts.PartSize - 1) / p.s.opts.PartSize; n > maxPieces {
 		p.done = true
-		p.s.opts.FS.Remove(p.spool)
+		p.release()
 		return fmt.Errorf("store: %s: %d bytes would take %d pieces of %d bytes, more than S3's %d: raise the part size", p.Name(), p.size, n, p.s.opts.PartSize, maxPieces)
 	}
 	p.finished = true
 	return nil
 }
 
-// Abort discards the part: its spool file, and its multipart upload if
-// one was begun. A no-op once published or aborted.
+// Abort discards the part: its bytes, and its multipart upload if one
+// was begun. A no-op once published or aborted.
 func (p *s3Part) Abort() error {
 	if p.done {
 		return nil
 	}
 	p.done = true
 	var errs []error
-	if p.f != nil {
-		p.f.Close()
-		p.f = nil
-	}
 	if p.upload != nil {
 		if err := p.s.AbortUpload(*p.upload); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := p.s.opts.FS.Remove(p.spool); err != nil {
-		errs = append(errs, fmt.Errorf("store: remove the spool file %s: %w", p.spool, err))
+	if err := p.release(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -104,11 +170,11 @@ func (p *s3Part) uploadPieces() error {
 		return nil
 	}
 	s := p.s
-	f, err := s.opts.FS.Open(p.spool)
+	f, done, err := p.body()
 	if err != nil {
-		return fmt.Errorf("store: open the spool file %s of %s: %w", p.spool, p.Name(), err)
+		return err
 	}
-	defer f.Close()
+	defer done()
 	s.count(OpCreateUpload)
 	out, err := s.client.CreateMultipartUpload(s.ctx, &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(p.key),
@@ -150,16 +216,16 @@ func (p *s3Part) uploadPieces() error {
 // publish makes the part visible, never replacing an object.
 func (p *s3Part) publish() error {
 	p.synced, p.done = false, true
-	defer p.s.opts.FS.Remove(p.spool)
+	defer p.release()
 	if p.upload != nil {
 		return p.s.CompleteUpload(*p.upload)
 	}
 	s := p.s
-	f, err := s.opts.FS.Open(p.spool)
+	f, done, err := p.body()
 	if err != nil {
-		return fmt.Errorf("store: open the spool file %s of %s: %w", p.spool, p.Name(), err)
+		return err
 	}
-	defer f.Close()
+	defer done()
 	s.count(OpPut)
 	_, err = s.client.PutObject(s.ctx, &s3.PutObjectInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(p.key), IfNoneMatch: aws.String("*"),
