@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -53,11 +54,10 @@ func srvConfig(srv *s3server.Server) aws.Config {
 
 // payload returns n bytes that differ for every seed.
 func payload(n int, seed uint64) []byte {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
 	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(seed, 17))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
+	rand.NewChaCha8(key).Read(b)
 	return b
 }
 
