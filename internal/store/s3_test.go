@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -440,5 +442,42 @@ func TestParseURL(t *testing.T) {
 	}
 	if k := (Location{Bucket: "b", Prefix: "p"}).Key("steps/x"); k != "p/steps/x" {
 		t.Errorf("Key = %q", k)
+	}
+}
+
+func TestDefaultStateDir(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/cache")
+	t.Setenv("HOME", "/home/u")
+	for _, tc := range []struct{ a, b string }{
+		{"s3://b/p", "s3://b/p/"}, // the same ROOT
+	} {
+		da, err := DefaultStateDir(tc.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, _ := DefaultStateDir(tc.b)
+		if da != db {
+			t.Errorf("%q and %q get %q and %q", tc.a, tc.b, da, db)
+		}
+		if want := filepath.FromSlash("/cache/rlrec/roots/root=s3%3A%2F%2Fb%2Fp"); da != want {
+			t.Errorf("DefaultStateDir(%q) = %q, want %q", tc.a, da, want)
+		}
+	}
+	seen := map[string]string{}
+	for _, u := range []string{"s3://b", "s3://b/p", "s3://b/p/q", "s3://bp", "s3://b/" + strings.Repeat("x", 300), "s3://b/" + strings.Repeat("x", 301)} {
+		d, err := DefaultStateDir(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(filepath.Base(d)) > 255 {
+			t.Errorf("%q: a directory name of %d bytes", u, len(filepath.Base(d)))
+		}
+		if o, ok := seen[d]; ok {
+			t.Errorf("%q and %q share %s", u, o, d)
+		}
+		seen[d] = u
+	}
+	if _, err := DefaultStateDir("/local/root"); !errors.Is(err, ErrBadURL) {
+		t.Errorf("a local ROOT: %v, want ErrBadURL", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // URLScheme is the scheme of a ROOT in object storage: s3://bucket/prefix.
@@ -158,4 +162,23 @@ type countingClient struct {
 func (c countingClient) Do(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.next.Do(r)
+}
+
+// DefaultStateDir returns the local directory that holds the recorder's
+// state (log, lock, spool files) of a ROOT in object storage when no
+// --log-dir is given: UserCacheDir/rlrec/roots/root=ENCODED, ENCODED the
+// URL (bucket and prefix, normalized) percent-encoded as a partition
+// value is (hive.EncodeValue: one safe directory name, cut and hashed
+// when long). Each ROOT URL gets its own; two machines recording into one
+// prefix each have their own.
+func DefaultStateDir(root string) (string, error) {
+	loc, err := ParseURL(root)
+	if err != nil {
+		return "", err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("store: no cache directory for the state of %s (%w); give a log directory", root, err)
+	}
+	return filepath.Join(cache, "rlrec", "roots", hive.Segment("root", loc.String())), nil
 }
