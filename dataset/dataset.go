@@ -1,17 +1,16 @@
 package dataset
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -66,6 +65,7 @@ type partKey struct {
 // Dataset is an opened ROOT: a listing of its part files.
 type Dataset struct {
 	root       string
+	rd         store.Reader
 	files      []File // sorted by table, recording, episode, part
 	strays     []Stray
 	recordings []Recording // of every table, sorted
@@ -86,19 +86,22 @@ type Dataset struct {
 // Open lists the ROOT at root. It reads directories only, except for the
 // footer of one file per partition whose path holds a cut (long) id (see
 // the package doc); a missing or unreadable ROOT is an error.
+//
+// A ROOT is a directory or an s3://bucket/prefix URL (read through the
+// standard AWS configuration chain: AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, profiles); File.Path
+// is then the object's s3:// URL, and part files are read with ranged
+// GETs.
 func Open(root string) (*Dataset, error) {
-	info, err := os.Stat(root)
+	rd, err := store.OpenReader(context.Background(), root)
 	if err != nil {
-		return nil, fmt.Errorf("open dataset %s: %w; give the ROOT directory a recorder wrote", root, err)
+		return nil, fmt.Errorf("open dataset %s: %w; give the ROOT directory (or s3:// URL) a recorder wrote", root, err)
 	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("open dataset %s: not a directory; give the ROOT directory a recorder wrote", root)
-	}
-	l, err := hive.List(vfs.Default, root)
+	l, err := rd.List()
 	if err != nil {
 		return nil, fmt.Errorf("open dataset %s: %w", root, err)
 	}
-	d := &Dataset{root: root, byPartition: make(map[partKey][]File)}
+	d := &Dataset{root: root, rd: rd, byPartition: make(map[partKey][]File)}
 	for _, s := range l.Strays {
 		reason := s.Reason
 		if s.Err != nil {
@@ -137,7 +140,7 @@ func Open(root string) (*Dataset, error) {
 	return d, nil
 }
 
-func (d *Dataset) path(rel string) string { return filepath.Join(d.root, filepath.FromSlash(rel)) }
+func (d *Dataset) path(rel string) string { return d.rd.Path(rel) }
 
 func fileLess(a, b *File) bool {
 	if a.Table != b.Table {

@@ -28,6 +28,13 @@
 //
 // # Contract
 //
+//   - A ROOT is a directory or an s3://bucket/prefix URL; every listing and
+//     read goes through internal/store's Reader, so the two read alike (a
+//     bucket is listed 1,000 keys a request and its files read with
+//     ranged GETs; File.Path is then the object's s3:// URL, which
+//     OpenStepsFile accepts too). Credentials and endpoint come from the
+//     standard AWS chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+//     AWS_REGION, AWS_ENDPOINT_URL, profiles).
 //   - Open is cheap: it walks the partition directories of the five tables
 //     (ROOT/<table>/session_id=S/env_id=R[/episode_record_id=E]/part-N.parquet),
 //     decodes the percent-encoded partition values (internal/hive) and stats

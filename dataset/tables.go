@@ -1,14 +1,15 @@
 package dataset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -52,24 +53,20 @@ type Episode struct {
 // parquetFile is an open part file.
 type parquetFile struct {
 	path string
-	os   *os.File
+	obj  store.Object
 	pf   *parquet.File
 }
 
-func (f *parquetFile) Close() error { return f.os.Close() }
+func (f *parquetFile) Close() error { return f.obj.Close() }
 
-// openFile opens a part file and checks its schema version.
+// openFile opens a part file, by its path or s3:// URL, and checks its
+// schema version.
 func openFile(path string) (*parquetFile, error) {
-	f, err := os.Open(path)
+	f, err := store.OpenPath(context.Background(), path)
 	if err != nil {
 		return nil, fileErr(path, -1, fmt.Errorf("%w; list the ROOT again, the file may have been removed", err))
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fileErr(path, -1, err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(f, f.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		f.Close()
 		return nil, fileErr(path, -1, fmt.Errorf("not a readable Parquet file (%w); it may be truncated: run 'rlrec verify' on the ROOT", err))
@@ -78,7 +75,7 @@ func openFile(path string) (*parquetFile, error) {
 		f.Close()
 		return nil, fileErr(path, -1, fmt.Errorf("%w %q (this reader knows %q); read it with the rlrec version that wrote it", ErrSchemaVersion, v, schema.SchemaVersion))
 	}
-	return &parquetFile{path: path, os: f, pf: pf}, nil
+	return &parquetFile{path: path, obj: f, pf: pf}, nil
 }
 
 // spaces parses the spaces in a file's metadata.

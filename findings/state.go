@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 )
@@ -28,6 +29,10 @@ func (s State) NeedsRecovery() bool { return s.LogRecords && !s.Writing }
 // the zero State.
 func ReadState(root string) State {
 	var st State
+	if store.IsURL(root) {
+		// A bucket's log and lock are on the recorder's disk.
+		return st
+	}
 	fsys := vfs.OS()
 	lock := filepath.Join(root, hive.StateDir, hive.LockName)
 	if _, err := fsys.Stat(lock); err == nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/rlrec/rlrec/internal/hive"
@@ -16,18 +15,10 @@ import (
 
 // The layout file, ROOT/_rlrec/layout, is written once when the recorder
 // creates a ROOT: the schema version and the steps layout of everything
-// the ROOT holds, as text lines
+// the ROOT holds (its format and codec: hive.LayoutFile,
+// hive.ParseLayoutFile), so that no recorder adds files of another
+// version or layout to a ROOT.
 //
-//	schema_version=2
-//	layout=episode
-//
-// so that no recorder adds files of another version or layout to a ROOT.
-// The keys and values are part of the on-disk format: do not change them.
-const (
-	layoutKeyVersion = "schema_version"
-	layoutKeyLayout  = "layout"
-)
-
 // checkLayout reads ROOT's layout file, or writes it for a new ROOT, and
 // refuses a ROOT of another schema version or layout. A ROOT with tables
 // but no layout file was written before schema version 2.
@@ -50,16 +41,11 @@ func (r *Recorder) checkLayout() error {
 		if err != nil {
 			return fmt.Errorf("open %s: read %s: %w", r.root, name, err)
 		}
-		kv := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			k, v, _ := strings.Cut(line, "=")
-			kv[k] = v
-		}
-		if v := kv[layoutKeyVersion]; v != schema.SchemaVersion {
-			return fmt.Errorf("open %s: %w: %s says schema version %q, this rlrec writes %q; record into a new ROOT", r.root, ErrLayout, name, v, schema.SchemaVersion)
-		}
-		l, err := hive.ParseLayout(kv[layoutKeyLayout])
-		if err != nil {
+		l, err := hive.ParseLayoutFile(b)
+		switch {
+		case errors.Is(err, hive.ErrSchemaVersion):
+			return fmt.Errorf("open %s: %w: %s: %w; record into a new ROOT", r.root, ErrLayout, name, err)
+		case err != nil:
 			return fmt.Errorf("open %s: %w: %s: %w", r.root, ErrLayout, name, err)
 		}
 		if want != "" && l != want {
@@ -135,8 +121,7 @@ func (p *pendingLayout) ensure() error {
 
 // writeLayout writes the layout file of root (writeDurable).
 func writeLayout(fsys vfs.FS, root string, layout hive.Layout) error {
-	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, layout)
-	if err := writeDurable(fsys, filepath.Join(root, hive.StateDir), hive.LayoutName, []byte(body)); err != nil {
+	if err := writeDurable(fsys, filepath.Join(root, hive.StateDir), hive.LayoutName, hive.LayoutFile(layout)); err != nil {
 		return fmt.Errorf("open %s: write the layout file: %w", root, err)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -440,17 +440,14 @@ func leafFeatures(prefix string, l *schema.Layout, binary map[string]bool) []*fe
 
 // binaryColumns lists the typed columns of a steps file stored as binary
 // (leaves above the typed-column threshold).
+// path is a file's path or s3:// URL, as the dataset names it.
 func binaryColumns(path string) (map[string]bool, error) {
-	f, err := os.Open(path)
+	f, err := store.OpenPath(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(f, f.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a readable Parquet file (%w); run 'rlrec verify' on the ROOT", path, err)
 	}

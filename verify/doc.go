@@ -5,7 +5,12 @@
 //
 // # What is checked
 //
-// The ROOT is listed with hive.List, the one listing readers share: every
+// The ROOT, a directory or an s3://bucket/prefix URL, is listed and read
+// through internal/store's Reader (hive.List on disk, hive.ListObjects
+// of a bucket's keys, the one classification readers share; part files
+// of a bucket read with ranged GETs). A bucket's log and lock live on the
+// recorder's disk, so the log and lock checks apply to a directory only.
+// The listing holds every
 // part file of every table (steps, episodes, sessions, logs, telemetry)
 // in its partition, session_id=S/env_id=R for a recording and, for steps
 // in layout "episode", episode_record_id=E below it. A recording is the

@@ -81,7 +81,7 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 			c.sum.read, c.sum.steps, c.sum.episode, c.sum.session = false, nil, nil, nil
 		}
 	}()
-	file, err := v.fs.Open(f.path)
+	file, err := v.rd.Open(f.Rel, f.Size)
 	if err != nil {
 		c.add(CheckFile, -1, "check the file's permissions", "cannot open: %v", err)
 		return c

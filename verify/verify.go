@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
@@ -31,7 +32,9 @@ type Options struct {
 type verifier struct {
 	root string
 	opts Options
-	fs   vfs.FS
+	fs   vfs.FS // nil for a bucket
+	// rd lists the ROOT and opens its files.
+	rd store.Reader
 
 	mu       sync.Mutex
 	problems []Problem
@@ -45,7 +48,7 @@ type verifier struct {
 // fileEntry is one part file of the listing.
 type fileEntry struct {
 	hive.File
-	// path is the file's OS path.
+	// path is the file's OS path, or its s3:// URL.
 	path string
 	// dirs are the partition directory names of the file's path, as they
 	// are on disk: session_id=S, env_id=R and, in an episode partition,
@@ -57,23 +60,27 @@ type fileEntry struct {
 // (session_id=S/env_id=R), the same in every table.
 func (f *fileEntry) recordingDirs() string { return f.dirs[0] + "/" + f.dirs[1] }
 
-// Root checks the ROOT directory root (see the package doc for the
-// checks) and returns what it found. The error is for a ROOT that cannot
-// be checked at all (missing, not a directory) or a cancelled ctx;
-// problems in the ROOT are in the report.
+// Root checks the ROOT root, a directory or an s3://bucket/prefix URL
+// (see the package doc for the checks), and returns what it found. The
+// error is for a ROOT that cannot be checked at all (missing, not a
+// directory, a bucket that cannot be listed) or a cancelled ctx; problems
+// in the ROOT are in the report. A bucket's ROOT keeps its log and lock
+// on the recorder's disk, so they are not checked here; its part files
+// are, through ranged GETs.
 func Root(ctx context.Context, root string, opts Options) (*Report, error) {
+	if store.IsURL(root) {
+		rd, err := store.OpenReader(ctx, root)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotRoot, err)
+		}
+		return run(ctx, &verifier{root: root, opts: opts, rd: rd}, false)
+	}
 	return check(ctx, vfs.OS(), root, opts)
 }
 
 // check is Root on the file system fsys.
 func check(ctx context.Context, fsys vfs.FS, root string, opts Options) (*Report, error) {
-	if opts.MaxProblemsPerFile <= 0 {
-		opts.MaxProblemsPerFile = 20
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
-	}
-	v := &verifier{root: root, opts: opts, fs: fsys}
+	v := &verifier{root: root, opts: opts, fs: fsys, rd: store.NewFS(fsys, root)}
 	info, err := v.fs.Stat(root)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRoot, root, err)
@@ -85,7 +92,19 @@ func check(ctx context.Context, fsys vfs.FS, root string, opts Options) (*Report
 	if !writing {
 		v.checkLog()
 	}
-	l, err := hive.List(v.fs, root)
+	return run(ctx, v, writing)
+}
+
+// run lists the ROOT through v.rd and checks every file.
+func run(ctx context.Context, v *verifier, writing bool) (*Report, error) {
+	opts, root := &v.opts, v.root
+	if opts.MaxProblemsPerFile <= 0 {
+		opts.MaxProblemsPerFile = 20
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	l, err := v.rd.List()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotRoot, err)
 	}
@@ -93,7 +112,7 @@ func check(ctx context.Context, fsys vfs.FS, root string, opts Options) (*Report
 	files := make([]fileEntry, len(l.Files))
 	rep := &Report{Root: root, Files: len(files)}
 	for i, f := range l.Files {
-		files[i] = fileEntry{File: f, path: filepath.Join(root, filepath.FromSlash(f.Rel)), dirs: partitionDirs(f)}
+		files[i] = fileEntry{File: f, path: v.rd.Path(f.Rel), dirs: partitionDirs(f)}
 		rep.Bytes += f.Size
 	}
 	v.sums = make([]*fileSum, len(files))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -28,7 +29,14 @@ var whatIsRoot = func() string {
 // recorder's state directory or a table directory. Otherwise the error says
 // what root is instead (missing, a file, empty, a directory inside a ROOT)
 // and what a ROOT is. It only reads.
+//
+// An s3://bucket/prefix ROOT is only parsed here: the bucket is listed by
+// the command, and an empty prefix holds no recording.
 func checkRoot(root string) error {
+	if store.IsURL(root) {
+		_, err := store.ParseURL(root)
+		return err
+	}
 	info, err := os.Stat(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -125,14 +133,13 @@ func isRoot(dir string) (bool, []fs.DirEntry, error) {
 }
 
 // enclosingRoot returns the nearest ROOT above dir when dir is a table or
-// partition directory of it (at most table/session_id=/env_id=/
-// episode_record_id= deep), or "".
+// partition directory of it (at most hive.MaxDepth deep), or "".
 func enclosingRoot(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return ""
 	}
-	for range 4 {
+	for range hive.MaxDepth {
 		parent := filepath.Dir(abs)
 		if parent == abs {
 			return ""

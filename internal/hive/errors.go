@@ -12,4 +12,7 @@ var (
 	// ErrBadLayout is returned for a layout name that is neither "episode"
 	// nor "session".
 	ErrBadLayout = errors.New("hive: unknown steps layout")
+	// ErrSchemaVersion is returned by ParseLayoutFile for a ROOT of
+	// another schema version.
+	ErrSchemaVersion = errors.New("hive: the ROOT has another schema version")
 )

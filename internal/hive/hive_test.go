@@ -217,3 +217,36 @@ func TestRecordingOf(t *testing.T) {
 		})
 	}
 }
+
+func TestLayoutFile(t *testing.T) {
+	for _, l := range []Layout{LayoutEpisode, LayoutSession} {
+		got, err := ParseLayoutFile(LayoutFile(l))
+		if err != nil || got != l {
+			t.Errorf("ParseLayoutFile(LayoutFile(%q)) = %q, %v", l, got, err)
+		}
+	}
+	// The recorder's layout file as written since schema version 2.
+	if got := string(LayoutFile(LayoutSession)); got != "schema_version=2\nlayout=session\n" {
+		t.Errorf("LayoutFile = %q", got)
+	}
+	for _, tc := range []struct {
+		name, body string
+		want       error
+	}{
+		{"old version", "schema_version=1\nlayout=episode\n", ErrSchemaVersion},
+		{"no version", "layout=episode\n", ErrSchemaVersion},
+		{"unknown layout", "schema_version=2\nlayout=frame\n", ErrBadLayout},
+		{"empty", "", ErrSchemaVersion},
+	} {
+		if _, err := ParseLayoutFile([]byte(tc.body)); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestMaxDepth(t *testing.T) {
+	p := EpisodePartition("steps", Recording{SessionID: "s", EnvID: "r"}, "e")
+	if got := strings.Count(p.File(0), "/"); got != MaxDepth {
+		t.Errorf("an episode partition's part lies %d levels deep, MaxDepth is %d", got, MaxDepth)
+	}
+}

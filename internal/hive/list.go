@@ -72,6 +72,13 @@ func List(fsys vfs.FS, root string) (*Listing, error) {
 	for _, t := range Tables {
 		l.table(fsys, root, t)
 	}
+	l.sort()
+	return l, nil
+}
+
+// sort orders Files by table (registry order), recording, episode record
+// id and part.
+func (l *Listing) sort() {
 	order := map[string]int{}
 	for i, t := range Tables {
 		order[t.Name] = i
@@ -92,7 +99,6 @@ func List(fsys vfs.FS, root string) (*Listing, error) {
 		}
 		return a.Part < b.Part
 	})
-	return l, nil
 }
 
 // dirEntries lists rel under root; a failure becomes a stray.

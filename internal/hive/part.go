@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rlrec/rlrec/schema"
 )
 
 // Part file names. They are part of the on-disk layout: do not change them.
@@ -69,3 +71,31 @@ const (
 	// version and steps layout.
 	LayoutName = "layout"
 )
+
+// Keys of the layout file (StateDir/LayoutName): lines key=value. Part of
+// the on-disk layout: do not change them.
+const (
+	layoutKeyVersion = "schema_version"
+	layoutKeyLayout  = "layout"
+)
+
+// LayoutFile returns the body of the layout file of a ROOT of layout l
+// and the current schema version.
+func LayoutFile(l Layout) []byte {
+	return fmt.Appendf(nil, "%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, l)
+}
+
+// ParseLayoutFile reads the body of a layout file: an error wrapping
+// ErrSchemaVersion names a ROOT of another schema version, one wrapping
+// ErrBadLayout an unknown layout.
+func ParseLayoutFile(b []byte) (Layout, error) {
+	kv := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		kv[k] = v
+	}
+	if v := kv[layoutKeyVersion]; v != schema.SchemaVersion {
+		return "", fmt.Errorf("%w %q: this rlrec reads and writes %q", ErrSchemaVersion, v, schema.SchemaVersion)
+	}
+	return ParseLayout(kv[layoutKeyLayout])
+}

@@ -59,6 +59,19 @@ var Tables = []Table{
 	{Name: schema.TableTelemetry},
 }
 
+// MaxDepth is the most directory levels a part file lies below ROOT, its
+// own name not counted: TABLE/session_id=S/env_id=R and, in a table
+// partitioned by episode, episode_record_id=E.
+var MaxDepth = func() int {
+	d := 3
+	for _, t := range Tables {
+		if t.PerEpisode {
+			d = 4
+		}
+	}
+	return d
+}()
+
 // Lookup returns the registry entry of a table name.
 func Lookup(name string) (Table, bool) {
 	for _, t := range Tables {

@@ -10,9 +10,9 @@
 // internal/hive names things (tables, partitions, part and temp names,
 // the _rlrec paths) and lists a ROOT for readers; it writes nothing.
 // Writing is where a backend differs: a file system renames a temp file
-// and syncs, an object store would upload to a temporary key and publish
-// with a conditional copy or put. Store is that seam, with one
-// implementation (FS, over vfs.FS) and the shape another needs: create,
+// and syncs, an object store uploads and publishes with a conditional
+// put. Store is that seam, with two implementations (FS, over vfs.FS, and
+// S3, over an S3-compatible service) and the shape both need: create,
 // write, finish or abort, make durable, publish without replacing, next
 // number, settle what a crash left. The callers (the recorder) speak in
 // partitions and part numbers only.
@@ -49,5 +49,68 @@
 // was not theirs). Publish renames the rest of a group past a failed
 // rename, and retries a failed sync directory by directory, in the same
 // way. A failure no one part owns (the ROOT or a table directory, shared
-// by every recording) is returned as a plain error.
+// by every recording) is returned as a plain error.//
+// # Contract (S3)
+//
+// A ROOT s3://bucket/prefix (ParseURL, LoadS3) keeps the same keys as a
+// ROOT on disk keeps paths: part N of a partition is the object
+// prefix/TABLE/.../part-NNNNN.parquet, so DuckDB, Spark, Trino, polars and
+// pyarrow read the prefix in place with hive partitioning. The service
+// has no rename and no temp names; what a crashed writer left is a
+// multipart upload in flight, invisible to readers.
+//
+// A part's bytes are held in memory, in reused 1 MiB blocks, while the
+// store's memory budget (MemoryBytes, default 64 MiB over all its
+// unpublished parts) has room; past it they spill to a spool file in a
+// local directory (SpoolDir, not synced: a buffer, not a copy), so memory
+// does not grow with the parts. Sync uploads the pieces of a part larger
+// than PartSize (default 64 MiB) as a multipart upload, Concurrency at a
+// time; the upload is durable on the service and invisible, and
+// PendingUpload returns its key, upload id and piece ETags for the caller
+// to record. A part of PartSize or less needs no request at Sync: it is
+// durable only once published, and a caller that must survive a crash
+// before then keeps its source (the recorder's log holds every event a
+// part is built from until the part is published).
+//
+// Publish makes each part visible whole, by PutObject or
+// CompleteMultipartUpload with If-None-Match: *, never by copy (MinIO and
+// versitygw let a conditional copy overwrite). HTTP 412 means the name is
+// taken: the part fails with a *NameTakenError (ErrExists), the object
+// is not replaced, and the part's upload is aborted. A 412 (or, on
+// completing, a 404 for the upload) that answers a retry of this very
+// request, whose first reply was lost, is told apart by the object's
+// ETag: the MD5 of the bytes, or of the MD5s of the pieces. Parts of a
+// group are published concurrently; the failed ones are named in a
+// *GroupError. So one part costs one request up to PartSize (a small
+// episode: one PutObject), and 2 + pieces above it.
+//
+// Next lists the partition (one ListObjectsV2 per 1,000 keys). Create and
+// CreateNew send nothing: a name another writer took is found at
+// publishing (412), not before, where a check would cost a request per
+// part and still race. CreateNew refuses a partition this store already
+// started a part in (ErrPartitionExists); one another process wrote is a
+// collision found at publishing, an error of that recording and never an
+// overwrite. PublishTemp and RemoveTemp have no temp files to act on
+// (ErrNoTempNames); a crashed writer's uploads are found by exact key
+// (Uploads: MinIO lists in-flight uploads only so) and completed
+// (CompleteUpload) or aborted (AbortUpload).
+//
+// Every request is retried, with exponential backoff and jitter up to
+// MaxBackoff (5 s) and MaxAttempts (10) attempts, on 5xx but 501, 429,
+// 409 (a conditional write racing another) and connection errors, with
+// no client-side retry quota, so an outage of about half a minute is
+// waited out. Any other error fails the part it belongs to, as a local
+// I/O error does. Requests counts the operations by kind and the HTTP
+// attempts, retries included.//
+// # Reading
+//
+// Readers go through a Reader (OpenReader picks the backend from the
+// ROOT: a directory or an s3:// URL): List (hive.List on disk,
+// hive.ListObjects of a bucket's keys, one request per 1,000 keys), Open
+// of a part as an Object (io.ReaderAt with its size; in a bucket ranged
+// GETs, small reads served from the 1 MiB blocks around them, the last 8
+// kept, so a Parquet footer or column chunk costs about one request),
+// ReadState of a file under _rlrec, and ReadLayout, the one reader of the
+// layout file (hive.ParseLayoutFile). OpenPath opens one part by the path
+// or URL a Reader names it with.
 package store

@@ -16,7 +16,8 @@ type Store interface {
 	// highest part or temp file of p, or 0.
 	Next(p hive.Partition) (int, error)
 	// Create starts part n of p (n < 0: Next) under its temp name. It
-	// fails with ErrExists when part n is published.
+	// fails with ErrExists when part n is published (FS; S3 finds it when
+	// the part is published).
 	Create(p hive.Partition, n int) (Part, error)
 	// CreateNew makes the partition p, which must be new, and starts its
 	// part 0: the cheap path for a partition per episode. It fails with
