@@ -18,13 +18,14 @@ type exportOptions struct {
 	fps        int
 	incomplete bool
 	force      bool
+	video      bool
 }
 
 var exportFlags exportOptions
 
 var cmdExport = &Command{
 	Name:      "export",
-	UsageLine: "export ROOT --format lerobot -o DIR [--session ID [--env ENV]] [--fps N] [--incomplete] [--force]",
+	UsageLine: "export ROOT --format lerobot -o DIR [--session ID [--env ENV]] [--fps N] [--incomplete] [--video] [--force]",
 	Short:     "write recordings as a LeRobot v3.0 dataset",
 	Long: `Export writes the recordings of ROOT (all of them, or those of --session,
 narrowed by --env) as a LeRobot dataset in the v3.0 layout into DIR, which
@@ -44,7 +45,11 @@ action into action; other integer leaves are kept exact as features of
 their own; uint8 Box(H,W,3) or Box(H,W,1) observation leaves are images
 observation.images.<leaf> (PNG bytes in the data file). The observation's
 first Text leaf (an instruction) is the frame's task; without one the task
-is the env component id. Videos are not written.
+is the env component id. With --video, RGB camera images are encoded as MP4
+videos (H.264, by ffmpeg, which must be installed: apt-get install ffmpeg)
+under videos/observation.images.<leaf>/chunk-NNN/file-NNN.mp4, declared
+as LeRobot declares video features; otherwise they are PNG images in the
+data files.
 
 Only completed episodes are exported unless --incomplete is given. fps is
 --fps, or else the median interval between the recorded step times; a
@@ -66,6 +71,7 @@ Example:
 		fs.BoolVar(&exportFlags.incomplete, "incomplete", false, "also export episodes that did not complete")
 		fs.IntVar(&exportFlags.fps, "fps", 0, "the frame rate, `N` frames per second (default: from the recorded step times)")
 		fs.BoolVar(&exportFlags.force, "force", false, "replace DIR when it exists and is not empty")
+		fs.BoolVar(&exportFlags.video, "video", false, "encode RGB camera images as MP4 videos with ffmpeg")
 	},
 	Run: runExport,
 }
@@ -98,7 +104,7 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 	}
 	defer d.Close()
 	bar := countProgress(env, 0, "exporting", "episodes")
-	opt := lerobot.Options{FPS: f.fps, Incomplete: f.incomplete, Replace: f.force}
+	opt := lerobot.Options{FPS: f.fps, Incomplete: f.incomplete, Replace: f.force, Video: f.video}
 	if bar != nil {
 		opt.Progress = func(p lerobot.Progress) {
 			bar.ChangeMax(p.TotalEpisodes)
@@ -114,6 +120,8 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%s exists and is not empty: export into a new directory, or give --force to replace it", f.out)
 	case errors.Is(err, lerobot.ErrTimesUnknown):
 		return fmt.Errorf("%w: give it with --fps N", err)
+	case errors.Is(err, lerobot.ErrFFmpeg):
+		return fmt.Errorf("%w; --video needs ffmpeg (Debian: apt-get install ffmpeg), or export without --video to store images as PNG", err)
 	case errors.Is(err, lerobot.ErrSpaces):
 		return fmt.Errorf("%w; export one recording at a time (--session ID --env ENV)", err)
 	case err != nil:

@@ -1,6 +1,7 @@
 // Package lerobot exports recordings of an rlrec ROOT as a LeRobot dataset
-// in the v3.0 layout (LeRobotDataset codebase_version "v3.0"), with images
-// stored in the data Parquet files rather than as videos. The files follow
+// in the v3.0 layout (LeRobotDataset codebase_version "v3.0"), with camera
+// images as PNG in the data Parquet files or, with Options.Video, as MP4
+// videos. The files follow
 // what LeRobot's loader reads: every feature in meta/info.json is a column
 // of the data files (and every column a feature), of the type LeRobot's
 // feature mapping casts it to.
@@ -18,8 +19,7 @@
 // Options.DataFilesSizeInMB), so an episode's frames are always in one
 // file, the one its episodes row names (data/chunk_index,
 // data/file_index). File F of the export is chunk F/1000, file F%1000
-// (chunks_size 1000). video_path is null: no videos/ directory is
-// written. Each file is built in memory (so memory holds about one data
+// (chunks_size 1000). Without videos, video_path is null. Each file is built in memory (so memory holds about one data
 // file), written under a temporary name, synced and renamed, and the
 // whole dataset is built in a new sibling directory renamed to DIR at the
 // end: DIR never holds a partial export. DIR must not exist or be empty,
@@ -88,6 +88,24 @@
 //     "observation." and "action." prefixes, which LeRobot's policies read
 //     as numeric state and action.
 //   - A Box with no elements gives nothing.
+//
+// # Videos
+//
+// With Options.Video, each RGB image feature becomes a video feature:
+// dtype "video", shape [H, W, 3], names ["height", "width", "channels"],
+// and the info LeRobot writes (video.height, video.width, video.codec
+// "h264", video.pix_fmt "yuv420p" (yuv444p for odd sizes), video.fps,
+// video.channels 3, video.is_depth_map false, has_audio false). Its
+// frames are encoded by ffmpeg (libx264, a key frame every 2 frames as
+// LeRobot encodes, constant frame rate fps) into
+// videos/<feature>/chunk-CCC/file-FFF.mp4 (VideoPath), a new file after
+// the episode that takes one past video_files_size_in_mb (200 MiB); the
+// feature is not a data column. The episodes file says where each
+// episode is: videos/<feature>/chunk_index, file_index, and
+// from_timestamp and to_timestamp, the seconds of its first frame and
+// just past its last in that file (frame k of the file is at k / fps, so
+// LeRobot finds a frame at from_timestamp + timestamp). Statistics come
+// from the recorded pixels, not the decoded video. Gray images stay PNG.
 //
 // # Tasks
 //

@@ -49,3 +49,7 @@ type InexactError struct {
 func (e *InexactError) Error() string {
 	return fmt.Sprintf("lerobot: %s: leaf %q element %d holds %s, which %s cannot hold exactly", e.Feature, e.Leaf, e.Element, e.Value, e.DType)
 }
+
+// ErrFFmpeg is returned when Options.Video is set and ffmpeg cannot be
+// run or fails to encode.
+var ErrFFmpeg = errors.New("lerobot: ffmpeg")

@@ -58,6 +58,13 @@ type Options struct {
 	// file is closed after the episode that takes it to this many MiB;
 	// 0 means DefaultDataFilesSizeInMB.
 	DataFilesSizeInMB int
+	// Video encodes the RGB camera images as MP4 videos (H.264, with
+	// ffmpeg) instead of PNG images in the data files; gray images stay
+	// PNG.
+	Video bool
+	// FFmpeg is the ffmpeg program for Video: a path, or a name looked up
+	// in PATH; "" is "ffmpeg".
+	FFmpeg string
 	// Progress, when set, is called after each exported episode.
 	Progress func(Progress)
 }
@@ -174,6 +181,18 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 		return sum, err
 	}
 
+	ffmpeg := ""
+	if opt.Video {
+		if ffmpeg, err = findFFmpeg(opt.FFmpeg); err != nil {
+			return sum, err
+		}
+		for _, f := range fs {
+			if f.kind == kindImage && f.c == 3 {
+				f.dtype = "video"
+			}
+		}
+	}
+
 	fps := opt.FPS
 	if fps == 0 {
 		if fps, err = deriveFPS(ctx, d, refs); err != nil {
@@ -193,7 +212,7 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 		}
 	}()
 
-	x := &exporter{d: d, fs: fs, taskLeaf: taskLeaf, spaces: spaces, fps: fps, opt: opt, sum: &sum, taskIndex: map[string]int64{}}
+	x := &exporter{d: d, fs: fs, taskLeaf: taskLeaf, spaces: spaces, fps: fps, opt: opt, sum: &sum, taskIndex: map[string]int64{}, ffmpeg: ffmpeg}
 	if err := x.frames(ctx, tmp, refs); err != nil {
 		return sum, err
 	}
@@ -266,15 +285,21 @@ func deriveFPS(ctx context.Context, d *dataset.Dataset, refs []epRef) (int, erro
 
 // episodeMeta is what the episodes file says of one exported episode.
 type episodeMeta struct {
-	rec               dataset.Recording
-	rid, id           string
-	length            int64
-	from              int64
-	chunk, file       int
-	tasks             []string
-	envComp           string
-	stats             []any // per feature (fs order, then the fixed ones): *numStats or *imgStats
-	fromTime, endTime float64
+	rec         dataset.Recording
+	rid, id     string
+	length      int64
+	from        int64
+	chunk, file int
+	tasks       []string
+	envComp     string
+	stats       []any       // per feature (fs order, then the fixed ones): *numStats or *imgStats
+	videos      []videoSpan // per video feature, in fs order
+}
+
+// videoSpan is where an episode's frames of one video feature are.
+type videoSpan struct {
+	chunk, file int
+	from, to    float64
 }
 
 // exporter holds the state of one export.
@@ -290,6 +315,8 @@ type exporter struct {
 	taskList  []string
 	metas     []episodeMeta
 	global    []any // per feature as episodeMeta.stats, over every frame
+	ffmpeg    string
+	videos    []*videoWriter // per video feature, in fs order
 }
 
 func (x *exporter) newStats() []any {
@@ -327,6 +354,19 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 		return err
 	}
 	x.global = x.newStats()
+	videoOf := map[*feature]*videoWriter{}
+	for _, f := range x.fs {
+		if f.dtype == "video" {
+			v := &videoWriter{ffmpeg: x.ffmpeg, dir: dir, f: f, fps: x.fps, limit: videoFilesSizeInMB << 20}
+			x.videos = append(x.videos, v)
+			videoOf[f] = v
+		}
+	}
+	defer func() {
+		for _, v := range x.videos {
+			v.abort()
+		}
+	}()
 	var index int64
 	var enc pngEncoder
 	var vals []float64
@@ -338,6 +378,10 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 		m := episodeMeta{rec: r.rec, rid: r.ep.EpisodeRecordID, id: r.ep.Row.EpisodeID, from: index,
 			envComp: r.ep.Row.EnvComponentID, stats: x.newStats()}
 		m.chunk, m.file = dw.position()
+		for _, v := range x.videos {
+			c, f, from := v.position()
+			m.videos = append(m.videos, videoSpan{chunk: c, file: f, from: from})
+		}
 		st, err := x.d.Steps(r.rec, r.ep.EpisodeRecordID)
 		if err != nil {
 			return err
@@ -404,6 +448,12 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 						break
 					}
 					m.stats[i].(*imgStats).add(pix)
+					if v := videoOf[f]; v != nil {
+						if err = v.add(ctx, pix); err != nil {
+							break
+						}
+						continue
+					}
 					var b []byte
 					b, err = enc.encode(pix, f.h, f.w, f.c)
 					v = map[string]any{"bytes": b, "path": nil}
@@ -460,7 +510,13 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 			continue
 		}
 		m.length = frame
-		m.endTime = float64(frame) / fps
+		for i, v := range x.videos {
+			_, _, to := v.position()
+			m.videos[i].to = to
+			if err := v.endEpisode(); err != nil {
+				return err
+			}
+		}
 		for i, s := range m.stats {
 			switch g := x.global[i].(type) {
 			case *numStats:
@@ -479,6 +535,11 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 	}
 	if err := dw.close(); err != nil {
 		return err
+	}
+	for _, v := range x.videos {
+		if err := v.finish(); err != nil {
+			return err
+		}
 	}
 	if index == 0 {
 		return fmt.Errorf("%w: no step has both an observation and an action", ErrNoFrames)

@@ -9,7 +9,9 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -521,5 +523,124 @@ func TestReplace(t *testing.T) {
 		if strings.Contains(e.Name(), ".export-") {
 			t.Errorf("temporary directory %s left behind", e.Name())
 		}
+	}
+}
+
+// videoEpisode is the video columns of an episodes row of pick-place.
+type videoEpisode struct {
+	EpisodeIndex         int64   `parquet:"episode_index"`
+	Length               int64   `parquet:"length"`
+	RLRecEpisodeRecordID string  `parquet:"rlrec/episode_record_id"`
+	Chunk                int64   `parquet:"videos/observation.images.image/chunk_index"`
+	File                 int64   `parquet:"videos/observation.images.image/file_index"`
+	From                 float64 `parquet:"videos/observation.images.image/from_timestamp"`
+	To                   float64 `parquet:"videos/observation.images.image/to_timestamp"`
+}
+
+// TestVideo exports pick-place with its camera as an MP4 (ffmpeg, which
+// .ci/run installs): the feature is declared as LeRobot's video features
+// are, the episodes rows place each episode in the video, and the decoded
+// frames are the recorded images (within H.264's loss).
+func TestVideo(t *testing.T) {
+	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"})
+	const fps = 10
+	dir, sum, d := export(t, root, lerobot.Options{FPS: fps, Video: true})
+	checkLoadable(t, dir)
+
+	var in struct {
+		VideoPath *string `json:"video_path"`
+		Features  map[string]struct {
+			DType string          `json:"dtype"`
+			Shape []int64         `json:"shape"`
+			Names json.RawMessage `json:"names"`
+			Info  map[string]any  `json:"info"`
+		} `json:"features"`
+	}
+	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
+	f := in.Features["observation.images.image"]
+	if f.DType != "video" || !slices.Equal(f.Shape, []int64{84, 84, 3}) || compact(f.Names) != `["height","width","channels"]` ||
+		f.Info["video.fps"] != float64(fps) || f.Info["video.codec"] != "h264" || f.Info["video.pix_fmt"] != "yuv420p" ||
+		f.Info["video.height"] != float64(84) || f.Info["video.width"] != float64(84) || f.Info["has_audio"] != false {
+		t.Errorf("video feature %+v", f)
+	}
+	if in.VideoPath == nil || *in.VideoPath != lerobot.VideoPath {
+		t.Errorf("video_path %v", in.VideoPath)
+	}
+	eps, err := parquet.ReadFile[videoEpisode](filepath.Join(dir, lerobot.EpisodesPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at float64
+	for _, e := range eps {
+		if e.Chunk != 0 || e.File != 0 || math.Abs(e.From-at) > 1e-9 || math.Abs(e.To-e.From-float64(e.Length)/fps) > 1e-9 {
+			t.Errorf("episode %d video span %+v, want from %v", e.EpisodeIndex, e, at)
+		}
+		at = e.To
+	}
+
+	video := filepath.Join(dir, lerobot.VideoFile("observation.images.image", 0, 0))
+	probe, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-count_frames",
+		"-show_entries", "stream=nb_read_frames,width,height,codec_name,pix_fmt,r_frame_rate", "-of", "json", video).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v (install ffmpeg: .ci/run does)", video, err)
+	}
+	var pr struct {
+		Streams []struct {
+			Codec  string `json:"codec_name"`
+			Width  int    `json:"width"`
+			Height int    `json:"height"`
+			PixFmt string `json:"pix_fmt"`
+			Rate   string `json:"r_frame_rate"`
+			Frames string `json:"nb_read_frames"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal(probe, &pr); err != nil || len(pr.Streams) != 1 {
+		t.Fatalf("ffprobe: %s: %v", probe, err)
+	}
+	if s := pr.Streams[0]; s.Codec != "h264" || s.Width != 84 || s.Height != 84 || s.PixFmt != "yuv420p" || s.Rate != "10/1" || s.Frames != itoa(int(sum.Frames)) {
+		t.Errorf("video stream %+v, want %d frames of 84x84 h264 at 10/1", s, sum.Frames)
+	}
+
+	// The decoded frames against the recorded images.
+	raw, err := exec.Command("ffmpeg", "-v", "error", "-i", video, "-f", "rawvideo", "-pix_fmt", "rgb24", "-").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frameBytes = 84 * 84 * 3
+	if len(raw) != int(sum.Frames)*frameBytes {
+		t.Fatalf("decoded %d bytes, want %d frames", len(raw), sum.Frames)
+	}
+	rec := d.Recordings()[0]
+	for _, e := range eps {
+		steps, err := d.Steps(rec, e.RLRecEpisodeRecordID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := int(math.Round(e.From * fps))
+		for steps.Next() {
+			if steps.Step().ObservationBlob == nil || steps.Step().ActionBlob == nil {
+				continue
+			}
+			obs, _ := steps.ObservationValues()
+			want := obs[0].([]uint8)
+			got := raw[k*frameBytes : (k+1)*frameBytes]
+			var diff int
+			for i := range want {
+				diff += int(math.Abs(float64(want[i]) - float64(got[i])))
+			}
+			if mean := float64(diff) / frameBytes; mean > 6 {
+				t.Fatalf("episode %d video frame %d differs from the recorded image by %.1f levels on average", e.EpisodeIndex, k, mean)
+			}
+			k++
+		}
+		steps.Close()
+	}
+	// No PNG column: the data files hold no image.
+	for _, p := range dataFiles(t, dir) {
+		pf, closeFile := openPF(t, p)
+		if _, ok := pf.Schema().Lookup("observation.images.image"); ok {
+			t.Errorf("%s has the video feature as a column", p)
+		}
+		closeFile()
 	}
 }

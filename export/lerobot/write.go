@@ -238,8 +238,14 @@ func (x *exporter) meta(dir string) error {
 	}
 
 	feats := orderedMap{}
+	var videoPath any
 	for _, f := range x.fs {
-		feats = append(feats, kv{f.name, orderedMap{{"dtype", f.dtype}, {"shape", f.shape()}, {"names", f.infoNames()}}})
+		ft := orderedMap{{"dtype", f.dtype}, {"shape", f.shape()}, {"names", f.infoNames()}}
+		if f.dtype == "video" {
+			ft = append(ft, kv{"info", videoInfo(f, x.fps)})
+			videoPath = VideoPath
+		}
+		feats = append(feats, kv{f.name, ft})
 		x.sum.Features = append(x.sum.Features, f.name)
 	}
 	for _, ff := range fixedFeatures {
@@ -270,7 +276,7 @@ func (x *exporter) meta(dir string) error {
 		{"fps", x.fps},
 		{"splits", map[string]string{"train": fmt.Sprintf("0:%d", len(x.metas))}},
 		{"data_path", DataPath},
-		{"video_path", nil},
+		{"video_path", videoPath},
 		{"features", feats},
 	}
 	if err := writeJSON(filepath.Join(dir, InfoPath), info); err != nil {
@@ -316,6 +322,13 @@ func (x *exporter) writeEpisodes(path string) error {
 		"rlrec/episode_record_id":   parquet.String(),
 		"rlrec/episode_id":          parquet.String(),
 	}
+	for _, v := range x.videos {
+		p := "videos/" + v.f.name + "/"
+		group[p+"chunk_index"] = parquet.Int(64)
+		group[p+"file_index"] = parquet.Int(64)
+		group[p+"from_timestamp"] = parquet.Leaf(parquet.DoubleType)
+		group[p+"to_timestamp"] = parquet.Leaf(parquet.DoubleType)
+	}
 	names := x.statNames()
 	for i, s := range x.global {
 		for _, k := range statKeys {
@@ -343,6 +356,12 @@ func (x *exporter) writeEpisodes(path string) error {
 			"meta/episodes/chunk_index": int64(0), "meta/episodes/file_index": int64(0),
 			"rlrec/session_id": m.rec.SessionID, "rlrec/env_id": m.rec.EnvID,
 			"rlrec/episode_record_id": m.rid, "rlrec/episode_id": m.id,
+		}
+		for j, v := range x.videos {
+			p := "videos/" + v.f.name + "/"
+			sp := m.videos[j]
+			row[p+"chunk_index"], row[p+"file_index"] = int64(sp.chunk), int64(sp.file)
+			row[p+"from_timestamp"], row[p+"to_timestamp"] = sp.from, sp.to
 		}
 		for j, s := range m.stats {
 			var res map[string]any
