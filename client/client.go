@@ -178,7 +178,7 @@ func (c *Client) Record(ctx context.Context, ev events.Event) error {
 	if len(b)+32 > c.opts.maxMessage {
 		putBuf(bp)
 		sid, _ := ev.Header()
-		return fmt.Errorf("client: record %s of session %q: %d bytes, over the %d-byte message limit (WithMaxMessageBytes, the server's --max-message-bytes): %w",
+		return fmt.Errorf("client: record %s of session %q: %d bytes, over the %d-byte message limit (WithMaxMessageBytes, the server's --max-message): %w",
 			ev.Kind(), sid, len(b), c.opts.maxMessage, ErrEventTooLarge)
 	}
 	size := int64(cap(b))

@@ -27,7 +27,7 @@ var copyFlags copyOptions
 
 var cmdCopy = &Command{
 	Name:      "copy",
-	UsageLine: "copy SRC DST [--session S [--env R]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]]",
+	UsageLine: "copy SRC DST [--session ID [--env ENV]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]]",
 	Short:     "build a dataset: copy selected episodes into a new ROOT",
 	Long: `Copy builds a new ROOT, DST, from the recordings of the ROOT SRC: all of
 them, or those of one session id (--session, and --env for one run of it),
@@ -65,8 +65,8 @@ Example:
   rlrec verify splits/train`,
 	SetFlags: func(fs *flag.FlagSet) {
 		copyFlags = copyOptions{}
-		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session id `S` only")
-		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of env id `R` only")
+		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session `ID` only")
+		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of `ENV` only (an env id or component name)")
 		fs.StringVar(&copyFlags.where, "where", "", "copy the episodes that `FILTER` selects (see above)")
 		fs.Var(&copyFlags.layout, "layout", "steps layout of DST: episode (a partition per episode) or session (episodes packed per recording); default: SRC's")
 		fs.StringVar(&copyFlags.split, "split", "", "split the episodes into ROOTs DST/NAME by `FRACTIONS` such as train=0.9,val=0.1")

@@ -25,7 +25,7 @@ var demoFlags demoOptions
 var cmdDemo = &Command{
 	Records:   true,
 	Name:      "demo",
-	UsageLine: "demo [--out DIR] [--layout episode|session] [--seed X]",
+	UsageLine: "demo [-o DIR] [--layout episode|session] [--seed N]",
 	Short:     "record simulated sessions and show how to open them",
 	Long: `Demo runs four simulated rlmesh sessions at once into one recorder:
 cartpole and pick-place (84x84x3 camera images and a text instruction),
@@ -43,8 +43,9 @@ Example:
   rlrec demo --out /tmp/demo && rlrec demo --out /tmp/demo`,
 	SetFlags: func(fs *flag.FlagSet) {
 		demoFlags = demoOptions{}
-		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory `DIR`")
-		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed `X` of the simulated sessions")
+		demoFlags.out = "rlrec-demo"
+		outFlag(fs, &demoFlags.out, "the ROOT `DIR` to record into")
+		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed `N` of the simulated sessions")
 		bindLayout(fs, &demoFlags.layout)
 	},
 	Run: runDemo,
@@ -100,11 +101,11 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		episodes += s.Episodes
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "Recorded %d simulated sessions (%d episodes completed, %d lane-steps) into %s in %.1fs.\n\n",
-		len(sums), episodes, laneSteps, root, elapsed.Seconds())
+	fmt.Fprintf(w, "Recorded %s (%s completed, %s) into %s in %.1fs.\n\n",
+		count(len(sums), "simulated session"), count(episodes, "episode"), count(laneSteps, "lane-step"), root, elapsed.Seconds())
 	for i, s := range sums {
 		c := cfgs[i]
-		fmt.Fprintf(w, "  session %s  env %s  %-10s %2d lanes  autoreset %-9s  %d episodes completed\n", s.SessionID, s.EnvID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
+		fmt.Fprintf(w, "  session %s  env %s  %-10s %8s  autoreset %-9s  %s completed\n", s.SessionID, s.EnvID, c.Env, count(c.NumEnvs, "lane"), c.Autoreset, count(s.Episodes, "episode"))
 	}
 	fmt.Fprintln(w, "\n  Episodes still running when a session reached its episode count are recorded\n  too, with status \"incomplete\".")
 

@@ -128,15 +128,15 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "Wrote a LeRobot %s dataset to %s: %s, %s, %s, %d fps, %s.\n",
-		lerobot.CodebaseVersion, f.out, plural(sum.Episodes, "episode"), plural64(sum.Frames, "frame"),
-		plural(sum.Tasks, "task"), sum.FPS, plural(sum.DataFiles, "data file"))
+		lerobot.CodebaseVersion, f.out, count(sum.Episodes, "episode"), count(sum.Frames, "frame"),
+		count(sum.Tasks, "task"), sum.FPS, count(sum.DataFiles, "data file"))
 	if sum.Skipped > 0 {
-		fmt.Fprintf(env.Stdout, "Skipped %s with no observation or no action.\n", plural64(sum.Skipped, "step"))
+		fmt.Fprintf(env.Stdout, "Skipped %s with no observation or no action.\n", count(sum.Skipped, "step"))
 	}
 	if sum.Incomplete > 0 {
-		fmt.Fprintf(env.Stdout, "Left out %s that did not complete (--incomplete exports them).\n", plural(sum.Incomplete, "episode"))
+		fmt.Fprintf(env.Stdout, "Left out %s that did not complete (--incomplete exports them).\n", count(sum.Incomplete, "episode"))
 	}
 	fmt.Fprintf(env.Stderr, "export: %s, %s into %s (recorded times within %v of frame_index / fps)\n",
-		plural(sum.Episodes, "episode"), plural64(sum.Frames, "frame"), f.out, sum.MaxDrift)
+		count(sum.Episodes, "episode"), count(sum.Frames, "frame"), f.out, sum.MaxDrift)
 	return nil
 }

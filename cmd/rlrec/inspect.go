@@ -35,7 +35,7 @@ var inspectFlags inspectOptions
 
 var cmdInspect = &Command{
 	Name:      "inspect",
-	UsageLine: "inspect ROOT [--session S [--env R]] [--episode E] [--json]",
+	UsageLine: "inspect ROOT [--session ID [--env ENV]] [--episode RECORD_ID] [--json]",
 	Short:     "summarise the sessions, episodes, spaces and files of a ROOT",
 	Long: `Inspect summarises a ROOT: its tables (files and bytes), its sessions
 (status, environment, episodes, steps, reward, dropped steps and the input
@@ -98,9 +98,9 @@ Example:
 // bindInspectFlags registers the flags with f's current values as
 // defaults.
 func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
-	fs.StringVar(&f.session, "session", f.session, "show session `S`'s spaces and episodes")
-	fs.StringVar(&f.env, "env", f.env, "with --session: the env id `R` of the recording, when the session id names several")
-	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `E`")
+	fs.StringVar(&f.session, "session", f.session, "show the spaces and episodes of session `ID`")
+	fs.StringVar(&f.env, "env", f.env, "with --session: the recording of `ENV` (an env id or component name), when the session id names several")
+	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `RECORD_ID`")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
 }
 
@@ -247,7 +247,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 	}
 	recs := d.Recordings()
 	if f.session != "" {
-		rec, err := d.Lookup(f.session, f.env)
+		rec, err := lookupRecording(d, f.session, f.env)
 		if err != nil {
 			return nil, err
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 )
 
 // outFlag defines the output flag of a command that writes: -o and --out
@@ -45,15 +44,4 @@ func checkNewFile(path string, force bool) error {
 		return nil
 	}
 	return fmt.Errorf("%s exists; give --force to replace it, or choose another file", path)
-}
-
-// plural spells a count with its noun: "1 episode", "2 episodes".
-func plural(n int, noun string) string { return plural64(int64(n), noun) }
-
-func plural64(n int64, noun string) string {
-	s := strconv.FormatInt(n, 10) + " " + noun
-	if n != 1 {
-		s += "s"
-	}
-	return s
 }

@@ -22,6 +22,7 @@ import (
 
 // replayOptions are the replay command's flags.
 type replayOptions struct {
+	force   bool
 	session string
 	env     string
 	episode string
@@ -33,7 +34,7 @@ var replayFlags replayOptions
 
 var cmdReplay = &Command{
 	Name:      "replay",
-	UsageLine: "replay ROOT --session S [--env R] [--episode E] [--format jsonl|events|arrow] [-o FILE]",
+	UsageLine: "replay ROOT --session ID [--env ENV] [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]]",
 	Short:     "stream a session's steps decoded, as events, or as Arrow",
 	Long: `Replay reads the steps of one session (or of one episode with --episode),
 in episode record id order and step order within each episode, and writes
@@ -80,11 +81,12 @@ Example:
 
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
-	fs.StringVar(&f.session, "session", f.session, "session id `S` (required)")
-	fs.StringVar(&f.env, "env", f.env, "env id `R` of the recording, when the session id names several (rlmesh's local runner reuses session ids)")
-	fs.StringVar(&f.episode, "episode", f.episode, "episode record id `E` (default: every episode of the session)")
+	fs.StringVar(&f.session, "session", f.session, "the recordings of session `ID` (required)")
+	fs.StringVar(&f.env, "env", f.env, "the recording of `ENV` (an env id or component name), when the session id names several (rlmesh's local runner reuses session ids)")
+	fs.StringVar(&f.episode, "episode", f.episode, "the episode of record id `RECORD_ID` (default: every episode of the session)")
 	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
-	fs.StringVar(&f.out, "o", f.out, "output `FILE` (default: standard output)")
+	outFlag(fs, &f.out, "output `FILE` (default: standard output)")
+	fs.BoolVar(&f.force, "force", f.force, "replace the output file when it exists")
 }
 
 func runReplay(ctx context.Context, env *Env, args []string) error {
@@ -107,6 +109,9 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if f.format != "jsonl" && (f.out == "" || f.out == "-") && env.StdoutTerminal {
 		return refuseTerminal("--format " + f.format)
 	}
+	if err := checkNewFile(f.out, f.force); err != nil {
+		return err
+	}
 	if err := checkRoot(args[0]); err != nil {
 		return err
 	}
@@ -115,7 +120,7 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	rec, err := d.Lookup(f.session, f.env)
+	rec, err := lookupRecording(d, f.session, f.env)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ func openRecorder(root string, opts ...recorder.Option) (*recorder.Recorder, err
 
 // openRecordings opens the ROOT root and selects its recordings: all of
 // them, a session id's (several runs may share one), or one with env
-// too. A ROOT without a recording, or a session or env not in it, is an
+// too (an env id or component name, see lookupRecording). A ROOT without a recording, or a session or env not in it, is an
 // error saying what to do. The caller closes the Dataset.
 func openRecordings(root, session, env string) (*dataset.Dataset, []dataset.Recording, error) {
 	if err := checkRoot(root); err != nil {
@@ -84,14 +84,14 @@ func openRecordings(root, session, env string) (*dataset.Dataset, []dataset.Reco
 	recs := d.Recordings()
 	if session != "" {
 		if env != "" {
-			rec, err := d.Lookup(session, env)
+			rec, err := lookupRecording(d, session, env)
 			if err != nil {
 				d.Close()
 				return nil, nil, err
 			}
 			recs = []dataset.Recording{rec}
 		} else if recs = d.Find(session, ""); len(recs) == 0 {
-			_, err := d.Lookup(session, "")
+			_, err := lookupRecording(d, session, "")
 			d.Close()
 			return nil, nil, err
 		}

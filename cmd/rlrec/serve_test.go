@@ -147,7 +147,7 @@ func TestServeRefuses(t *testing.T) {
 		{"missing token file", []string{"--token-file", filepath.Join(dir, "none")}, 1, "read token file"},
 		{"cert without key", []string{"--tls-cert", empty}, 2, "go together"},
 		{"unreadable cert", []string{"--tls-cert", empty, "--tls-key", empty}, 1, "load --tls-cert"},
-		{"small messages", []string{"--max-message-bytes", "100"}, 2, "at least 65536"},
+		{"small messages", []string{"--max-message", "100"}, 2, "at least 65536"},
 		{"argument", []string{"extra"}, 2, "unexpected argument"},
 	}
 	for _, tc := range tests {
