@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/rlrec/rlrec/dataset"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -53,7 +54,7 @@ steps of the episodes left out as dropped steps.
 
 --split train=0.9,val=0.1 splits the selected episodes: each split is a ROOT
 of its own, DST/train and DST/val. An episode's split depends only on --seed
-(default 0) and its session id, env id and episode record id (a SHA-256;
+(default 1) and its session id, env id and episode record id (a SHA-256;
 see the README), so it never changes when more is recorded.
 
 Example:
@@ -70,7 +71,8 @@ Example:
 		fs.StringVar(&copyFlags.where, "where", "", "copy the episodes that `FILTER` selects (see above)")
 		fs.Var(&copyFlags.layout, "layout", "steps layout of DST: episode (a partition per episode) or session (episodes packed per recording); default: SRC's")
 		fs.StringVar(&copyFlags.split, "split", "", "split the episodes into ROOTs DST/NAME by `FRACTIONS` such as train=0.9,val=0.1")
-		fs.Func("seed", "the seed `N` of --split (default 0)", func(s string) error {
+		copyFlags.seed = 1
+		fs.Func("seed", "the seed `N` of --split (default 1, as demo's and simulate's)", func(s string) error {
 			var v uint64
 			if _, err := fmt.Sscan(s, &v); err != nil {
 				return fmt.Errorf("want a non-negative integer")
@@ -112,6 +114,19 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	}
 	if err := checkRoot(src); err != nil {
 		return err
+	}
+	if f.env != "" {
+		// --env may be a component name: copy selects by env id.
+		d, err := dataset.Open(src)
+		if err != nil {
+			return err
+		}
+		rec, err := lookupRecording(d, f.session, f.env)
+		d.Close()
+		if err != nil {
+			return err
+		}
+		opts.Env = rec.EnvID
 	}
 	if env.IsTerminal {
 		var bar *progressbar.ProgressBar

@@ -357,13 +357,17 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 	tw.Flush()
 	fmt.Fprintf(w, "\n")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "SESSION\tSTATUS\tENV\tEPISODES\tINCOMPLETE\tSTEPS\tDROPPED\tREWARD\tMEAN RETURN\tPROBLEMS\n")
+	fmt.Fprintf(tw, "SESSION\tSTATUS\tENV\tNAME\tEPISODES\tINCOMPLETE\tSTEPS\tDROPPED\tREWARD\tMEAN RETURN\tPROBLEMS\n")
 	for _, s := range rep.Sessions {
 		mean := "-"
 		if s.MeanReturn != nil {
 			mean = fmtFloat(*s.MeanReturn)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", s.SessionID, s.Status, s.EnvID,
+		name := "-"
+		if s.EnvComponentID != "" {
+			name = componentName(s.EnvComponentID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", s.SessionID, s.Status, s.EnvID, name,
 			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(s.RewardSum), mean, s.Problems)
 	}
 	tw.Flush()
