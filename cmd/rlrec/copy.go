@@ -15,20 +15,21 @@ import (
 
 // copyOptions are the copy command's flags.
 type copyOptions struct {
-	session string
-	env     string
-	where   string
-	layout  layoutValue
-	split   string
-	seed    uint64
-	seedSet bool
+	published bool
+	session   string
+	env       string
+	where     string
+	layout    layoutValue
+	split     string
+	seed      uint64
+	seedSet   bool
 }
 
 var copyFlags copyOptions
 
 var cmdCopy = &Command{
 	Name:      "copy",
-	UsageLine: "copy SRC DST [--session ID [--env ENV]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]]",
+	UsageLine: "copy SRC DST [--session ID [--env ENV]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]] [--published]",
 	Short:     "build a dataset: copy selected episodes into a new ROOT",
 	Long: `Copy builds a new ROOT, DST, from the recordings of the ROOT SRC: all of
 them, or those of one session id (--session, and --env for one run of it),
@@ -68,6 +69,7 @@ Example:
 		copyFlags = copyOptions{}
 		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session `ID` only")
 		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of `ENV` only (an env id or component name)")
+		publishedFlag(fs, &copyFlags.published)
 		fs.StringVar(&copyFlags.where, "where", "", "copy the episodes that `FILTER` selects (see above)")
 		fs.Var(&copyFlags.layout, "layout", "steps layout of DST: episode (a partition per episode) or session (episodes packed per recording); default: SRC's")
 		fs.StringVar(&copyFlags.split, "split", "", "split the episodes into ROOTs DST/NAME by `FRACTIONS` such as train=0.9,val=0.1")
@@ -113,6 +115,9 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 		opts.Splits = s
 	}
 	if err := checkRoot(src); err != nil {
+		return err
+	}
+	if err := checkRecovered(src, f.published); err != nil {
 		return err
 	}
 	if f.env != "" {

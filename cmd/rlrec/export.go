@@ -11,6 +11,7 @@ import (
 
 // exportOptions are the export command's flags.
 type exportOptions struct {
+	published  bool
 	format     string
 	out        string
 	session    string
@@ -25,7 +26,7 @@ var exportFlags exportOptions
 
 var cmdExport = &Command{
 	Name:      "export",
-	UsageLine: "export ROOT --format lerobot -o DIR [--session ID [--env ENV]] [--fps N] [--incomplete] [--video] [--force]",
+	UsageLine: "export ROOT --format lerobot -o DIR [--session ID [--env ENV]] [--fps N] [--incomplete] [--video] [--force] [--published]",
 	Short:     "write recordings as a LeRobot v3.0 dataset",
 	Long: `Export writes the recordings of ROOT (all of them, or those of --session,
 narrowed by --env) as a LeRobot dataset in the v3.0 layout into DIR, which
@@ -71,6 +72,7 @@ Example:
 		fs.BoolVar(&exportFlags.incomplete, "incomplete", false, "also export episodes that did not complete")
 		fs.IntVar(&exportFlags.fps, "fps", 0, "the frame rate, `N` frames per second (default: from the recorded step times)")
 		fs.BoolVar(&exportFlags.force, "force", false, "replace DIR when it exists and is not empty")
+		publishedFlag(fs, &exportFlags.published)
 		fs.BoolVar(&exportFlags.video, "video", false, "encode RGB camera images as MP4 videos with ffmpeg")
 	},
 	Run: runExport,
@@ -98,7 +100,7 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 		return usagef("--fps %d: want a positive whole number", f.fps)
 	}
 	root := args[0]
-	d, recs, err := openRecordings(root, f.session, f.env)
+	d, recs, err := openRecordings(root, f.session, f.env, f.published)
 	if err != nil {
 		return err
 	}

@@ -25,17 +25,18 @@ import (
 
 // inspectOptions are the inspect command's flags.
 type inspectOptions struct {
-	session string
-	env     string
-	episode string
-	json    bool
+	published bool
+	session   string
+	env       string
+	episode   string
+	json      bool
 }
 
 var inspectFlags inspectOptions
 
 var cmdInspect = &Command{
 	Name:      "inspect",
-	UsageLine: "inspect ROOT [--session ID [--env ENV]] [--episode RECORD_ID] [--json]",
+	UsageLine: "inspect ROOT [--session ID [--env ENV]] [--episode RECORD_ID] [--json] [--published]",
 	Short:     "summarise the sessions, episodes, spaces and files of a ROOT",
 	Long: `Inspect summarises a ROOT: its tables (files and bytes), its sessions
 (status, environment, episodes, steps, reward, dropped steps and the input
@@ -48,9 +49,12 @@ session shows a sparkline of its episode returns, as wide as the terminal.
 Under "problems" it lists what needs doing: input problems, failed,
 crashed or open sessions, stray files, and a ROOT whose recorder crashed
 (records left in its log under _rlrec/log: run 'rlrec recover ROOT').
-Under "notes" it explains what is as expected, such as the incomplete
-episodes of a session that ended by reaching its episode count (episodes
-still running on other lanes then).
+Such a ROOT makes inspect, like every command that reads a ROOT (replay,
+stats, export, copy), exit 1 after saying so, unless --published: then it
+reads what the files hold now. Sessions a recovery has finished are not
+said to need it again. Under "notes" it explains what is as expected, such
+as the incomplete episodes of a session that ended by reaching its episode
+count (episodes still running on other lanes then).
 
 --json prints the same as one JSON object with fixed field names, sorted
 sessions and episodes, and null for values the tables hold as null:
@@ -102,6 +106,7 @@ func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
 	fs.StringVar(&f.env, "env", f.env, "with --session: the recording of `ENV` (an env id or component name), when the session id names several")
 	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `RECORD_ID`")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
+	publishedFlag(fs, &f.published)
 }
 
 // inspectReport is the --json output. Field names are the documented
@@ -215,11 +220,14 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 		if err := enc.Encode(rep); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-		return nil
+	} else if err := printInspect(env.Stdout, rep, f, inspectDisplay{sparklines: env.StdoutTerminal, width: env.Width}); err != nil {
+		// Sparklines are for a person at the terminal that stdout is:
+		// not for a file or a pipe, whatever stderr is.
+		return err
 	}
-	// Sparklines are for a person at the terminal that stdout is: not
-	// for a file or a pipe, whatever stderr is.
-	return printInspect(env.Stdout, rep, f, inspectDisplay{sparklines: env.StdoutTerminal, width: env.Width})
+	// The report shows what the files hold; the exit status says they
+	// lack what recovery would add, as every read command does.
+	return checkRecovered(args[0], f.published)
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -469,12 +477,22 @@ func inspectFindings(rep *inspectReport) (problems, notes []string) {
 			if s.Status == schema.SessionOpen {
 				what = "open: the recorder closed before the session ended"
 			}
-			problems = append(problems, fmt.Sprintf("%s: %s%s, with %s; %s to be sure its log is written out (it says so when there is nothing left), then 'rlrec verify %s'",
-				name, what, reason, count(int(s.EpisodesIncomplete), "incomplete episode"), recoverCmd, rep.Root))
+			if rep.NeedsRecovery || rep.RecorderWriting {
+				problems = append(problems, fmt.Sprintf("%s: %s%s, with %s; %s to write out what its log holds, then 'rlrec verify %s'",
+					name, what, reason, count(int(s.EpisodesIncomplete), "incomplete episode"), recoverCmd, rep.Root))
+				break
+			}
+			// The log holds nothing more: recovery has written out
+			// all there was, and the incomplete episodes are final.
+			notes = append(notes, fmt.Sprintf("%s: %s%s; recovered: its %s as the log had them",
+				name, what, reason, count(int(s.EpisodesIncomplete), "incomplete episode")+" "+isAre(int64(s.EpisodesIncomplete))+" recorded"))
 		default:
 			fix := "its recorder may not have closed; " + recoverCmd
-			if rep.RecorderWriting {
+			switch {
+			case rep.RecorderWriting:
 				fix = "a recorder is still writing it"
+			case !rep.NeedsRecovery:
+				fix = "its recorder did not close, and the log holds nothing more of it: recovery cannot add its row"
 			}
 			problems = append(problems, fmt.Sprintf("%s: no sessions row (%s)", name, fix))
 		}

@@ -22,19 +22,20 @@ import (
 
 // replayOptions are the replay command's flags.
 type replayOptions struct {
-	force   bool
-	session string
-	env     string
-	episode string
-	format  string
-	out     string
+	published bool
+	force     bool
+	session   string
+	env       string
+	episode   string
+	format    string
+	out       string
 }
 
 var replayFlags replayOptions
 
 var cmdReplay = &Command{
 	Name:      "replay",
-	UsageLine: "replay ROOT --session ID [--env ENV] [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]]",
+	UsageLine: "replay ROOT --session ID [--env ENV] [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]] [--published]",
 	Short:     "stream a session's steps decoded, as events, or as Arrow",
 	Long: `Replay reads the steps of one session (or of one episode with --episode),
 in episode record id order and step order within each episode, and writes
@@ -86,6 +87,7 @@ func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
 	fs.StringVar(&f.episode, "episode", f.episode, "the episode of record id `RECORD_ID` (default: every episode of the session)")
 	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
 	outFlag(fs, &f.out, "output `FILE` (default: standard output)")
+	publishedFlag(fs, &f.published)
 	fs.BoolVar(&f.force, "force", f.force, "replace the output file when it exists")
 }
 
@@ -113,6 +115,9 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	if err := checkRoot(args[0]); err != nil {
+		return err
+	}
+	if err := checkRecovered(args[0], f.published); err != nil {
 		return err
 	}
 	d, err := dataset.Open(args[0])

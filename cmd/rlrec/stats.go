@@ -14,18 +14,19 @@ import (
 
 // statsOptions are the stats command's flags.
 type statsOptions struct {
-	force   bool
-	session string
-	env     string
-	json    bool
-	out     string
+	published bool
+	force     bool
+	session   string
+	env       string
+	json      bool
+	out       string
 }
 
 var statsFlags statsOptions
 
 var cmdStats = &Command{
 	Name:      "stats",
-	UsageLine: "stats ROOT [--session ID [--env ENV]] [--json] [-o FILE.parquet [--force]]",
+	UsageLine: "stats ROOT [--session ID [--env ENV]] [--json] [-o FILE.parquet [--force]] [--published]",
 	Short:     "per-feature statistics of the steps: the normalisation input",
 	Long: `Stats computes statistics of every numeric feature of the steps table:
 reward and each observation and action leaf that has a numeric typed column
@@ -64,6 +65,7 @@ Example:
 		fs.BoolVar(&statsFlags.json, "json", false, "write JSON instead of tables")
 		outFlag(fs, &statsFlags.out, "also write the statistics as a Parquet table to `FILE`")
 		forceFlag(fs, &statsFlags.force)
+		publishedFlag(fs, &statsFlags.published)
 	},
 	Run: runStats,
 }
@@ -86,7 +88,7 @@ func runStats(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	root := args[0]
-	d, recs, err := openRecordings(root, f.session, f.env)
+	d, recs, err := openRecordings(root, f.session, f.env, f.published)
 	if err != nil {
 		return err
 	}
