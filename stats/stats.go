@@ -250,13 +250,22 @@ type recordingAcc struct {
 // equal spaces, in the order of recs (groups in the order of their first
 // recording).
 func Compute(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording) (*Result, error) {
+	return ComputeProgress(ctx, d, recs, nil)
+}
+
+// ComputeProgress is Compute calling progress, when not nil, after each
+// recording read, with the recordings done and their total.
+func ComputeProgress(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, progress func(done, total int)) (*Result, error) {
 	var accs []*recordingAcc
-	for _, rec := range recs {
+	for i, rec := range recs {
 		ra, err := computeRecording(ctx, d, rec)
 		if err != nil {
 			return nil, err
 		}
 		accs = append(accs, ra)
+		if progress != nil {
+			progress(i+1, len(recs))
+		}
 	}
 	res := &Result{}
 	// The groups first: merging copies the values, summary sorts them.

@@ -8,7 +8,8 @@ import (
 )
 
 // TestOutputFlags: every command that writes a file takes -o and --out
-// alike, and refuses an existing file unless --force.
+// alike, refuses an existing file unless --force, and ends with a
+// one-line summary on stderr.
 func TestOutputFlags(t *testing.T) {
 	dir := t.TempDir()
 	existing := func(name string) string {
@@ -19,19 +20,20 @@ func TestOutputFlags(t *testing.T) {
 		return p
 	}
 	for _, tc := range []struct {
-		name string
-		args func(out string) []string
-		file string
+		name    string
+		args    func(out string) []string
+		file    string
+		summary string // the final line on stderr
 	}{
 		{"replay", func(out string) []string {
 			return []string{"replay", goldenRoot, "--session", "golden-cartpole", "--format", "arrow"}
-		}, "replay.arrow"},
+		}, "replay.arrow", "replay: wrote "},
 		{"simulate", func(out string) []string {
 			return []string{"simulate", "--episodes", "1", "--envs", "1", "--reproducible"}
-		}, "sim.pb"},
+		}, "sim.pb", "simulated 1 session of cartpole"},
 		{"stats", func(out string) []string {
 			return []string{"stats", goldenRoot, "--session", "golden-cartpole"}
-		}, "stats.parquet"},
+		}, "stats.parquet", "stats: 1 recording of "},
 	} {
 		for _, spelling := range []string{"-o", "--out"} {
 			t.Run(tc.name+" "+spelling, func(t *testing.T) {
@@ -47,6 +49,9 @@ func TestOutputFlags(t *testing.T) {
 				code, _, errOut = runCmd(t, append(args, "--force")...)
 				if code != 0 {
 					t.Fatalf("--force: exit %d: %s", code, errOut)
+				}
+				if !strings.Contains(errOut, tc.summary) {
+					t.Errorf("stderr lacks the summary %q: %q", tc.summary, errOut)
 				}
 				if b, _ := os.ReadFile(out); string(b) == "keep me" || len(b) == 0 {
 					t.Errorf("--force did not replace the file")

@@ -162,8 +162,40 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		_, err = write(env.Stdout)
 		return err
 	}
-	_, err = writeFileAtomic(vfs.OS(), f.out, write)
-	return err
+	bar := bytesProgress(env, -1, "writing "+f.out)
+	var n countingWriter
+	_, err = writeFileAtomic(vfs.OS(), f.out, func(w io.Writer) (struct{}, error) {
+		n.w = w
+		if bar != nil {
+			n.bar = bar
+		}
+		return write(&n)
+	})
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "replay: wrote %s of %s (%s) to %s\n", humanBytes(n.n), rec, count(len(rids), "episode"), f.out)
+	return nil
+}
+
+// countingWriter counts the bytes written through it and shows them on a
+// progress display when there is one.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	bar interface{ Add64(int64) error }
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	if c.bar != nil {
+		c.bar.Add64(int64(k))
+	}
+	return k, err
 }
 
 // replayJSONL writes one JSON line per step.

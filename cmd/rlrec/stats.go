@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/stats"
@@ -93,10 +94,22 @@ func runStats(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	res, err := stats.Compute(ctx, d, recs)
+	start := time.Now()
+	bar := countProgress(env, len(recs), "reading "+root, "recordings")
+	res, err := stats.ComputeProgress(ctx, d, recs, func(done, _ int) {
+		if bar != nil {
+			bar.Set(done)
+		}
+	})
+	if bar != nil {
+		bar.Finish()
+	}
 	if err != nil {
 		return err
 	}
+	defer func() {
+		fmt.Fprintf(env.Stderr, "stats: %s of %s in %.1fs\n", count(len(recs), "recording"), root, time.Since(start).Seconds())
+	}()
 	if f.out != "" {
 		if _, err := writeFileAtomic(vfs.OS(), f.out, func(w io.Writer) (struct{}, error) {
 			bw := bufio.NewWriterSize(w, 1<<20)
