@@ -110,6 +110,20 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
+	// Bind both addresses before the recorder creates ROOT: a port in
+	// use leaves nothing behind.
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; choose another --listen ADDR or stop what uses it", f.listen, err)
+	}
+	defer lis.Close()
+	var ml net.Listener
+	if f.metrics != "" {
+		if ml, err = net.Listen("tcp", f.metrics); err != nil {
+			return fmt.Errorf("listen on --metrics-listen %s: %w; choose another address, or --metrics-listen '' for none", f.metrics, err)
+		}
+		defer ml.Close()
+	}
 	rec, err := recorder.Open(f.out, recorder.WithResume(true), recorder.WithLogger(env.Logger))
 	if err != nil {
 		return err
@@ -122,12 +136,6 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		rec.Close(context.Background())
 		return err
 	}
-	lis, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		srv.Close()
-		rec.Close(context.Background())
-		return fmt.Errorf("listen on %s: %w", f.listen, err)
-	}
 	opts := srv.ServerOptions()
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
@@ -139,14 +147,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 
 	var hs *http.Server
 	metricsAt := ""
-	if f.metrics != "" {
-		ml, err := net.Listen("tcp", f.metrics)
-		if err != nil {
-			gs.Stop()
-			srv.Close()
-			rec.Close(context.Background())
-			return fmt.Errorf("listen on --metrics-listen %s: %w", f.metrics, err)
-		}
+	if ml != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", srv.Metrics())
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
