@@ -90,9 +90,9 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		recs = d.Find(opts.Session, opts.Env)
 		if len(recs) == 0 {
 			if opts.Env != "" {
-				return nil, fmt.Errorf("session %q env %q: %w in %s; run 'rlrec inspect %s' for the list", opts.Session, opts.Env, dataset.ErrNotFound, src, src)
+				return nil, fmt.Errorf("session %q env %q: %w in %s", opts.Session, opts.Env, dataset.ErrNotFound, src)
 			}
-			return nil, fmt.Errorf("session %q: %w in %s; run 'rlrec inspect %s' for the list", opts.Session, dataset.ErrNotFound, src, src)
+			return nil, fmt.Errorf("session %q: %w in %s", opts.Session, dataset.ErrNotFound, src)
 		}
 	} else if opts.Env != "" {
 		return nil, fmt.Errorf("an env id needs its session id: give the session too")
@@ -120,7 +120,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 			return nil, err
 		}
 		if s.Row() == nil {
-			return nil, fmt.Errorf("%s has no sessions row in %s (it was open or crashed): run 'rlrec recover %s' first, or leave it out with --session", rec, src, src)
+			return nil, fmt.Errorf("%s: %w in %s (it was open or crashed): recover the ROOT first, or leave the recording out (Options.Session)", rec, dataset.ErrNoSessionRow, src)
 		}
 		eps, err := d.Episodes(rec)
 		if err != nil {

@@ -386,7 +386,7 @@ func computeRecording(ctx context.Context, d *dataset.Dataset, rec dataset.Recor
 				for _, fa := range side.feats {
 					if fa.index >= len(leaves) || int64(len(leaves[fa.index])) != fa.stride {
 						st.Close()
-						return nil, fmt.Errorf("%s row %d: leaf %s does not fit the recording's space; run 'rlrec verify' on the ROOT", st.Path(), st.Row(), fa.name)
+						return nil, &dataset.FileError{Path: st.Path(), Row: st.Row(), Err: fmt.Errorf("%w: leaf %s does not fit the recording's space", dataset.ErrSpace, fa.name)}
 					}
 					if buf, err = fa.values(buf[:0], leaves[fa.index]); err != nil {
 						st.Close()
@@ -455,7 +455,7 @@ func binaryColumns(path string) (map[string]bool, error) {
 	}
 	pf, err := parquet.OpenFile(f, info.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable Parquet file (%w); run 'rlrec verify' on the ROOT", path, err)
+		return nil, &dataset.FileError{Path: path, Row: -1, Err: fmt.Errorf("not a readable Parquet file: %w", err)}
 	}
 	out := map[string]bool{}
 	for _, fld := range pf.Schema().Fields() {
