@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -141,12 +142,18 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(w, "\n  %s held earlier recordings too; the queries below read them all.\n", root)
 	}
 	// Steps files of different spaces have different typed columns, so
-	// the steps query reads one session; the episodes table is the same
-	// everywhere.
-	episodesSrc := fmt.Sprintf("read_parquet('%s/episodes/**/*.parquet', hive_partitioning=true)", root)
+	// the typed steps query reads one recording, and the one over every
+	// recording's steps reads the fixed columns by name; the episodes
+	// table is the same everywhere. hive_types_autocast=false keeps the
+	// ids strings as written (DuckDB would read an id 007 as 7).
+	episodesSrc := fmt.Sprintf("read_parquet('%s/episodes/**/*.parquet', hive_partitioning=true, hive_types_autocast=false)", root)
 	fmt.Fprintf(w, "\nOpen it in DuckDB:\n\n")
 	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, env_id, status, count(*) AS episodes, avg(cumulative_reward) AS mean_return FROM %s GROUP BY ALL ORDER BY ALL\"\n", episodesSrc)
-	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/env_id=%s/**/*.parquet', hive_partitioning=true) ORDER BY ALL LIMIT 10\"\n", root, sums[0].SessionID, sums[0].EnvID)
+	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, env_id, count(*) AS steps, sum(reward) AS reward FROM read_parquet('%s/steps/**/*.parquet', hive_partitioning=true, hive_types_autocast=false, union_by_name=true) GROUP BY ALL ORDER BY ALL\"\n", root)
+	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/env_id=%s/**/*.parquet', hive_partitioning=true, hive_types_autocast=false) ORDER BY ALL LIMIT 10\"\n", root, hive.EncodeValue(sums[0].SessionID), hive.EncodeValue(sums[0].EnvID))
+	fmt.Fprintf(w, "\n  The steps of cartpole and pick-place have different typed columns (observation,\n"+
+		"  action), so a query of typed columns reads one recording's steps; a query of\n"+
+		"  every recording's steps reads the fixed columns (union_by_name=true).\n")
 	fmt.Fprintf(w, "\n  No duckdb command? 'pip install duckdb' installs DuckDB for Python (run the\n"+
 		"  same SQL as python3 -c \"import duckdb; duckdb.sql('SELECT ...').show()\"), and\n"+
 		"  the DuckDB CLI is a single binary from the installation page of duckdb.org.\n")
