@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/rlrec/rlrec/dataset"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -135,16 +136,17 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	}
 	if env.IsTerminal {
 		var bar *progressbar.ProgressBar
-		opts.Progress = func(done, total int) {
+		opts.StepsProgress = func(done, total int64) {
 			if bar == nil {
-				bar = countProgress(env, total, "copying "+src, "recordings")
+				bar = countProgress(env, int(total), "copying "+src, "steps")
 			}
-			_ = bar.Set(done)
+			_ = bar.Set64(done)
 			if done == total {
 				_ = bar.Finish()
 			}
 		}
 	}
+	start := time.Now()
 	rep, err := curate.Copy(ctx, src, dst, opts)
 	if err != nil {
 		return err
@@ -168,5 +170,10 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	} else {
 		fmt.Fprintf(env.Stdout, "Each split is a ROOT of its own: rlrec verify %s\n", rep.Targets[0].Root)
 	}
+	var steps int64
+	for _, t := range rep.Targets {
+		steps += t.Steps
+	}
+	fmt.Fprintf(env.Stderr, "copy: %s from %s into %s in %.1fs\n", count(steps, "step"), src, dst, time.Since(start).Seconds())
 	return nil
 }
