@@ -556,24 +556,42 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// pngEncoder encodes HxWxC uint8 pixels as PNG.
+// pngEncoder encodes HxWxC uint8 pixels as PNG (lossless, at zlib's
+// fastest level), reusing its image and the encoder's zlib state from
+// frame to frame: a new zlib writer per frame allocated about 1 MB.
 type pngEncoder struct {
-	enc png.Encoder
-	buf bytes.Buffer
+	enc  png.Encoder
+	pool pngPool
+	buf  bytes.Buffer
+	gray *image.Gray
+	rgba *image.NRGBA
 }
 
+// pngPool keeps the one png.EncoderBuffer an encoder reuses.
+type pngPool struct{ b *png.EncoderBuffer }
+
+func (p *pngPool) Get() *png.EncoderBuffer  { return p.b }
+func (p *pngPool) Put(b *png.EncoderBuffer) { p.b = b }
+
 func (e *pngEncoder) encode(pix []byte, h, w, c int) ([]byte, error) {
+	e.enc.CompressionLevel, e.enc.BufferPool = png.BestSpeed, &e.pool
 	var img image.Image
+	r := image.Rect(0, 0, w, h)
 	if c == 1 {
-		g := image.NewGray(image.Rect(0, 0, w, h))
-		copy(g.Pix, pix)
-		img = g
-	} else {
-		rgba := image.NewNRGBA(image.Rect(0, 0, w, h))
-		for i := range h * w {
-			rgba.Pix[4*i], rgba.Pix[4*i+1], rgba.Pix[4*i+2], rgba.Pix[4*i+3] = pix[3*i], pix[3*i+1], pix[3*i+2], 255
+		if e.gray == nil || e.gray.Rect != r {
+			e.gray = image.NewGray(r)
 		}
-		img = rgba
+		copy(e.gray.Pix, pix)
+		img = e.gray
+	} else {
+		if e.rgba == nil || e.rgba.Rect != r {
+			e.rgba = image.NewNRGBA(r)
+		}
+		p := e.rgba.Pix
+		for i := range h * w {
+			p[4*i], p[4*i+1], p[4*i+2], p[4*i+3] = pix[3*i], pix[3*i+1], pix[3*i+2], 255
+		}
+		img = e.rgba
 	}
 	e.buf.Reset()
 	if err := e.enc.Encode(&e.buf, img); err != nil {

@@ -25,7 +25,7 @@ import (
 )
 
 // record records a ROOT of the given configs.
-func record(t *testing.T, cfgs ...sim.Config) string {
+func record(t testing.TB, cfgs ...sim.Config) string {
 	t.Helper()
 	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range cfgs {
