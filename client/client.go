@@ -145,7 +145,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		}
 		if !cc.WaitForStateChange(ctx, st) {
 			cc.Close()
-			return nil, fmt.Errorf("client: dial %s: no connection (last state %v): %w; is rlrec serve listening there, and does it serve TLS (then dial WithTLS)?", addr, st, ctx.Err())
+			return nil, fmt.Errorf("client: dial %s: no connection (last state %v): %w; is the server listening there, and does it serve TLS (then dial WithTLS)?", addr, st, ctx.Err())
 		}
 	}
 	c := &Client{
@@ -178,7 +178,7 @@ func (c *Client) Record(ctx context.Context, ev events.Event) error {
 	if len(b)+32 > c.opts.maxMessage {
 		putBuf(bp)
 		sid, _ := ev.Header()
-		return fmt.Errorf("client: record %s of session %q: %d bytes, over the %d-byte message limit (WithMaxMessageBytes, the server's --max-message-bytes): %w",
+		return fmt.Errorf("client: record %s of session %q: %d bytes, over the %d-byte message limit (WithMaxMessageBytes, the server's --max-message): %w",
 			ev.Kind(), sid, len(b), c.opts.maxMessage, ErrEventTooLarge)
 	}
 	size := int64(cap(b))
@@ -330,13 +330,13 @@ func (c *Client) run() {
 			close(c.changed)
 			c.changed = make(chan struct{})
 			c.mu.Unlock()
-			c.opts.logger.Error("rlrec serve refused the token; the client stops", "addr", c.addr, "err", err)
+			c.opts.logger.Error("the server refused the token; the client stops", "addr", c.addr, "err", err)
 			return
 		}
 		if c.Stats().Acked > before {
 			delay = c.opts.minBackoff
 		}
-		c.opts.logger.Warn("stream to rlrec serve broke; reconnecting and resending what is unacknowledged", "addr", c.addr, "err", err, "retry_in", delay)
+		c.opts.logger.Warn("stream to the server broke; reconnecting and resending what is unacknowledged", "addr", c.addr, "err", err, "retry_in", delay)
 		// Full jitter keeps many clients of a restarted server apart.
 		wait := delay/2 + rand.N(delay/2+1)
 		select {
@@ -468,7 +468,7 @@ func (c *Client) takeAcks(s ingestv1.Ingest_RecordClient) error {
 		c.changed = make(chan struct{})
 		c.mu.Unlock()
 		for _, r := range resp.GetRefused() {
-			c.opts.logger.Warn("rlrec serve refused an event", "session", r.GetSessionId(), "env", r.GetEnvId(),
+			c.opts.logger.Warn("the server refused an event", "session", r.GetSessionId(), "env", r.GetEnvId(),
 				"sequence", r.GetSequence(), "reason", r.GetReason().String(), "err", r.GetMessage())
 		}
 	}

@@ -63,7 +63,7 @@ func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 func WithMaxUnacked(bytes int64) Option { return func(o *options) { o.maxUnacked = bytes } }
 
 // WithMaxMessageBytes sets the largest message sent, which must not exceed
-// the server's --max-message-bytes (default 64 MiB, the server's default).
+// the server's --max-message (default 64 MiB, the server's default).
 func WithMaxMessageBytes(bytes int) Option { return func(o *options) { o.maxMessage = bytes } }
 
 // WithBatchBytes sets how many bytes of events one message gathers at

@@ -42,7 +42,7 @@ func probe(ctx context.Context, addr string, cfg *tls.Config) error {
 		// server speaks TLS, and sends nothing after the handshake.
 		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, ServerName: hostOf(addr), NextProtos: []string{"h2"}})
 		if tc.HandshakeContext(ctx) == nil {
-			return fmt.Errorf("%w: %s answered a TLS handshake; dial it with WithTLS (simulate: --tls-ca CA)", ErrServerTLS, addr)
+			return fmt.Errorf("%w: %s answered a TLS handshake; dial it WithTLS", ErrServerTLS, addr)
 		}
 		return nil
 	}
@@ -60,9 +60,9 @@ func probe(ctx context.Context, addr string, cfg *tls.Config) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &rec):
-		return fmt.Errorf("%w: %s did not answer the TLS handshake with TLS; dial it without WithTLS (simulate: no --tls-ca), or serve TLS there", ErrServerPlaintext, addr)
+		return fmt.Errorf("%w: %s did not answer the TLS handshake with TLS; dial it without WithTLS, or serve TLS there", ErrServerPlaintext, addr)
 	case errors.As(err, &unknown), errors.As(err, &verify), errors.As(err, &host):
-		return fmt.Errorf("%w: %s: %v; trust the CA that signed its certificate (WithTLS's RootCAs, simulate --tls-ca)", ErrUntrusted, addr, err)
+		return fmt.Errorf("%w: %s: %v; trust the CA that signed its certificate (WithTLS's RootCAs)", ErrUntrusted, addr, err)
 	}
 	return nil
 }

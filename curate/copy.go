@@ -39,6 +39,10 @@ type Options struct {
 	// Progress, when not nil, is called after each recording with the
 	// number done and the total.
 	Progress func(done, total int)
+	// StepsProgress, when not nil, is called after each recording with
+	// the steps (rows) copied so far and the total to copy, by the
+	// source's episodes rows.
+	StepsProgress func(done, total int64)
 }
 
 // Report says what Copy wrote.
@@ -71,6 +75,8 @@ type plan struct {
 	keep []map[string]bool
 	// to lists the targets the recording is copied to.
 	to []int
+	// steps counts the steps of the episodes copied.
+	steps int64
 }
 
 // Copy builds the dataset dst from the ROOT src (see the package doc). dst
@@ -90,9 +96,9 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		recs = d.Find(opts.Session, opts.Env)
 		if len(recs) == 0 {
 			if opts.Env != "" {
-				return nil, fmt.Errorf("session %q env %q: %w in %s; run 'rlrec inspect %s' for the list", opts.Session, opts.Env, dataset.ErrNotFound, src, src)
+				return nil, fmt.Errorf("session %q env %q: %w in %s", opts.Session, opts.Env, dataset.ErrNotFound, src)
 			}
-			return nil, fmt.Errorf("session %q: %w in %s; run 'rlrec inspect %s' for the list", opts.Session, dataset.ErrNotFound, src, src)
+			return nil, fmt.Errorf("session %q: %w in %s", opts.Session, dataset.ErrNotFound, src)
 		}
 	} else if opts.Env != "" {
 		return nil, fmt.Errorf("an env id needs its session id: give the session too")
@@ -120,7 +126,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 			return nil, err
 		}
 		if s.Row() == nil {
-			return nil, fmt.Errorf("%s has no sessions row in %s (it was open or crashed): run 'rlrec recover %s' first, or leave it out with --session", rec, src, src)
+			return nil, fmt.Errorf("%s: %w in %s (it was open or crashed): recover the ROOT first, or leave the recording out (Options.Session)", rec, dataset.ErrNoSessionRow, src)
 		}
 		eps, err := d.Episodes(rec)
 		if err != nil {
@@ -144,6 +150,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 				p.keep[t][e.EpisodeRecordID] = true
 			}
 			counts[t]++
+			p.steps += e.Row.StepsRecorded
 			rep.Targets[t].Episodes++
 			rep.Targets[t].Steps += e.Row.StepsRecorded
 		}
@@ -191,6 +198,10 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		}
 		recorders[t] = r
 	}
+	var stepsTotal, stepsDone int64
+	for _, p := range plans {
+		stepsTotal += p.steps
+	}
 	for i, p := range plans {
 		if err := copyRecording(ctx, d, p, recorders, rep); err != nil {
 			err = fmt.Errorf("%w; %s holds what was copied before it: remove it and copy again", err, dst)
@@ -198,6 +209,10 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		}
 		if opts.Progress != nil {
 			opts.Progress(i+1, len(plans))
+		}
+		stepsDone += p.steps
+		if opts.StepsProgress != nil {
+			opts.StepsProgress(stepsDone, stepsTotal)
 		}
 	}
 	if err := closeAll(); err != nil {

@@ -221,11 +221,22 @@ func TestCopyWhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Where: f, Layout: hive.LayoutEpisode})
+	var progress [][2]int64
+	rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Where: f, Layout: hive.LayoutEpisode,
+		StepsProgress: func(done, total int64) { progress = append(progress, [2]int64{done, total}) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustVerify(t, dst)
+	// The steps progress rises to the steps copied.
+	if len(progress) == 0 || progress[len(progress)-1][0] != rep.Targets[0].Steps || progress[len(progress)-1][1] != rep.Targets[0].Steps {
+		t.Errorf("steps progress %v, want it to end at %d of %d", progress, rep.Targets[0].Steps, rep.Targets[0].Steps)
+	}
+	for i := 1; i < len(progress); i++ {
+		if progress[i][0] < progress[i-1][0] {
+			t.Errorf("steps progress went back: %v", progress)
+		}
+	}
 	ds, dd := open(t, src), open(t, dst)
 	var eps, steps int64
 	var recs []dataset.Recording

@@ -279,15 +279,15 @@ func (d *Dataset) Lookup(sessionID, envID string) (Recording, error) {
 	case len(recs) == 1:
 		return recs[0], nil
 	case len(recs) == 0 && envID != "":
-		return Recording{}, fmt.Errorf("session %q env %q: %w in %s; run 'rlrec inspect %s' for the list", sessionID, envID, ErrNotFound, d.root, d.root)
+		return Recording{}, fmt.Errorf("session %q env %q: %w in %s", sessionID, envID, ErrNotFound, d.root)
 	case len(recs) == 0:
-		return Recording{}, fmt.Errorf("session %q: %w in %s; run 'rlrec inspect %s' for the list", sessionID, ErrNotFound, d.root, d.root)
+		return Recording{}, fmt.Errorf("session %q: %w in %s", sessionID, ErrNotFound, d.root)
 	}
 	envs := make([]string, len(recs))
 	for i, r := range recs {
 		envs[i] = strconv.Quote(r.EnvID)
 	}
-	return Recording{}, fmt.Errorf("session %q names %d recordings in %s (env ids %s): %w; give --env too",
+	return Recording{}, fmt.Errorf("session %q names %d recordings in %s (env ids %s): %w; give an env id too",
 		sessionID, len(recs), d.root, strings.Join(envs, ", "), ErrAmbiguous)
 }
 

@@ -25,6 +25,12 @@ var (
 	// ErrNoSpace is returned when a value is asked for but the file carries
 	// no spec for its side.
 	ErrNoSpace = errors.New("dataset: no space spec in the file metadata")
+	// ErrNoSessionRow is returned by ReplayEvents for a recording with no
+	// sessions row: one still open, or crashed and not yet recovered.
+	ErrNoSessionRow = errors.New("dataset: no sessions row")
+	// ErrInconsistent is returned when a ROOT's tables disagree with one
+	// another or hold a value no recorder writes (found while replaying).
+	ErrInconsistent = errors.New("dataset: tables disagree")
 )
 
 // FileError is a failure to read one file of a ROOT: Path names it, Row is

@@ -220,13 +220,13 @@ func decodeGroup(f *parquetFile, rg int, cols *[schema.NumFixedStepsColumns]int,
 	chunks := groups[rg].ColumnChunks()
 	rids, err := readColumn(chunks[ridCol], nil)
 	if err != nil || len(rids) != g.rows {
-		return nil, fileErr(f.path, g.base, fmt.Errorf("%w: column %s of row group %d: %d values for %d rows (%v); run 'rlrec verify' on the ROOT", ErrColumn, schema.ColEpisodeRecordID, rg, len(rids), g.rows, err))
+		return nil, fileErr(f.path, g.base, fmt.Errorf("%w: column %s of row group %d: %d values for %d rows (%v)", ErrColumn, schema.ColEpisodeRecordID, rg, len(rids), g.rows, err))
 	}
 	g.rids = rids
 	for c := range schema.NumFixedStepsColumns {
 		vals, err := readColumn(chunks[cols[c]], nil)
 		if err != nil {
-			return nil, fileErr(f.path, g.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].Name, rg, err))
+			return nil, fileErr(f.path, g.base, fmt.Errorf("read column %s of row group %d: %w", fixedColumns[c].Name, rg, err))
 		}
 		if len(vals) != g.rows {
 			return nil, fileErr(f.path, g.base, fmt.Errorf("%w: column %s of row group %d has %d values for %d rows", ErrColumn, fixedColumns[c].Name, rg, len(vals), g.rows))
@@ -249,7 +249,7 @@ func decodeGroup(f *parquetFile, rg int, cols *[schema.NumFixedStepsColumns]int,
 			j++
 		}
 		if _, dup := g.spans[rid]; dup {
-			return nil, fileErr(f.path, g.base+int64(i), fmt.Errorf("%w: episode %q has rows apart in row group %d (a packed file keeps an episode's rows together); run 'rlrec verify' on the ROOT", ErrColumn, rid, rg))
+			return nil, fileErr(f.path, g.base+int64(i), fmt.Errorf("%w: episode %q has rows apart in row group %d (a packed file keeps an episode's rows together)", ErrColumn, rid, rg))
 		}
 		g.spans[rid] = span{i, j}
 		g.size += int64(len(rid)) + 40

@@ -86,7 +86,7 @@ func (d *Dataset) ReplayEvents(rec Recording, emit func(ev events.Event, at time
 	}
 	row := s.Row()
 	if row == nil {
-		return rep, fmt.Errorf("%s has no sessions row in %s; run 'rlrec recover %s' first", rec, d.root, d.root)
+		return rep, fmt.Errorf("%s: %w in %s", rec, ErrNoSessionRow, d.root)
 	}
 	eps, err := d.Episodes(rec)
 	if err != nil {
@@ -271,8 +271,8 @@ func (r *replayer) plan(rows []Episode) error {
 	for _, b := range r.batches {
 		for _, lr := range b.rows {
 			if lr.step != next[lr.ep] {
-				return fmt.Errorf("session %q episode %s: steps are not consecutive in recording order (step %d where %d was due); run 'rlrec verify %s'",
-					r.sid, lr.ep.rid, lr.step, next[lr.ep], r.d.root)
+				return fmt.Errorf("session %q episode %s: %w: steps are not consecutive in recording order (step %d where %d was due)",
+					r.sid, lr.ep.rid, ErrInconsistent, lr.step, next[lr.ep])
 			}
 			next[lr.ep]++
 		}
@@ -484,7 +484,7 @@ func (r *replayer) logAndTelemetryItems(logs []schema.LogRow, tele []schema.Tele
 	for _, l := range logs {
 		lv, ok := parseLevel(l.Level)
 		if !ok {
-			return fmt.Errorf("session %q: log level %q unknown; run 'rlrec verify %s'", r.sid, l.Level, r.d.root)
+			return fmt.Errorf("session %q: %w: log level %q unknown", r.sid, ErrInconsistent, l.Level)
 		}
 		r.items = append(r.items, item{slot: r.slotOf(l.Time, false), t: l.Time, rank: rankLogTelemetry,
 			ev: &events.Log{SessionID: r.sid, Route: r.route, Level: lv, Message: l.Message, Source: l.Source}})
@@ -496,13 +496,13 @@ func (r *replayer) logAndTelemetryItems(logs []schema.LogRow, tele []schema.Tele
 		}
 		h, ok := parseHorizon(tele[i].Horizon)
 		if !ok {
-			return fmt.Errorf("session %q: telemetry horizon %q unknown; run 'rlrec verify %s'", r.sid, tele[i].Horizon, r.d.root)
+			return fmt.Errorf("session %q: %w: telemetry horizon %q unknown", r.sid, ErrInconsistent, tele[i].Horizon)
 		}
 		snap := events.Snapshot{Horizon: h, Rows: make([]events.TelemetryRow, 0, j-i)}
 		for _, t := range tele[i:j] {
 			k, ok := parseMetricKind(t.Kind)
 			if !ok {
-				return fmt.Errorf("session %q: telemetry kind %q unknown; run 'rlrec verify %s'", r.sid, t.Kind, r.d.root)
+				return fmt.Errorf("session %q: %w: telemetry kind %q unknown", r.sid, ErrInconsistent, t.Kind)
 			}
 			snap.Rows = append(snap.Rows, events.TelemetryRow{Op: t.Op, Component: t.Component, Metric: t.Metric, Kind: k,
 				Count: uint64(t.Count), Avg: t.Avg, P50: t.P50, P95: t.P95, P99: t.P99})
@@ -693,7 +693,7 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 		}
 		leaves, err := blob.Decode(p.row.FinalObservationBlob)
 		if err != nil {
-			return fmt.Errorf("session %q episode %s: final_observation_blob: %w; run 'rlrec verify %s'", r.sid, p.rid, err, r.d.root)
+			return fmt.Errorf("session %q episode %s: %w: final_observation_blob: %w", r.sid, p.rid, ErrInconsistent, err)
 		}
 		lanes[lane], eps[lane] = leaves, p
 		r.pendingFinal[lane] = nil
@@ -729,7 +729,7 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 	}
 	slabs, err := blob.JoinLanesLayout(r.spaces.Observation, lanes)
 	if err != nil {
-		return fmt.Errorf("session %q: observation lanes do not join: %w; run 'rlrec verify %s'", r.sid, err, r.d.root)
+		return fmt.Errorf("session %q: %w: observation lanes do not join: %w", r.sid, ErrInconsistent, err)
 	}
 	return r.send(&events.ObservationEmitted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
 		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: step, IsReset: isReset, NumEnvs: uint32(r.n),
@@ -802,7 +802,7 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 	}
 	slabs, err := blob.JoinLanesLayout(r.spaces.Action, lanes)
 	if err != nil {
-		return fmt.Errorf("session %q: action lanes do not join: %w; run 'rlrec verify %s'", r.sid, err, r.d.root)
+		return fmt.Errorf("session %q: %w: action lanes do not join: %w", r.sid, ErrInconsistent, err)
 	}
 	if err := r.send(&events.ActionReceived{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
 		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: b.sstep, ActionSpace: r.spaces.Action.Spec, Action: slabs}, b.t); err != nil {

@@ -93,8 +93,8 @@ func (d *Dataset) Steps(rec Recording, episodeRecordID string) (*Steps, error) {
 			return nil, err
 		}
 		if path == "" {
-			return nil, fmt.Errorf("%s episode %q: %w: no steps file in %s (an episode that recorded no step has none); run 'rlrec inspect %s --session %s' for the list",
-				rec, episodeRecordID, ErrNotFound, d.root, d.root, rec.SessionID)
+			return nil, fmt.Errorf("%s episode %q: %w: no steps file in %s (an episode that recorded no step has none)",
+				rec, episodeRecordID, ErrNotFound, d.root)
 		}
 		s := &Steps{paths: []string{path}, only: episodeRecordID, filter: true, groups: &d.groups}
 		if err := s.openNext(); err != nil {
@@ -306,14 +306,14 @@ func (s *Steps) readGroup() error {
 	if s.ridCol >= 0 {
 		vals, err := readColumn(chunks[s.ridCol], s.rids[:0])
 		if err != nil || len(vals) != n {
-			return fileErr(s.f.path, s.base, fmt.Errorf("%w: column %s of row group %d: %v; run 'rlrec verify' on the ROOT", ErrColumn, schema.ColEpisodeRecordID, s.rg-1, err))
+			return fileErr(s.f.path, s.base, fmt.Errorf("%w: column %s of row group %d: %v", ErrColumn, schema.ColEpisodeRecordID, s.rg-1, err))
 		}
 		s.rids = vals
 	}
 	for c := range schema.NumFixedStepsColumns {
 		vals, err := readColumn(chunks[s.cols[c]], s.vals[c][:0])
 		if err != nil {
-			return fileErr(s.f.path, s.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].Name, s.rg-1, err))
+			return fileErr(s.f.path, s.base, fmt.Errorf("read column %s of row group %d: %w", fixedColumns[c].Name, s.rg-1, err))
 		}
 		if len(vals) != n {
 			return fileErr(s.f.path, s.base, fmt.Errorf("%w: column %s of row group %d has %d values for %d rows", ErrColumn, fixedColumns[c].Name, s.rg-1, len(vals), n))

@@ -69,11 +69,11 @@ func openFile(path string) (*parquetFile, error) {
 	pf, err := parquet.OpenFile(f, f.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		f.Close()
-		return nil, fileErr(path, -1, fmt.Errorf("not a readable Parquet file (%w); it may be truncated: run 'rlrec verify' on the ROOT", err))
+		return nil, fileErr(path, -1, fmt.Errorf("not a readable Parquet file (%w); it may be truncated", err))
 	}
 	if v, _ := pf.Lookup(schema.MetaSchemaVersion); v != schema.SchemaVersion {
 		f.Close()
-		return nil, fileErr(path, -1, fmt.Errorf("%w %q (this reader knows %q); read it with the rlrec version that wrote it", ErrSchemaVersion, v, schema.SchemaVersion))
+		return nil, fileErr(path, -1, fmt.Errorf("%w %q (this reader knows %q); read it with the version that wrote it", ErrSchemaVersion, v, schema.SchemaVersion))
 	}
 	return &parquetFile{path: path, obj: f, pf: pf}, nil
 }
@@ -120,7 +120,7 @@ func readRows[T any](path string) ([]T, *parquetFile, error) {
 				break
 			}
 			f.Close()
-			return nil, nil, fileErr(path, int64(n), fmt.Errorf("read rows: %w; run 'rlrec verify' on the ROOT", err))
+			return nil, nil, fileErr(path, int64(n), fmt.Errorf("read rows: %w", err))
 		}
 		if k == 0 {
 			break
@@ -128,7 +128,7 @@ func readRows[T any](path string) ([]T, *parquetFile, error) {
 	}
 	if n != len(rows) {
 		f.Close()
-		return nil, nil, fileErr(path, int64(n), fmt.Errorf("read %d of %d rows; run 'rlrec verify' on the ROOT", n, len(rows)))
+		return nil, nil, fileErr(path, int64(n), fmt.Errorf("read %d of %d rows", n, len(rows)))
 	}
 	return rows, f, nil
 }
@@ -148,7 +148,7 @@ func readTable[T any](d *Dataset, table string, rec Recording) ([]T, error) {
 
 // notFound is the error for a recording the ROOT does not hold.
 func (d *Dataset) notFound(rec Recording) error {
-	return fmt.Errorf("%s: %w in %s; run 'rlrec inspect %s' for the list", rec, ErrNotFound, d.root, d.root)
+	return fmt.Errorf("%s: %w in %s", rec, ErrNotFound, d.root)
 }
 
 // Session reads a recording's sessions rows. A recording with files in
@@ -209,8 +209,8 @@ func (d *Dataset) Episode(rec Recording, episodeRecordID string) ([]Episode, err
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s episode %q: %w in %s (no episodes row); run 'rlrec inspect %s --session %s' for the list",
-			rec, episodeRecordID, ErrNotFound, d.root, d.root, rec.SessionID)
+		return nil, fmt.Errorf("%s episode %q: %w in %s (no episodes row)",
+			rec, episodeRecordID, ErrNotFound, d.root)
 	}
 	return out, nil
 }

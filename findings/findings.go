@@ -99,12 +99,22 @@ func List(r Root) (problems, notes []Finding) {
 			if s.Status == schema.SessionOpen {
 				what = "open: the recorder closed before the session ended"
 			}
-			problems = append(problems, of(fmt.Sprintf("%s: %s%s, with %s; %s to be sure its log is written out (it says so when there is nothing left), then 'rlrec verify %s'",
-				name, what, reason, count(s.EpisodesIncomplete, "incomplete episode"), recoverCmd, r.Path)))
+			if r.NeedsRecovery || r.RecorderWriting {
+				problems = append(problems, of(fmt.Sprintf("%s: %s%s, with %s; %s to write out what its log holds, then 'rlrec verify %s'",
+					name, what, reason, count(s.EpisodesIncomplete, "incomplete episode"), recoverCmd, r.Path)))
+				break
+			}
+			// The log holds nothing more: recovery has written out all
+			// there was, and the incomplete episodes are final.
+			notes = append(notes, of(fmt.Sprintf("%s: %s%s; recovered: its %s %s recorded as the log had them",
+				name, what, reason, count(s.EpisodesIncomplete, "incomplete episode"), isAre(s.EpisodesIncomplete))))
 		default:
 			fix := "its recorder may not have closed; " + recoverCmd
-			if r.RecorderWriting {
+			switch {
+			case r.RecorderWriting:
 				fix = "a recorder is still writing it"
+			case !r.NeedsRecovery:
+				fix = "its recorder did not close, and the log holds nothing more of it: recovery cannot add its row"
 			}
 			problems = append(problems, of(fmt.Sprintf("%s: no sessions row (%s)", name, fix)))
 		}

@@ -60,8 +60,8 @@ func testDemoQueries(t *testing.T, l hive.Layout) {
 			queries = append(queries, strings.TrimSuffix(q, `"`))
 		}
 	}
-	if len(queries) != 2 {
-		t.Fatalf("%d DuckDB one-liners in the demo's output, want 2:\n%s", len(queries), out)
+	if len(queries) != 3 {
+		t.Fatalf("%d DuckDB one-liners in the demo's output, want 3:\n%s", len(queries), out)
 	}
 	db := openDuck(t)
 
@@ -91,9 +91,23 @@ func testDemoQueries(t *testing.T, l hive.Layout) {
 			len(seen), done, total, sessions, completed, episodeRows)
 	}
 
+	// The query over every recording's steps (of different spaces): the
+	// fixed columns by name, a row per recording.
+	rows = query(t, db, queries[1])
+	if len(rows) != sessions {
+		t.Errorf("steps of every recording: %d rows, want one per recording (%d)", len(rows), sessions)
+	}
+	for _, r := range rows {
+		sid, _ := r["session_id"].(string)
+		env, _ := r["env_id"].(string)
+		if !runs[[2]string{sid, env}] || asInt64(t, r["steps"]) <= 0 {
+			t.Errorf("steps of every recording: row %v", r)
+		}
+	}
+
 	// The steps query: the first 10 steps of one session, with their
 	// typed observation and action.
-	rows = query(t, db, queries[1])
+	rows = query(t, db, queries[2])
 	if len(rows) != 10 {
 		t.Fatalf("steps query gave %d rows, want 10", len(rows))
 	}

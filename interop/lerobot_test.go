@@ -27,7 +27,7 @@ func TestLeRobotExportDuckDB(t *testing.T) {
 					t.Fatal(err)
 				}
 				db := openDuck(t)
-				data := filepath.Join(dir, lerobot.DataPath)
+				data := filepath.Join(dir, "data", "*", "*.parquet")
 				eps := filepath.Join(dir, lerobot.EpisodesPath)
 				tasks := filepath.Join(dir, lerobot.TasksPath)
 				r := query(t, db, `SELECT count(*) AS n, count(DISTINCT episode_index) AS e, min("index") AS lo, max("index") AS hi,
@@ -41,7 +41,8 @@ func TestLeRobotExportDuckDB(t *testing.T) {
 					JOIN (SELECT episode_index, count(*) AS n, min("index") AS lo, max("index") AS hi, max(frame_index) AS fmax
 					      FROM read_parquet(?) GROUP BY episode_index) f USING (episode_index)
 					WHERE e.length <> f.n OR e.dataset_from_index <> f.lo OR e.dataset_to_index <> f.hi + 1 OR f.fmax <> f.n - 1
-					   OR e."data/chunk_index" <> 0 OR e."data/file_index" <> 0 OR len(e.tasks) = 0`, eps, data)
+					   OR e."data/chunk_index" <> 0 OR e."data/file_index" <> 0 OR len(e.tasks) = 0
+					   OR e."stats/index/count"[1] <> f.n OR e."stats/index/min"[1] <> f.lo OR e."stats/index/max"[1] <> f.hi`, eps, data)
 				if len(bad) > 0 {
 					t.Errorf("episodes rows disagree with the frames: %v", bad)
 				}
@@ -51,7 +52,7 @@ func TestLeRobotExportDuckDB(t *testing.T) {
 				}
 				if sid == "pick-place-next" {
 					img := query(t, db, `SELECT count(*) AS n FROM read_parquet(?)
-						WHERE "observation.image".path IS NULL AND "observation.image".bytes[1:8] = '\x89PNG\x0D\x0A\x1A\x0A'::BLOB
+						WHERE "observation.images.image".path IS NULL AND "observation.images.image".bytes[1:8] = '\x89PNG\x0D\x0A\x1A\x0A'::BLOB
 						  AND len("observation.state") = 7 AND len(action) = 7`, data)[0]
 					if img["n"].(int64) != sum.Frames {
 						t.Errorf("%v of %d frames have a PNG image and 7-element state and action", img["n"], sum.Frames)

@@ -256,13 +256,22 @@ type recordingAcc struct {
 // equal spaces, in the order of recs (groups in the order of their first
 // recording).
 func Compute(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording) (*Result, error) {
+	return ComputeProgress(ctx, d, recs, nil)
+}
+
+// ComputeProgress is Compute calling progress, when not nil, after each
+// recording read, with the recordings done and their total.
+func ComputeProgress(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, progress func(done, total int)) (*Result, error) {
 	var accs []*recordingAcc
-	for _, rec := range recs {
+	for i, rec := range recs {
 		ra, err := computeRecording(ctx, d, rec)
 		if err != nil {
 			return nil, err
 		}
 		accs = append(accs, ra)
+		if progress != nil {
+			progress(i+1, len(recs))
+		}
 	}
 	res := &Result{}
 	// The groups first: merging copies the values, summary sorts them.
@@ -383,7 +392,7 @@ func computeRecording(ctx context.Context, d *dataset.Dataset, rec dataset.Recor
 				for _, fa := range side.feats {
 					if fa.index >= len(leaves) || int64(len(leaves[fa.index])) != fa.stride {
 						st.Close()
-						return nil, fmt.Errorf("%s row %d: leaf %s does not fit the recording's space; run 'rlrec verify' on the ROOT", st.Path(), st.Row(), fa.name)
+						return nil, &dataset.FileError{Path: st.Path(), Row: st.Row(), Err: fmt.Errorf("%w: leaf %s does not fit the recording's space", dataset.ErrSpace, fa.name)}
 					}
 					if buf, err = fa.values(buf[:0], leaves[fa.index]); err != nil {
 						st.Close()
@@ -449,7 +458,7 @@ func binaryColumns(path string) (map[string]bool, error) {
 	defer f.Close()
 	pf, err := parquet.OpenFile(f, f.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable Parquet file (%w); run 'rlrec verify' on the ROOT", path, err)
+		return nil, &dataset.FileError{Path: path, Row: -1, Err: fmt.Errorf("not a readable Parquet file: %w", err)}
 	}
 	out := map[string]bool{}
 	for _, fld := range pf.Schema().Fields() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/rlrec/rlrec/dataset"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -14,20 +16,21 @@ import (
 
 // copyOptions are the copy command's flags.
 type copyOptions struct {
-	session string
-	env     string
-	where   string
-	layout  layoutValue
-	split   string
-	seed    uint64
-	seedSet bool
+	published bool
+	session   string
+	env       string
+	where     string
+	layout    layoutValue
+	split     string
+	seed      uint64
+	seedSet   bool
 }
 
 var copyFlags copyOptions
 
 var cmdCopy = &Command{
 	Name:      "copy",
-	UsageLine: "copy SRC DST [--session S [--env R]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]]",
+	UsageLine: "copy SRC DST [--session ID [--env ENV]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]] [--published]",
 	Short:     "build a dataset: copy selected episodes into a new ROOT",
 	Long: `Copy builds a new ROOT, DST, from the recordings of the ROOT SRC: all of
 them, or those of one session id (--session, and --env for one run of it),
@@ -53,7 +56,7 @@ steps of the episodes left out as dropped steps.
 
 --split train=0.9,val=0.1 splits the selected episodes: each split is a ROOT
 of its own, DST/train and DST/val. An episode's split depends only on --seed
-(default 0) and its session id, env id and episode record id (a SHA-256;
+(default 1) and its session id, env id and episode record id (a SHA-256;
 see the README), so it never changes when more is recorded.
 
 Example:
@@ -65,12 +68,14 @@ Example:
   rlrec verify splits/train`,
 	SetFlags: func(fs *flag.FlagSet) {
 		copyFlags = copyOptions{}
-		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session id `S` only")
-		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of env id `R` only")
+		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session `ID` only")
+		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of `ENV` only (an env id or component name)")
+		publishedFlag(fs, &copyFlags.published)
 		fs.StringVar(&copyFlags.where, "where", "", "copy the episodes that `FILTER` selects (see above)")
 		fs.Var(&copyFlags.layout, "layout", "steps layout of DST: episode (a partition per episode) or session (episodes packed per recording); default: SRC's")
 		fs.StringVar(&copyFlags.split, "split", "", "split the episodes into ROOTs DST/NAME by `FRACTIONS` such as train=0.9,val=0.1")
-		fs.Func("seed", "the seed `N` of --split (default 0)", func(s string) error {
+		copyFlags.seed = 1
+		fs.Func("seed", "the seed `N` of --split (default 1, as demo's and simulate's)", func(s string) error {
 			var v uint64
 			if _, err := fmt.Sscan(s, &v); err != nil {
 				return fmt.Errorf("want a non-negative integer")
@@ -113,18 +118,35 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	if err := checkRoot(src); err != nil {
 		return err
 	}
+	if err := checkRecovered(src, f.published); err != nil {
+		return err
+	}
+	if f.env != "" {
+		// --env may be a component name: copy selects by env id.
+		d, err := dataset.Open(src)
+		if err != nil {
+			return err
+		}
+		rec, err := lookupRecording(d, f.session, f.env)
+		d.Close()
+		if err != nil {
+			return err
+		}
+		opts.Env = rec.EnvID
+	}
 	if env.IsTerminal {
 		var bar *progressbar.ProgressBar
-		opts.Progress = func(done, total int) {
+		opts.StepsProgress = func(done, total int64) {
 			if bar == nil {
-				bar = countProgress(env, total, "copying "+src, "recordings")
+				bar = countProgress(env, int(total), "copying "+src, "steps")
 			}
-			_ = bar.Set(done)
+			_ = bar.Set64(done)
 			if done == total {
 				_ = bar.Finish()
 			}
 		}
 	}
+	start := time.Now()
 	rep, err := curate.Copy(ctx, src, dst, opts)
 	if err != nil {
 		return err
@@ -148,5 +170,10 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	} else {
 		fmt.Fprintf(env.Stdout, "Each split is a ROOT of its own: rlrec verify %s\n", rep.Targets[0].Root)
 	}
+	var steps int64
+	for _, t := range rep.Targets {
+		steps += t.Steps
+	}
+	fmt.Fprintf(env.Stderr, "copy: %s from %s into %s in %.1fs\n", count(steps, "step"), src, dst, time.Since(start).Seconds())
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -25,7 +26,7 @@ var demoFlags demoOptions
 var cmdDemo = &Command{
 	Records:   true,
 	Name:      "demo",
-	UsageLine: "demo [--out DIR] [--layout episode|session] [--seed X]",
+	UsageLine: "demo [-o DIR] [--layout episode|session] [--seed N]",
 	Short:     "record simulated sessions and show how to open them",
 	Long: `Demo runs four simulated rlmesh sessions at once into one recorder:
 cartpole and pick-place (84x84x3 camera images and a text instruction),
@@ -43,8 +44,9 @@ Example:
   rlrec demo --out /tmp/demo && rlrec demo --out /tmp/demo`,
 	SetFlags: func(fs *flag.FlagSet) {
 		demoFlags = demoOptions{}
-		fs.StringVar(&demoFlags.out, "out", "rlrec-demo", "output ROOT directory `DIR`")
-		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed `X` of the simulated sessions")
+		demoFlags.out = "rlrec-demo"
+		outFlag(fs, &demoFlags.out, "the ROOT `DIR` to record into")
+		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed `N` of the simulated sessions")
 		bindLayout(fs, &demoFlags.layout)
 	},
 	Run: runDemo,
@@ -100,11 +102,11 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		episodes += s.Episodes
 	}
 	w := env.Stdout
-	fmt.Fprintf(w, "Recorded %d simulated sessions (%d episodes completed, %d lane-steps) into %s in %.1fs.\n\n",
-		len(sums), episodes, laneSteps, root, elapsed.Seconds())
+	fmt.Fprintf(w, "Recorded %s (%s completed, %s) into %s in %.1fs.\n\n",
+		count(len(sums), "simulated session"), count(episodes, "episode"), count(laneSteps, "lane-step"), root, elapsed.Seconds())
 	for i, s := range sums {
 		c := cfgs[i]
-		fmt.Fprintf(w, "  session %s  env %s  %-10s %2d lanes  autoreset %-9s  %d episodes completed\n", s.SessionID, s.EnvID, c.Env, c.NumEnvs, c.Autoreset, s.Episodes)
+		fmt.Fprintf(w, "  session %s  env %s  %-10s %8s  autoreset %-9s  %s completed\n", s.SessionID, s.EnvID, c.Env, count(c.NumEnvs, "lane"), c.Autoreset, count(s.Episodes, "episode"))
 	}
 	fmt.Fprintln(w, "\n  Episodes still running when a session reached its episode count are recorded\n  too, with status \"incomplete\".")
 
@@ -140,12 +142,18 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(w, "\n  %s held earlier recordings too; the queries below read them all.\n", root)
 	}
 	// Steps files of different spaces have different typed columns, so
-	// the steps query reads one session; the episodes table is the same
-	// everywhere.
-	episodesSrc := fmt.Sprintf("read_parquet('%s/episodes/**/*.parquet', hive_partitioning=true)", root)
+	// the typed steps query reads one recording, and the one over every
+	// recording's steps reads the fixed columns by name; the episodes
+	// table is the same everywhere. hive_types_autocast=false keeps the
+	// ids strings as written (DuckDB would read an id 007 as 7).
+	episodesSrc := fmt.Sprintf("read_parquet('%s/episodes/**/*.parquet', hive_partitioning=true, hive_types_autocast=false)", root)
 	fmt.Fprintf(w, "\nOpen it in DuckDB:\n\n")
 	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, env_id, status, count(*) AS episodes, avg(cumulative_reward) AS mean_return FROM %s GROUP BY ALL ORDER BY ALL\"\n", episodesSrc)
-	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/env_id=%s/**/*.parquet', hive_partitioning=true) ORDER BY ALL LIMIT 10\"\n", root, sums[0].SessionID, sums[0].EnvID)
+	fmt.Fprintf(w, "  duckdb -c \"SELECT session_id, env_id, count(*) AS steps, sum(reward) AS reward FROM read_parquet('%s/steps/**/*.parquet', hive_partitioning=true, hive_types_autocast=false, union_by_name=true) GROUP BY ALL ORDER BY ALL\"\n", root)
+	fmt.Fprintf(w, "  duckdb -c \"SELECT episode_record_id, step, reward, observation, action FROM read_parquet('%s/steps/session_id=%s/env_id=%s/**/*.parquet', hive_partitioning=true, hive_types_autocast=false) ORDER BY ALL LIMIT 10\"\n", root, hive.EncodeValue(sums[0].SessionID), hive.EncodeValue(sums[0].EnvID))
+	fmt.Fprintf(w, "\n  The steps of cartpole and pick-place have different typed columns (observation,\n"+
+		"  action), so a query of typed columns reads one recording's steps; a query of\n"+
+		"  every recording's steps reads the fixed columns (union_by_name=true).\n")
 	fmt.Fprintf(w, "\n  No duckdb command? 'pip install duckdb' installs DuckDB for Python (run the\n"+
 		"  same SQL as python3 -c \"import duckdb; duckdb.sql('SELECT ...').show()\"), and\n"+
 		"  the DuckDB CLI is a single binary from the installation page of duckdb.org.\n")

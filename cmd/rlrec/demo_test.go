@@ -86,8 +86,8 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("run %d: %d table lines:\n%s", run, len(c), out)
 		}
 		counts = append(counts, strings.Join(c, " "))
-		if n := strings.Count(out, "\n  duckdb -c \""); n != 2 {
-			t.Errorf("run %d: %d DuckDB one-liners, want 2", run, n)
+		if n := strings.Count(out, "\n  duckdb -c \""); n != 3 {
+			t.Errorf("run %d: %d DuckDB one-liners, want 3", run, n)
 		}
 	}
 	if counts[0] != counts[1] {

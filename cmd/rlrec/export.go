@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -10,40 +11,51 @@ import (
 
 // exportOptions are the export command's flags.
 type exportOptions struct {
+	published  bool
 	format     string
 	out        string
 	session    string
 	env        string
-	fps        float64
+	fps        int
 	incomplete bool
+	force      bool
+	video      bool
 }
 
 var exportFlags exportOptions
 
 var cmdExport = &Command{
 	Name:      "export",
-	UsageLine: "export ROOT --format lerobot -o DIR [--session S [--env R]] [--fps F] [--incomplete]",
+	UsageLine: "export ROOT --format lerobot -o DIR [--session ID [--env ENV]] [--fps N] [--incomplete] [--video] [--force] [--published]",
 	Short:     "write recordings as a LeRobot v3.0 dataset",
 	Long: `Export writes the recordings of ROOT (all of them, or those of --session,
 narrowed by --env) as a LeRobot dataset in the v3.0 layout into DIR, which
-must not exist or be empty:
+must not exist or be empty (--force replaces it once the new export is
+complete):
 
   meta/info.json                            features, counts, fps, paths
-  meta/stats.json                           mean, std, min, max, count
+  meta/stats.json                           min, max, mean, std, count, q01..q99
   meta/tasks.parquet                        task_index, task
-  meta/episodes/chunk-000/file-000.parquet  one row per episode
-  data/chunk-000/file-000.parquet           one row per frame
+  meta/episodes/chunk-000/file-000.parquet  one row per episode, with stats/*
+  data/chunk-NNN/file-NNN.parquet           one row per frame, 100 MiB a file
 
-A frame is a recorded step with both an observation and an action. Each
-observation leaf is a feature observation.<path> (observation.state for a
-single-leaf space), each action leaf action.<path> (action for a
-single-leaf space): uint8 Box(H,W,3) or Box(H,W,1) leaves are images (PNG
-bytes in the data file), other Boxes float32 vectors, Discrete int64. The
-observation's first Text leaf (an instruction) is the frame's task; without
-one the task is the env component id. Videos are not written.
+A frame is a recorded step with both an observation and an action. The
+float leaves of the observation (and integer leaves whose values a float32
+holds exactly) are concatenated into observation.state, those of the
+action into action; other integer leaves are kept exact as features of
+their own; uint8 Box(H,W,3) or Box(H,W,1) observation leaves are images
+observation.images.<leaf> (PNG bytes in the data file). The observation's
+first Text leaf (an instruction) is the frame's task; without one the task
+is the env component id. With --video, RGB camera images are encoded as MP4
+videos (H.264, by ffmpeg, which must be installed: apt-get install ffmpeg)
+under videos/observation.images.<leaf>/chunk-NNN/file-NNN.mp4, declared
+as LeRobot declares video features; otherwise they are PNG images in the
+data files.
 
-Only completed episodes are exported unless --incomplete is given.
-fps is --fps, or else the median interval between the steps' recorded_at.
+Only completed episodes are exported unless --incomplete is given. fps is
+--fps, or else the median interval between the recorded step times; a
+recording whose times the recorder stamped (sessions clock "recorder")
+needs --fps. timestamp is frame_index / fps.
 The exported recordings must share their observation and action spaces.
 
 Example:
@@ -54,11 +66,14 @@ Example:
 	SetFlags: func(fs *flag.FlagSet) {
 		exportFlags = exportOptions{}
 		fs.StringVar(&exportFlags.format, "format", "", "the dataset `FORMAT` to write: lerobot")
-		fs.StringVar(&exportFlags.out, "o", "", "the output `DIR` (new or empty)")
-		fs.StringVar(&exportFlags.session, "session", "", "the recordings of session id `S` only")
-		fs.StringVar(&exportFlags.env, "env", "", "with --session, the recording of env id `R` only")
+		outFlag(fs, &exportFlags.out, "the output `DIR` (new or empty)")
+		fs.StringVar(&exportFlags.session, "session", "", "the recordings of session `ID` only")
+		fs.StringVar(&exportFlags.env, "env", "", "with --session, the recording of `ENV` only (an env id or component name)")
 		fs.BoolVar(&exportFlags.incomplete, "incomplete", false, "also export episodes that did not complete")
-		fs.Float64Var(&exportFlags.fps, "fps", 0, "frames per second `F` for info.json (default: from the step timestamps)")
+		fs.IntVar(&exportFlags.fps, "fps", 0, "the frame rate, `N` frames per second (default: from the recorded step times)")
+		fs.BoolVar(&exportFlags.force, "force", false, "replace DIR when it exists and is not empty")
+		publishedFlag(fs, &exportFlags.published)
+		fs.BoolVar(&exportFlags.video, "video", false, "encode RGB camera images as MP4 videos with ffmpeg")
 	},
 	Run: runExport,
 }
@@ -82,25 +97,48 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 		return usagef("--env needs --session")
 	}
 	if f.fps < 0 {
-		return usagef("--fps %v: want a positive number", f.fps)
+		return usagef("--fps %d: want a positive whole number", f.fps)
 	}
 	root := args[0]
-	d, recs, err := openRecordings(root, f.session, f.env)
+	d, recs, err := openRecordings(root, f.session, f.env, f.published)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	sum, err := lerobot.Export(ctx, d, recs, f.out, lerobot.Options{FPS: f.fps, Incomplete: f.incomplete})
-	if err != nil {
+	bar := countProgress(env, 0, "exporting", "episodes")
+	opt := lerobot.Options{FPS: f.fps, Incomplete: f.incomplete, Replace: f.force, Video: f.video}
+	if bar != nil {
+		opt.Progress = func(p lerobot.Progress) {
+			bar.ChangeMax(p.TotalEpisodes)
+			bar.Set(p.Episodes)
+		}
+	}
+	sum, err := lerobot.Export(ctx, d, recs, f.out, opt)
+	if bar != nil {
+		bar.Finish()
+	}
+	switch {
+	case errors.Is(err, lerobot.ErrExists):
+		return fmt.Errorf("%s exists and is not empty: export into a new directory, or give --force to replace it", f.out)
+	case errors.Is(err, lerobot.ErrTimesUnknown):
+		return fmt.Errorf("%w: give it with --fps N", err)
+	case errors.Is(err, lerobot.ErrFFmpeg):
+		return fmt.Errorf("%w; --video needs ffmpeg (Debian: apt-get install ffmpeg), or export without --video to store images as PNG", err)
+	case errors.Is(err, lerobot.ErrSpaces):
+		return fmt.Errorf("%w; export one recording at a time (--session ID --env ENV)", err)
+	case err != nil:
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "Wrote a LeRobot %s dataset to %s: %d episodes, %d frames, %d tasks, %g fps.\n",
-		lerobot.CodebaseVersion, f.out, sum.Episodes, sum.Frames, sum.Tasks, sum.FPS)
+	fmt.Fprintf(env.Stdout, "Wrote a LeRobot %s dataset to %s: %s, %s, %s, %d fps, %s.\n",
+		lerobot.CodebaseVersion, f.out, count(sum.Episodes, "episode"), count(sum.Frames, "frame"),
+		count(sum.Tasks, "task"), sum.FPS, count(sum.DataFiles, "data file"))
 	if sum.Skipped > 0 {
-		fmt.Fprintf(env.Stdout, "Skipped %d steps with no observation or no action.\n", sum.Skipped)
+		fmt.Fprintf(env.Stdout, "Skipped %s with no observation or no action.\n", count(sum.Skipped, "step"))
 	}
 	if sum.Incomplete > 0 {
-		fmt.Fprintf(env.Stdout, "Left out %d episodes that did not complete (--incomplete exports them).\n", sum.Incomplete)
+		fmt.Fprintf(env.Stdout, "Left out %s that did not complete (--incomplete exports them).\n", count(sum.Incomplete, "episode"))
 	}
+	fmt.Fprintf(env.Stderr, "export: %s, %s into %s (recorded times within %v of frame_index / fps)\n",
+		count(sum.Episodes, "episode"), count(sum.Frames, "frame"), f.out, sum.MaxDrift)
 	return nil
 }

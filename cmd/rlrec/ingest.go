@@ -31,7 +31,7 @@ var ingestFlags ingestOptions
 var cmdIngest = &Command{
 	Records:   true,
 	Name:      "ingest",
-	UsageLine: "ingest [--out DIR] [--layout episode|session] [--max-message BYTES] [FILE|-]",
+	UsageLine: "ingest [-o DIR] [--layout episode|session] [--max-message BYTES] [FILE|-]",
 	Short:     "record a length-delimited protobuf event stream",
 	Long: `Ingest records an event stream (length-delimited rlrec.events.v1.Event
 protobuf messages, as 'rlrec simulate' and 'rlrec replay --format events'
@@ -54,7 +54,8 @@ Example:
   rlrec ingest --out data cartpole.events`,
 	SetFlags: func(fs *flag.FlagSet) {
 		ingestFlags = ingestOptions{}
-		fs.StringVar(&ingestFlags.out, "out", "rlrec-data", "output ROOT directory `DIR`")
+		ingestFlags.out = "rlrec-data"
+		outFlag(fs, &ingestFlags.out, "the ROOT `DIR` to record into")
 		fs.IntVar(&ingestFlags.maxMessage, "max-message", events.DefaultMaxMessageBytes, "largest event message accepted, in `BYTES`")
 		bindLayout(fs, &ingestFlags.layout)
 	},

@@ -21,17 +21,18 @@ import (
 
 // inspectOptions are the inspect command's flags.
 type inspectOptions struct {
-	session string
-	env     string
-	episode string
-	json    bool
+	published bool
+	session   string
+	env       string
+	episode   string
+	json      bool
 }
 
 var inspectFlags inspectOptions
 
 var cmdInspect = &Command{
 	Name:      "inspect",
-	UsageLine: "inspect ROOT [--session S [--env R]] [--episode E] [--json]",
+	UsageLine: "inspect ROOT [--session ID [--env ENV]] [--episode RECORD_ID] [--json] [--published]",
 	Short:     "summarise the sessions, episodes, spaces and files of a ROOT",
 	Long: `Inspect summarises a ROOT: its tables (files and bytes), its sessions
 (status, environment, episodes, steps, reward, dropped steps and the input
@@ -44,9 +45,12 @@ session shows a sparkline of its episode returns, as wide as the terminal.
 Under "problems" it lists what needs doing: input problems, failed,
 crashed or open sessions, stray files, and a ROOT whose recorder crashed
 (records left in its log under _rlrec/log: run 'rlrec recover ROOT').
-Under "notes" it explains what is as expected, such as the incomplete
-episodes of a session that ended by reaching its episode count (episodes
-still running on other lanes then).
+Such a ROOT makes inspect, like every command that reads a ROOT (replay,
+stats, export, copy), exit 1 after saying so, unless --published: then it
+reads what the files hold now. Sessions a recovery has finished are not
+said to need it again. Under "notes" it explains what is as expected, such
+as the incomplete episodes of a session that ended by reaching its episode
+count (episodes still running on other lanes then).
 
 --json prints the same as one JSON object with fixed field names, sorted
 sessions and episodes, and null for values the tables hold as null:
@@ -94,10 +98,11 @@ Example:
 // bindInspectFlags registers the flags with f's current values as
 // defaults.
 func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
-	fs.StringVar(&f.session, "session", f.session, "show session `S`'s spaces and episodes")
-	fs.StringVar(&f.env, "env", f.env, "with --session: the env id `R` of the recording, when the session id names several")
-	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `E`")
+	fs.StringVar(&f.session, "session", f.session, "show the spaces and episodes of session `ID`")
+	fs.StringVar(&f.env, "env", f.env, "with --session: the recording of `ENV` (an env id or component name), when the session id names several")
+	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `RECORD_ID`")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
+	publishedFlag(fs, &f.published)
 }
 
 // inspectReport is the --json output. Field names are the documented
@@ -213,11 +218,14 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 		if err := enc.Encode(rep); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-		return nil
+	} else if err := printInspect(env.Stdout, rep, f, inspectDisplay{sparklines: env.StdoutTerminal, width: env.Width}); err != nil {
+		// Sparklines are for a person at the terminal that stdout is:
+		// not for a file or a pipe, whatever stderr is.
+		return err
 	}
-	// Sparklines are for a person at the terminal that stdout is: not
-	// for a file or a pipe, whatever stderr is.
-	return printInspect(env.Stdout, rep, f, inspectDisplay{sparklines: env.StdoutTerminal, width: env.Width})
+	// The report shows what the files hold; the exit status says they
+	// lack what recovery would add, as every read command does.
+	return checkRecovered(args[0], f.published)
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -245,7 +253,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 	}
 	recs := d.Recordings()
 	if f.session != "" {
-		rec, err := d.Lookup(f.session, f.env)
+		rec, err := lookupRecording(d, f.session, f.env)
 		if err != nil {
 			return nil, err
 		}
@@ -350,13 +358,17 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 	tw.Flush()
 	fmt.Fprintf(w, "\n")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "SESSION\tSTATUS\tENV\tEPISODES\tINCOMPLETE\tSTEPS\tDROPPED\tREWARD\tMEAN RETURN\tPROBLEMS\n")
+	fmt.Fprintf(tw, "SESSION\tSTATUS\tENV\tNAME\tEPISODES\tINCOMPLETE\tSTEPS\tDROPPED\tREWARD\tMEAN RETURN\tPROBLEMS\n")
 	for _, s := range rep.Sessions {
 		mean := "-"
 		if s.MeanReturn != nil {
 			mean = fmtFloat(*s.MeanReturn)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", s.SessionID, s.Status, s.EnvID,
+		name := "-"
+		if s.EnvComponentID != "" {
+			name = componentName(s.EnvComponentID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", s.SessionID, s.Status, s.EnvID, name,
 			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(s.RewardSum), mean, s.Problems)
 	}
 	tw.Flush()

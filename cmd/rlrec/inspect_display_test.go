@@ -119,22 +119,27 @@ func TestInspectExpectedIncomplete(t *testing.T) {
 	checkGolden(t, "inspect-incomplete.txt", "SESSION"+sessions)
 }
 
-// TestInspectCrashedRoot: a ROOT whose recorder crashed (records in its
-// log) and the crashed sessions recovery leaves both say to run recover.
+// TestInspectCrashedRoot: inspect of a ROOT whose recorder crashed
+// (records in its log) reports what the files hold, says to run recover
+// and exits 1 (0 with --published); once recovered, its crashed sessions
+// are not said to need recovery.
 func TestInspectCrashedRoot(t *testing.T) {
 	stream := readTestStream(t)
 	root := crashedRoot(t, stream, 100)
 	recoverCmd := "run 'rlrec recover " + root + "'"
 	code, out, errOut := runCmd(t, "inspect", root)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	if code != 1 || !strings.Contains(errOut, "needs recovery") || !strings.Contains(errOut, "--published") {
+		t.Fatalf("exit %d, want 1 saying it needs recovery: %s", code, errOut)
 	}
 	for _, want := range []string{"problems:", "_rlrec/log holds records", "crashed or was killed", recoverCmd} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect of a crashed ROOT lacks %q:\n%s", want, out)
 		}
 	}
-	if code, out, errOut := runCmd(t, "inspect", "--json", root); code != 0 || !strings.Contains(out, `"needs_recovery": true`) {
+	if code, _, errOut := runCmd(t, "inspect", "--published", root); code != 0 {
+		t.Errorf("inspect --published: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := runCmd(t, "inspect", "--json", "--published", root); code != 0 || !strings.Contains(out, `"needs_recovery": true`) {
 		t.Errorf("inspect --json: exit %d, needs_recovery not true:\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := runCmd(t, "recover", root); code != 0 {
@@ -144,15 +149,57 @@ func TestInspectCrashedRoot(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if strings.Contains(out, "_rlrec/log holds records") {
-		t.Errorf("the log is still reported after recovery:\n%s", out)
+	if strings.Contains(out, "_rlrec/log holds records") || strings.Contains(out, recoverCmd) {
+		t.Errorf("a recovered ROOT is still said to need recovery:\n%s", out)
 	}
-	for _, want := range []string{"crashed: the recorder stopped before the session ended", recoverCmd} {
+	for _, want := range []string{"crashed: the recorder stopped before the session ended", "recovered:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect of recovered crashed sessions lacks %q:\n%s", want, out)
 		}
 	}
 	if code, out, _ := runCmd(t, "inspect", "--json", root); code != 0 || !strings.Contains(out, `"needs_recovery": false`) {
 		t.Errorf("inspect --json after recovery: needs_recovery not false:\n%s", out)
+	}
+}
+
+// TestReadCommandsNeedRecovery: every read command refuses a ROOT that
+// needs recovery with the same words and exit 1, and reads what is
+// published with --published.
+func TestReadCommandsNeedRecovery(t *testing.T) {
+	stream := readTestStream(t)
+	root := crashedRoot(t, stream, 100)
+	want := "needs recovery: its log " + filepath.Join(root, "_rlrec", "log") + " holds records"
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"inspect", []string{"inspect", root}},
+		{"replay", []string{"replay", root, "--session", "x"}},
+		{"stats", []string{"stats", root}},
+		{"export", []string{"export", root, "--format", "lerobot", "-o", filepath.Join(t.TempDir(), "x"), "--fps", "10"}},
+		{"copy", []string{"copy", root, filepath.Join(t.TempDir(), "dst")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCmd(t, tc.args...)
+			if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "run 'rlrec recover "+root+"' first, or give --published") {
+				t.Errorf("exit %d, want 1 and %q: %s", code, want, errOut)
+			}
+			code, _, errOut = runCmd(t, append(tc.args, "--published")...)
+			if strings.Contains(errOut, "needs recovery") {
+				t.Errorf("--published: exit %d: %s", code, errOut)
+			}
+		})
+	}
+}
+
+// TestNoPublishedRecordingNeedsRecovery: a ROOT whose recordings are all
+// still in the log is not told to be recorded into first: it needs
+// recovery.
+func TestNoPublishedRecordingNeedsRecovery(t *testing.T) {
+	stream := readTestStream(t)
+	root := crashedRoot(t, stream, 5)
+	code, _, errOut := runCmd(t, "stats", root, "--published")
+	if code != 1 || strings.Contains(errOut, "record into it first") || !strings.Contains(errOut, "rlrec recover "+root) {
+		t.Errorf("exit %d: %s; want exit 1 saying to run recover", code, errOut)
 	}
 }

@@ -159,7 +159,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "rlrec %s: %v\nusage: rlrec %s\n", c.Name, err, c.UsageLine)
 			return 2
 		}
-		fmt.Fprintf(env.Stderr, "rlrec %s: %v\n", c.Name, err)
+		fmt.Fprintf(env.Stderr, "rlrec %s: %v\n", c.Name, wordError(err))
 		return 1
 	}
 	return 0

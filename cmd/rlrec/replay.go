@@ -24,18 +24,20 @@ import (
 
 // replayOptions are the replay command's flags.
 type replayOptions struct {
-	session string
-	env     string
-	episode string
-	format  string
-	out     string
+	published bool
+	force     bool
+	session   string
+	env       string
+	episode   string
+	format    string
+	out       string
 }
 
 var replayFlags replayOptions
 
 var cmdReplay = &Command{
 	Name:      "replay",
-	UsageLine: "replay ROOT --session S [--env R] [--episode E] [--format jsonl|events|arrow] [-o FILE]",
+	UsageLine: "replay ROOT --session ID [--env ENV] [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]] [--published]",
 	Short:     "stream a session's steps decoded, as events, or as Arrow",
 	Long: `Replay reads the steps of one session (or of one episode with --episode),
 in episode record id order and step order within each episode, and writes
@@ -82,11 +84,13 @@ Example:
 
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
-	fs.StringVar(&f.session, "session", f.session, "session id `S` (required)")
-	fs.StringVar(&f.env, "env", f.env, "env id `R` of the recording, when the session id names several (rlmesh's local runner reuses session ids)")
-	fs.StringVar(&f.episode, "episode", f.episode, "episode record id `E` (default: every episode of the session)")
+	fs.StringVar(&f.session, "session", f.session, "the recordings of session `ID` (required)")
+	fs.StringVar(&f.env, "env", f.env, "the recording of `ENV` (an env id or component name), when the session id names several (rlmesh's local runner reuses session ids)")
+	fs.StringVar(&f.episode, "episode", f.episode, "the episode of record id `RECORD_ID` (default: every episode of the session)")
 	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
-	fs.StringVar(&f.out, "o", f.out, "output `FILE` (default: standard output)")
+	outFlag(fs, &f.out, "output `FILE` (default: standard output)")
+	publishedFlag(fs, &f.published)
+	fs.BoolVar(&f.force, "force", f.force, "replace the output file when it exists")
 }
 
 func runReplay(ctx context.Context, env *Env, args []string) error {
@@ -109,7 +113,13 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if f.format != "jsonl" && (f.out == "" || f.out == "-") && env.StdoutTerminal {
 		return refuseTerminal("--format " + f.format)
 	}
+	if err := checkNewFile(f.out, f.force); err != nil {
+		return err
+	}
 	if err := checkRoot(args[0]); err != nil {
+		return err
+	}
+	if err := checkRecovered(args[0], f.published); err != nil {
 		return err
 	}
 	d, err := dataset.Open(args[0])
@@ -117,7 +127,7 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	rec, err := d.Lookup(f.session, f.env)
+	rec, err := lookupRecording(d, f.session, f.env)
 	if err != nil {
 		return err
 	}
@@ -154,8 +164,40 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		_, err = write(env.Stdout)
 		return err
 	}
-	_, err = writeFileAtomic(vfs.OS(), f.out, write)
-	return err
+	bar := bytesProgress(env, -1, "writing "+f.out)
+	var n countingWriter
+	_, err = writeFileAtomic(vfs.OS(), f.out, func(w io.Writer) (struct{}, error) {
+		n.w = w
+		if bar != nil {
+			n.bar = bar
+		}
+		return write(&n)
+	})
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "replay: wrote %s of %s (%s) to %s\n", humanBytes(n.n), rec, count(len(rids), "episode"), f.out)
+	return nil
+}
+
+// countingWriter counts the bytes written through it and shows them on a
+// progress display when there is one.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	bar interface{ Add64(int64) error }
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	if c.bar != nil {
+		c.bar.Add64(int64(k))
+	}
+	return k, err
 }
 
 // replayJSONL writes one JSON line per step.

@@ -18,13 +18,15 @@ type reportOptions struct {
 	out        string
 	frameSide  int
 	frameBytes int
+	force      bool
+	published  bool
 }
 
 var reportFlags reportOptions
 
 var cmdReport = &Command{
 	Name:      "report",
-	UsageLine: "report ROOT [--session S [--env R]] -o FILE.html [--frame-side PX] [--frame-budget MB]",
+	UsageLine: "report ROOT [--session ID [--env ENV]] -o FILE.html [--force] [--frame-side PX] [--frame-budget MB] [--published]",
 	Short:     "write a self-contained HTML report: plots, statistics, problems, camera frames",
 	Long: `Report writes one HTML page about the recordings of ROOT (all, the
 recordings of session S, or with --env the one of env id R) that opens from
@@ -64,9 +66,11 @@ Example:
   rlrec report data --session 0190a1b2-... --env 0190a1b3-... -o run.html`,
 	SetFlags: func(fs *flag.FlagSet) {
 		reportFlags = reportOptions{}
-		fs.StringVar(&reportFlags.session, "session", "", "the recordings of session id `S` only")
-		fs.StringVar(&reportFlags.env, "env", "", "with --session, the recording of env id `R` only")
-		fs.StringVar(&reportFlags.out, "o", "", "write the page to `FILE` (required; - for standard output)")
+		fs.StringVar(&reportFlags.session, "session", "", "the recordings of session `ID` only")
+		fs.StringVar(&reportFlags.env, "env", "", "with --session, the recording of `ENV` only (an env id or component name)")
+		outFlag(fs, &reportFlags.out, "write the page to `FILE` (required; - for standard output)")
+		forceFlag(fs, &reportFlags.force)
+		publishedFlag(fs, &reportFlags.published)
 		fs.IntVar(&reportFlags.frameSide, "frame-side", 96, "shrink frames to at most `PX` pixels a side")
 		fs.IntVar(&reportFlags.frameBytes, "frame-budget", 3, "at most `MB` MiB of PNG frames in the page")
 	},
@@ -84,13 +88,16 @@ func runReport(ctx context.Context, env *Env, args []string) error {
 	if f.out == "" {
 		return usagef("-o FILE.html is required (- for standard output)")
 	}
+	if err := checkNewFile(f.out, f.force); err != nil {
+		return err
+	}
 	if f.frameSide < 8 || f.frameSide > 4096 {
 		return usagef("--frame-side %d: want 8 to 4096 pixels", f.frameSide)
 	}
 	if f.frameBytes < 1 || f.frameBytes > 1024 {
 		return usagef("--frame-budget %d: want 1 to 1024 MiB", f.frameBytes)
 	}
-	d, recs, err := openRecordings(args[0], f.session, f.env)
+	d, recs, err := openRecordings(args[0], f.session, f.env, f.published)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder"
@@ -79,10 +81,14 @@ func openRecorder(root string, opts ...recorder.Option) (*recorder.Recorder, err
 
 // openRecordings opens the ROOT root and selects its recordings: all of
 // them, a session id's (several runs may share one), or one with env
-// too. A ROOT without a recording, or a session or env not in it, is an
+// too (an env id or component name, see lookupRecording). A ROOT that
+// needs recovery is refused unless published (checkRecovered). A ROOT without a recording, or a session or env not in it, is an
 // error saying what to do. The caller closes the Dataset.
-func openRecordings(root, session, env string) (*dataset.Dataset, []dataset.Recording, error) {
+func openRecordings(root, session, env string, published bool) (*dataset.Dataset, []dataset.Recording, error) {
 	if err := checkRoot(root); err != nil {
+		return nil, nil, err
+	}
+	if err := checkRecovered(root, published); err != nil {
 		return nil, nil, err
 	}
 	d, err := dataset.Open(root)
@@ -92,21 +98,27 @@ func openRecordings(root, session, env string) (*dataset.Dataset, []dataset.Reco
 	recs := d.Recordings()
 	if session != "" {
 		if env != "" {
-			rec, err := d.Lookup(session, env)
+			rec, err := lookupRecording(d, session, env)
 			if err != nil {
 				d.Close()
 				return nil, nil, err
 			}
 			recs = []dataset.Recording{rec}
 		} else if recs = d.Find(session, ""); len(recs) == 0 {
-			_, err := d.Lookup(session, "")
+			_, err := lookupRecording(d, session, "")
 			d.Close()
 			return nil, nil, err
 		}
 	}
 	if len(recs) == 0 {
 		d.Close()
-		return nil, nil, fmt.Errorf("%s holds no recording; record into it first ('rlrec demo --out %s')", root, root)
+		if st := findings.ReadState(root); st.LogRecords {
+			if st.Writing {
+				return nil, nil, fmt.Errorf("%s holds no finished recording yet: a recorder is writing it now; read it once the recorder has closed", root)
+			}
+			return nil, nil, fmt.Errorf("%s holds no published recording: %s", root, needsRecoveryText(root))
+		}
+		return nil, nil, fmt.Errorf("%s holds no recording; record into it first ('rlrec demo -o %s')", root, root)
 	}
 	return d, recs, nil
 }
@@ -171,4 +183,33 @@ func relOrAbs(p, given string) string {
 		return rel
 	}
 	return p
+}
+
+// publishedFlag defines --published, with which a read command reads a
+// ROOT whose log holds records recovery has not written out.
+func publishedFlag(fs *flag.FlagSet, p *bool) {
+	fs.BoolVar(p, "published", *p, "read what ROOT's files hold even when its log holds records 'rlrec recover' would add")
+}
+
+// checkRecovered is every read command's check of ROOT's log: when it
+// holds records no recorder is writing out (a recorder crashed or was
+// killed), the files lack what recovery would add, and the command stops
+// saying so, unless published (--published): then it reads the files as
+// they are.
+func checkRecovered(root string, published bool) error {
+	if published {
+		return nil
+	}
+	if st := findings.ReadState(root); st.NeedsRecovery() {
+		return fmt.Errorf("%s needs recovery: %s", root, needsRecoveryText(root))
+	}
+	return nil
+}
+
+// needsRecoveryText says what a ROOT that needs recovery lacks and what
+// to do, the same words in every command.
+func needsRecoveryText(root string) string {
+	return fmt.Sprintf("its log %s holds records a recorder never wrote out (it crashed or was killed), so sessions and episodes are missing or unfinished; "+
+		"run 'rlrec recover %s' first, or give --published to read only what its files hold now",
+		filepath.Join(root, hive.StateDir, hive.LogDir), root)
 }

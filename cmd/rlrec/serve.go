@@ -33,7 +33,7 @@ var serveFlags serveOptions
 var cmdServe = &Command{
 	Records:   true,
 	Name:      "serve",
-	UsageLine: "serve --out ROOT [--listen ADDR] [--metrics-listen ADDR] [--token-file F] [--tls-cert C --tls-key K] [--max-message-bytes N] [--drain-timeout D]",
+	UsageLine: "serve -o DIR [--listen ADDR] [--metrics-listen ADDR] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--max-message BYTES] [--drain-timeout DURATION]",
 	Short:     "record events that other processes send over gRPC",
 	Long: `Serve runs a recorder on ROOT and takes events from other processes over
 gRPC (service rlrec.ingest.v1.Ingest, see ingest/ingestv1/ingest.proto): any
@@ -68,14 +68,15 @@ Example:
 	SetFlags: func(fs *flag.FlagSet) {
 		f := &serveFlags
 		*f = serveOptions{}
-		fs.StringVar(&f.out, "out", "rlrec-data", "output ROOT `directory`")
-		fs.StringVar(&f.listen, "listen", "127.0.0.1:7465", "gRPC listen `address` (host:port)")
-		fs.StringVar(&f.metrics, "metrics-listen", "127.0.0.1:7466", "HTTP `address` of /metrics (empty: none)")
+		f.out = "rlrec-data"
+		outFlag(fs, &f.out, "the ROOT `DIR` to record into")
+		fs.StringVar(&f.listen, "listen", "127.0.0.1:7465", "gRPC listen `ADDR` (host:port)")
+		fs.StringVar(&f.metrics, "metrics-listen", "127.0.0.1:7466", "HTTP `ADDR` of /metrics (empty: none)")
 		fs.StringVar(&f.tokenFile, "token-file", "", "require the token in `FILE` of every client")
 		fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with the certificate (PEM) in `FILE`")
 		fs.StringVar(&f.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert, in `FILE`")
-		fs.IntVar(&f.maxMessage, "max-message-bytes", serve.DefaultMaxMessageBytes, "largest request accepted, in bytes (clients: client.WithMaxMessageBytes)")
-		fs.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long SIGTERM waits for streams to drain")
+		fs.IntVar(&f.maxMessage, "max-message", serve.DefaultMaxMessageBytes, "largest request accepted, in `BYTES` (a Go client's client.WithMaxMessageBytes must not exceed it)")
+		fs.DurationVar(&f.drainTimeout, "drain-timeout", 30*time.Second, "how long SIGTERM waits for streams to drain, a `DURATION` such as 30s")
 	},
 	Run: runServe,
 }
@@ -89,7 +90,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usagef("--tls-cert and --tls-key go together")
 	}
 	if f.maxMessage < 64<<10 {
-		return usagef("--max-message-bytes %d: want at least 65536", f.maxMessage)
+		return usagef("--max-message %d: want at least 65536", f.maxMessage)
 	}
 	var token string
 	if f.tokenFile != "" {
@@ -109,23 +110,31 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
+	// Bind both addresses before the recorder creates ROOT: a port in
+	// use leaves nothing behind.
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; choose another --listen ADDR or stop what uses it", f.listen, err)
+	}
+	defer lis.Close()
+	var ml net.Listener
+	if f.metrics != "" {
+		if ml, err = net.Listen("tcp", f.metrics); err != nil {
+			return fmt.Errorf("listen on --metrics-listen %s: %w; choose another address, or --metrics-listen '' for none", f.metrics, err)
+		}
+		defer ml.Close()
+	}
 	rec, err := recorder.Open(f.out, recorder.WithResume(true), recorder.WithLogger(env.Logger))
 	if err != nil {
 		return err
 	}
 	if n := rec.Resumed(); n > 0 {
-		fmt.Fprintf(env.Stderr, "rlrec serve: resumed %d open recording(s) from %s's log; their clients continue them\n", n, f.out)
+		fmt.Fprintf(env.Stderr, "rlrec serve: resumed %s from %s's log; their clients continue them\n", count(n, "open recording"), f.out)
 	}
 	srv, err := serve.NewServer(rec, serve.Options{Token: token, MaxMessageBytes: f.maxMessage, Logger: env.Logger})
 	if err != nil {
 		rec.Close(context.Background())
 		return err
-	}
-	lis, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		srv.Close()
-		rec.Close(context.Background())
-		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
 	opts := srv.ServerOptions()
 	if creds != nil {
@@ -138,14 +147,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 
 	var hs *http.Server
 	metricsAt := ""
-	if f.metrics != "" {
-		ml, err := net.Listen("tcp", f.metrics)
-		if err != nil {
-			gs.Stop()
-			srv.Close()
-			rec.Close(context.Background())
-			return fmt.Errorf("listen on --metrics-listen %s: %w", f.metrics, err)
-		}
+	if ml != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", srv.Metrics())
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

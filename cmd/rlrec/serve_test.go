@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,7 +148,7 @@ func TestServeRefuses(t *testing.T) {
 		{"missing token file", []string{"--token-file", filepath.Join(dir, "none")}, 1, "read token file"},
 		{"cert without key", []string{"--tls-cert", empty}, 2, "go together"},
 		{"unreadable cert", []string{"--tls-cert", empty, "--tls-key", empty}, 1, "load --tls-cert"},
-		{"small messages", []string{"--max-message-bytes", "100"}, 2, "at least 65536"},
+		{"small messages", []string{"--max-message", "100"}, 2, "at least 65536"},
 		{"argument", []string{"extra"}, 2, "unexpected argument"},
 	}
 	for _, tc := range tests {
@@ -156,6 +157,34 @@ func TestServeRefuses(t *testing.T) {
 			code, _, errOut := runCmd(t, args...)
 			if code != tc.wantCode || !strings.Contains(errOut, tc.wantErr) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestServeBindFailureLeavesNoRoot: serve that cannot bind its address
+// (or its metrics address) exits 1 and creates no ROOT.
+func TestServeBindFailureLeavesNoRoot(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"listen", []string{"--listen", busy.Addr().String(), "--metrics-listen", ""}},
+		{"metrics", []string{"--listen", "127.0.0.1:0", "--metrics-listen", busy.Addr().String()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "root")
+			code, _, errOut := runCmd(t, append([]string{"serve", "-o", root}, tc.args...)...)
+			if code != 1 || !strings.Contains(errOut, busy.Addr().String()) {
+				t.Errorf("exit %d: %s; want 1 naming the address", code, errOut)
+			}
+			if _, err := os.Stat(root); !os.IsNotExist(err) {
+				t.Errorf("a failed serve left %s behind: %v", root, err)
 			}
 		})
 	}

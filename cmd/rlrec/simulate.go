@@ -19,6 +19,7 @@ import (
 
 // simulateOptions are the simulate command's flags.
 type simulateOptions struct {
+	force        bool
 	env          string
 	envs         int
 	episodes     int64
@@ -43,7 +44,7 @@ var simulateClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var cmdSimulate = &Command{
 	Name:      "simulate",
-	UsageLine: "simulate [--env NAME] [--envs N] [--episodes K] [--autoreset next-step|disabled] [--max-steps M] [--sessions S] [--fail-after STEP] [--seed X] [--telemetry-interval D] [--reproducible] -o FILE|- | --to ADDR [--token-file F] [--tls-ca CA]",
+	UsageLine: "simulate [--env NAME] [--envs N] [--episodes N] [--autoreset next-step|disabled] [--max-steps N] [--sessions N] [--fail-after N] [--seed N] [--telemetry-interval DURATION] [--reproducible] -o FILE|- [--force] | --to ADDR [--token-file FILE] [--tls-ca FILE]",
 	Short:     "write the event stream of simulated rlmesh sessions",
 	Long: `Simulate runs built-in rlmesh sessions (a simulated runtime driving a
 built-in environment and policy over N vectorized lanes) and writes their
@@ -93,14 +94,16 @@ Example:
 		f := &simulateFlags
 		fs.StringVar(&f.env, "env", "cartpole", "built-in environment `NAME`: "+strings.Join(sim.Envs(), ", "))
 		fs.IntVar(&f.envs, "envs", 4, "`N` vectorized lanes (num_envs) per session")
-		fs.Int64Var(&f.episodes, "episodes", 10, "end each session once `K` episodes have completed (max_episodes)")
+		fs.Int64Var(&f.episodes, "episodes", 10, "end each session once `N` episodes have completed (max_episodes)")
 		fs.StringVar(&f.autoreset, "autoreset", "next-step", "autoreset `MODE`: next-step or disabled")
-		fs.Int64Var(&f.maxSteps, "max-steps", 0, "with --autoreset disabled: truncate episodes at `M` steps (0: rlmesh's default, 100,000)")
-		fs.IntVar(&f.sessions, "sessions", 1, "run `S` sessions concurrently")
-		fs.Int64Var(&f.failAfter, "fail-after", 0, "fail each session after `STEP` steps (0: never)")
-		fs.Uint64Var(&f.seed, "seed", 1, "base seed `X`; session i uses X+i")
-		fs.StringVar(&f.out, "o", "", "output `FILE`, or - for standard output (required)")
-		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots every `D`, such as 200ms (0: none)")
+		fs.Int64Var(&f.maxSteps, "max-steps", 0, "with --autoreset disabled: truncate episodes at `N` steps (0: rlmesh's default, 100,000)")
+		fs.IntVar(&f.sessions, "sessions", 1, "run `N` sessions concurrently")
+		fs.Int64Var(&f.failAfter, "fail-after", 0, "fail each session after `N` steps (0: never)")
+		fs.Uint64Var(&f.seed, "seed", 1, "base seed `N`; session i uses N+i")
+		f.out = ""
+		outFlag(fs, &f.out, "output `FILE`, or - for standard output (required without --to)")
+		forceFlag(fs, &f.force)
+		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots every `DURATION`, such as 200ms (0: none)")
 		fs.BoolVar(&f.reproducible, "reproducible", false, "use a simulated clock so the same flags give the same bytes")
 		fs.StringVar(&f.to, "to", "", "send the events to the rlrec serve at `ADDR` (host:port) instead of -o")
 		fs.StringVar(&f.tokenFile, "token-file", "", "with --to: read the server's token from `FILE`")
@@ -132,6 +135,9 @@ func runSimulate(ctx context.Context, env *Env, args []string) error {
 	}
 	if f.out == "-" && env.StdoutTerminal {
 		return refuseTerminal("the event stream")
+	}
+	if err := checkNewFile(f.out, f.force); err != nil {
+		return err
 	}
 	write := func(w io.Writer) ([]sim.Summary, error) {
 		bw := bufio.NewWriterSize(w, 1<<20)
@@ -173,8 +179,8 @@ func reportSimulated(env *Env, f simulateOptions, sums []sim.Summary, where stri
 			failed++
 		}
 	}
-	fmt.Fprintf(env.Stderr, "simulated %d session(s) of %s (%d failed): %d steps, %d lane-steps, %d episodes completed; %s\n",
-		len(sums), f.env, failed, steps, laneSteps, episodes, where)
+	fmt.Fprintf(env.Stderr, "simulated %s of %s (%d failed): %s, %s, %s completed; %s\n",
+		count(len(sums), "session"), f.env, failed, count(steps, "step"), count(laneSteps, "lane-step"), count(episodes, "episode"), where)
 }
 
 // simulateConfigs turns the flags into one config per session.

@@ -5,10 +5,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlrec/rlrec/events"
 )
@@ -139,5 +141,30 @@ func TestSimulateHelp(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
+	}
+}
+
+// TestSimulateToWaits: simulate --to an address where nothing listens
+// says, after a few seconds, that it waits for rlrec serve there, and
+// names CLI flags, not Go API names, when it stops.
+func TestSimulateToWaits(t *testing.T) {
+	defer func(d time.Duration) { waitNotice = d }(waitNotice)
+	waitNotice = 100 * time.Millisecond
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	env, _, errb := simulateEnv()
+	code := run(ctx, env, []string{"simulate", "--episodes", "1", "--to", addr})
+	errOut := errb.String()
+	if code != 1 || !strings.Contains(errOut, "waiting for rlrec serve at "+addr) || !strings.Contains(errOut, "--listen "+addr) {
+		t.Errorf("exit %d: %q; want the wait notice and exit 1", code, errOut)
+	}
+	if strings.Contains(errOut, "WithTLS") || strings.Contains(errOut, "client.") {
+		t.Errorf("stderr names Go API: %q", errOut)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/stats"
@@ -14,17 +15,19 @@ import (
 
 // statsOptions are the stats command's flags.
 type statsOptions struct {
-	session string
-	env     string
-	json    bool
-	out     string
+	published bool
+	force     bool
+	session   string
+	env       string
+	json      bool
+	out       string
 }
 
 var statsFlags statsOptions
 
 var cmdStats = &Command{
 	Name:      "stats",
-	UsageLine: "stats ROOT [--session S [--env R]] [--json] [-o FILE.parquet]",
+	UsageLine: "stats ROOT [--session ID [--env ENV]] [--json] [-o FILE.parquet [--force]] [--published]",
 	Short:     "per-feature statistics of the steps: the normalisation input",
 	Long: `Stats computes statistics of every numeric feature of the steps table:
 reward and each observation and action leaf that has a numeric typed column
@@ -58,10 +61,12 @@ Example:
       WHERE scope = 'overall'"`,
 	SetFlags: func(fs *flag.FlagSet) {
 		statsFlags = statsOptions{}
-		fs.StringVar(&statsFlags.session, "session", "", "the recordings of session id `S` only")
-		fs.StringVar(&statsFlags.env, "env", "", "with --session, the recording of env id `R` only")
+		fs.StringVar(&statsFlags.session, "session", "", "the recordings of session `ID` only")
+		fs.StringVar(&statsFlags.env, "env", "", "with --session, the recording of `ENV` only (an env id or component name)")
 		fs.BoolVar(&statsFlags.json, "json", false, "write JSON instead of tables")
-		fs.StringVar(&statsFlags.out, "o", "", "also write the statistics as a Parquet table to `FILE`")
+		outFlag(fs, &statsFlags.out, "also write the statistics as a Parquet table to `FILE`")
+		forceFlag(fs, &statsFlags.force)
+		publishedFlag(fs, &statsFlags.published)
 	},
 	Run: runStats,
 }
@@ -80,16 +85,31 @@ func runStats(ctx context.Context, env *Env, args []string) error {
 	if f.out != "" && !strings.HasSuffix(f.out, ".parquet") {
 		return usagef("-o %s: name the file *.parquet (DuckDB's globs and pandas find it by its suffix)", f.out)
 	}
+	if err := checkNewFile(f.out, f.force); err != nil {
+		return err
+	}
 	root := args[0]
-	d, recs, err := openRecordings(root, f.session, f.env)
+	d, recs, err := openRecordings(root, f.session, f.env, f.published)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	res, err := stats.Compute(ctx, d, recs)
+	start := time.Now()
+	bar := countProgress(env, len(recs), "reading "+root, "recordings")
+	res, err := stats.ComputeProgress(ctx, d, recs, func(done, _ int) {
+		if bar != nil {
+			bar.Set(done)
+		}
+	})
+	if bar != nil {
+		bar.Finish()
+	}
 	if err != nil {
 		return err
 	}
+	defer func() {
+		fmt.Fprintf(env.Stderr, "stats: %s of %s in %.1fs\n", count(len(recs), "recording"), root, time.Since(start).Seconds())
+	}()
 	if f.out != "" {
 		if _, err := writeFileAtomic(vfs.OS(), f.out, func(w io.Writer) (struct{}, error) {
 			bw := bufio.NewWriterSize(w, 1<<20)
@@ -114,7 +134,7 @@ func runStats(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("write output: %w", err)
 	}
 	if f.out != "" && !f.json {
-		fmt.Fprintf(env.Stdout, "Wrote %d rows to %s.\n", len(res.Rows()), f.out)
+		fmt.Fprintf(env.Stdout, "Wrote %s to %s.\n", count(len(res.Rows()), "row"), f.out)
 	}
 	return nil
 }

@@ -1,62 +1,78 @@
 package lerobot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"image"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-
-	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/dataset"
-	"github.com/rlrec/rlrec/internal/frame"
 	"github.com/rlrec/rlrec/schema"
 )
 
 // CodebaseVersion is the LeRobot dataset version the export follows.
 const CodebaseVersion = "v3.0"
 
-// Paths of the files the export writes, relative to its directory.
+// Paths of the files the export writes, relative to its directory. The
+// data files are DataPath with chunk and file indices filled in (see
+// DataFile).
 const (
 	InfoPath     = "meta/info.json"
 	StatsPath    = "meta/stats.json"
 	TasksPath    = "meta/tasks.parquet"
 	EpisodesPath = "meta/episodes/chunk-000/file-000.parquet"
-	DataPath     = "data/chunk-000/file-000.parquet"
+	DataPath     = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 
-	dataPathTemplate  = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
-	videoPathTemplate = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
-	chunksSize        = 1000
-	dataFilesSizeInMB = 100
-	videoFilesSizeMB  = 200
+	// ChunksSize is info.json's chunks_size: files per chunk directory.
+	ChunksSize = 1000
+	// DefaultDataFilesSizeInMB is the data file size (MiB) after which
+	// the export starts the next file, LeRobot's default.
+	DefaultDataFilesSizeInMB = 100
+	videoFilesSizeInMB       = 200
 )
 
-// ErrSpaces is returned when the recordings to export do not share their
-// observation and action spaces.
-var ErrSpaces = errors.New("recordings have different spaces")
-
-// ErrNoFrames is returned when the recordings hold no step with both an
-// observation and an action.
-var ErrNoFrames = errors.New("no frames to export")
+// DataFile returns the path, relative to the export directory, of the
+// data file with the given chunk and file index.
+func DataFile(chunk, file int) string {
+	return fmt.Sprintf("data/chunk-%03d/file-%03d.parquet", chunk, file)
+}
 
 // Options tune an export.
 type Options struct {
-	// FPS is the info.json fps; 0 derives it from the steps' recorded_at
-	// (see the package doc).
-	FPS float64
+	// FPS is info.json's fps, a whole number of frames per second; 0
+	// derives it from the recorded step times (see the package doc).
+	FPS int
 	// Incomplete also exports the episodes whose status is not
 	// "completed" (cut short by the session's end, a failure or a crash).
 	Incomplete bool
+	// Replace allows a directory that exists and is not empty: it is
+	// replaced, once the new export is complete, by the new one.
+	Replace bool
+	// DataFilesSizeInMB is info.json's data_files_size_in_mb: a data
+	// file is closed after the episode that takes it to this many MiB;
+	// 0 means DefaultDataFilesSizeInMB.
+	DataFilesSizeInMB int
+	// Video encodes the RGB camera images as MP4 videos (H.264, with
+	// ffmpeg) instead of PNG images in the data files; gray images stay
+	// PNG.
+	Video bool
+	// FFmpeg is the ffmpeg program for Video: a path, or a name looked up
+	// in PATH; "" is "ffmpeg".
+	FFmpeg string
+	// Progress, when set, is called after each exported episode.
+	Progress func(Progress)
+}
+
+// Progress is how far an export is.
+type Progress struct {
+	Episodes, TotalEpisodes int
+	Frames                  int64
 }
 
 // Summary describes a finished export.
@@ -64,200 +80,19 @@ type Summary struct {
 	Episodes int
 	Frames   int64
 	Tasks    int
-	FPS      float64
+	FPS      int
+	// DataFiles counts the data files written.
+	DataFiles int
 	// Incomplete counts the episodes left out for their status.
 	Incomplete int
 	// Skipped counts steps left out for a null observation or action.
 	Skipped int64
+	// MaxDrift is the largest difference between a frame's recorded time
+	// (from its episode's first frame) and its timestamp frame_index /
+	// fps.
+	MaxDrift time.Duration
 	// Features lists the feature names in info.json order.
 	Features []string
-}
-
-// feature kinds
-const (
-	kImage = iota
-	kFloat
-	kInt
-	kIntList
-	kString
-)
-
-type feature struct {
-	name  string
-	act   bool // a leaf of the action space
-	leaf  int
-	kind  int
-	dtype string
-	shape []int64
-	names any
-	st    *acc
-}
-
-// acc accumulates statistics element by element.
-type acc struct {
-	n             int64 // frames
-	k             []int64
-	sum, sq       []float64
-	min, max      []float64
-	shape         []int64
-	perChannelImg bool
-}
-
-func newAcc(width int, shape []int64) *acc {
-	a := &acc{k: make([]int64, width), sum: make([]float64, width), sq: make([]float64, width), min: make([]float64, width), max: make([]float64, width), shape: shape}
-	for i := range a.min {
-		a.min[i] = math.Inf(1)
-		a.max[i] = math.Inf(-1)
-	}
-	return a
-}
-
-// add counts v in element i; NaN and infinities are left out (JSON has
-// no spelling for them).
-func (a *acc) add(i int, v float64) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return
-	}
-	a.k[i]++
-	a.sum[i] += v
-	a.sq[i] += v * v
-	a.min[i] = min(a.min[i], v)
-	a.max[i] = max(a.max[i], v)
-}
-
-func (a *acc) json() map[string]any {
-	w := len(a.sum)
-	mean, std := make([]float64, w), make([]float64, w)
-	for i := range w {
-		if a.k[i] == 0 {
-			a.min[i], a.max[i] = 0, 0
-			continue
-		}
-		m := a.sum[i] / float64(a.k[i])
-		mean[i] = m
-		std[i] = math.Sqrt(max(0, a.sq[i]/float64(a.k[i])-m*m))
-	}
-	shape := func(v []float64) any {
-		if a.perChannelImg {
-			out := make([][][]float64, len(v))
-			for i := range v {
-				out[i] = [][]float64{{v[i]}}
-			}
-			return out
-		}
-		return v
-	}
-	return map[string]any{
-		"mean":  shape(mean),
-		"std":   shape(std),
-		"min":   shape(a.min),
-		"max":   shape(a.max),
-		"count": []int64{a.n},
-	}
-}
-
-// isImage reports whether a leaf is exported as an image.
-func isImage(l *schema.Leaf) bool { return frame.IsImage(l) }
-
-// features maps the spaces' leaves to features; task is the index of the
-// observation leaf that is the task (-1: none).
-func features(sp dataset.Spaces) (fs []*feature, task int, err error) {
-	task = -1
-	add := func(l *schema.Layout, act bool) error {
-		if l == nil {
-			return nil
-		}
-		prefix := "observation"
-		if act {
-			prefix = "action"
-		}
-		for i := range l.Leaves {
-			lf := &l.Leaves[i]
-			name := prefix
-			if lf.Path != "" {
-				segs, err := schema.SplitPath(lf.Path)
-				if err != nil {
-					return err
-				}
-				name += "." + strings.Join(segs, ".")
-			} else if !act {
-				name += ".state"
-				if isImage(lf) {
-					name = "observation.image"
-				}
-			}
-			f := &feature{name: name, act: act, leaf: i}
-			switch {
-			case lf.Kind == schema.KindText:
-				if !act && task < 0 {
-					task = i
-					continue
-				}
-				f.kind, f.dtype, f.shape = kString, "string", []int64{1}
-			case isImage(lf):
-				f.kind, f.dtype = kImage, "image"
-				f.shape = append([]int64(nil), lf.Shape...)
-				f.names = []string{"height", "width", "channel"}
-				f.st = newAcc(int(lf.Shape[2]), nil)
-				f.st.perChannelImg = true
-			case lf.Kind == schema.KindBox:
-				f.kind, f.dtype, f.shape = kFloat, "float32", []int64{max(lf.Numel, 1)}
-			case lf.Kind == schema.KindDiscrete:
-				f.kind, f.dtype, f.shape = kInt, "int64", []int64{1}
-			default: // MultiBinary, MultiDiscrete
-				f.kind, f.dtype, f.shape = kIntList, "int64", []int64{lf.Numel}
-			}
-			if f.st == nil && f.kind != kString {
-				f.st = newAcc(int(f.shape[0]), f.shape)
-			}
-			fs = append(fs, f)
-		}
-		return nil
-	}
-	if err := add(sp.Observation, false); err != nil {
-		return nil, -1, err
-	}
-	if err := add(sp.Action, true); err != nil {
-		return nil, -1, err
-	}
-	seen := map[string]bool{}
-	for _, f := range fs {
-		if seen[f.name] {
-			return nil, -1, fmt.Errorf("two leaves map to the feature name %q", f.name)
-		}
-		seen[f.name] = true
-	}
-	return fs, task, nil
-}
-
-// fixed features, in info.json order after the leaf features.
-var fixedFeatures = []struct {
-	name, dtype string
-}{
-	{"timestamp", "float32"},
-	{"frame_index", "int64"},
-	{"episode_index", "int64"},
-	{"index", "int64"},
-	{"task_index", "int64"},
-	{"next.reward", "float32"},
-	{"next.done", "bool"},
-}
-
-func (f *feature) node() parquet.Node {
-	switch f.kind {
-	case kImage:
-		return parquet.Group{
-			"bytes": parquet.Optional(parquet.Leaf(parquet.ByteArrayType)),
-			"path":  parquet.Optional(parquet.String()),
-		}
-	case kFloat:
-		return parquet.List(parquet.Leaf(parquet.FloatType))
-	case kInt:
-		return parquet.Int(64)
-	case kIntList:
-		return parquet.List(parquet.Int(64))
-	}
-	return parquet.String()
 }
 
 func spacesKey(sp dataset.Spaces) (string, error) {
@@ -276,35 +111,37 @@ func spacesKey(sp dataset.Spaces) (string, error) {
 	return string(b), nil
 }
 
-type episodeMeta struct {
-	rec        dataset.Recording
-	rid, id    string
-	length     int64
-	from       int64
-	tasks      []string
-	envComp    string
-	firstStart time.Time
+type epRef struct {
+	rec dataset.Recording
+	ep  dataset.Episode
 }
 
 // Export writes the recordings recs of d as a LeRobot v3.0 dataset into
-// dir, which must not exist or be empty. Files are written under
-// temporary names and renamed into place, info.json last.
+// dir, which must not exist or be empty (unless Options.Replace). The
+// dataset is written into a new sibling directory which is renamed to dir
+// once complete, so dir never holds a partial export.
 func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, dir string, opt Options) (Summary, error) {
 	var sum Summary
-	if opt.FPS < 0 || math.IsNaN(opt.FPS) || math.IsInf(opt.FPS, 0) {
-		return sum, fmt.Errorf("fps %v: want a positive number", opt.FPS)
+	if opt.FPS < 0 {
+		return sum, fmt.Errorf("%w: got %d", ErrFPS, opt.FPS)
 	}
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return sum, fmt.Errorf("%s is not empty; export into a new directory", dir)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return sum, err
+	if opt.DataFilesSizeInMB < 0 {
+		return sum, fmt.Errorf("data files size %d MiB: want a positive number", opt.DataFilesSizeInMB)
+	}
+	if opt.DataFilesSizeInMB == 0 {
+		opt.DataFilesSizeInMB = DefaultDataFilesSizeInMB
+	}
+	exists := false
+	if ents, err := os.ReadDir(dir); err == nil {
+		exists = true
+		if len(ents) > 0 && !opt.Replace {
+			return sum, fmt.Errorf("%w: %s", ErrExists, dir)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return sum, fmt.Errorf("output directory: %w", err)
 	}
 
 	// The episodes to export and their spaces.
-	type epRef struct {
-		rec dataset.Recording
-		ep  dataset.Episode
-	}
 	var refs []epRef
 	var spaces dataset.Spaces
 	var key string
@@ -328,7 +165,7 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 			if key == "" {
 				key, spaces = k, e.Spaces
 			} else if k != key {
-				return sum, fmt.Errorf("%w: %s episode %s differs from the first episode exported; export one recording (--session, --env) at a time", ErrSpaces, rec, e.EpisodeRecordID)
+				return sum, fmt.Errorf("%w: recording %s episode %s differs from the first episode exported; export one recording at a time", ErrSpaces, rec, e.EpisodeRecordID)
 			}
 			refs = append(refs, epRef{rec, e})
 		}
@@ -339,247 +176,377 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 	if spaces.Action == nil {
 		return sum, fmt.Errorf("%w: the recordings have no action space", ErrNoFrames)
 	}
-	fs, taskLeaf, err := features(spaces)
+	fs, taskLeaf, err := features(spaces.Observation, spaces.Action)
 	if err != nil {
 		return sum, err
 	}
 
-	if err := os.MkdirAll(filepath.Join(dir, "data", "chunk-000"), 0o755); err != nil {
-		return sum, err
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "meta", "episodes", "chunk-000"), 0o755); err != nil {
-		return sum, err
-	}
-
-	// The data file, written frame by frame.
-	group := parquet.Group{}
-	for _, f := range fs {
-		group[f.name] = f.node()
-	}
-	group["timestamp"] = parquet.Leaf(parquet.FloatType)
-	group["next.reward"] = parquet.Leaf(parquet.FloatType)
-	group["next.done"] = parquet.Leaf(parquet.BooleanType)
-	for _, n := range []string{"frame_index", "episode_index", "index", "task_index"} {
-		group[n] = parquet.Int(64)
-	}
-	dataSchema := parquet.NewSchema("lerobot", group)
-	fixedSt := map[string]*acc{}
-	for _, ff := range fixedFeatures {
-		fixedSt[ff.name] = newAcc(1, []int64{1})
-	}
-
-	var taskIndex = map[string]int64{}
-	var taskList []string
-	taskOf := func(t string) int64 {
-		if i, ok := taskIndex[t]; ok {
-			return i
+	ffmpeg := ""
+	if opt.Video {
+		if ffmpeg, err = findFFmpeg(opt.FFmpeg); err != nil {
+			return sum, err
 		}
-		taskIndex[t] = int64(len(taskList))
-		taskList = append(taskList, t)
-		return taskIndex[t]
-	}
-
-	var metas []episodeMeta
-	var intervals []float64
-	err = writeAtomic(filepath.Join(dir, DataPath), func(w io.Writer) error {
-		pw := parquet.NewGenericWriter[map[string]any](w, dataSchema,
-			parquet.Compression(&parquet.Zstd), parquet.PageBufferSize(1<<20), parquet.MaxRowsPerRowGroup(4096))
-		const batch = 256
-		rows := make([]map[string]any, 0, batch)
-		flush := func() error {
-			if len(rows) == 0 {
-				return nil
+		for _, f := range fs {
+			if f.kind == kindImage && f.c == 3 {
+				f.dtype = "video"
 			}
-			_, err := pw.Write(rows)
-			rows = rows[:0]
-			return err
 		}
-		var index int64
-		var png pngEncoder
-		for _, r := range refs {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			m := episodeMeta{rec: r.rec, rid: r.ep.EpisodeRecordID, id: r.ep.Row.EpisodeID, from: index, envComp: r.ep.Row.EnvComponentID}
-			st, err := d.Steps(r.rec, r.ep.EpisodeRecordID)
-			if err != nil {
-				return err
-			}
-			var t0, prev time.Time
-			var frame int64
-			epTasks := map[string]bool{}
-			for st.Next() {
-				s := st.Step()
-				if s.ObservationBlob == nil || s.ActionBlob == nil {
-					sum.Skipped++
-					continue
-				}
-				obs, err := st.ObservationLeaves()
-				if err != nil {
-					st.Close()
-					return err
-				}
-				act, err := st.ActionLeaves()
-				if err != nil {
-					st.Close()
-					return err
-				}
-				if frame == 0 {
-					t0 = s.RecordedAt
-				} else {
-					intervals = append(intervals, s.RecordedAt.Sub(prev).Seconds())
-				}
-				prev = s.RecordedAt
-				task := m.envComp
-				if task == "" {
-					task = "default"
-				}
-				if taskLeaf >= 0 {
-					task = string(obs[taskLeaf])
-				}
-				ti := taskOf(task)
-				if !epTasks[task] {
-					epTasks[task] = true
-					m.tasks = append(m.tasks, task)
-				}
-				row := make(map[string]any, len(fs)+len(fixedFeatures))
-				for _, f := range fs {
-					l, leaves := spaces.Observation, obs
-					if f.act {
-						l, leaves = spaces.Action, act
-					}
-					v, err := f.value(&l.Leaves[f.leaf], leaves[f.leaf], &png)
-					if err != nil {
-						st.Close()
-						return fmt.Errorf("%s step %d: %s: %w", st.Path(), s.Step, f.name, err)
-					}
-					row[f.name] = v
-				}
-				ts := float32(s.RecordedAt.Sub(t0).Seconds())
-				done := s.Terminated || s.Truncated
-				row["timestamp"] = ts
-				row["frame_index"] = frame
-				row["episode_index"] = int64(len(metas))
-				row["index"] = index
-				row["task_index"] = ti
-				row["next.reward"] = float32(s.Reward)
-				row["next.done"] = done
-				for name, v := range map[string]float64{
-					"timestamp": float64(ts), "frame_index": float64(frame), "episode_index": float64(len(metas)),
-					"index": float64(index), "task_index": float64(ti), "next.reward": float64(float32(s.Reward)), "next.done": b2f(done),
-				} {
-					fixedSt[name].n++
-					fixedSt[name].add(0, v)
-				}
-				rows = append(rows, row)
-				if len(rows) == batch {
-					if err := flush(); err != nil {
-						st.Close()
-						return err
-					}
-				}
-				frame++
-				index++
-			}
-			err = st.Err()
-			st.Close()
-			if err != nil {
-				return err
-			}
-			if frame == 0 {
-				continue
-			}
-			m.length = frame
-			metas = append(metas, m)
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-		return pw.Close()
-	})
-	if err != nil {
-		return sum, err
-	}
-	total := int64(0)
-	for _, m := range metas {
-		total += m.length
-	}
-	if total == 0 {
-		return sum, fmt.Errorf("%w: no step has both an observation and an action", ErrNoFrames)
 	}
 
 	fps := opt.FPS
 	if fps == 0 {
-		fps = medianFPS(intervals)
+		if fps, err = deriveFPS(ctx, d, refs); err != nil {
+			return sum, err
+		}
 	}
 
-	// meta/tasks.parquet
-	if err := writeTasks(filepath.Join(dir, TasksPath), taskList); err != nil {
+	parent := filepath.Dir(filepath.Clean(dir))
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".export-")
+	if err != nil {
+		return sum, fmt.Errorf("create the export's temporary directory: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+
+	x := &exporter{d: d, fs: fs, taskLeaf: taskLeaf, spaces: spaces, fps: fps, opt: opt, sum: &sum, taskIndex: map[string]int64{}, ffmpeg: ffmpeg}
+	if err := x.frames(ctx, tmp, refs); err != nil {
 		return sum, err
 	}
-	// meta/episodes
-	if err := writeEpisodes(filepath.Join(dir, EpisodesPath), metas); err != nil {
+	if err := x.meta(tmp); err != nil {
 		return sum, err
 	}
-	// meta/stats.json
-	statsJS := map[string]any{}
-	for _, f := range fs {
-		if f.st != nil {
-			statsJS[f.name] = f.st.json()
+	if exists {
+		if err := os.RemoveAll(dir); err != nil {
+			return sum, fmt.Errorf("replace %s: %w", dir, err)
 		}
 	}
-	for name, a := range fixedSt {
-		statsJS[name] = a.json()
+	if err := os.Rename(tmp, dir); err != nil {
+		return sum, fmt.Errorf("move the export into place: %w", err)
 	}
-	if err := writeJSON(filepath.Join(dir, StatsPath), statsJS); err != nil {
+	done = true
+	if err := syncDir(parent); err != nil {
 		return sum, err
 	}
-	// meta/info.json
-	feats := orderedMap{}
-	for _, f := range fs {
-		feats = append(feats, kv{f.name, orderedMap{{"dtype", f.dtype}, {"shape", f.shape}, {"names", f.names}}})
-		sum.Features = append(sum.Features, f.name)
-	}
-	for _, ff := range fixedFeatures {
-		feats = append(feats, kv{ff.name, orderedMap{{"dtype", ff.dtype}, {"shape", []int64{1}}, {"names", nil}}})
-		sum.Features = append(sum.Features, ff.name)
-	}
-	var robot any
-	for i, m := range metas {
-		if i == 0 {
-			robot = m.envComp
-		} else if robot != m.envComp {
-			robot = nil
-			break
-		}
-	}
-	if robot == "" {
-		robot = nil
-	}
-	var fpsJS any = fps
-	if fps == math.Trunc(fps) {
-		fpsJS = int64(fps)
-	}
-	info := orderedMap{
-		{"codebase_version", CodebaseVersion},
-		{"robot_type", robot},
-		{"total_episodes", len(metas)},
-		{"total_frames", total},
-		{"total_tasks", len(taskList)},
-		{"chunks_size", chunksSize},
-		{"data_files_size_in_mb", dataFilesSizeInMB},
-		{"video_files_size_in_mb", videoFilesSizeMB},
-		{"fps", fpsJS},
-		{"splits", map[string]string{"train": fmt.Sprintf("0:%d", len(metas))}},
-		{"data_path", dataPathTemplate},
-		{"video_path", videoPathTemplate},
-		{"features", feats},
-	}
-	if err := writeJSON(filepath.Join(dir, InfoPath), info); err != nil {
-		return sum, err
-	}
-	sum.Episodes, sum.Frames, sum.Tasks, sum.FPS = len(metas), total, len(taskList), fps
 	return sum, nil
+}
+
+// deriveFPS reads the recorded step times of the frames to export (a
+// first pass that decodes no leaf) and returns the frame rate of the
+// median interval between consecutive frames.
+func deriveFPS(ctx context.Context, d *dataset.Dataset, refs []epRef) (int, error) {
+	seen := map[dataset.Recording]bool{}
+	for _, r := range refs {
+		if seen[r.rec] {
+			continue
+		}
+		seen[r.rec] = true
+		clock, err := sessionClock(d, r.rec)
+		if err != nil {
+			return 0, err
+		}
+		if err := checkClock(r.rec, clock); err != nil {
+			return 0, err
+		}
+	}
+	var iv []float64
+	for _, r := range refs {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		st, err := d.Steps(r.rec, r.ep.EpisodeRecordID)
+		if err != nil {
+			return 0, err
+		}
+		var prev time.Time
+		first := true
+		for st.Next() {
+			s := st.Step()
+			if s.ObservationBlob == nil || s.ActionBlob == nil {
+				continue
+			}
+			if !first {
+				iv = append(iv, s.RecordedAt.Sub(prev).Seconds())
+			}
+			first = false
+			prev = s.RecordedAt
+		}
+		err = st.Err()
+		st.Close()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return fpsFromIntervals(iv)
+}
+
+// episodeMeta is what the episodes file says of one exported episode.
+type episodeMeta struct {
+	rec         dataset.Recording
+	rid, id     string
+	length      int64
+	from        int64
+	chunk, file int
+	tasks       []string
+	envComp     string
+	stats       []any       // per feature (fs order, then the fixed ones): *numStats or *imgStats
+	videos      []videoSpan // per video feature, in fs order
+}
+
+// videoSpan is where an episode's frames of one video feature are.
+type videoSpan struct {
+	chunk, file int
+	from, to    float64
+}
+
+// exporter holds the state of one export.
+type exporter struct {
+	d         *dataset.Dataset
+	fs        []*feature
+	taskLeaf  int
+	spaces    dataset.Spaces
+	fps       int
+	opt       Options
+	sum       *Summary
+	taskIndex map[string]int64
+	taskList  []string
+	metas     []episodeMeta
+	global    []any // per feature as episodeMeta.stats, over every frame
+	ffmpeg    string
+	videos    []*videoWriter // per video feature, in fs order
+}
+
+func (x *exporter) newStats() []any {
+	out := make([]any, 0, len(x.fs)+len(fixedFeatures))
+	for _, f := range x.fs {
+		switch f.kind {
+		case kindImage:
+			out = append(out, newImgStats(f.c))
+		case kindString:
+			out = append(out, nil)
+		default:
+			out = append(out, newNumStats(f.width))
+		}
+	}
+	for range fixedFeatures {
+		out = append(out, newNumStats(1))
+	}
+	return out
+}
+
+func (x *exporter) taskOf(t string) int64 {
+	if i, ok := x.taskIndex[t]; ok {
+		return i
+	}
+	x.taskIndex[t] = int64(len(x.taskList))
+	x.taskList = append(x.taskList, t)
+	return x.taskIndex[t]
+}
+
+// frames writes the data files under dir and gathers the episodes'
+// metadata and statistics.
+func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
+	dw, err := newDataWriter(dir, x.fs, int64(x.opt.DataFilesSizeInMB)<<20)
+	if err != nil {
+		return err
+	}
+	x.global = x.newStats()
+	videoOf := map[*feature]*videoWriter{}
+	for _, f := range x.fs {
+		if f.dtype == "video" {
+			v := &videoWriter{ffmpeg: x.ffmpeg, dir: dir, f: f, fps: x.fps, limit: videoFilesSizeInMB << 20}
+			x.videos = append(x.videos, v)
+			videoOf[f] = v
+		}
+	}
+	defer func() {
+		for _, v := range x.videos {
+			v.abort()
+		}
+	}()
+	var index int64
+	var enc pngEncoder
+	var vals []float64
+	fps := float64(x.fps)
+	for ri, r := range refs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m := episodeMeta{rec: r.rec, rid: r.ep.EpisodeRecordID, id: r.ep.Row.EpisodeID, from: index,
+			envComp: r.ep.Row.EnvComponentID, stats: x.newStats()}
+		m.chunk, m.file = dw.position()
+		for _, v := range x.videos {
+			c, f, from := v.position()
+			m.videos = append(m.videos, videoSpan{chunk: c, file: f, from: from})
+		}
+		st, err := x.d.Steps(r.rec, r.ep.EpisodeRecordID)
+		if err != nil {
+			return err
+		}
+		var t0 time.Time
+		var frame int64
+		epTasks := map[string]bool{}
+		for st.Next() {
+			s := st.Step()
+			if s.ObservationBlob == nil || s.ActionBlob == nil {
+				x.sum.Skipped++
+				continue
+			}
+			obs, err := st.ObservationLeaves()
+			if err != nil {
+				st.Close()
+				return err
+			}
+			act, err := st.ActionLeaves()
+			if err != nil {
+				st.Close()
+				return err
+			}
+			if frame == 0 {
+				t0 = s.RecordedAt
+			}
+			want := float64(frame) / fps
+			ts := float32(want)
+			if math.Abs(float64(ts)-want) > TimestampTolerance {
+				st.Close()
+				return fmt.Errorf("%w: recording %s episode %s frame %d: float32 holds %v s as %v; export shorter episodes or a lower fps", ErrTimestamp, r.rec, m.rid, frame, want, ts)
+			}
+			if drift := time.Duration(math.Abs(s.RecordedAt.Sub(t0).Seconds()-want) * 1e9); drift > x.sum.MaxDrift {
+				x.sum.MaxDrift = drift
+			}
+			task := m.envComp
+			if task == "" {
+				task = "default"
+			}
+			if x.taskLeaf >= 0 {
+				task = string(obs[x.taskLeaf])
+			}
+			ti := x.taskOf(task)
+			if !epTasks[task] {
+				epTasks[task] = true
+				m.tasks = append(m.tasks, task)
+			}
+			row := make(map[string]any, len(x.fs)+len(fixedFeatures))
+			var size int64
+			for i, f := range x.fs {
+				l, leaves := x.spaces.Observation, obs
+				if f.act {
+					l, leaves = x.spaces.Action, act
+				}
+				var v any
+				switch f.kind {
+				case kindString:
+					v = string(leaves[f.leaf])
+					size += int64(len(leaves[f.leaf]))
+				case kindImage:
+					pix := leaves[f.leaf]
+					if len(pix) != f.h*f.w*f.c {
+						err = fmt.Errorf("image leaf has %d bytes, want %d", len(pix), f.h*f.w*f.c)
+						break
+					}
+					m.stats[i].(*imgStats).add(pix)
+					if v := videoOf[f]; v != nil {
+						if err = v.add(ctx, pix); err != nil {
+							break
+						}
+						continue
+					}
+					var b []byte
+					b, err = enc.encode(pix, f.h, f.w, f.c)
+					v = map[string]any{"bytes": b, "path": nil}
+					size += int64(len(b))
+				case kindVector:
+					// The row keeps the value's slice: no reuse.
+					v, vals, err = f.vectorValue(l, leaves, nil, nil, vals)
+					if err == nil {
+						m.stats[i].(*numStats).add(vals)
+					}
+					size += int64(8 * f.width)
+				case kindExact:
+					v, vals, err = f.exactValue(&l.Leaves[f.leaf], leaves[f.leaf], vals)
+					if err == nil {
+						m.stats[i].(*numStats).add(vals)
+					}
+					size += int64(8 * f.width)
+				}
+				if err != nil {
+					st.Close()
+					var ie *InexactError
+					if errors.As(err, &ie) {
+						return fmt.Errorf("%s row %d (recording %s episode %s step %d): %w", st.Path(), st.Row(), r.rec, m.rid, s.Step, err)
+					}
+					return fmt.Errorf("%s row %d: %s: %w", st.Path(), st.Row(), f.name, err)
+				}
+				row[f.name] = v
+			}
+			done := s.Terminated || s.Truncated
+			fixed := [...]float64{float64(ts), float64(frame), float64(len(x.metas)), float64(index), float64(ti), float64(float32(s.Reward)), b2f(done)}
+			for j, v := range fixed {
+				m.stats[len(x.fs)+j].(*numStats).add([]float64{v})
+			}
+			row["timestamp"] = ts
+			row["frame_index"] = frame
+			row["episode_index"] = int64(len(x.metas))
+			row["index"] = index
+			row["task_index"] = ti
+			row["next.reward"] = float32(s.Reward)
+			row["next.done"] = done
+			if err := dw.add(row, size+64); err != nil {
+				st.Close()
+				return err
+			}
+			frame++
+			index++
+		}
+		err = st.Err()
+		st.Close()
+		if err != nil {
+			return err
+		}
+		if frame == 0 {
+			continue
+		}
+		m.length = frame
+		for i, v := range x.videos {
+			_, _, to := v.position()
+			m.videos[i].to = to
+			if err := v.endEpisode(); err != nil {
+				return err
+			}
+		}
+		for i, s := range m.stats {
+			switch g := x.global[i].(type) {
+			case *numStats:
+				g.merge(s.(*numStats))
+			case *imgStats:
+				g.merge(s.(*imgStats))
+			}
+		}
+		x.metas = append(x.metas, m)
+		if err := dw.endEpisode(); err != nil {
+			return err
+		}
+		if x.opt.Progress != nil {
+			x.opt.Progress(Progress{Episodes: ri + 1, TotalEpisodes: len(refs), Frames: index})
+		}
+	}
+	if err := dw.close(); err != nil {
+		return err
+	}
+	for _, v := range x.videos {
+		if err := v.finish(); err != nil {
+			return err
+		}
+	}
+	if index == 0 {
+		return fmt.Errorf("%w: no step has both an observation and an action", ErrNoFrames)
+	}
+	x.sum.Frames = index
+	x.sum.DataFiles = dw.files
+	return nil
 }
 
 func b2f(b bool) float64 {
@@ -589,205 +556,46 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// medianFPS is 1 / the median interval, rounded to a whole number, at
-// least 1 (1 when there is no positive interval).
-func medianFPS(iv []float64) float64 {
-	pos := iv[:0:0]
-	for _, v := range iv {
-		if v > 0 {
-			pos = append(pos, v)
-		}
-	}
-	if len(pos) == 0 {
-		return 1
-	}
-	sort.Float64s(pos)
-	m := pos[len(pos)/2]
-	if len(pos)%2 == 0 {
-		m = (pos[len(pos)/2-1] + pos[len(pos)/2]) / 2
-	}
-	return max(1, math.Round(1/m))
+// pngEncoder encodes HxWxC uint8 pixels as PNG (lossless, at zlib's
+// fastest level), reusing its image and the encoder's zlib state from
+// frame to frame: a new zlib writer per frame allocated about 1 MB.
+type pngEncoder struct {
+	enc  png.Encoder
+	pool pngPool
+	buf  bytes.Buffer
+	gray *image.Gray
+	rgba *image.NRGBA
 }
 
-// value converts one leaf to its column value and adds it to the
-// feature's statistics.
-func (f *feature) value(l *schema.Leaf, b []byte, enc *pngEncoder) (any, error) {
-	switch f.kind {
-	case kString:
-		return string(b), nil
-	case kImage:
-		h, w, c := int(l.Shape[0]), int(l.Shape[1]), int(l.Shape[2])
-		if len(b) != h*w*c {
-			return nil, fmt.Errorf("image leaf has %d bytes, want %d", len(b), h*w*c)
-		}
-		f.st.n++
-		for i, p := range b {
-			f.st.add(i%c, float64(p)/255)
-		}
-		pngBytes, err := enc.encode(b, h, w, c)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"bytes": pngBytes, "path": nil}, nil
-	case kFloat:
-		return elems[float32](f, l, b)
-	case kInt:
-		v, err := blob.DecodeLeaf(l, b)
-		if err != nil {
-			return nil, err
-		}
-		f.st.n++
-		f.st.add(0, float64(v.(int64)))
-		return v.(int64), nil
-	}
-	return elems[int64](f, l, b)
-}
+// pngPool keeps the one png.EncoderBuffer an encoder reuses.
+type pngPool struct{ b *png.EncoderBuffer }
 
-// elems decodes a leaf's elements as T, the feature's dtype, and adds
-// them to its statistics, element by element.
-func elems[T float32 | int64](f *feature, l *schema.Leaf, b []byte) ([]T, error) {
-	out, err := blob.AppendElems(make([]T, 0, f.shape[0]), l.DType, b)
-	if err != nil {
-		return nil, err
-	}
-	f.st.n++
-	for i, v := range out {
-		f.st.add(i, float64(v))
-	}
-	return out, nil
-}
-
-// pngEncoder encodes HxWxC uint8 pixels as PNG, every pixel kept.
-type pngEncoder struct{ enc frame.Encoder }
+func (p *pngPool) Get() *png.EncoderBuffer  { return p.b }
+func (p *pngPool) Put(b *png.EncoderBuffer) { p.b = b }
 
 func (e *pngEncoder) encode(pix []byte, h, w, c int) ([]byte, error) {
-	b, _, _, err := e.enc.Encode(pix, h, w, c, 1)
-	return b, err
-}
-
-type kv struct {
-	k string
-	v any
-}
-
-// orderedMap marshals as a JSON object with its keys in order.
-type orderedMap []kv
-
-func (m orderedMap) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range m {
-		if i > 0 {
-			b.WriteByte(',')
+	e.enc.CompressionLevel, e.enc.BufferPool = png.BestSpeed, &e.pool
+	var img image.Image
+	r := image.Rect(0, 0, w, h)
+	if c == 1 {
+		if e.gray == nil || e.gray.Rect != r {
+			e.gray = image.NewGray(r)
 		}
-		k, _ := json.Marshal(e.k)
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(e.v)
-		if err != nil {
-			return nil, err
+		copy(e.gray.Pix, pix)
+		img = e.gray
+	} else {
+		if e.rgba == nil || e.rgba.Rect != r {
+			e.rgba = image.NewNRGBA(r)
 		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-func writeJSON(path string, v any) error {
-	js, err := json.MarshalIndent(v, "", "    ")
-	if err != nil {
-		return err
-	}
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(append(js, '\n'))
-		return err
-	})
-}
-
-// writeAtomic writes path through a temporary file renamed into place.
-func writeAtomic(path string, fill func(w io.Writer) error) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = fill(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-// TaskRow is one row of meta/tasks.parquet.
-type TaskRow struct {
-	TaskIndex int64  `parquet:"task_index"`
-	Task      string `parquet:"task"`
-}
-
-// pandasTasksMeta makes pandas read the task column back as the index,
-// as the file LeRobot writes from a DataFrame indexed by task.
-const pandasTasksMeta = `{"index_columns": ["task"], "column_indexes": [{"name": null, "field_name": null, "pandas_type": "unicode", "numpy_type": "object", "metadata": {"encoding": "UTF-8"}}], "columns": [{"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64", "metadata": null}, {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": null}], "creator": {"library": "rlrec", "version": "1"}, "pandas_version": "2.2.3"}`
-
-func writeTasks(path string, tasks []string) error {
-	rows := make([]TaskRow, len(tasks))
-	for i, t := range tasks {
-		rows[i] = TaskRow{int64(i), t}
-	}
-	return writeAtomic(path, func(w io.Writer) error {
-		pw := parquet.NewGenericWriter[TaskRow](w, parquet.KeyValueMetadata("pandas", pandasTasksMeta))
-		if _, err := pw.Write(rows); err != nil {
-			return err
+		p := e.rgba.Pix
+		for i := range h * w {
+			p[4*i], p[4*i+1], p[4*i+2], p[4*i+3] = pix[3*i], pix[3*i+1], pix[3*i+2], 255
 		}
-		return pw.Close()
-	})
-}
-
-// EpisodeRow is one row of meta/episodes/chunk-000/file-000.parquet. The
-// rlrec/ columns name the recorded episode it comes from.
-type EpisodeRow struct {
-	EpisodeIndex         int64    `parquet:"episode_index"`
-	Tasks                []string `parquet:"tasks,list"`
-	Length               int64    `parquet:"length"`
-	DataChunkIndex       int64    `parquet:"data/chunk_index"`
-	DataFileIndex        int64    `parquet:"data/file_index"`
-	DatasetFromIndex     int64    `parquet:"dataset_from_index"`
-	DatasetToIndex       int64    `parquet:"dataset_to_index"`
-	MetaEpisodesChunk    int64    `parquet:"meta/episodes/chunk_index"`
-	MetaEpisodesFile     int64    `parquet:"meta/episodes/file_index"`
-	RLRecSessionID       string   `parquet:"rlrec/session_id"`
-	RLRecEnvID           string   `parquet:"rlrec/env_id"`
-	RLRecEpisodeRecordID string   `parquet:"rlrec/episode_record_id"`
-	RLRecEpisodeID       string   `parquet:"rlrec/episode_id"`
-}
-
-func writeEpisodes(path string, metas []episodeMeta) error {
-	rows := make([]EpisodeRow, len(metas))
-	for i, m := range metas {
-		rows[i] = EpisodeRow{
-			EpisodeIndex: int64(i), Tasks: m.tasks, Length: m.length,
-			DatasetFromIndex: m.from, DatasetToIndex: m.from + m.length,
-			RLRecSessionID: m.rec.SessionID, RLRecEnvID: m.rec.EnvID,
-			RLRecEpisodeRecordID: m.rid, RLRecEpisodeID: m.id,
-		}
+		img = e.rgba
 	}
-	return writeAtomic(path, func(w io.Writer) error {
-		pw := parquet.NewGenericWriter[EpisodeRow](w)
-		if _, err := pw.Write(rows); err != nil {
-			return err
-		}
-		return pw.Close()
-	})
+	e.buf.Reset()
+	if err := e.enc.Encode(&e.buf, img); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(e.buf.Bytes()), nil
 }

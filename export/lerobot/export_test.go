@@ -7,8 +7,12 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +25,7 @@ import (
 )
 
 // record records a ROOT of the given configs.
-func record(t *testing.T, cfgs ...sim.Config) string {
+func record(t testing.TB, cfgs ...sim.Config) string {
 	t.Helper()
 	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range cfgs {
@@ -63,10 +67,10 @@ type info struct {
 	TotalTasks        int64             `json:"total_tasks"`
 	ChunksSize        int64             `json:"chunks_size"`
 	DataFilesSizeInMB int64             `json:"data_files_size_in_mb"`
-	FPS               float64           `json:"fps"`
+	FPS               int64             `json:"fps"`
 	Splits            map[string]string `json:"splits"`
 	DataPath          string            `json:"data_path"`
-	VideoPath         string            `json:"video_path"`
+	VideoPath         *string           `json:"video_path"`
 	Features          map[string]struct {
 		DType string          `json:"dtype"`
 		Shape []int64         `json:"shape"`
@@ -91,6 +95,8 @@ type stat struct {
 	Min   json.RawMessage `json:"min"`
 	Max   json.RawMessage `json:"max"`
 	Count []int64         `json:"count"`
+	Q01   json.RawMessage `json:"q01"`
+	Q99   json.RawMessage `json:"q99"`
 }
 
 type taskRow struct {
@@ -102,7 +108,7 @@ type ppFrame struct {
 	Image struct {
 		Bytes []byte  `parquet:"bytes,optional"`
 		Path  *string `parquet:"path,optional"`
-	} `parquet:"observation.image"`
+	} `parquet:"observation.images.image"`
 	State        []float32 `parquet:"observation.state,list"`
 	Action       []float32 `parquet:"action,list"`
 	Timestamp    float32   `parquet:"timestamp"`
@@ -126,18 +132,60 @@ type cpFrame struct {
 	Done         bool      `parquet:"next.done"`
 }
 
-// checkCommon checks what every export holds: the files, info.json's
-// counts and templates, the episodes rows against the frames.
-func checkCommon(t *testing.T, dir string, frames []frameIdx) (info, []lerobot.EpisodeRow, []taskRow, map[string]stat) {
+// episodeRow is the fixed columns of a row of the episodes file.
+type episodeRow struct {
+	EpisodeIndex         int64     `parquet:"episode_index"`
+	Tasks                []string  `parquet:"tasks,list"`
+	Length               int64     `parquet:"length"`
+	DataChunkIndex       int64     `parquet:"data/chunk_index"`
+	DataFileIndex        int64     `parquet:"data/file_index"`
+	DatasetFromIndex     int64     `parquet:"dataset_from_index"`
+	DatasetToIndex       int64     `parquet:"dataset_to_index"`
+	MetaEpisodesChunk    int64     `parquet:"meta/episodes/chunk_index"`
+	MetaEpisodesFile     int64     `parquet:"meta/episodes/file_index"`
+	RLRecEpisodeRecordID string    `parquet:"rlrec/episode_record_id"`
+	StateMean            []float64 `parquet:"stats/observation.state/mean,list"`
+	TimestampCount       []int64   `parquet:"stats/timestamp/count,list"`
+	TimestampQ50         []float64 `parquet:"stats/timestamp/q50,list"`
+}
+
+// dataFiles returns the paths of an export's data files, in order.
+func dataFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	for _, p := range []string{lerobot.InfoPath, lerobot.StatsPath, lerobot.TasksPath, lerobot.EpisodesPath, lerobot.DataPath} {
+	paths, err := filepath.Glob(filepath.Join(dir, "data", "chunk-*", "file-*.parquet"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("data files %v: %v", paths, err)
+	}
+	return paths
+}
+
+// readFrames reads every data file of an export as rows of T.
+func readFrames[T any](t *testing.T, dir string) []T {
+	t.Helper()
+	var out []T
+	for _, p := range dataFiles(t, dir) {
+		rows, err := parquet.ReadFile[T](p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
+// checkCommon checks what every export holds: the files, info.json's
+// counts and templates, the episodes rows against the frames, timestamps
+// at frame_index / fps.
+func checkCommon(t *testing.T, dir string, frames []frameIdx) (info, []episodeRow, []taskRow, map[string]stat) {
+	t.Helper()
+	for _, p := range []string{lerobot.InfoPath, lerobot.StatsPath, lerobot.TasksPath, lerobot.EpisodesPath, lerobot.DataFile(0, 0)} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Errorf("missing %s: %v", p, err)
 		}
 	}
 	var in info
 	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
-	eps, err := parquet.ReadFile[lerobot.EpisodeRow](filepath.Join(dir, lerobot.EpisodesPath))
+	eps, err := parquet.ReadFile[episodeRow](filepath.Join(dir, lerobot.EpisodesPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +196,11 @@ func checkCommon(t *testing.T, dir string, frames []frameIdx) (info, []lerobot.E
 	var st map[string]stat
 	readJSON(t, filepath.Join(dir, lerobot.StatsPath), &st)
 
-	if in.CodebaseVersion != "v3.0" || in.ChunksSize != 1000 || in.DataFilesSizeInMB != 100 {
+	if in.CodebaseVersion != "v3.0" || in.ChunksSize != 1000 || in.DataFilesSizeInMB <= 0 {
 		t.Errorf("info header %+v", in)
 	}
-	if in.DataPath != "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet" ||
-		in.VideoPath != "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4" {
-		t.Errorf("templates %q %q", in.DataPath, in.VideoPath)
+	if in.DataPath != "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet" || in.VideoPath != nil {
+		t.Errorf("templates %q %v", in.DataPath, in.VideoPath)
 	}
 	if in.TotalEpisodes != int64(len(eps)) || in.TotalFrames != int64(len(frames)) || in.TotalTasks != int64(len(tasks)) {
 		t.Errorf("info counts %d/%d/%d, files %d/%d/%d", in.TotalEpisodes, in.TotalFrames, in.TotalTasks, len(eps), len(frames), len(tasks))
@@ -161,12 +208,12 @@ func checkCommon(t *testing.T, dir string, frames []frameIdx) (info, []lerobot.E
 	if in.Splits["train"] != "0:"+itoa(len(eps)) || in.FPS <= 0 {
 		t.Errorf("splits %v fps %v", in.Splits, in.FPS)
 	}
-	for _, name := range []string{"timestamp", "frame_index", "episode_index", "index", "task_index"} {
+	for _, name := range []string{"timestamp", "frame_index", "episode_index", "index", "task_index", "next.reward", "next.done"} {
 		f, ok := in.Features[name]
 		if !ok || len(f.Shape) != 1 || f.Shape[0] != 1 {
 			t.Errorf("feature %s: %+v", name, f)
 		}
-		if s, ok := st[name]; !ok || len(s.Count) != 1 || s.Count[0] != int64(len(frames)) {
+		if s, ok := st[name]; !ok || len(s.Count) != 1 || s.Count[0] != int64(len(frames)) || len(floats(s.Q01)) != 1 || len(floats(s.Q99)) != 1 {
 			t.Errorf("stats %s: %+v", name, s)
 		}
 	}
@@ -179,14 +226,19 @@ func checkCommon(t *testing.T, dir string, frames []frameIdx) (info, []lerobot.E
 	var from int64
 	for i, e := range eps {
 		if e.EpisodeIndex != int64(i) || e.DatasetFromIndex != from || e.DatasetToIndex != from+e.Length || e.Length <= 0 ||
-			e.DataChunkIndex != 0 || e.DataFileIndex != 0 || e.MetaEpisodesChunk != 0 || e.MetaEpisodesFile != 0 ||
-			len(e.Tasks) == 0 || e.RLRecEpisodeRecordID == "" {
+			e.MetaEpisodesChunk != 0 || e.MetaEpisodesFile != 0 || len(e.Tasks) == 0 || e.RLRecEpisodeRecordID == "" {
 			t.Errorf("episode row %d: %+v", i, e)
+		}
+		if len(e.TimestampCount) != 1 || e.TimestampCount[0] != e.Length || len(e.TimestampQ50) != 1 {
+			t.Errorf("episode row %d stats: count %v q50 %v", i, e.TimestampCount, e.TimestampQ50)
 		}
 		for j := e.DatasetFromIndex; j < e.DatasetToIndex && j < int64(len(frames)); j++ {
 			fr := frames[j]
-			if fr.index != j || fr.episode != int64(i) || fr.frame != j-from || (fr.frame == 0) != (fr.ts == 0) || fr.ts < 0 {
+			if fr.index != j || fr.episode != int64(i) || fr.frame != j-from {
 				t.Fatalf("frame %d: %+v, episode %d from %d", j, fr, i, from)
+			}
+			if d := math.Abs(float64(fr.ts) - float64(fr.frame)/float64(in.FPS)); d > lerobot.TimestampTolerance {
+				t.Fatalf("frame %d: timestamp %v, frame_index / fps %v", j, fr.ts, float64(fr.frame)/float64(in.FPS))
 			}
 			if fr.task < 0 || fr.task >= int64(len(tasks)) {
 				t.Fatalf("frame %d task %d", j, fr.task)
@@ -205,6 +257,15 @@ type frameIdx struct {
 	ts                          float32
 }
 
+// floats decodes a JSON array of numbers (nil when it is not one).
+func floats(b []byte) []float64 {
+	var v []float64
+	if json.Unmarshal(b, &v) != nil {
+		return nil
+	}
+	return v
+}
+
 func compact(b []byte) string {
 	var buf bytes.Buffer
 	json.Compact(&buf, b)
@@ -216,10 +277,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 func TestCartpole(t *testing.T) {
 	root := record(t, sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 3, SessionID: "cp"})
 	dir, sum, d := export(t, root, lerobot.Options{FPS: 50})
-	frames, err := parquet.ReadFile[cpFrame](filepath.Join(dir, lerobot.DataPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames := readFrames[cpFrame](t, dir)
 	idx := make([]frameIdx, len(frames))
 	for i, f := range frames {
 		idx[i] = frameIdx{f.Index, f.EpisodeIndex, f.FrameIndex, f.TaskIndex, f.Timestamp}
@@ -277,18 +335,15 @@ func TestCartpole(t *testing.T) {
 func TestPickPlace(t *testing.T) {
 	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"})
 	dir, _, d := export(t, root, lerobot.Options{})
-	frames, err := parquet.ReadFile[ppFrame](filepath.Join(dir, lerobot.DataPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames := readFrames[ppFrame](t, dir)
 	idx := make([]frameIdx, len(frames))
 	for i, f := range frames {
 		idx[i] = frameIdx{f.Index, f.EpisodeIndex, f.FrameIndex, f.TaskIndex, f.Timestamp}
 	}
 	in, eps, tasks, st := checkCommon(t, dir, idx)
-	if f := in.Features["observation.image"]; f.DType != "image" || len(f.Shape) != 3 || f.Shape[0] != 84 || f.Shape[1] != 84 || f.Shape[2] != 3 ||
-		compact(f.Names) != `["height","width","channel"]` {
-		t.Errorf("observation.image %+v", f)
+	if f := in.Features["observation.images.image"]; f.DType != "image" || len(f.Shape) != 3 || f.Shape[0] != 84 || f.Shape[1] != 84 || f.Shape[2] != 3 ||
+		compact(f.Names) != `["height","width","channels"]` {
+		t.Errorf("observation.images.image %+v", f)
 	}
 	if f := in.Features["observation.state"]; f.DType != "float32" || f.Shape[0] != 7 {
 		t.Errorf("observation.state %+v", f)
@@ -300,8 +355,8 @@ func TestPickPlace(t *testing.T) {
 		t.Errorf("the instruction is a feature; it is the task")
 	}
 	var imean [][][]float64
-	if err := json.Unmarshal(st["observation.image"].Mean, &imean); err != nil || len(imean) != 3 || len(imean[0]) != 1 || imean[0][0][0] <= 0 || imean[0][0][0] >= 1 {
-		t.Errorf("image mean %s: %v", st["observation.image"].Mean, err)
+	if err := json.Unmarshal(st["observation.images.image"].Mean, &imean); err != nil || len(imean) != 3 || len(imean[0]) != 1 || imean[0][0][0] <= 0 || imean[0][0][0] >= 1 {
+		t.Errorf("image mean %s: %v", st["observation.images.image"].Mean, err)
 	}
 	rec := d.Recordings()[0]
 	for _, e := range eps {
@@ -389,5 +444,203 @@ func TestAllLeaves(t *testing.T) {
 		if _, ok := st[name]; !ok && f.DType != "string" {
 			t.Errorf("feature %s has no statistics", name)
 		}
+	}
+}
+
+// TestDataFilesChunked exports with a 1 MiB data file size: episodes
+// never straddle files, and the files together load by LeRobot's rules.
+func TestDataFilesChunked(t *testing.T) {
+	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, Seed: 5, SessionID: "pp"})
+	dir, sum, _ := export(t, root, lerobot.Options{DataFilesSizeInMB: 1, FPS: 10})
+	if sum.DataFiles < 2 || len(dataFiles(t, dir)) != sum.DataFiles {
+		t.Fatalf("%d data files (%v), want several", sum.DataFiles, dataFiles(t, dir))
+	}
+	var in info
+	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
+	if in.DataFilesSizeInMB != 1 || in.FPS != 10 {
+		t.Errorf("info %+v", in)
+	}
+	checkLoadable(t, dir)
+}
+
+// TestTimesUnknown: without --fps, steps that all carry one time give no
+// frame rate, and the export refuses; with it, the export is written.
+func TestTimesUnknown(t *testing.T) {
+	cfg := sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2, Seed: 2, SessionID: "still"}
+	cfg.Clock = sim.StepClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), 0)
+	root := filepath.Join(t.TempDir(), "root")
+	rec, err := recorder.Open(root, recorder.WithClock(cfg.Clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.RunSessions(context.Background(), rec, []sim.Config{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	dir := filepath.Join(t.TempDir(), "out")
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{}); !errors.Is(err, lerobot.ErrTimesUnknown) {
+		t.Fatalf("export without fps: %v, want ErrTimesUnknown", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused export left %s: %v", dir, err)
+	}
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{FPS: 15}); err != nil {
+		t.Fatal(err)
+	}
+	checkLoadable(t, dir)
+}
+
+// TestReplace: an existing non-empty directory is refused (ErrExists)
+// unless Replace, which swaps in the complete new export.
+func TestReplace(t *testing.T) {
+	root := record(t, sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"})
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "old"), []byte("x"), 0o644)
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{FPS: 30}); !errors.Is(err, lerobot.ErrExists) {
+		t.Fatalf("non-empty directory: %v, want ErrExists", err)
+	}
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{FPS: 30, Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "old")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the replaced directory's file is still there: %v", err)
+	}
+	checkLoadable(t, dir)
+	ents, _ := os.ReadDir(filepath.Dir(dir))
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".export-") {
+			t.Errorf("temporary directory %s left behind", e.Name())
+		}
+	}
+}
+
+// videoEpisode is the video columns of an episodes row of pick-place.
+type videoEpisode struct {
+	EpisodeIndex         int64   `parquet:"episode_index"`
+	Length               int64   `parquet:"length"`
+	RLRecEpisodeRecordID string  `parquet:"rlrec/episode_record_id"`
+	Chunk                int64   `parquet:"videos/observation.images.image/chunk_index"`
+	File                 int64   `parquet:"videos/observation.images.image/file_index"`
+	From                 float64 `parquet:"videos/observation.images.image/from_timestamp"`
+	To                   float64 `parquet:"videos/observation.images.image/to_timestamp"`
+}
+
+// TestVideo exports pick-place with its camera as an MP4 (ffmpeg, which
+// .ci/run installs): the feature is declared as LeRobot's video features
+// are, the episodes rows place each episode in the video, and the decoded
+// frames are the recorded images (within H.264's loss).
+func TestVideo(t *testing.T) {
+	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"})
+	const fps = 10
+	dir, sum, d := export(t, root, lerobot.Options{FPS: fps, Video: true})
+	checkLoadable(t, dir)
+
+	var in struct {
+		VideoPath *string `json:"video_path"`
+		Features  map[string]struct {
+			DType string          `json:"dtype"`
+			Shape []int64         `json:"shape"`
+			Names json.RawMessage `json:"names"`
+			Info  map[string]any  `json:"info"`
+		} `json:"features"`
+	}
+	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
+	f := in.Features["observation.images.image"]
+	if f.DType != "video" || !slices.Equal(f.Shape, []int64{84, 84, 3}) || compact(f.Names) != `["height","width","channels"]` ||
+		f.Info["video.fps"] != float64(fps) || f.Info["video.codec"] != "h264" || f.Info["video.pix_fmt"] != "yuv420p" ||
+		f.Info["video.height"] != float64(84) || f.Info["video.width"] != float64(84) || f.Info["has_audio"] != false {
+		t.Errorf("video feature %+v", f)
+	}
+	if in.VideoPath == nil || *in.VideoPath != lerobot.VideoPath {
+		t.Errorf("video_path %v", in.VideoPath)
+	}
+	eps, err := parquet.ReadFile[videoEpisode](filepath.Join(dir, lerobot.EpisodesPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at float64
+	for _, e := range eps {
+		if e.Chunk != 0 || e.File != 0 || math.Abs(e.From-at) > 1e-9 || math.Abs(e.To-e.From-float64(e.Length)/fps) > 1e-9 {
+			t.Errorf("episode %d video span %+v, want from %v", e.EpisodeIndex, e, at)
+		}
+		at = e.To
+	}
+
+	video := filepath.Join(dir, lerobot.VideoFile("observation.images.image", 0, 0))
+	probe, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-count_frames",
+		"-show_entries", "stream=nb_read_frames,width,height,codec_name,pix_fmt,r_frame_rate", "-of", "json", video).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v (install ffmpeg: .ci/run does)", video, err)
+	}
+	var pr struct {
+		Streams []struct {
+			Codec  string `json:"codec_name"`
+			Width  int    `json:"width"`
+			Height int    `json:"height"`
+			PixFmt string `json:"pix_fmt"`
+			Rate   string `json:"r_frame_rate"`
+			Frames string `json:"nb_read_frames"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal(probe, &pr); err != nil || len(pr.Streams) != 1 {
+		t.Fatalf("ffprobe: %s: %v", probe, err)
+	}
+	if s := pr.Streams[0]; s.Codec != "h264" || s.Width != 84 || s.Height != 84 || s.PixFmt != "yuv420p" || s.Rate != "10/1" || s.Frames != itoa(int(sum.Frames)) {
+		t.Errorf("video stream %+v, want %d frames of 84x84 h264 at 10/1", s, sum.Frames)
+	}
+
+	// The decoded frames against the recorded images.
+	raw, err := exec.Command("ffmpeg", "-v", "error", "-i", video, "-f", "rawvideo", "-pix_fmt", "rgb24", "-").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frameBytes = 84 * 84 * 3
+	if len(raw) != int(sum.Frames)*frameBytes {
+		t.Fatalf("decoded %d bytes, want %d frames", len(raw), sum.Frames)
+	}
+	rec := d.Recordings()[0]
+	for _, e := range eps {
+		steps, err := d.Steps(rec, e.RLRecEpisodeRecordID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := int(math.Round(e.From * fps))
+		for steps.Next() {
+			if steps.Step().ObservationBlob == nil || steps.Step().ActionBlob == nil {
+				continue
+			}
+			obs, _ := steps.ObservationValues()
+			want := obs[0].([]uint8)
+			got := raw[k*frameBytes : (k+1)*frameBytes]
+			var diff int
+			for i := range want {
+				diff += int(math.Abs(float64(want[i]) - float64(got[i])))
+			}
+			if mean := float64(diff) / frameBytes; mean > 6 {
+				t.Fatalf("episode %d video frame %d differs from the recorded image by %.1f levels on average", e.EpisodeIndex, k, mean)
+			}
+			k++
+		}
+		steps.Close()
+	}
+	// No PNG column: the data files hold no image.
+	for _, p := range dataFiles(t, dir) {
+		pf, closeFile := openPF(t, p)
+		if _, ok := pf.Schema().Lookup("observation.images.image"); ok {
+			t.Errorf("%s has the video feature as a column", p)
+		}
+		closeFile()
 	}
 }

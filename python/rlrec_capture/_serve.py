@@ -144,7 +144,7 @@ class IngestClient:
         if size + 64 > self._max_message:
             raise ValueError(
                 f"event of {size} bytes is over the {self._max_message}-byte message limit "
-                "(max_message_bytes, the server's --max-message-bytes)"
+                "(max_message_bytes, the server's --max-message)"
             )
         with self._cv:
             self._usable()
