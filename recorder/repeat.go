@@ -11,7 +11,8 @@ import (
 // counter does. An ActionReceived's step is lane 0's counter, which
 // restarts with each of lane 0's episodes and otherwise goes up by one per
 // step: an ActionReceived whose step is not after the last one recorded in
-// lane 0's episode repeats steps already recorded. It is dropped whole (no
+// lane 0's episode, while that episode is open, repeats steps already
+// recorded. It is dropped whole (no
 // row, no reward for any lane: its StepCompleted finds nothing pending) and
 // counted as repeated_step. Together with a second SessionStarted of a
 // recording and events after its end, these are the repeats
@@ -54,6 +55,12 @@ func (a *assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
 	}
 	last, ok := a.lane0[s.rec()]
 	if !ok || last.recordID != e.EpisodeRecordIDs[0] || e.Step > last.step {
+		return false
+	}
+	if ep := s.episodeOn(0, last.recordID); ep == nil || ep.completed {
+		// An action naming a completed episode records no step for it
+		// anyway (a dropped step, as under NEXT_STEP autoreset, whose
+		// counter a replayed stream does not keep).
 		return false
 	}
 	clear(s.pending)
