@@ -375,6 +375,11 @@ func (s *Server) Record(gs ingestv1.Ingest_RecordServer) error {
 		case r = <-reqs:
 		case <-s.draining:
 			return finish(status.Error(codes.Unavailable, ErrDraining.Error()))
+		case <-ctx.Done():
+			// The client went away: the receiver may have seen the
+			// stream's context end before it could hand over Recv's
+			// error, and then sends nothing more.
+			return finish(status.FromContextError(ctx.Err()).Err())
 		}
 		if r.err == io.EOF {
 			return finish(nil)
