@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/bits"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -331,6 +332,18 @@ func (c *Client) run() {
 			c.changed = make(chan struct{})
 			c.mu.Unlock()
 			c.opts.logger.Error("the server refused the token; the client stops", "addr", c.addr, "err", err)
+			return
+		}
+		if status.Code(err) == codes.ResourceExhausted && strings.Contains(status.Convert(err).Message(), "larger than max") {
+			// The server takes smaller messages than this client sends:
+			// resending the same batch can never succeed.
+			c.mu.Lock()
+			c.fatal = fmt.Errorf("client: %s: a batch of events is larger than the server's maximum message size (%s; sizes in bytes, the batch first), while this client sends messages of up to %d bytes (WithMaxMessageBytes): %w; give the client the server's --max-message-bytes, or raise the server's",
+				c.addr, status.Convert(err).Message(), c.opts.maxMessage, ErrEventTooLarge)
+			close(c.changed)
+			c.changed = make(chan struct{})
+			c.mu.Unlock()
+			c.opts.logger.Error("rlrec serve refused a message as too large; the client stops", "addr", c.addr, "err", err, "client_max_message_bytes", c.opts.maxMessage)
 			return
 		}
 		if c.Stats().Acked > before {

@@ -11,7 +11,10 @@ var (
 	ErrRefused = errors.New("client: events refused by the server")
 	// ErrEventTooLarge is returned by a hook whose event encodes to more
 	// than the largest message the server takes (WithMaxMessageBytes); it
-	// is not sent.
+	// is not sent. It is also wrapped by every call once the server
+	// refused a batch as larger than its own maximum (its
+	// --max-message-bytes below the client's WithMaxMessageBytes): the
+	// client stops instead of resending the batch forever.
 	ErrEventTooLarge = errors.New("client: event too large")
 	// ErrUnauthenticated is wrapped by every call once the server refused
 	// the client's token: give the right one (WithToken).

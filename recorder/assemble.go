@@ -69,6 +69,10 @@ type assembler struct {
 	// problems counts the problems counted in every session, for Stats;
 	// it is read from other goroutines.
 	problems atomic.Int64
+	// repeats counts the events dropped as repeats; lane0 is the last
+	// step of each recording's lane 0 episode (repeat.go).
+	repeats atomic.Int64
+	lane0   map[hive.Recording]lane0Step
 }
 
 // minEpisodeBuffer is the least an open episode may buffer before its rows
@@ -149,6 +153,9 @@ func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *sessi
 func (a *assembler) problem(s *session, kind problemKind, format string, args ...any) {
 	s.problems[kind]++
 	a.problems.Add(1)
+	if isRepeat(kind) {
+		a.repeats.Add(1)
+	}
 	a.out.problem(s, kind, fmt.Sprintf(format, args...))
 }
 

@@ -31,6 +31,12 @@ const (
 	crashChildTag = "RLREC_CRASH_CHILD_TAG"
 	// crashChildImages, when set, adds an image session to the child's.
 	crashChildImages = "RLREC_CRASH_CHILD_IMAGES"
+	// crashChildGroup, when set, records under SyncGroup (the default
+	// policy) instead of SyncEach.
+	crashChildGroup = "RLREC_CRASH_CHILD_GROUP"
+	// crashKillsEnv sets the number of kills of TestCrashKillGroup (the
+	// long form of the test: see RELIABILITY.md).
+	crashKillsEnv = "RLREC_CRASH_KILLS"
 )
 
 // ackHooks reports each acknowledged event on w.
@@ -69,7 +75,11 @@ func TestCrashChild(t *testing.T) {
 	// Small log segments and frequent looks at them: the child snapshots
 	// its state and removes segments while it runs, so kills also land
 	// around snapshots, seals and removals.
-	opts := []recorder.Option{recorder.WithSyncPolicy(recorder.SyncEach), fast, recorder.WithSegmentSize(8 << 10), recorder.WithReclaimEvery(16)}
+	policy := recorder.SyncEach
+	if os.Getenv(crashChildGroup) != "" {
+		policy = recorder.SyncGroup
+	}
+	opts := []recorder.Option{recorder.WithSyncPolicy(policy), fast, recorder.WithSegmentSize(8 << 10), recorder.WithReclaimEvery(16)}
 	if os.Getenv(crashChildImages) != "" {
 		// Image episodes stream their rows under a small budget, so a
 		// snapshot leaves them to the log and recovery rebuilds them.
@@ -207,15 +217,41 @@ func TestCrashKill(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		return
 	}
-	const roots, killsPerRoot = 10, 5
+	crashKills(t, false, 10, 5)
+}
+
+// TestCrashKillGroup is TestCrashKill under SyncGroup, the default policy:
+// a hook returns long before its event is synced, and must still have
+// put it where a SIGKILL cannot take it (the log's mapped pending file).
+// 16 kills here; RLREC_CRASH_KILLS=n runs n (in 4 roots).
+func TestCrashKillGroup(t *testing.T) {
+	if os.Getenv(crashChildEnv) != "" {
+		return
+	}
+	kills := 16
+	if v := os.Getenv(crashKillsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 4 {
+			t.Fatalf("%s=%q: want a number of kills, at least 4", crashKillsEnv, v)
+		}
+		kills = n
+	}
+	crashKills(t, true, 4, (kills+3)/4)
+}
+
+// crashKills runs roots roots in parallel, each killed killsPerRoot times
+// and recovered after each kill; every acknowledged event must be in the
+// tables. group records under SyncGroup instead of SyncEach.
+func crashKills(t *testing.T, group bool, roots, killsPerRoot int) {
+	var acked atomic.Int64
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	seed := rng.Uint64()
 	t.Logf("seed %d", seed)
 	base := t.TempDir()
 	var fromSnapshot, rebuilt atomic.Int64
 	t.Cleanup(func() {
-		t.Logf("%d of %d recoveries started from a snapshot, %d of them rebuilt episodes from before it",
-			fromSnapshot.Load(), roots*killsPerRoot, rebuilt.Load())
+		t.Logf("%d kills; %d of the recoveries started from a snapshot, %d of them rebuilt episodes from before it; %d steps acknowledged, all found",
+			roots*killsPerRoot, fromSnapshot.Load(), rebuilt.Load(), acked.Load())
 	})
 	for r := range roots {
 		rng := rand.New(rand.NewPCG(seed, uint64(r)))
@@ -226,7 +262,7 @@ func TestCrashKill(t *testing.T) {
 			for k := range killsPerRoot {
 				tag := fmt.Sprintf("r%dk%d", r, k)
 				runtime := time.Duration(30+rng.IntN(270)) * time.Millisecond
-				killChild(t, root, tag, r%2 == 1, runtime, acks)
+				killChild(t, root, tag, r%2 == 1, group, runtime, acks)
 
 				// No partial file under a final name, before recovery.
 				readTables(t, vfs.OS(), root)
@@ -247,6 +283,11 @@ func TestCrashKill(t *testing.T) {
 				assertEmptyLog(t, vfs.OS(), root)
 				tb := readTables(t, vfs.OS(), root)
 				checkAcks(t, tag, tb, acks)
+				if k == killsPerRoot-1 {
+					for _, ep := range acks.eps {
+						acked.Add(ep.steps)
+					}
+				}
 				if t.Failed() {
 					t.Fatalf("%s (seed %d): acknowledged events lost", tag, seed)
 				}
@@ -257,7 +298,7 @@ func TestCrashKill(t *testing.T) {
 
 // killChild runs a child recording into root and kills it runtime after it
 // is ready, reading its acknowledgements into acks.
-func killChild(t *testing.T, root, tag string, images bool, runtime time.Duration, acks *ackTally) {
+func killChild(t *testing.T, root, tag string, images, group bool, runtime time.Duration, acks *ackTally) {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -267,6 +308,9 @@ func killChild(t *testing.T, root, tag string, images bool, runtime time.Duratio
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+root, crashChildTag+"="+tag)
 	if images {
 		cmd.Env = append(cmd.Env, crashChildImages+"=1")
+	}
+	if group {
+		cmd.Env = append(cmd.Env, crashChildGroup+"=1")
 	}
 	cmd.ExtraFiles = []*os.File{pw}
 	var stderr strings.Builder

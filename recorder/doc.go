@@ -13,19 +13,22 @@
 //
 // # Data flow
 //
-//	hook call ──encode, copy──▶ queue ──▶ logging ──append──▶ log (_rlrec/log)
-//	                                         │ (decode)         ▲  group fsync
-//	                                         ▼                  │  markers
-//	                             assembly: assembler ──jobs──▶ writers ──▶ Parquet
+//	hook call ──encode, copy, append──▶ log (_rlrec/log, mapped pending file)
+//	     │                                  ▲  group fsync
+//	     └──queue──▶ logging (decode)       │  markers
+//	                    ▼                   │
+//	        assembly: assembler ──jobs──▶ writers ──▶ Parquet
 //
-// A hook encodes its event (with its recording time) into a log record and
-// queues it; it returns at once (SyncGroup) or once the record is fsynced
-// (SyncEach). A step event is also copied into a recycled event
+// A hook encodes its event (with its recording time) into a log record,
+// appends it to the log and queues it, in the log's order (hooklog.go); it
+// returns at once (SyncGroup) or once the record is fsynced (SyncEach).
+// The log's Append copies the record into a file mapped shared with the
+// kernel's page cache, so an event whose hook returned survives kill -9
+// under either policy (internal/wal, the pending file). A step event is also copied into a recycled event
 // (events.StepCopier) that equals the record decoded. The queue
 // (intake.go) wakes the logging goroutine only when it must, so that a
 // hook seldom pays for waking it. The pipeline is two goroutines in
-// series. The logging goroutine appends each record to the log before
-// anything else happens to it and hands on the copy, or, for the other
+// series. The logging goroutine hands on the copy, or, for the other
 // events, decodes the record; the assembly goroutine folds the event into
 // the per-session assembly state (recording semantics: see assemble.go)
 // and recycles the copy. RecordEncoded, for events that come encoded from

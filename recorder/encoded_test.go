@@ -206,15 +206,15 @@ func TestRecordEncodedSnapshot(t *testing.T) {
 	closeResumed(t, rec2, crashed, want)
 }
 
-// stallLog blocks, once on is set, every write and sync of the log's
-// segments until release is closed.
-type stallLog struct {
+// stallFiles blocks, once on is set, every write and sync of the
+// recorder's Parquet files (not its log) until release is closed.
+type stallFiles struct {
 	on      atomic.Bool
 	release chan struct{}
 }
 
-func (s *stallLog) Inject(op vfs.Op, name string) error {
-	if s.on.Load() && (op == vfs.OpWrite || op == vfs.OpSync) && strings.Contains(name, filepath.Join("_rlrec", "log")) {
+func (s *stallFiles) Inject(op vfs.Op, name string) error {
+	if s.on.Load() && (op == vfs.OpWrite || op == vfs.OpSync) && !strings.Contains(name, filepath.Join("_rlrec", "log")) {
 		<-s.release
 	}
 	return nil
@@ -222,17 +222,18 @@ func (s *stallLog) Inject(op vfs.Op, name string) error {
 
 // TestRecordEncodedCharge: an event handed over with RecordEncoded waits
 // in the queue decoded, beside its record, and both count against the
-// memory budget: with the log stalled, fewer such events are taken before
-// the hook waits than events handed over with RecordSequenced.
+// memory budget: with the Parquet writers stalled (so that the pipeline
+// stops applying events once its row buffers are full), fewer such events
+// are taken before the hook waits than events handed over with
+// RecordSequenced. (The hook appends to the log itself, so a stalled log
+// would stop both at the log's own bound.)
 func TestRecordEncodedCharge(t *testing.T) {
 	var evs []events.Event
 	for _, ev := range simEvents(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, Seed: 1, SessionID: "charge"}}) {
-		if ev.Kind() == events.KindObservationEmitted {
-			evs = append(evs, ev)
-		}
+		evs = append(evs, ev)
 	}
 	taken := func(encoded bool) int {
-		stall := &stallLog{release: make(chan struct{})}
+		stall := &stallFiles{release: make(chan struct{})}
 		rec, err := recorder.Open(t.TempDir(), fast, recorder.WithFS(vfs.WithErrors(vfs.OS(), stall)), recorder.WithMemoryBudget(16<<20))
 		if err != nil {
 			t.Fatal(err)

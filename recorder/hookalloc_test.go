@@ -1,20 +1,29 @@
 package recorder
 
 import (
-	"github.com/rlrec/rlrec/internal/vfs"
-	"github.com/rlrec/rlrec/internal/wal"
 	"log/slog"
 	"testing"
+	"time"
+
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
 
 	"golang.org/x/sync/semaphore"
 )
 
-// hookOnly returns a Recorder with the hook side only: no log and no
-// pipeline goroutines, so that allocations counted while its hooks run are
-// the hooks' own. recycle plays the consumer: it returns the queued
+// hookOnly returns a Recorder with the hook side only: its log (which the
+// hooks append to, on the OS file system, so through the mapped pending
+// file) and no pipeline goroutines, so that allocations counted while its
+// hooks run are the hooks' own; the log's writer runs only when its
+// pending bytes fill up. recycle plays the consumer: it returns the queued
 // buffers and their budget.
-func hookOnly(budget int64) (r *Recorder, recycle func()) {
-	r = &Recorder{opts: defaultOptions(), fs: vfs.NewMem(), root: "/hook-only", queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget),
+func hookOnly(t *testing.T, budget int64) (r *Recorder, recycle func()) {
+	l, err := wal.Open(vfs.OS(), t.TempDir(), wal.Options{SyncInterval: time.Hour, FlushSize: 1 << 30, MaxPending: 32 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	r = &Recorder{opts: defaultOptions(), fs: vfs.NewMem(), root: "/hook-only", log: l, queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget),
 		maxEvent: wal.MaxRecordSize, fatal: &fatal{log: slog.New(slog.DiscardHandler)}}
 	r.queue.items = make([]item, 0, 1024)
 	r.bufs.max = budget
@@ -44,7 +53,7 @@ func TestHookAllocations(t *testing.T) {
 		{"images 8 lanes", 8, 84 * 84 * 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, recycle := hookOnly(64 << 20)
+			r, recycle := hookOnly(t, 64<<20)
 			spec := benchF32Box(4)
 			if tc.laneBytes > 16 {
 				spec = benchU8Box(84, 84, 3)

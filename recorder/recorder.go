@@ -97,6 +97,7 @@ type Recorder struct {
 // that reports the last log position. ev, when set, is the record's event
 // already decoded (RecordEncoded), observed at at.
 type item struct {
+	pos    wal.Pos // the record's log position, once the hook logged it
 	buf    *[]byte
 	copy   *events.StepCopy
 	charge int64
@@ -328,18 +329,16 @@ func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.S
 		return err
 	}
 	it := item{buf: bp, copy: cp, charge: charge, ev: ev, at: t}
-	if r.opts.syncPolicy == SyncEach {
-		it.wait = waiters.Get().(*waiter)
-	}
-	if err := r.enqueue(it); err != nil {
+	pos, err := r.enqueueLogged(ctx, it)
+	if err != nil {
 		r.queueBudget.Release(charge)
 		drop()
 		return err
 	}
-	if it.wait == nil {
-		return nil
+	if r.opts.syncPolicy == SyncEach {
+		return r.log.WaitSynced(ctx, pos)
 	}
-	return r.await(ctx, it.wait, true)
+	return nil
 }
 
 // admit refuses a SessionStarted for a recording that ROOT already holds
@@ -460,7 +459,7 @@ func (r *Recorder) logItem(it item) {
 		r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
 		return
 	}
-	d, err := r.logAndDecode(*it.buf, it.copy, it.ev, it.at)
+	d, err := r.logAndDecode(*it.buf, it.pos, it.copy, it.ev, it.at)
 	r.bufs.put(it.buf)
 	d.charge = it.charge
 	if it.wait != nil {
@@ -478,18 +477,21 @@ func (r *Recorder) logItem(it item) {
 	r.decoded <- d
 }
 
-// logAndDecode logs one record and decodes its event, unless it comes
-// with it: cp, the hook's copy, or ev (observed at t), the caller's
-// decoding.
-func (r *Recorder) logAndDecode(rec []byte, cp *events.StepCopy, ev events.Event, t time.Time) (decodedItem, error) {
-	if err := r.err(); err != nil {
-		return decodedItem{}, err
-	}
-	pos, err := r.log.Append(rec)
-	if err != nil {
-		err = fmt.Errorf("append to log: %w", err)
-		r.fail(err)
-		return decodedItem{}, r.err()
+// logAndDecode logs one record, unless the hook did (logged is its
+// position), and decodes its event, unless it comes with it: cp, the
+// hook's copy, or ev (observed at t), the caller's decoding.
+func (r *Recorder) logAndDecode(rec []byte, logged wal.Pos, cp *events.StepCopy, ev events.Event, t time.Time) (decodedItem, error) {
+	pos := logged
+	if pos == 0 {
+		if err := r.err(); err != nil {
+			return decodedItem{}, err
+		}
+		var err error
+		if pos, err = r.log.Append(rec); err != nil {
+			err = fmt.Errorf("append to log: %w", err)
+			r.fail(err)
+			return decodedItem{}, r.err()
+		}
 	}
 	if cp != nil {
 		return decodedItem{ev: cp.Event, at: cp.At, copy: cp, pos: pos}, nil
@@ -497,7 +499,7 @@ func (r *Recorder) logAndDecode(rec []byte, cp *events.StepCopy, ev events.Event
 	if ev != nil {
 		return decodedItem{ev: ev, at: t, pos: pos}, nil
 	}
-	ev, t, err = decodeRecord(&r.dec, rec)
+	ev, t, err := decodeRecord(&r.dec, rec)
 	if err != nil {
 		// The hook encoded it a moment ago: this is a bug, not bad input.
 		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)

@@ -9,6 +9,11 @@ type Stats struct {
 	// Problems counts the input problems counted since Open (the
 	// sessions table's problems column, summed over recordings).
 	Problems int64
+	// Repeated counts, among those problems, the events dropped because
+	// they repeat what their recording has: steps whose step counter
+	// goes back within their episode (repeated_step), a second
+	// SessionStarted, events after the session's end.
+	Repeated int64
 	// Failed is set once a write or sync error stopped the recorder.
 	Failed bool
 }
@@ -20,6 +25,7 @@ func (r *Recorder) Stats() Stats {
 	st := Stats{EpisodesWritten: int64(completed + incomplete), Failed: r.err() != nil}
 	if a := r.asm; a != nil {
 		st.Problems = a.problems.Load()
+		st.Repeated = a.repeats.Load()
 	}
 	return st
 }

@@ -167,6 +167,9 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 	}
 	s.pending = s.pending[:n]
 	s.havePending = true
+	if a.repeatsStep(s, e) {
+		return
+	}
 	for i, rid := range e.EpisodeRecordIDs {
 		s.pending[i] = nil
 		var ep *episode
@@ -212,6 +215,9 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 		ep.nextStep++
 		ep.stepsRecorded++
 		ep.lastAt = at
+		if i == 0 {
+			a.steppedLane0(s, ep, e.Step)
+		}
 		s.stepsRecorded++
 		s.pending[i] = ep
 	}

@@ -56,6 +56,22 @@
 // failed recording once, counts them in rlrec_serve_failed_recordings,
 // and 'rlrec serve' exits non-zero naming them when it stops.
 //
+// Sequence numbers are not trusted blindly. An event whose sequence skips
+// numbers of its recording (more than one after the last the server has)
+// is a protocol error: the stream ends with InvalidArgument, its batch is
+// not acknowledged, and the recording's last sequence stays where it was,
+// so one forged number cannot make the server drop the recording's later
+// events as resent ones. A SessionStarted with a sequence the server
+// already has is a resend only when it is the same message, byte for byte,
+// as the one this server recorded (a client encodes each event once); a
+// different one is a second run reusing the ids of a recording still open,
+// and is refused (REFUSAL_REASON_RECORDER), with every later event of that
+// recording on that stream, so nothing of it is spliced into the first
+// run's episodes. (A recording the server knows only from its log after a
+// restart has no such message to compare: there a SessionStarted it
+// already has is taken for a resend.) So nothing is acknowledged that is
+// not in the log, was not already there, or is not named as refused.
+//
 // Events of one recording must come on one stream at a time, in order.
 // A client that loses its stream opens another and resends every event
 // not acknowledged; the server keeps no state per stream, so the new

@@ -23,6 +23,7 @@ type metrics struct {
 	unacked         atomic.Int64
 	duplicates      atomic.Int64
 	gaps            atomic.Int64
+	refusedRuns     atomic.Int64
 	unauthenticated atomic.Int64
 	// failedRecordings counts the recordings whose files failed.
 	failedRecordings atomic.Int64
@@ -98,7 +99,8 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	one("rlrec_serve_received_bytes_total", "counter", "Bytes of event messages received.", m.bytes.Load())
 	one("rlrec_serve_queue_bytes", "gauge", "Bytes of event messages received and not yet acknowledged durable.", m.unacked.Load())
 	one("rlrec_serve_duplicate_events_total", "counter", "Resent events dropped because the server had them.", m.duplicates.Load())
-	one("rlrec_serve_sequence_gaps_total", "counter", "Events whose sequence skipped numbers of their recording.", m.gaps.Load())
+	one("rlrec_serve_sequence_gaps_total", "counter", "Streams refused for an event whose sequence skipped numbers of its recording.", m.gaps.Load())
+	one("rlrec_serve_refused_runs_total", "counter", "SessionStarted events refused because another run is recording the same ids.", m.refusedRuns.Load())
 	one("rlrec_serve_failed_recordings", "gauge", "Recordings whose files could not be written: their events are in the log, for 'rlrec recover'.", m.failedRecordings.Load())
 	one("rlrec_serve_unauthenticated_total", "counter", "Calls refused for a missing or wrong token.", m.unauthenticated.Load())
 	fmt.Fprintf(w, "# HELP rlrec_serve_refused_events_total Events not recorded, by reason.\n# TYPE rlrec_serve_refused_events_total counter\n")

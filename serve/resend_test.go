@@ -76,12 +76,17 @@ func TestResendAfterPublished(t *testing.T) {
 // them: stamped and numbered within their recording from 1.
 func sequencedSession(t *testing.T, cfg sim.Config) [][]byte {
 	t.Helper()
+	return sequencedSessionAt(t, cfg, time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+}
+
+// sequencedSessionAt is sequencedSession with its events stamped from at.
+func sequencedSessionAt(t *testing.T, cfg sim.Config, at time.Time) [][]byte {
+	t.Helper()
 	var buf bytes.Buffer
 	w := events.NewStreamWriter(&buf)
 	if _, err := sim.Run(context.Background(), sim.NewStreamHooks(w), cfg); err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	next := map[hive.Recording]uint64{}
 	var msgs [][]byte
 	for b := buf.Bytes(); len(b) > 0; {

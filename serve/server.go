@@ -88,6 +88,10 @@ type recordingState struct {
 	// the recorder refuses (the recording is in ROOT): a new run that
 	// reuses the recording's ids is refused, not taken for a resend.
 	published uint64
+	// started is the SessionStarted message this server handed over for
+	// the recording: a resent one is the same bytes (a client encodes an
+	// event once), a new run that reuses the recording's ids is not.
+	started []byte
 }
 
 // NewServer returns a Server recording into rec, which should be opened
@@ -303,6 +307,10 @@ type stream struct {
 	pending []pendingAck
 	ended   bool // no more batches will be added
 	last    uint64
+	// refused holds the recordings whose SessionStarted this stream sent
+	// for a recording open on the server: every later event of theirs on
+	// this stream is refused too, not taken for a resend.
+	refused map[recordingKey]struct{}
 	// poke wakes sendAcks when the stream ends.
 	poke chan struct{}
 }
@@ -367,6 +375,11 @@ func (s *Server) Record(gs ingestv1.Ingest_RecordServer) error {
 		case r = <-reqs:
 		case <-s.draining:
 			return finish(status.Error(codes.Unavailable, ErrDraining.Error()))
+		case <-ctx.Done():
+			// The client went away: the receiver may have seen the
+			// stream's context end before it could hand over Recv's
+			// error, and then sends nothing more.
+			return finish(status.FromContextError(ctx.Err()).Err())
 		}
 		if r.err == io.EOF {
 			return finish(nil)
@@ -434,6 +447,11 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 	if !stamped {
 		at = time.Now()
 	}
+	key := recordingKey{sid, route.EnvID}
+	if _, ok := st.refused[key]; ok {
+		return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq, Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER,
+			Message: fmt.Sprintf("%s of session %q (env_id %q): this stream's SessionStarted of the recording was refused (another run is recording it)", ev.Kind(), sid, route.EnvID)}, nil
+	}
 	rs := s.recording(sid, route.EnvID)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -442,13 +460,28 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		known = max(known, rs.published)
 	}
 	if seq <= known {
+		if ev.Kind() == events.KindSessionStarted && rs.started != nil && !bytes.Equal(rs.started, msg) {
+			// Not a resend: a second run reusing an open recording's ids.
+			if st.refused == nil {
+				st.refused = make(map[recordingKey]struct{})
+			}
+			st.refused[key] = struct{}{}
+			s.m.refusedRuns.Add(1)
+			return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq, Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER,
+				Message: fmt.Sprintf("SessionStarted of session %q (env_id %q) differs from the one this server recorded (%d events so far): another run with the same ids is still recording it; nothing of this run is recorded (give it another session id)", sid, route.EnvID, rs.last)}, nil
+		}
 		s.m.duplicates.Add(1)
 		return nil, nil
 	}
 	if seq > known+1 {
+		// Acknowledging it would let the recording's later events pass
+		// for resent ones and be dropped: a protocol error. Nothing of
+		// the batch is acknowledged; the events before it stay recorded.
 		s.m.gaps.Add(1)
-		s.log.Warn("sequence gap: events of a recording are missing (a client that lost events it had not sent?)",
+		s.log.Warn("sequence gap: stream refused (a client that lost events it had not sent, or a forged sequence)",
 			"session", sid, "env", route.EnvID, "after", known, "got", seq)
+		return nil, status.Errorf(codes.InvalidArgument, "rlrec serve: %s of session %q (env_id %q) has sequence %d, but the server's last of that recording is %d: a recording's events are numbered 1, 2, ... without a gap; the stream is refused and its batch not acknowledged",
+			ev.Kind(), sid, route.EnvID, seq, known)
 	}
 	if stamped {
 		// The log keeps the client's bytes: no second encode.
@@ -459,6 +492,9 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 	switch {
 	case err == nil:
 		rs.last = seq
+		if ev.Kind() == events.KindSessionStarted && rs.started == nil {
+			rs.started = bytes.Clone(msg)
+		}
 		s.m.events.Add(1)
 		return nil, nil
 	case ctx.Err() != nil:

@@ -149,6 +149,13 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%s: %s of the stream already in %s %s not recorded again; ingest into another ROOT to keep both copies",
 			src, count(len(rep.refused), "recording"), ingestFlags.out, wasWere(len(rep.refused)))
 	}
+	if n := rec.Stats().Repeated; n > 0 {
+		// A stream without sequence numbers that carries part of itself
+		// again: the copy was dropped, but the producer lost track of
+		// what it sent, which the operator should know.
+		return fmt.Errorf("%s: %s repeated what the stream had already given (a resent part of it, or the stream twice): dropped, not recorded again, and counted in the sessions rows' problems (repeated_step, duplicate_session_start, event_after_session_end); the rest is recorded in %s",
+			src, count(n, "event"), ingestFlags.out)
+	}
 	return nil
 }
 

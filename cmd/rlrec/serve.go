@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"google.golang.org/grpc"
@@ -49,9 +50,11 @@ restarted. Recordings still open when the server stops or crashes stay
 open in ROOT's log and continue when their clients come back; 'rlrec
 recover ROOT' (with no server running) finishes them as crashed.
 
-It listens on loopback by default; a non-loopback --listen is refused
-unless --token-file names a file holding a token (one line), which every
-client must then send (client.WithToken, 'simulate --token-file').
+It listens on loopback by default; a non-loopback --listen or
+--metrics-listen is refused unless --token-file names a file holding a
+token (one line), which every client must then send (client.WithToken,
+'simulate --token-file'); a token file other users can read is warned
+about.
 --tls-cert and --tls-key serve TLS. The standard gRPC health service runs
 on the same port without a token. Metrics in the Prometheus text format
 are at http://METRICS/metrics (--metrics-listen; empty for none).
@@ -98,9 +101,19 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		if token, err = serve.ReadToken(f.tokenFile); err != nil {
 			return err
 		}
+		if st, err := os.Stat(f.tokenFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+			fmt.Fprintf(env.Stderr, "rlrec serve: warning: token file %s can be read by other users (mode %04o); anyone who can read it can write into %s: chmod 600 %s\n",
+				f.tokenFile, st.Mode().Perm(), f.out, f.tokenFile)
+		}
 	}
 	if err := serve.CheckListen(f.listen, token); err != nil {
 		return fmt.Errorf("%w (anyone who reaches the port could write into %s)", err, f.out)
+	}
+	if f.metrics != "" {
+		// The metrics name recordings and their load: the same rule.
+		if err := serve.CheckListen(f.metrics, token); err != nil {
+			return fmt.Errorf("--metrics-listen: %w (anyone who reaches the port could read the server's metrics)", err)
+		}
 	}
 	var creds credentials.TransportCredentials
 	if f.tlsCert != "" {

@@ -136,6 +136,13 @@ func TestServeRefuses(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	shared := filepath.Join(dir, "shared-token")
+	if err := os.WriteFile(shared, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		args     []string
@@ -144,6 +151,9 @@ func TestServeRefuses(t *testing.T) {
 	}{
 		{"non-loopback without a token", []string{"--listen", "0.0.0.0:0"}, 1, "not loopback"},
 		{"every interface without a token", []string{"--listen", ":0"}, 1, "not loopback"},
+		{"metrics on every interface without a token", []string{"--metrics-listen", ":0"}, 1, "--metrics-listen"},
+		{"metrics non-loopback without a token", []string{"--metrics-listen", "0.0.0.0:0"}, 1, "not loopback"},
+		{"token file readable by others", []string{"--token-file", shared, "--tls-cert", empty, "--tls-key", empty}, 1, "can be read by other users"},
 		{"empty token file", []string{"--token-file", empty}, 1, "one non-empty line"},
 		{"missing token file", []string{"--token-file", filepath.Join(dir, "none")}, 1, "read token file"},
 		{"cert without key", []string{"--tls-cert", empty}, 2, "go together"},

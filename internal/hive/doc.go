@@ -31,7 +31,9 @@
 // default (segment_encoding="uri") decoding both reverse it, so any id
 // round-trips through a dataset scan. Go's url.PathEscape and
 // url.QueryEscape follow other rules. "." and ".." are written "%2E" and
-// "%2E%2E", so an escaped value is a safe path segment on its own.
+// "%2E%2E", so an escaped value is a safe path segment on its own, and the
+// dot of a value ending in ".tmp" is written "%2Etmp", so that no value
+// makes a name readers skip as a temp file.
 //
 // The empty value is written as the empty string: the segment "key=", a
 // valid directory name inside ROOT that no other value maps to. DuckDB

@@ -31,8 +31,19 @@ func unreserved(c byte) bool {
 }
 
 // Escape percent-encodes value s (see the package doc), without cutting
-// long values.
+// long values. A value whose escaped form would end in ".tmp" gets that
+// dot escaped ("%2Etmp"): readers and verify skip every name that ends in
+// ".tmp" as a temp file, so an id such as "run.tmp" would make its
+// partition invisible. Decoding gives the value back.
 func Escape(s string) string {
+	e := escape(s)
+	if strings.HasSuffix(e, tmpSuffix) {
+		return e[:len(e)-len(tmpSuffix)] + "%2E" + tmpSuffix[1:]
+	}
+	return e
+}
+
+func escape(s string) string {
 	switch s {
 	case ".":
 		return "%2E"

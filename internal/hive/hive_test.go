@@ -31,12 +31,21 @@ func TestEscape(t *testing.T) {
 		{"unicode", "é", "%C3%A9"},
 		{"high byte", "\xff", "%FF"},
 		{"newline", "a\nb", "a%0Ab"},
+		// A name ending in ".tmp" is a temp file to every reader.
+		{"tmp suffix", "run.tmp", "run%2Etmp"},
+		{"tmp alone", ".tmp", "%2Etmp"},
+		{"tmp twice", "a.tmp.tmp", "a.tmp%2Etmp"},
+		{"tmp escaped before", "a b.tmp", "a%20b%2Etmp"},
+		{"tmp upper case", "run.TMP", "run.TMP"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Escape(tt.in)
 			if got != tt.want {
 				t.Fatalf("Escape(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if Hidden("episode_record_id=" + got) {
+				t.Fatalf("partition of %q (%q) is hidden from readers", tt.in, got)
 			}
 			back, err := Unescape(got)
 			if err != nil || back != tt.in {

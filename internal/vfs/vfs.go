@@ -17,6 +17,10 @@
 //   - WithErrors: wraps any FS and fails chosen operations (FailAt,
 //     FailFrom), with errors wrapping ErrInjected.
 //
+// Mapper (OS on Linux) maps a file shared with the kernel's page cache:
+// what is stored into it survives the death of the process without a
+// system call, and Epoch (the boot id) tells whether it can have been lost.
+//
 // Mkdir creates one directory and tells whether it existed, in one call
 // where the FS implements Mkdirer (OS does), else through Stat and
 // MkdirAll; RenameNoReplace renames without replacing in one atomic call

@@ -6,7 +6,7 @@
 // # Usage
 //
 //	l, err := wal.Open(fsys, dir, wal.Options{Logger: logger})
-//	pos, err := l.Append(event)      // copies event; no disk I/O here
+//	pos, err := l.Append(event)      // copies event; no system call here
 //	err = l.WaitSynced(ctx, pos)     // only when the caller must know
 //	err = l.Close()                  // makes everything appended durable
 //
@@ -18,6 +18,18 @@
 //
 //	r.Filter(func(first byte) bool { return first != 1 }) // before Next:
 //	// skip records by their first payload byte, without decompressing them
+//
+// # The pending file
+//
+// Where the file system maps files (vfs.Mapper: the OS on Linux), Append
+// copies each record into PendingName, a file in the log directory mapped
+// shared into the process, instead of into process memory: once Append
+// returns, the record is in the kernel's page cache and survives the death
+// of the process (SIGKILL, a panic) whatever SyncInterval says, with no
+// system call on Append's path. Repair (and so Open) appends the records a
+// dead process left there and the segments lack. pending.go has the
+// file's layout. A power cut loses what the pending file held, as it loses
+// unsynced segment records: a file of an earlier boot is ignored.
 //
 // # Positions
 //

@@ -121,6 +121,16 @@ type Log struct {
 
 	segMu sync.Mutex
 	segs  []segmentInfo // every segment, oldest first; the last is active
+
+	// pend, when set, is the mapped pending file (pending.go): cur is a
+	// view of its half curHalf, or a heap buffer (curHalf -1) holding one
+	// record too large for a half. batchHalf is the half the writer is
+	// writing (-1: none); scratch is the writer's copy of it, which it
+	// frames and compresses in place.
+	pend      *pendingFile
+	curHalf   int
+	batchHalf int
+	scratch   []byte
 }
 
 type segmentInfo struct {
@@ -191,6 +201,12 @@ func open(fsys vfs.FS, dir string, opts Options, lock io.Closer) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openRepaired(fsys, dir, opts, lock, rep, true)
+}
+
+// openRepaired opens the repaired log in dir for appending; mapped asks
+// for the pending file where the file system can map it.
+func openRepaired(fsys vfs.FS, dir string, opts Options, lock io.Closer, rep RepairReport, mapped bool) (*Log, error) {
 	enc, err := newEncoder(opts.Compression, opts.MinCompressSize)
 	if err != nil {
 		return nil, err
@@ -202,6 +218,7 @@ func open(fsys vfs.FS, dir string, opts Options, lock io.Closer) (*Log, error) {
 		closing:  make(chan struct{}),
 		done:     make(chan struct{}),
 		last:     rep.NextPos - 1,
+		curHalf:  -1, batchHalf: -1,
 	}
 	l.written, l.synced = l.last, l.last
 
@@ -250,9 +267,25 @@ func open(fsys vfs.FS, dir string, opts Options, lock io.Closer) (*Log, error) {
 			return nil, err
 		}
 	}
+	if mapped {
+		p, err := mapPending(fsys, dir, opts.MaxPending)
+		if err != nil {
+			// The log works without it, but a record is then in the
+			// kernel only once the writer has written it.
+			opts.Logger.Warn("wal: no pending file: a process crash can lose records appended in the last moments before it", "dir", dir, "err", err)
+		} else if p != nil {
+			l.pend, l.curHalf = p, 0
+			p.start(0, l.last+1)
+			l.cur = p.area(0)[:0]
+		}
+	}
 	go l.run()
 	return l, nil
 }
+
+// Mapped reports whether appended records go to the pending file, which
+// makes them survive the death of the process as soon as Append returns.
+func (l *Log) Mapped() bool { return l.pend != nil }
 
 // Recovered returns what Open's repair found and cut.
 func (l *Log) Recovered() RepairReport { return l.rep }
@@ -263,6 +296,12 @@ func (l *Log) Recovered() RepairReport { return l.rep }
 // be written. After a write or fsync failure it returns an error wrapping
 // ErrFailed and the cause.
 func (l *Log) Append(payload []byte) (Pos, error) {
+	return l.AppendContext(context.Background(), payload)
+}
+
+// AppendContext is Append, but gives up waiting for room once ctx is done
+// (returning its error, with nothing appended).
+func (l *Log) AppendContext(ctx context.Context, payload []byte) (Pos, error) {
 	if len(payload) > MaxRecordSize {
 		return 0, fmt.Errorf("wal: append %d bytes: %w (limit %d)", len(payload), ErrTooLarge, MaxRecordSize)
 	}
@@ -284,27 +323,67 @@ func (l *Log) Append(payload []byte) (Pos, error) {
 		ch := l.progress
 		l.mu.Unlock()
 		l.wake()
-		<-ch
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("wal: append: wait for room: %w", ctx.Err())
+		}
 		l.mu.Lock()
 	}
 	// The record goes in framed but for its CRC and type, which the writer
 	// fills in (it may compress the payload first).
 	off := len(l.cur)
 	if cap(l.cur)-off < need {
-		l.cur = grow(l.cur, need, l.opts.MaxPending)
+		if l.pend != nil {
+			// Only a record larger than a half, with nothing pending
+			// (MaxPending bounds a half's records otherwise): it goes to
+			// the heap, and Append returns once it is written.
+			l.curHalf = -1
+			l.cur = make([]byte, 0, need)
+			off = 0
+		} else {
+			l.cur = grow(l.cur, need, l.opts.MaxPending)
+		}
 	}
 	l.cur = l.cur[:off+need]
 	binary.LittleEndian.PutUint32(l.cur[off+4:], uint32(len(payload)))
 	copy(l.cur[off+recordHeaderSize:], payload)
+	if l.pend != nil && l.curHalf >= 0 {
+		l.pend.commit(l.curHalf, len(l.cur))
+	}
 	l.pending += need
 	l.last++
 	pos := l.last
 	full := len(l.cur) >= l.opts.FlushSize
+	unmapped := l.pend != nil && l.curHalf < 0
 	l.mu.Unlock()
+	if unmapped {
+		return pos, l.waitWritten(pos)
+	}
 	if full {
 		l.wake()
 	}
 	return pos, nil
+}
+
+// waitWritten waits until the record at pos is written to its segment.
+func (l *Log) waitWritten(pos Pos) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.written < pos {
+		if l.err != nil {
+			return fmt.Errorf("wal: append: %w: %w", ErrFailed, l.err)
+		}
+		if l.stopped {
+			return ErrClosed
+		}
+		ch := l.progress
+		l.mu.Unlock()
+		l.wake()
+		<-ch
+		l.mu.Lock()
+	}
+	return nil
 }
 
 // grow returns b with room for need more bytes, doubling its capacity up
@@ -411,6 +490,9 @@ func (l *Log) Close() error {
 	}
 	if l.enc.zstd != nil {
 		l.enc.zstd.Close()
+	}
+	if err := l.pend.close(); err != nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("wal: unmap pending file: %w", err))
 	}
 	if err := l.lock.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("wal: release lock: %w", err))

@@ -50,6 +50,11 @@ type RepairReport struct {
 	SegmentsRewritten []string
 	// Cause is the first damage found, a *CorruptionError.
 	Cause error
+
+	// Restored counts the records a process that died had appended but
+	// not yet written to a segment, which Repair found in the pending
+	// file (see PendingName), appended to the log and synced.
+	Restored int64
 }
 
 // Repair checks every record of the log in dir, logging what it finds and
@@ -68,10 +73,25 @@ type RepairReport struct {
 // (a record of kind "lost", which readers skip). Every change is made
 // durable (file fsync, rename, directory fsync) before Repair returns; a
 // crash during a repair leaves the log as it was or repaired.
+//
+// Repair then restores the records a dead process left in the pending file
+// (see PendingName): those the log does not hold are appended and synced.
 func Repair(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairReport, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	rep, err := repairLog(fsys, dir, salvage, logger)
+	if err != nil {
+		return rep, err
+	}
+	if err := restorePending(fsys, dir, &rep, logger); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// repairLog is Repair of the segments alone.
+func repairLog(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairReport, error) {
 	rep, r, err := check(fsys, dir)
 	if r != nil {
 		defer r.Close()

@@ -53,10 +53,35 @@ func (l *Log) flush(sync bool) {
 		l.mu.Unlock()
 		return
 	}
-	l.cur, l.spare = l.spare[:0], nil
+	batchHalf := -1
+	if l.pend != nil {
+		// The batch stays in its half of the pending file until it is
+		// written; Append goes on in the other half.
+		batchHalf = l.curHalf
+		next := 0
+		if batchHalf == 0 {
+			next = 1
+		}
+		if len(batch) == 0 {
+			batch, batchHalf = nil, -1
+		} else {
+			l.curHalf, l.cur = next, l.pend.area(next)[:0]
+			l.pend.start(next, l.last+1)
+		}
+		l.batchHalf = batchHalf
+	} else {
+		l.cur, l.spare = l.spare[:0], nil
+	}
 	l.mu.Unlock()
 
-	err := l.writeBatch(batch, first)
+	work := batch
+	if l.pend != nil {
+		// Framed and compressed in a copy: the half must hold the
+		// records as appended until they are written.
+		l.scratch = append(l.scratch[:0], batch...)
+		work = l.scratch
+	}
+	err := l.writeBatch(work, first)
 	if err == nil && sync && l.dirty {
 		if err = l.seg.Sync(); err != nil {
 			err = fmt.Errorf("sync segment %s: %w", l.seg.Name(), err)
@@ -73,10 +98,16 @@ func (l *Log) flush(sync bool) {
 
 	l.mu.Lock()
 	l.pending -= len(batch)
-	l.spare = batch[:0]
+	if l.pend == nil {
+		l.spare = batch[:0]
+	}
 	if err != nil {
 		l.err = err
 	} else {
+		if batchHalf >= 0 {
+			l.pend.start(batchHalf, 0) // written: in the page cache
+		}
+		l.batchHalf = -1
 		l.written = last
 		if sync {
 			l.synced = last

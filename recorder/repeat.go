@@ -1,0 +1,70 @@
+package recorder
+
+import (
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+)
+
+// Repeats. A stream that carries part of itself twice (a producer that
+// resent a prefix after a reconnect, or a file concatenated with itself)
+// has no sequence numbers to tell the copy by, but the runtime's step
+// counter does. An ActionReceived's step is lane 0's counter, which
+// restarts with each of lane 0's episodes and otherwise goes up by one per
+// step: an ActionReceived whose step is not after the last one recorded in
+// lane 0's episode, while that episode is open, repeats steps already
+// recorded. It is dropped whole (no
+// row, no reward for any lane: its StepCompleted finds nothing pending) and
+// counted as repeated_step. Together with a second SessionStarted of a
+// recording and events after its end, these are the repeats
+// Stats.Repeated counts, so that `rlrec ingest` can fail on them.
+//
+// The last step is kept beside the assembly state, not in it, and so not
+// in a snapshot: after a recovery from one, repeats are detected from the
+// next recorded step of lane 0 on.
+
+// probRepeatedStep is part of the on-disk format (problem_summary): do
+// not change it.
+const probRepeatedStep problemKind = "repeated_step"
+
+// lane0Step is the last step recorded in a recording's lane 0 episode.
+type lane0Step struct {
+	recordID string
+	step     int64
+}
+
+// isRepeat reports whether a problem of kind drops an event that repeats
+// what its recording already has.
+func isRepeat(kind problemKind) bool {
+	return kind == probRepeatedStep || kind == probDuplicateSession || kind == probAfterEnd
+}
+
+// steppedLane0 notes that lane 0's episode ep recorded a step at step.
+func (a *assembler) steppedLane0(s *session, ep *episode, step int64) {
+	if a.lane0 == nil {
+		a.lane0 = make(map[hive.Recording]lane0Step)
+	}
+	a.lane0[s.rec()] = lane0Step{ep.recordID, step}
+}
+
+// repeatsStep reports whether e repeats a step of lane 0's episode, and
+// then counts it and leaves nothing pending for its StepCompleted. The
+// caller has set s.pending to e's lanes.
+func (a *assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
+	if len(e.EpisodeRecordIDs) == 0 || e.EpisodeRecordIDs[0] == "" {
+		return false
+	}
+	last, ok := a.lane0[s.rec()]
+	if !ok || last.recordID != e.EpisodeRecordIDs[0] || e.Step > last.step {
+		return false
+	}
+	if ep := s.episodeOn(0, last.recordID); ep == nil || ep.completed {
+		// An action naming a completed episode records no step for it
+		// anyway (a dropped step, as under NEXT_STEP autoreset, whose
+		// counter a replayed stream does not keep).
+		return false
+	}
+	clear(s.pending)
+	a.problem(s, probRepeatedStep, "ActionReceived at step %d repeats a step episode %s already has (last at step %d: a resent part of the stream?); not recorded again",
+		e.Step, last.recordID, last.step)
+	return true
+}
