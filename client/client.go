@@ -343,7 +343,7 @@ func (c *Client) run() {
 			close(c.changed)
 			c.changed = make(chan struct{})
 			c.mu.Unlock()
-			c.opts.logger.Error("rlrec serve refused a message as too large; the client stops", "addr", c.addr, "err", err, "client_max_message_bytes", c.opts.maxMessage)
+			c.opts.logger.Error("the server refused a message as too large; the client stops", "addr", c.addr, "err", err, "client_max_message_bytes", c.opts.maxMessage)
 			return
 		}
 		if c.Stats().Acked > before {

@@ -1,16 +1,17 @@
 package lerobot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -116,18 +117,14 @@ func fpsFromIntervals(iv []float64) (int, error) {
 	return int(fps), nil
 }
 
-// openParquet opens a Parquet file for reading its columns.
+// openParquet opens a Parquet file for reading its columns, by its path or
+// s3:// URL (the store reads both).
 func openParquet(path string) (*parquet.File, func() error, error) {
-	f, err := os.Open(path)
+	f, err := store.OpenPath(context.Background(), path)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(f, f.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
