@@ -213,6 +213,10 @@ type session struct {
 	// logged events (sequence.go); 0 when none carried one.
 	seq uint64
 
+	// clocks says whose clocks the recording's event times were:
+	// clockEvent and clockRecorder bits (the sessions row's clock).
+	clocks uint8
+
 	// writes counts the session's file writes handed to the writer; q
 	// orders them.
 	writes int
@@ -233,6 +237,27 @@ type session struct {
 	// adopt, in recovery's catch-up (catchup.go) only, maps the record
 	// ids of restored episodes to rebuild to the episodes to build into.
 	adopt map[string]*episode
+}
+
+// Bits of session.clocks: an event came with its time (clockEvent), an
+// event was stamped with the recorder's clock (clockRecorder). They are
+// kept in snapshots (Session field 41): do not change them.
+const (
+	clockEvent    uint8 = 1
+	clockRecorder uint8 = 2
+)
+
+// clock is the sessions row's clock column: "event" when every event of
+// the recording carried its time, "recorder" when none did and the
+// recorder stamped its own clock, "mixed" otherwise.
+func (s *session) clock() string {
+	switch s.clocks {
+	case clockRecorder:
+		return schema.ClockRecorder
+	case clockEvent | clockRecorder:
+		return schema.ClockMixed
+	}
+	return schema.ClockEvent
 }
 
 // rec is the recording s assembles.
@@ -396,7 +421,13 @@ func (a *assembler) problem(s *session, kind problemKind, format string, args ..
 // apply folds one event into the state. at is the event's recording time
 // and pos its log position.
 func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
-	ev, seq := unsequence(ev)
+	a.applyClocked(ev, at, pos, false)
+}
+
+// applyClocked is apply of an event whose time is the recorder's own
+// clock reading when recClock is set (or its log record says so).
+func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recClock bool) {
+	ev, seq, logged := unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
 	s.seq = max(s.seq, seq)
 	if e, ok := ev.(*invalidEvent); ok {
@@ -404,6 +435,11 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 		// nothing of it applied.
 		a.problem(s, probInvalidEvent, "%s; skipped", e.detail)
 		return
+	}
+	if recClock || logged {
+		s.clocks |= clockRecorder
+	} else {
+		s.clocks |= clockEvent
 	}
 	if s.ended {
 		// Only telemetry (the final snapshot, late window ones) and logs
@@ -428,7 +464,8 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 	}
 	switch e := ev.(type) {
 	case *events.EnvConnected, *events.ModelConnected:
-		// Recorded in the session's log position only; nothing to assemble.
+		// No table of their own: kept as logs rows (schema.SourceEvent).
+		a.eventLog(s, ev, at)
 	case *events.SessionStarted:
 		if s.started {
 			a.problem(s, probDuplicateSession, "second SessionStarted")
@@ -624,6 +661,12 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 	ep := s.episodes[e.EpisodeRecordID]
 	if ep == nil {
 		if _, done := s.done[e.EpisodeRecordID]; done {
+			if schema.RepeatedCompletion(e) {
+				// rlmesh's env server reporting an episode a reset
+				// interrupted: kept as it came, in the logs table.
+				a.eventLog(s, e, at)
+				return
+			}
 			a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
 		} else {
 			a.problem(s, probUnknownEpisode, "EpisodeCompleted for %q (episode %s), which never started", e.EpisodeRecordID, e.EpisodeID)
@@ -631,6 +674,10 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 		return
 	}
 	if ep.completed {
+		if schema.RepeatedCompletion(e) {
+			a.eventLog(s, e, at)
+			return
+		}
 		a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
 		return
 	}
@@ -645,6 +692,20 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 		r.isLast, r.terminated, r.truncated = true, e.Terminated, e.Truncated
 	}
 	s.toFinalize = append(s.toFinalize, ep)
+}
+
+// eventLog keeps an event that no table row holds (EnvConnected,
+// ModelConnected, a repeated EpisodeCompleted) as a logs row with source
+// schema.SourceEvent, at the event's time.
+func (a *assembler) eventLog(s *session, ev events.Event, at time.Time) {
+	msg, ok := schema.EventLogMessage(ev)
+	if !ok {
+		return
+	}
+	src := schema.SourceEvent
+	s.logs = append(s.logs, logRow{time: at, level: events.LogInfo.String(), message: msg, source: &src})
+	s.logBytes += logRowBytes + len(msg)
+	a.logChunk(s)
 }
 
 // layoutFor compiles spec, reusing the session's cached layout while the

@@ -175,8 +175,8 @@ func parseRoute(b []byte, r *events.RuntimeEnvContext) error {
 func decodeRecord(dec *events.Decoder, rec []byte) (events.Event, time.Time, error) {
 	if rec[0] != recInvalid {
 		ev, at, err := dec.Decode(rec[1:])
-		if err == nil && dec.Sequence() != 0 {
-			ev = &sequenced{Event: ev, seq: dec.Sequence()}
+		if err == nil && (dec.Sequence() != 0 || dec.RecorderClock()) {
+			ev = &sequenced{Event: ev, seq: dec.Sequence(), recClock: dec.RecorderClock()}
 		}
 		return ev, at, err
 	}

@@ -35,7 +35,8 @@ import (
 //	          28 telemetry (Telemetry, repeated)  29 writes  30 num_envs
 //	          31 reserved  32 row_done  33 log_rows  34 telemetry_rows  40 sequence (varint, not
 //	          zigzag: the highest producer sequence number logged,
-//	          sequence.go)
+//	          sequence.go)  41 clocks (varint: 1 an event came with its
+//	          time, 2 one was stamped with the recorder's clock)
 //	Route     1 env_id  2 env_component_id  3 model_component_id
 //	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
 //	          6 started_at  7 last_at  8 next_step  9 steps_recorded
@@ -583,6 +584,8 @@ func parseSession(b []byte) (*session, error) {
 			s.teleRows = zz(v)
 		case snapshotSeqField:
 			s.seq = v
+		case snapshotClocksField:
+			s.clocks = uint8(v & uint64(clockEvent|clockRecorder))
 		}
 		return nil
 	})

@@ -124,6 +124,25 @@ const (
 	// ColProblemSummary lists them as "kind=count" pairs.
 	ColProblems       = "problems"
 	ColProblemSummary = "problem_summary"
+	// ColClock says whose clock the recording's times (recorded_at,
+	// started_at, ended_at, log and telemetry times) are: ClockEvent,
+	// ClockRecorder or ClockMixed.
+	ColClock = "clock"
+)
+
+// Values of the sessions table's clock column. rlmesh's hook events carry
+// no time: whoever receives a hook call stamps it. A producer that streams
+// events (rlrec simulate, the Go client, the Python capture, rlrec replay)
+// stamps each with the time of its hook call (time_unix_nano), and the
+// recorder keeps it; an event that comes without one (a hook called on
+// the recorder itself, a stream without times) gets the recorder's clock.
+const (
+	// ClockEvent: every event of the recording carried its time.
+	ClockEvent = "event"
+	// ClockRecorder: no event did; the recorder stamped its own clock.
+	ClockRecorder = "recorder"
+	// ClockMixed: some did, some did not.
+	ClockMixed = "mixed"
 )
 
 // Column names of the logs and telemetry tables.
@@ -209,6 +228,7 @@ type SessionRow struct {
 	DroppedSteps     int64      `parquet:"dropped_steps"`
 	Problems         int64      `parquet:"problems"`
 	ProblemSummary   *string    `parquet:"problem_summary,optional"`
+	Clock            string     `parquet:"clock,dict"`
 }
 
 // LogRow is one row of the logs table. level is "debug", "info", "warn" or

@@ -431,9 +431,6 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 			Message: fmt.Sprintf("%s event of session %q (env_id %q) has no sequence number", ev.Kind(), sid, route.EnvID)}, nil
 	}
 	stamped := !at.IsZero()
-	if !stamped {
-		at = time.Now()
-	}
 	rs := s.recording(sid, route.EnvID)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -450,11 +447,17 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		s.log.Warn("sequence gap: events of a recording are missing (a client that lost events it had not sent?)",
 			"session", sid, "env", route.EnvID, "after", known, "got", seq)
 	}
-	if stamped {
+	switch {
+	case st.dec.RecorderClock():
+		// A replayed recording whose times were a recorder's: the log
+		// record says so (re-encoded).
+		err = s.rec.RecordStamped(ctx, ev, at, seq)
+	case stamped:
 		// The log keeps the client's bytes: no second encode.
 		err = s.rec.RecordEncoded(ctx, msg, ev, at, seq)
-	} else {
-		err = s.rec.RecordSequenced(ctx, ev, at, seq)
+	default:
+		// No time: the recorder stamps its clock, and says so.
+		err = s.rec.RecordSequenced(ctx, ev, time.Time{}, seq)
 	}
 	switch {
 	case err == nil:

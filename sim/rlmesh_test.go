@@ -133,7 +133,7 @@ func TestCaps(t *testing.T) {
 		{"time cap",
 			Config{Autoreset: AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeTime: 30 * time.Millisecond, testEnv: endless,
 				Clock: StepClock(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), time.Millisecond)},
-			[]done{{0, 8, false, false}, {0, 8, false, false}}, 30},
+			[]done{{0, 5, false, false}, {0, 5, false, false}}, 30},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

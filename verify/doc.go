@@ -84,8 +84,9 @@
 //	                episode's commit point)
 //	session         per recording: the sessions row agrees with the
 //	                recording's files: episodes_recorded = episodes rows,
-//	                steps_recorded = steps rows; status is known; episodes
-//	                with no sessions row
+//	                steps_recorded = steps rows; status is known; clock is
+//	                "event", "recorder" or "mixed"; episodes with no
+//	                sessions row
 //	stray           no temp file (.part-N.parquet.tmp, left by a writer
 //	                that stopped) and no unknown file or directory under the
 //	                table directories

@@ -108,6 +108,12 @@ func (c *fileCheck) checkSessions(pf *parquet.File) {
 		default:
 			c.add(CheckSession, int64(i), fixForeign, "status %q is not a session status", rows[i].Status)
 		}
+		switch rows[i].Clock {
+		case schema.ClockEvent, schema.ClockRecorder, schema.ClockMixed:
+		default:
+			c.add(CheckSession, int64(i), fixForeign, "clock %q is none of %q, %q and %q", rows[i].Clock,
+				schema.ClockEvent, schema.ClockRecorder, schema.ClockMixed)
+		}
 	}
 	c.sum.session, c.sum.read = sum, true
 }
