@@ -322,4 +322,3 @@ func tableFiles(t *testing.T, root string) map[string][]byte {
 	}
 	return out
 }
-
