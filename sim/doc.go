@@ -81,13 +81,16 @@
 //
 // # Telemetry
 //
-// Snapshots carry rlmesh's series (see telemetry.go): model.predict/model,
-// env.step/env and env.reset/env with rpc.total and endpoint.total (ms),
-// request.bytes and response.bytes, and group.size for predicts;
+// Snapshots carry rlmesh's series as its local runner reports them (see
+// telemetry.go): env.step/env and env.reset/env with rpc.total and
+// endpoint.total (ms), request.bytes and response.bytes; model.predict/
+// model with rpc.total, request.bytes and response.bytes (an in-process
+// model reports no endpoint.total and no group.size);
 // runner.transform_observation, runner.transform_action and
 // runner.round/runner with rpc.total. Rows are sorted by (op, component,
 // metric); count is every sample, avg and the nearest-rank quantiles are
-// over a reservoir of 8,192 samples.
+// over a reservoir of 8,192 samples drawn with rlmesh's xorshift64*
+// generator, so they match rlmesh's past 8,192 samples too.
 //
 // # Identity
 //

@@ -234,21 +234,24 @@ func (s *session) record(sr series, v float64) {
 	s.samples = append(s.samples, sample{sr, v})
 }
 
-// recordCall adds the samples of one call to the env or the model, timed
-// from t0 to t1. The call is in process, so the endpoint's own time is the
-// call's.
+// recordCall adds the samples of one call to the env timed from t0 to t1:
+// the env server's endpoint time is the call's.
 func (s *session) recordCall(first series, t0, t1 time.Time, reqBytes, respBytes int) {
 	d := ms(t1.Sub(t0))
-	// Each op's series are in the order endpoint.total, [group.size,]
+	// Each env op's series are in the order endpoint.total,
 	// request.bytes, response.bytes, rpc.total.
 	s.record(first, d)
-	if first == predictEndpoint {
-		s.record(predictGroupSize, float64(len(s.lanes)))
-		first++
-	}
 	s.record(first+1, float64(reqBytes))
 	s.record(first+2, float64(respBytes))
 	s.record(first+3, d)
+}
+
+// recordPredict adds the samples of one predict of the in-process model
+// (rlmesh's local runner): no endpoint time, no group size.
+func (s *session) recordPredict(t0, t1 time.Time, reqBytes, respBytes int) {
+	s.record(predictRequest, float64(reqBytes))
+	s.record(predictResponse, float64(respBytes))
+	s.record(predictRPC, ms(t1.Sub(t0)))
 }
 
 // flushSamples hands the round's samples to the meter.
@@ -291,7 +294,7 @@ func (s *session) loop() error {
 		}
 		// model.predict, then the action transform.
 		action := s.env.act()
-		s.recordCall(predictEndpoint, roundStart, s.clock(), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
+		s.recordPredict(roundStart, s.clock(), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
 		s.record(transformActRPC, 0)
 
 		l0 := &s.lanes[0]
@@ -304,8 +307,10 @@ func (s *session) loop() error {
 		s.emit(hctx, a)
 
 		if s.cfg.FailAfterSteps > 0 && s.steps >= s.cfg.FailAfterSteps {
-			return s.fail(hctx, stopTelemetry, fmt.Sprintf("environment env.step failed at runtime step %d: injected fault after %d steps%s",
-				stepNo, s.steps, envRPCHint), errInjected)
+			// rlmesh's local env adapter (EnvClientRuntimeEnv) reports
+			// its errors at runtime step 0, whatever the step.
+			return s.fail(hctx, stopTelemetry, fmt.Sprintf("environment env.step failed at runtime step 0: injected fault after %d steps%s",
+				s.steps, envRPCHint), errInjected)
 		}
 
 		// env.step.

@@ -439,8 +439,7 @@ var logLine = regexp.MustCompile(`^env reset complete in [0-9]+ms \([0-9]+ episo
 var opMetrics = []struct{ op, component, metric string }{
 	{"env.reset", "env", "endpoint.total"}, {"env.reset", "env", "request.bytes"}, {"env.reset", "env", "response.bytes"}, {"env.reset", "env", "rpc.total"},
 	{"env.step", "env", "endpoint.total"}, {"env.step", "env", "request.bytes"}, {"env.step", "env", "response.bytes"}, {"env.step", "env", "rpc.total"},
-	{"model.predict", "model", "endpoint.total"}, {"model.predict", "model", "group.size"}, {"model.predict", "model", "request.bytes"},
-	{"model.predict", "model", "response.bytes"}, {"model.predict", "model", "rpc.total"},
+	{"model.predict", "model", "request.bytes"}, {"model.predict", "model", "response.bytes"}, {"model.predict", "model", "rpc.total"},
 	{"runner.round", "runner", "rpc.total"}, {"runner.transform_action", "runner", "rpc.total"}, {"runner.transform_observation", "runner", "rpc.total"},
 }
 
