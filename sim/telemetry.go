@@ -80,20 +80,20 @@ type seriesDef struct {
 }
 
 var seriesDefs = [numSeries]seriesDef{
-	resetEndpoint:    {opReset, componentEnv, metricEndpoint, kindDuration},
-	resetRequest:     {opReset, componentEnv, metricRequest, kindBytes},
-	resetResponse:    {opReset, componentEnv, metricResponse, kindBytes},
-	resetRPC:         {opReset, componentEnv, metricRPC, kindDuration},
-	stepEndpoint:     {opStep, componentEnv, metricEndpoint, kindDuration},
-	stepRequest:      {opStep, componentEnv, metricRequest, kindBytes},
-	stepResponse:     {opStep, componentEnv, metricResponse, kindBytes},
-	stepRPC:          {opStep, componentEnv, metricRPC, kindDuration},
-	predictRequest:   {opPredict, componentModel, metricRequest, kindBytes},
-	predictResponse:  {opPredict, componentModel, metricResponse, kindBytes},
-	predictRPC:       {opPredict, componentModel, metricRPC, kindDuration},
-	roundRPC:         {opRound, componentRunner, metricRPC, kindDuration},
-	transformActRPC:  {opTransformAct, componentRunner, metricRPC, kindDuration},
-	transformObsRPC:  {opTransformObs, componentRunner, metricRPC, kindDuration},
+	resetEndpoint:   {opReset, componentEnv, metricEndpoint, kindDuration},
+	resetRequest:    {opReset, componentEnv, metricRequest, kindBytes},
+	resetResponse:   {opReset, componentEnv, metricResponse, kindBytes},
+	resetRPC:        {opReset, componentEnv, metricRPC, kindDuration},
+	stepEndpoint:    {opStep, componentEnv, metricEndpoint, kindDuration},
+	stepRequest:     {opStep, componentEnv, metricRequest, kindBytes},
+	stepResponse:    {opStep, componentEnv, metricResponse, kindBytes},
+	stepRPC:         {opStep, componentEnv, metricRPC, kindDuration},
+	predictRequest:  {opPredict, componentModel, metricRequest, kindBytes},
+	predictResponse: {opPredict, componentModel, metricResponse, kindBytes},
+	predictRPC:      {opPredict, componentModel, metricRPC, kindDuration},
+	roundRPC:        {opRound, componentRunner, metricRPC, kindDuration},
+	transformActRPC: {opTransformAct, componentRunner, metricRPC, kindDuration},
+	transformObsRPC: {opTransformObs, componentRunner, metricRPC, kindDuration},
 }
 
 // reservoir is a uniform sample of a series' values: the first
