@@ -231,6 +231,24 @@ type SessionRow struct {
 	Clock            string     `parquet:"clock,dict"`
 }
 
+// SessionRowBeforeClock is a sessions row of a file written before the
+// clock column was added (same schema version, one column fewer).
+type SessionRowBeforeClock struct {
+	EnvComponentID   string     `parquet:"env_component_id"`
+	ModelComponentID string     `parquet:"model_component_id"`
+	Status           string     `parquet:"status"`
+	Reason           *string    `parquet:"reason,optional"`
+	TotalSteps       *int64     `parquet:"total_steps,optional"`
+	TotalEpisodes    *int64     `parquet:"total_episodes,optional"`
+	StartedAt        time.Time  `parquet:"started_at,timestamp(microsecond:utc)"`
+	EndedAt          *time.Time `parquet:"ended_at,optional,timestamp(microsecond:utc)"`
+	EpisodesRecorded int64      `parquet:"episodes_recorded"`
+	StepsRecorded    int64      `parquet:"steps_recorded"`
+	DroppedSteps     int64      `parquet:"dropped_steps"`
+	Problems         int64      `parquet:"problems"`
+	ProblemSummary   *string    `parquet:"problem_summary,optional"`
+}
+
 // LogRow is one row of the logs table. level is "debug", "info", "warn" or
 // "error"; source is null when the event had none.
 type LogRow struct {
@@ -259,10 +277,14 @@ type TelemetryRow struct {
 
 // Schemas of the fixed tables.
 var (
-	EpisodesSchema  = parquet.SchemaOf(EpisodeRow{})
-	SessionsSchema  = parquet.SchemaOf(SessionRow{})
-	LogsSchema      = parquet.SchemaOf(LogRow{})
-	TelemetrySchema = parquet.SchemaOf(TelemetryRow{})
+	EpisodesSchema = parquet.SchemaOf(EpisodeRow{})
+	SessionsSchema = parquet.SchemaOf(SessionRow{})
+	// SessionsSchemaBeforeClock is the sessions table as rlrec wrote it
+	// before the clock column: readers and rlrec verify accept such files
+	// (their clock reads as "", unknown).
+	SessionsSchemaBeforeClock = parquet.SchemaOf(SessionRowBeforeClock{})
+	LogsSchema                = parquet.SchemaOf(LogRow{})
+	TelemetrySchema           = parquet.SchemaOf(TelemetryRow{})
 )
 
 // ColumnForm is how a typed steps column stores a leaf. Values appear in

@@ -75,7 +75,8 @@ sessions and episodes, and null for values the tables hold as null:
 "clock" says whose clock the recording's times are: "event" (every event
 came with the time of its hook call), "recorder" (none did: the recorder
 stamped its own clock, so times say when it received them) or "mixed";
-inspect notes the last two.
+inspect notes the last two. It is null for a sessions file written before
+rlrec had the column.
 
 "repeated_completions" lists the episodes rlmesh's env server reported
 complete a second time (kept in the logs table, source "rlrec/event"):
@@ -287,8 +288,9 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.TotalSteps, is.TotalEpisodes = (*jsonInt)(row.TotalSteps), (*jsonInt)(row.TotalEpisodes)
 			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = jsonInt(row.EpisodesRecorded), jsonInt(row.StepsRecorded), jsonInt(row.DroppedSteps)
 			is.Problems, is.ProblemSummary = jsonInt(row.Problems), row.ProblemSummary
-			clock := row.Clock
-			is.Clock = &clock
+			if clock := row.Clock; clock != "" { // "": written before the column
+				is.Clock = &clock
+			}
 		}
 		logs, err := d.Logs(rec)
 		if err != nil {
