@@ -69,3 +69,33 @@ func TestVerifySessionsClock(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyEventLogRows: a logs row of source rlrec/event must hold an
+// event, since replay re-emits it as one.
+func TestVerifyEventLogRows(t *testing.T) {
+	for _, tc := range []struct{ name, message, problem string }{
+		{"an event", `ModelConnected {}`, ""},
+		{"no event", `ModelConnected {`, "holds no event"},
+		{"unknown kind", `Teleported {}`, "holds no event"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := sharedRoot(t)
+			files, err := filepath.Glob(filepath.Join(root, "logs", "*", "*", "*.parquet"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no logs files: %v", err)
+			}
+			s, rows, kv := readAll(t, files[0])
+			r := rows[0]
+			r[2] = parquet.ByteArrayValue([]byte(tc.message)).Level(0, 0, 2)
+			r[3] = parquet.ByteArrayValue([]byte(schema.SourceEvent)).Level(0, 1, 3)
+			writeAll(t, files[0], s, rows, kv)
+			rep, out := verifyRoot(t, root)
+			switch {
+			case tc.problem == "" && len(rep.Problems) != 0:
+				t.Fatalf("problems:\n%s", out)
+			case tc.problem != "" && !strings.Contains(out, tc.problem):
+				t.Fatalf("output does not say %q:\n%s", tc.problem, out)
+			}
+		})
+	}
+}
