@@ -64,11 +64,14 @@ class RunInfo:
 class Capture:
     """Records rlmesh ``Session.run`` calls into rlrec.
 
-    Pass it as ``hooks=`` to ``Session.run`` (or ``rlmesh.run``/``Model.run``):
-    it has the ``RunHooks`` methods ``on_run_start``, ``on_episode_start``,
-    ``on_step``, ``on_episode_end`` and ``on_run_end``, and turns each run
-    into the rlrec.events.v1 events the runtime emits for one env with
-    DISABLED autoreset (RLMESH.md §5).
+    Pass it as ``hooks=`` to ``Session.run``, the entry point that calls
+    hooks (rlmesh's ``Model.run(hooks=...)`` raises: a local model drives
+    the native runtime loop, which takes none; served models and
+    ``RANDOM_SAMPLE`` go through ``Session.run``): it has the ``RunHooks``
+    methods ``on_run_start``, ``on_episode_start``, ``on_step``,
+    ``on_episode_end`` and ``on_run_end``, and turns each run into the
+    rlrec.events.v1 events the runtime emits for one env with DISABLED
+    autoreset, each stamped with the time of its hook call.
 
     Exactly one destination:
 
