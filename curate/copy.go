@@ -226,14 +226,14 @@ func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*reco
 			if out == nil {
 				continue
 			}
-			record := recs[t].RecordAt
+			var err error
 			if dataset.RecorderClocked(clock, ev) {
 				// The source's times were its recorder's: so are the copy's.
-				record = func(ctx context.Context, ev events.Event, at time.Time) error {
-					return recs[t].RecordStamped(ctx, ev, at, 0)
-				}
+				err = recs[t].RecordStamped(ctx, out, at, 0)
+			} else {
+				err = recs[t].RecordAt(ctx, out, at)
 			}
-			if err := record(ctx, out, at); err != nil {
+			if err != nil {
 				return fmt.Errorf("copy %s into %s: %w", p.rec, rep.Targets[t].Root, err)
 			}
 		}
