@@ -1,6 +1,8 @@
 // Package blob implements the leaves-to-blob codec of the rlmesh runtime,
 // the splitting of N-lane batch slabs into per-lane values and back, and the
-// typed decoding of single-lane leaves (Go values and JSON).
+// typed decoding of single-lane leaves (Go values and JSON), and the JSON
+// rendering of the runtime's metadata maps such as an episode's final_info
+// (MetaJSON, Success).
 //
 // # The blob
 //

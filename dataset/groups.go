@@ -226,14 +226,14 @@ func decodeGroup(f *parquetFile, rg int, cols *[schema.NumFixedStepsColumns]int,
 	for c := range schema.NumFixedStepsColumns {
 		vals, err := readColumn(chunks[cols[c]], nil)
 		if err != nil {
-			return nil, fileErr(f.path, g.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].name, rg, err))
+			return nil, fileErr(f.path, g.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].Name, rg, err))
 		}
 		if len(vals) != g.rows {
-			return nil, fileErr(f.path, g.base, fmt.Errorf("%w: column %s of row group %d has %d values for %d rows", ErrColumn, fixedColumns[c].name, rg, len(vals), g.rows))
+			return nil, fileErr(f.path, g.base, fmt.Errorf("%w: column %s of row group %d has %d values for %d rows", ErrColumn, fixedColumns[c].Name, rg, len(vals), g.rows))
 		}
 		g.vals[c] = vals
 		g.size += 24 * int64(len(vals))
-		if fixedColumns[c].kind == parquet.ByteArray {
+		if fixedColumns[c].Node.Type().Kind() == parquet.ByteArray {
 			for _, v := range vals {
 				if !v.IsNull() {
 					g.size += int64(len(v.ByteArray()))

@@ -137,10 +137,9 @@ type laneRow struct {
 }
 
 type replayBatch struct {
-	t      time.Time
-	sstep  int64
-	rows   []laneRow
-	hidden bool
+	t     time.Time
+	sstep int64
+	rows  []laneRow
 }
 
 // item is an event placed in a slot (before batch slot, or after the last).

@@ -38,24 +38,7 @@ type Step struct {
 }
 
 // fixed columns of the steps table, in file order.
-var fixedColumns = [...]struct {
-	name string
-	kind parquet.Kind
-}{
-	{schema.ColEpisodeID, parquet.ByteArray},
-	{schema.ColEpisodeIndex, parquet.Int64},
-	{schema.ColEnvIndex, parquet.Int32},
-	{schema.ColStep, parquet.Int64},
-	{schema.ColSessionStep, parquet.Int64},
-	{schema.ColObservationBlob, parquet.ByteArray},
-	{schema.ColActionBlob, parquet.ByteArray},
-	{schema.ColReward, parquet.Double},
-	{schema.ColIsFirst, parquet.Boolean},
-	{schema.ColIsLast, parquet.Boolean},
-	{schema.ColTerminated, parquet.Boolean},
-	{schema.ColTruncated, parquet.Boolean},
-	{schema.ColRecordedAt, parquet.Int64},
-}
+var fixedColumns = schema.FixedStepsColumns()
 
 // Steps iterates steps rows in step order, scanner style:
 //
@@ -196,10 +179,11 @@ func (s *Steps) openNext() error {
 	}
 	sch := f.pf.Schema()
 	for i, c := range fixedColumns {
-		leaf, ok := sch.Lookup(c.name)
-		if !ok || leaf.Node.Type().Kind() != c.kind {
+		kind := c.Node.Type().Kind()
+		leaf, ok := sch.Lookup(c.Name)
+		if !ok || leaf.Node.Type().Kind() != kind {
 			s.closeFile(f)
-			return fileErr(path, -1, fmt.Errorf("%w: %s (want %v); not a steps file of this schema version", ErrColumn, c.name, c.kind))
+			return fileErr(path, -1, fmt.Errorf("%w: %s (want %v); not a steps file of this schema version", ErrColumn, c.Name, kind))
 		}
 		s.cols[i] = leaf.ColumnIndex
 	}
@@ -329,10 +313,10 @@ func (s *Steps) readGroup() error {
 	for c := range schema.NumFixedStepsColumns {
 		vals, err := readColumn(chunks[s.cols[c]], s.vals[c][:0])
 		if err != nil {
-			return fileErr(s.f.path, s.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].name, s.rg-1, err))
+			return fileErr(s.f.path, s.base, fmt.Errorf("read column %s of row group %d: %w; run 'rlrec verify' on the ROOT", fixedColumns[c].Name, s.rg-1, err))
 		}
 		if len(vals) != n {
-			return fileErr(s.f.path, s.base, fmt.Errorf("%w: column %s of row group %d has %d values for %d rows", ErrColumn, fixedColumns[c].name, s.rg-1, len(vals), n))
+			return fileErr(s.f.path, s.base, fmt.Errorf("%w: column %s of row group %d has %d values for %d rows", ErrColumn, fixedColumns[c].Name, s.rg-1, len(vals), n))
 		}
 		s.vals[c] = vals
 	}

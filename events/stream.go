@@ -305,9 +305,6 @@ func (s *StreamReader) RecorderClock() bool { return s.rclk }
 // Index returns the 0-based index of the current message in the stream.
 func (s *StreamReader) Index() int { return s.index }
 
-// Offset returns the byte offset of the current message's length prefix.
-func (s *StreamReader) Offset() int64 { return s.off }
-
 // Err returns the error that stopped the reader: nil at a clean end of the
 // stream (or while it reads on), otherwise a *StreamError.
 func (s *StreamReader) Err() error { return s.err }

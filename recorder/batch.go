@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -66,7 +67,7 @@ const (
 // batch is the pending writes of one recording.
 type batch struct {
 	rec hive.Recording
-	q   serial // flush jobs
+	q   serial.Queue // flush jobs
 
 	mu      sync.Mutex
 	entries []*batchEntry
@@ -83,7 +84,6 @@ type batch struct {
 	// packedDone the ones finished since the last flush (when the spaces
 	// changed); only jobs on q touch them.
 	packed     *episodeFile
-	packedRel  string
 	packedDone []store.Part
 }
 
@@ -166,14 +166,14 @@ func (w *writer) ready(b *batch, e *batchEntry, failed bool) {
 	b.notReady--
 	b.count(e, 1)
 	now := ((b.sessions > 0 && b.notReady == 0) ||
-		b.rows >= batchMaxRows || b.bytes >= batchMaxBytes || b.steps >= packedMaxBytes) && w.skip == nil
+		b.rows >= batchMaxRows || b.bytes >= batchMaxBytes || b.steps >= packedMaxBytes) && !w.now().replays()
 	switch {
 	case now && !b.queued:
 		b.queued = true
 		b.mu.Unlock()
-		w.pool.submit(&b.q, func() { w.flush(b) })
+		w.pool.Submit(&b.q, func() { w.flush(b) })
 		return
-	case b.rows > 0 && !b.armed && !b.queued && w.skip == nil:
+	case b.rows > 0 && !b.armed && !b.queued && !w.now().replays():
 		// Recovery flushes once, at its end: its files then do not depend
 		// on timing.
 		b.armed = true
@@ -219,7 +219,7 @@ func (w *writer) flushAll() {
 		}
 		b.mu.Unlock()
 		if queue {
-			w.pool.submit(&b.q, func() { w.flush(b) })
+			w.pool.Submit(&b.q, func() { w.flush(b) })
 		}
 	}
 }
@@ -307,7 +307,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 		return
 	}
 	epFile := p.File(k)
-	it := commitItem{rec: rec, hold: w.skip != nil}
+	it := commitItem{rec: rec, hold: w.now().replays()}
 	for _, e := range ok {
 		files := []string{epFile}
 		if e.steps != nil {
@@ -316,7 +316,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 		if e.row.StepsFile != nil {
 			files = append(files, *e.row.StepsFile)
 		}
-		it.markers = append(it.markers, appendEpisodeMarker(nil, rec, e.rid, files))
+		it.markers = append(it.markers, episodeMarker(rec, e.rid, files))
 		it.live = append(it.live, e.ep)
 	}
 	it.parts = append(append(it.parts, packed...), part)

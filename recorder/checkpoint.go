@@ -3,6 +3,7 @@ package recorder
 import (
 	"fmt"
 
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/wal"
 )
 
@@ -60,7 +61,7 @@ type checkpoints struct {
 // enough for many sessions of small observations, small against a
 // segment (64 MiB) so that snapshots cost at most an eighth of the log.
 func (r *Recorder) snapshotMax() int {
-	return int(min(max(r.opts.memoryBudget/32, 1<<20), 8<<20))
+	return r.budget.snapshot()
 }
 
 // reclaimEvery is how many events the pipeline handles between looks for
@@ -144,7 +145,7 @@ func (r *Recorder) checkpoint() {
 	c := &r.ckpt
 	if c.pending != 0 {
 		if r.w.finishedUpTo(c.pendingWrites) {
-			pos, err := r.log.Append(appendSealed(nil, c.pending))
+			pos, err := r.log.Append(logrec.AppendSealed(nil, c.pending))
 			if err != nil {
 				r.fail(fmt.Errorf("append snapshot seal: %w", err))
 				return

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
-	"github.com/rlrec/rlrec/internal/wal"
 )
 
 // Group commit. The writers finish their Parquet files without syncing
@@ -33,8 +31,8 @@ import (
 // the log under a name no published file has. Nothing published is ever
 // rewritten, and the files never hold an event the log lost. Two
 // file-system syncs and one log sync per group, where a sync of each file
-// and of each directory took about 6 fsyncs per episode (2-4.5 ms each on
-// the reference disk).
+// and of each directory took about 6 fsyncs per episode (BENCHMARKS.md,
+// "Figures behind design choices").
 //
 // During recovery there is no log to append to: the markers of its one
 // group go to a journal file under _rlrec (journal.go), made durable
@@ -46,11 +44,10 @@ import (
 // is being committed waits for the next one, so under load groups grow by
 // themselves.
 //
-// The window was chosen on BenchmarkThroughput/cartpole (ROOT on the
-// reference disk, 3 runs each, net lane-steps/s medians): 0 ms 17 k, 2 ms
-// 13 k, 5 ms 24 k (6 runs), 20 ms 19 k, 60 ms 14 k. The spread between runs
-// is as wide as the differences, so any window up to 20 ms does; 5 ms adds
-// the least to the time an episode takes to be durable.
+// The window was chosen on BenchmarkThroughput/cartpole (BENCHMARKS.md,
+// "Figures behind design choices"): any window up to 20 ms does as well
+// as the others within the spread between runs, and 5 ms adds the least
+// to the time an episode takes to be durable.
 //
 // During recovery the committer holds every write until writer.wait, so
 // recovery commits its files as one group: its file-system operations then
@@ -189,7 +186,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 		group = w.dropFailed(group, nil)
 		parts = groupParts(group, parts[:0])
 	}
-	if err := w.r.ensureLayout(); err != nil {
+	if err := w.layoutFile.ensure(); err != nil {
 		abortParts(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
@@ -208,7 +205,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	for _, it := range group {
 		markers = append(markers, it.markers...)
 	}
-	if err := w.logMarkers(markers); err != nil {
+	if err := w.now().logMarkers(markers); err != nil {
 		abortParts(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
@@ -291,28 +288,4 @@ func groupParts(group []commitItem, parts []store.Part) []store.Part {
 		parts = append(parts, it.parts...)
 	}
 	return parts
-}
-
-// logMarkers makes a group's markers durable before its files are
-// published: in the log, or during recovery in the journal.
-func (w *writer) logMarkers(markers [][]byte) error {
-	if len(markers) == 0 {
-		return nil
-	}
-	l := w.r.log
-	if l == nil {
-		return writeJournal(w.fs, w.root, markers)
-	}
-	var last wal.Pos
-	for _, m := range markers {
-		pos, err := l.Append(m)
-		if err != nil {
-			return fmt.Errorf("append marker: %w", err)
-		}
-		last = pos
-	}
-	if err := l.WaitSynced(context.Background(), last); err != nil {
-		return fmt.Errorf("sync markers: %w", err)
-	}
-	return nil
 }

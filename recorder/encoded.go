@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/events"
-	"github.com/rlrec/rlrec/internal/wal"
+	"github.com/rlrec/rlrec/internal/logrec"
 )
 
 // Events that come encoded
@@ -15,7 +15,7 @@ import (
 // serve) receives each one as an eventsv1.Event message and has to decode
 // it to learn its recording and sequence number. RecordEncoded takes that
 // message together with what was decoded from it: the log record is the
-// message as it came (a recEvent record is exactly one eventsv1.Event
+// message as it came (a logrec.TypeEvent record is exactly one eventsv1.Event
 // message, time and sequence fields included), and the pipeline applies
 // the decoded event instead of decoding the record again. The event is
 // then encoded once (by the producer) and decoded once (by the server),
@@ -40,9 +40,8 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 	if t.IsZero() {
 		return fmt.Errorf("record encoded %s of session %q: the message has no time: record it with RecordSequenced", ev.Kind(), sid)
 	}
-	if len(msg)+1 > wal.MaxRecordSize {
-		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
-			ev.Kind(), sid, len(msg)+1, wal.MaxRecordSize, ErrEventTooLarge)
+	if err := r.checkSize(ev, len(msg)+1); err != nil {
+		return err
 	}
 	if ev.Kind() == events.KindSessionStarted || r.refusedN.Load() > 0 {
 		if err := r.admit(ev); err != nil {
@@ -50,7 +49,7 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 		}
 	}
 	bp := r.bufs.get(len(msg))
-	*bp = append(append((*bp)[:0], recEvent), msg...)
+	*bp = append(append((*bp)[:0], byte(logrec.TypeEvent)), msg...)
 	// The decoded event waits in the queue beside its record: both are
 	// charged to the queue's budget.
 	payload := payloadBytes(ev)

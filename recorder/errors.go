@@ -11,8 +11,9 @@ var (
 	// ErrInvalidOption is returned by Open for an option out of range.
 	ErrInvalidOption = errors.New("recorder: invalid option")
 	// ErrEventTooLarge is returned by a hook whose event encodes to more
-	// than one log record may hold (256 MiB); the event is not recorded
-	// and the recorder goes on.
+	// than the maximum event size (WithMaxEventSize; by default a
+	// sixteenth of the memory budget); the event is not recorded and the
+	// recorder goes on.
 	ErrEventTooLarge = errors.New("recorder: event too large")
 	// ErrNoRecording is returned by RecordInvalid for an invalid event
 	// that names no recording (its session id or env id is empty): it is

@@ -2,6 +2,8 @@ package recorder
 
 import (
 	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
+	"log/slog"
 	"testing"
 
 	"golang.org/x/sync/semaphore"
@@ -12,7 +14,8 @@ import (
 // the hooks' own. recycle plays the consumer: it returns the queued
 // buffers and their budget.
 func hookOnly(budget int64) (r *Recorder, recycle func()) {
-	r = &Recorder{opts: defaultOptions(), fs: vfs.NewMem(), root: "/hook-only", queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget)}
+	r = &Recorder{opts: defaultOptions(), fs: vfs.NewMem(), root: "/hook-only", queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget),
+		maxEvent: wal.MaxRecordSize, fatal: &fatal{log: slog.New(slog.DiscardHandler)}}
 	r.queue.items = make([]item, 0, 1024)
 	r.bufs.max = budget
 	return r, func() {

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rlrec/rlrec/internal/hive"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/rlrec/rlrec/events"
-	"github.com/rlrec/rlrec/internal/wal"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 )
-
-var errBadInvalid = errors.New("malformed invalid-event record")
 
 // invalidEvent stands, in the pipeline and the assembly, for a message of
 // an ingested stream that was well-formed but no valid event (an
@@ -62,118 +58,32 @@ func (r *Recorder) RecordInvalid(ctx context.Context, err error, t time.Time) er
 	bp := r.bufs.get(len(ev.detail))
 	b := appendInvalid((*bp)[:0], ev, t)
 	*bp = b
-	if len(b) > wal.MaxRecordSize {
+	if err := r.checkSize(ev, len(b)); err != nil {
 		r.bufs.put(bp)
-		return fmt.Errorf("record invalid event of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
-			bad.SessionID, len(b), wal.MaxRecordSize, ErrEventTooLarge)
+		return err
 	}
 	return r.handOver(ctx, bp, nil)
 }
 
-// appendInvalid appends the log record of an invalid event (recInvalid)
-// recorded at t. Its body is protobuf wire data: 1 session id, 2 route
-// (1 env_id, 2 env_component_id, 3 model_component_id), 3 recording time
-// (Unix nanoseconds, varint; absent for the zero time), 4 kind (varint;
-// absent when 0), 5 detail (why it was refused). The field numbers are
-// part of the on-disk format: do not change them.
+// appendInvalid appends the log record of an invalid event
+// (logrec.TypeInvalid) recorded at t.
 func appendInvalid(dst []byte, e *invalidEvent, t time.Time) []byte {
-	dst = append(dst, recInvalid)
-	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-	dst = protowire.AppendString(dst, e.sessionID)
-	var route []byte
-	for i, s := range []string{e.route.EnvID, e.route.EnvComponentID, e.route.ModelComponentID} {
-		if s != "" {
-			route = protowire.AppendTag(route, protowire.Number(i+1), protowire.BytesType)
-			route = protowire.AppendString(route, s)
-		}
-	}
-	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-	dst = protowire.AppendBytes(dst, route)
-	if !t.IsZero() {
-		dst = protowire.AppendTag(dst, 3, protowire.VarintType)
-		dst = protowire.AppendVarint(dst, uint64(t.UnixNano()))
-	}
-	if e.kind != 0 {
-		dst = protowire.AppendTag(dst, 4, protowire.VarintType)
-		dst = protowire.AppendVarint(dst, uint64(e.kind))
-	}
-	dst = protowire.AppendTag(dst, 5, protowire.BytesType)
-	return protowire.AppendString(dst, e.detail)
+	return logrec.AppendInvalid(dst, &logrec.Invalid{SessionID: e.sessionID, Route: e.route, At: t, Kind: e.kind, Detail: e.detail})
 }
 
-// parseInvalid decodes the body of a recInvalid record.
+// parseInvalid decodes the body of a logrec.TypeInvalid record.
 func parseInvalid(b []byte) (*invalidEvent, time.Time, error) {
-	e := &invalidEvent{}
-	var at time.Time
-	bad := func(what string) error { return fmt.Errorf("%w: %s", errBadInvalid, what) }
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, at, bad(protowire.ParseError(n).Error())
-		}
-		b = b[n:]
-		switch {
-		case typ == protowire.BytesType && (num == 1 || num == 2 || num == 5):
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return nil, at, bad(protowire.ParseError(n).Error())
-			}
-			b = b[n:]
-			switch num {
-			case 1:
-				e.sessionID = string(v)
-			case 2:
-				if err := parseRoute(v, &e.route); err != nil {
-					return nil, at, bad(err.Error())
-				}
-			case 5:
-				e.detail = string(v)
-			}
-		case typ == protowire.VarintType && (num == 3 || num == 4):
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return nil, at, bad(protowire.ParseError(n).Error())
-			}
-			b = b[n:]
-			if num == 3 {
-				at = time.Unix(0, int64(v)).UTC()
-			} else {
-				e.kind = events.Kind(v)
-			}
-		default:
-			return nil, at, bad(fmt.Sprintf("unexpected field %d", num))
-		}
+	m, err := logrec.ParseInvalid(b)
+	if err != nil {
+		return nil, time.Time{}, err
 	}
-	return e, at, nil
+	return &invalidEvent{sessionID: m.SessionID, route: m.Route, kind: m.Kind, detail: m.Detail}, m.At, nil
 }
 
-func parseRoute(b []byte, r *events.RuntimeEnvContext) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType || num < 1 || num > 3 {
-			return fmt.Errorf("route: unexpected field %d", num)
-		}
-		v, m := protowire.ConsumeString(b[n:])
-		if m < 0 {
-			return fmt.Errorf("route: %v", protowire.ParseError(m))
-		}
-		b = b[n+m:]
-		switch num {
-		case 1:
-			r.EnvID = v
-		case 2:
-			r.EnvComponentID = v
-		case 3:
-			r.ModelComponentID = v
-		}
-	}
-	return nil
-}
-
-// decodeRecord decodes a logged event record (recEvent or recInvalid,
-// with its type byte) with dec.
+// decodeRecord decodes a logged event record (logrec.TypeEvent or
+// TypeInvalid, with its type byte) with dec.
 func decodeRecord(dec *events.Decoder, rec []byte) (events.Event, time.Time, error) {
-	if rec[0] != recInvalid {
+	if logrec.Of(rec) != logrec.TypeInvalid {
 		ev, at, err := dec.Decode(rec[1:])
 		if err == nil && (dec.Sequence() != 0 || dec.RecorderClock()) {
 			ev = &sequenced{Event: ev, seq: dec.Sequence(), recClock: dec.RecorderClock()}

@@ -1,15 +1,14 @@
 package recorder
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"path/filepath"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
@@ -18,19 +17,10 @@ import (
 // so the journal is where those markers are durable before the renames. It
 // is written whole under a temp name, synced, renamed and its directory
 // synced, and removed once recovery has emptied the log; an Open that finds
-// it reads its markers with the log's (a crash during recovery).
-//
-//	magic "rlrec-journal-1\n"
-//	marker record, repeated: length (uvarint), the record (as in the log)
-//	CRC-32C (Castagnoli) of everything before it, 4 bytes little-endian
-//
-// Part of the on-disk format: do not change it.
-const (
-	journalName  = "journal"
-	journalMagic = "rlrec-journal-1\n"
-)
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// it reads its markers with the log's (a crash during recovery). Its
+// format is logrec's (logrec.AppendJournal). Its name is part of the
+// on-disk format: do not change it.
+const journalName = "journal"
 
 func journalPath(root string) string { return filepath.Join(root, hive.StateDir, journalName) }
 
@@ -40,12 +30,7 @@ func writeJournal(fsys vfs.FS, root string, markers [][]byte) error {
 	if err != nil {
 		return err
 	}
-	b := []byte(journalMagic)
-	for _, m := range append(old, markers...) {
-		b = binary.AppendUvarint(b, uint64(len(m)))
-		b = append(b, m...)
-	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	b := logrec.AppendJournal(nil, append(old, markers...))
 	if err := writeDurable(fsys, filepath.Join(root, hive.StateDir), journalName, b); err != nil {
 		return fmt.Errorf("write recovery journal: %w", err)
 	}
@@ -79,24 +64,9 @@ func readJournal(fsys vfs.FS, root string) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read recovery journal %s: %w", name, err)
 	}
-	bad := func(what string) error {
-		return fmt.Errorf("%s: %w: %s; it lists the files recovery was publishing: move it aside and run 'rlrec recover' again, then 'rlrec verify'", name, ErrCorruptJournal, what)
-	}
-	if len(b) < len(journalMagic)+4 || string(b[:len(journalMagic)]) != journalMagic {
-		return nil, bad("not a recovery journal")
-	}
-	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, crcTable) != sum {
-		return nil, bad("checksum mismatch")
-	}
-	var out [][]byte
-	for p := body[len(journalMagic):]; len(p) > 0; {
-		n, k := binary.Uvarint(p)
-		if k <= 0 || n > uint64(len(p)-k) {
-			return nil, bad("truncated record")
-		}
-		out = append(out, p[k:k+int(n)])
-		p = p[k+int(n):]
+	out, err := logrec.ParseJournal(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w; it lists the files recovery was publishing: move it aside and run 'rlrec recover' again, then 'rlrec verify'", name, ErrCorruptJournal, err)
 	}
 	return out, nil
 }

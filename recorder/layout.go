@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -83,11 +85,12 @@ func (r *Recorder) checkLayout() error {
 		// gets the default layout with its first file (ensureLayout), so
 		// that a recorder that writes nothing (rlrec recover on a ROOT a
 		// crash left half created) does not choose it.
-		r.layout, r.layoutPending = hive.LayoutEpisode, true
+		r.layout = hive.LayoutEpisode
+		r.layoutFile = &pendingLayout{fs: r.fs, root: r.root, layout: r.layout, pending: true}
 		return nil
 	}
 	r.layout = want
-	return r.writeLayout()
+	return writeLayout(r.fs, r.root, r.layout)
 }
 
 // hasPublished reports whether dir, or a directory up to depth levels
@@ -108,22 +111,33 @@ func (r *Recorder) hasPublished(dir string, depth int) bool {
 	return false
 }
 
-// ensureLayout writes the layout file of a new ROOT before its first file
-// is published; the committer calls it.
-func (r *Recorder) ensureLayout() error {
-	r.layoutOnce.Do(func() {
-		if r.layoutPending {
-			r.layoutErr = r.writeLayout()
-		}
-	})
-	return r.layoutErr
+// pendingLayout is the layout file of a new ROOT, written before its first
+// file is published (the committer calls ensure). A ROOT whose layout file
+// exists has one that is not pending: ensure does nothing.
+type pendingLayout struct {
+	fs      vfs.FS
+	root    string
+	layout  hive.Layout
+	pending bool
+	once    sync.Once
+	err     error
 }
 
-// writeLayout writes the layout file (writeDurable).
-func (r *Recorder) writeLayout() error {
-	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, r.layout)
-	if err := writeDurable(r.fs, filepath.Join(r.root, hive.StateDir), hive.LayoutName, []byte(body)); err != nil {
-		return fmt.Errorf("open %s: write the layout file: %w", r.root, err)
+// ensure writes the layout file if it is pending, once.
+func (p *pendingLayout) ensure() error {
+	p.once.Do(func() {
+		if p.pending {
+			p.err = writeLayout(p.fs, p.root, p.layout)
+		}
+	})
+	return p.err
+}
+
+// writeLayout writes the layout file of root (writeDurable).
+func writeLayout(fsys vfs.FS, root string, layout hive.Layout) error {
+	body := fmt.Sprintf("%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, layout)
+	if err := writeDurable(fsys, filepath.Join(root, hive.StateDir), hive.LayoutName, []byte(body)); err != nil {
+		return fmt.Errorf("open %s: write the layout file: %w", root, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
 )
 
 // SyncPolicy says when a hook call returns relative to the durability of
@@ -38,6 +39,7 @@ type options struct {
 	batchDelay     time.Duration
 	layout         hive.Layout // "": the ROOT's, or LayoutEpisode for a new one
 	memoryBudget   int64
+	maxEvent       int64 // 0: the budget's (memoryBudget.maxEvent)
 	compression    Compression
 	rowGroupRows   int
 	typedThreshold int
@@ -102,6 +104,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("sync interval %v must be positive: %w", o.syncInterval, ErrInvalidOption)
 	case o.memoryBudget < 16<<20:
 		return fmt.Errorf("memory budget %d bytes is below the 16 MiB minimum: %w", o.memoryBudget, ErrInvalidOption)
+	case o.maxEvent < 0 || o.maxEvent > wal.MaxRecordSize:
+		return fmt.Errorf("maximum event size %d bytes: want 1 to %d (one log record): %w", o.maxEvent, wal.MaxRecordSize, ErrInvalidOption)
 	case o.compression != CompressionZstd && o.compression != CompressionSnappy && o.compression != CompressionNone:
 		return fmt.Errorf("compression %q (want zstd, snappy or none): %w", o.compression, ErrInvalidOption)
 	case o.rowGroupRows <= 0:
@@ -139,6 +143,16 @@ func WithEpisodeBatchDelay(d time.Duration) Option { return func(o *options) { o
 // WithMemoryBudget bounds the memory the recorder holds for queued events
 // and unwritten rows (default 256 MiB); when it is full, hooks wait.
 func WithMemoryBudget(bytes int64) Option { return func(o *options) { o.memoryBudget = bytes } }
+
+// WithMaxEventSize sets the largest event, encoded, that a hook accepts;
+// a larger one is refused with ErrEventTooLarge and the recorder goes on.
+// The default is a sixteenth of the memory budget (16 MiB for the default
+// budget): one event costs several times its size in memory while it is
+// logged, assembled and written, and the default keeps that within the
+// budget. Raising it beyond that lets an event take memory beyond the
+// budget; raise WithMemoryBudget with it. At most 256 MiB, the most one
+// log record holds.
+func WithMaxEventSize(bytes int64) Option { return func(o *options) { o.maxEvent = bytes } }
 
 // WithCompression sets the Parquet codec (default zstd).
 func WithCompression(c Compression) Option { return func(o *options) { o.compression = c } }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"golang.org/x/sync/semaphore"
@@ -41,7 +43,11 @@ type Recorder struct {
 	// queueBudget bounds the bytes of events queued for the pipeline.
 	queueBudget *semaphore.Weighted
 	queueMax    int64
-	bufs        bufPool
+	// budget hands out the memory budget's shares (budget.go); maxEvent
+	// is the largest encoded event a hook accepts.
+	budget   memoryBudget
+	maxEvent int64
+	bufs     bufPool
 
 	// The pipeline is two goroutines: logging (log append and decode) and
 	// assembly, connected by decoded. assemblyDone closes when both ended.
@@ -58,7 +64,8 @@ type Recorder struct {
 	ckpt         checkpoints
 	w            *writer
 
-	failure atomic.Pointer[error]
+	// fatal is the error that failed the recorder; the writer shares it.
+	fatal *fatal
 
 	// refused holds the recordings whose SessionStarted was refused
 	// because ROOT already holds them (admit); refusedN counts them, so
@@ -72,12 +79,11 @@ type Recorder struct {
 
 	recovered RecoveryReport
 
-	// layout is the ROOT's steps layout (layout.go); layoutPending is set
-	// while a new ROOT's layout file is to be written with its first file.
-	layout        hive.Layout
-	layoutPending bool
-	layoutOnce    sync.Once
-	layoutErr     error
+	// layout is the ROOT's steps layout (layout.go); layoutFile is
+	// pending while a new ROOT's layout file is to be written with its
+	// first file.
+	layout     hive.Layout
+	layoutFile *pendingLayout
 
 	// resume mode (resume.go): the recordings Open resumed and their
 	// sequence numbers, and whether Close leaves the log for the next Open.
@@ -136,8 +142,13 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	r := &Recorder{root: root, opts: o, fs: o.fs}
-	r.bufs.max = max(o.memoryBudget/32, 1<<20)
+	r := &Recorder{root: root, opts: o, fs: o.fs, fatal: &fatal{root: root, log: o.logger}, layoutFile: &pendingLayout{}}
+	r.budget = memoryBudget(o.memoryBudget)
+	r.maxEvent = o.maxEvent
+	if r.maxEvent == 0 {
+		r.maxEvent = r.budget.maxEvent()
+	}
+	r.bufs.max = r.budget.idleBuffers()
 	state := filepath.Join(root, stateDir)
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
@@ -168,14 +179,14 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: create %s: %w", r.root, dir, err)
 	}
 	r.w = newWriter(r)
-	r.asm = newAssembler(r.w, int(min(o.memoryBudget/4, 1<<30)))
+	r.asm = newAssembler(r.w, r.budget.episodes())
 	if err := r.recover(); err != nil {
 		r.w.stop()
 		return err
 	}
 	l, err := wal.Open(r.fs, dir, wal.Options{
 		SyncInterval: o.syncInterval,
-		MaxPending:   int(min(o.memoryBudget/8, 64<<20)),
+		MaxPending:   r.budget.logPending(),
 		SegmentSize:  o.segmentSize,
 		Salvage:      o.salvage,
 		Logger:       o.logger,
@@ -185,10 +196,11 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: log: %w", r.root, err)
 	}
 	r.log = l
+	r.w.setPhase(live{log: l})
 	if r.resumed > 0 {
 		r.startResumed()
 	}
-	r.queueMax = max(o.memoryBudget/8, 1<<20)
+	r.queueMax = r.budget.queue()
 	r.queueBudget = semaphore.NewWeighted(r.queueMax)
 	r.queue = newIntake(r.queueMax)
 	r.decoded = make(chan decodedItem, decodedQueue)
@@ -199,19 +211,33 @@ func (r *Recorder) start() error {
 }
 
 // err returns the error that failed the recorder, or nil.
-func (r *Recorder) err() error {
-	if p := r.failure.Load(); p != nil {
+func (r *Recorder) err() error { return r.fatal.get() }
+
+// fail records the first write or sync error (fatal.set).
+func (r *Recorder) fail(err error) { r.fatal.set(err) }
+
+// fatal holds the error that failed a recorder: the first write or sync
+// error, after which it refuses further events, since what it was handed
+// can no longer be made durable. The Recorder and its writer share it.
+type fatal struct {
+	err  atomic.Pointer[error]
+	root string
+	log  *slog.Logger
+}
+
+// get returns the error that failed the recorder, or nil.
+func (f *fatal) get() error {
+	if p := f.err.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-// fail records the first write or sync error; the recorder then refuses
-// further events, since what it was handed can no longer be made durable.
-func (r *Recorder) fail(err error) {
+// set records err, wrapped in ErrFailed, unless an error came first.
+func (f *fatal) set(err error) {
 	err = fmt.Errorf("%w: %w", ErrFailed, err)
-	if r.failure.CompareAndSwap(nil, &err) {
-		r.opts.logger.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", r.root, "err", err)
+	if f.err.CompareAndSwap(nil, &err) {
+		f.log.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", f.root, "err", err)
 	}
 }
 
@@ -264,7 +290,7 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 	}
 	payload := payloadBytes(ev)
 	bp := r.bufs.get(payload)
-	b, err := events.AppendMarshal(append((*bp)[:0], recEvent), ev, t)
+	b, err := events.AppendMarshal(append((*bp)[:0], byte(logrec.TypeEvent)), ev, t)
 	if err != nil {
 		r.bufs.put(bp)
 		sid, _ := ev.Header()
@@ -275,11 +301,9 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 		b = events.AppendRecorderClock(b)
 	}
 	*bp = b
-	if len(b) > wal.MaxRecordSize {
+	if err := r.checkSize(ev, len(b)); err != nil {
 		r.bufs.put(bp)
-		sid, _ := ev.Header()
-		return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte limit of one log record: %w",
-			ev.Kind(), sid, len(b), wal.MaxRecordSize, ErrEventTooLarge)
+		return err
 	}
 	var cp *events.StepCopy
 	if seq == 0 && payload <= maxCopyPayload {
@@ -288,6 +312,17 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 		cp = r.copies.Copy(ev, t)
 	}
 	return r.handOverDecoded(ctx, bp, cp, nil, time.Time{}, 0, recClock)
+}
+
+// checkSize refuses an event of n bytes encoded beyond the maximum event
+// size (WithMaxEventSize).
+func (r *Recorder) checkSize(ev events.Event, n int) error {
+	if int64(n) <= r.maxEvent {
+		return nil
+	}
+	sid, _ := ev.Header()
+	return fmt.Errorf("record %s of session %q: %d bytes encoded, over the %d-byte maximum event size: %w (raise WithMemoryBudget or WithMaxEventSize)",
+		ev.Kind(), sid, n, r.maxEvent, ErrEventTooLarge)
 }
 
 // handOver queues the log record in *bp (which passes to the pipeline),

@@ -66,8 +66,8 @@ type sessTally struct {
 	emptyRewards      int // StepCompleted events with an empty rewards vector
 }
 
-// tally is a reference model of the recording semantics (DESIGN.md
-// "Recording semantics") for well-formed input: it counts, per episode, the
+// tally is a reference model of the recording semantics (the
+// recording semantics of assemble.go) for well-formed input: it counts, per episode, the
 // steps and rewards the tables must hold.
 type tally struct {
 	mu       sync.Mutex

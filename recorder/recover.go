@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -95,7 +96,7 @@ func (r *Recorder) recover() error {
 	if err := r.settleTemps(done); err != nil {
 		return err
 	}
-	r.w.skip = done
+	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, root: r.root}, done: done})
 	var last time.Time
 	var from wal.Pos
 	var cu *catchUp
@@ -162,7 +163,7 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
-	r.w.skip = nil
+	r.w.setPhase(recovered{fs: r.fs, root: r.root})
 	r.asm = newAssembler(r.w, r.asm.episodeBudget)
 	if failed := r.w.recordingErrors(false); len(failed) > 0 {
 		// Failure isolation (failure.go): the others are written; the
@@ -196,35 +197,21 @@ func (r *Recorder) recover() error {
 // published, count as published too (read from ROOT once per recording,
 // during recovery only).
 type doneSet struct {
+	*logrec.Published
 	fs   vfs.FS
 	root string
 	// rows caches the episode record ids in each recording's published
 	// episodes files.
 	rows map[hive.Recording]map[string]bool
-
-	episodes map[episodeKey]bool
-	sessions map[sessionWrite]bool
-	// files are the final paths, relative to ROOT, the markers name.
-	files map[string]bool
-	// firstWrite is the number of the first session write logged for
-	// each recording.
-	firstWrite map[hive.Recording]int
 }
 
 func newDoneSet(fsys vfs.FS, root string) *doneSet {
-	return &doneSet{fs: fsys, root: root, rows: make(map[hive.Recording]map[string]bool),
-		episodes: make(map[episodeKey]bool), sessions: make(map[sessionWrite]bool),
-		files: make(map[string]bool), firstWrite: make(map[hive.Recording]int)}
-}
-
-type episodeKey struct {
-	rec hive.Recording
-	rid string
+	return &doneSet{Published: logrec.NewPublished(), fs: fsys, root: root, rows: make(map[hive.Recording]map[string]bool)}
 }
 
 // episode reports whether an episode's files are published.
 func (d *doneSet) episode(rec hive.Recording, rid string) bool {
-	if d.episodes[episodeKey{rec, rid}] {
+	if d.Episode(rec, rid) {
 		return true
 	}
 	rows, ok := d.rows[rec]
@@ -238,7 +225,7 @@ func (d *doneSet) episode(rec hive.Recording, rid string) bool {
 // session reports whether the k-th write of a recording's session files
 // is published; final is set for the write with its sessions row.
 func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
-	if d.sessions[sessionWrite{rec, k}] {
+	if d.Session(rec, k) {
 		return true
 	}
 	if !final {
@@ -248,40 +235,10 @@ func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
 	return err == nil && n > 0
 }
 
-type sessionWrite struct {
-	rec   hive.Recording
-	write int
-}
-
-// add notes one marker record (its type byte first).
-func (d *doneSet) add(rec []byte) error {
-	m, err := parseMarker(rec[1:])
-	if err != nil {
-		return err
-	}
-	switch rec[0] {
-	case recEpisodeDone:
-		d.episodes[episodeKey{m.rec, m.record}] = true
-	case recSessionDone:
-		d.sessions[sessionWrite{m.rec, m.write}] = true
-	case recSessionWrite:
-		if _, ok := d.firstWrite[m.rec]; !ok {
-			d.firstWrite[m.rec] = m.write
-		}
-	}
-	for _, f := range m.files {
-		d.files[f] = true
-	}
-	return nil
-}
-
 // addRecords notes marker records read from where.
 func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
 	for _, rec := range recs {
-		if len(rec) == 0 {
-			continue
-		}
-		if err := d.add(rec); err != nil {
+		if err := d.Add(rec); err != nil {
 			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "in", where, "err", err)
 		}
 	}
@@ -317,7 +274,7 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 		dir, name := path.Split(st.Rel)
 		n, _, _ := hive.ParsePartName(name)
 		final := path.Join(dir, hive.PartName(n))
-		if done.files[final] {
+		if done.File(final) {
 			if _, err := r.fs.Stat(filepath.Join(r.root, filepath.FromSlash(final))); err != nil {
 				if err := r.w.st.PublishTemp(dir, n); err != nil {
 					if err := r.failTemp(st.Rel, fmt.Errorf("publish a file the crashed recorder had made durable: %w", err)); err != nil {
@@ -374,22 +331,22 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 	defer rd.Close()
 	// Markers are small and few; events, most of the log, are checked
 	// but not decompressed.
-	rd.Filter(func(first byte) bool { return first != recEvent && first != recInvalid })
+	rd.Filter(func(first byte) bool { return !logrec.Type(first).IsEvent() })
 	var snap, sealed []byte
 	var snapAsOf uint64
 	for rd.Next() {
 		rec := rd.Record()
-		switch rec[0] {
-		case recSnapshot:
-			asOf, err := snapshotAsOf(rec[1:])
+		switch logrec.Of(rec) {
+		case logrec.TypeSnapshot:
+			asOf, err := logrec.SnapshotAsOf(rec[1:])
 			if err != nil {
 				r.opts.logger.Error("skipping a malformed snapshot record", "root", r.root, "pos", rd.Pos(), "err", err)
 				continue
 			}
 			snap, snapAsOf = append(snap[:0], rec...), asOf
 			continue
-		case recSealed:
-			asOf, err := parseSealed(rec[1:])
+		case logrec.TypeSealed:
+			asOf, err := logrec.ParseSealed(rec[1:])
 			if err != nil {
 				r.opts.logger.Error("skipping a malformed seal record", "root", r.root, "pos", rd.Pos(), "err", err)
 			} else if snap != nil && asOf == snapAsOf {
@@ -397,12 +354,12 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 			}
 			continue
 		}
-		switch rec[0] {
-		case recEpisodeDone, recSessionDone, recSessionWrite:
+		switch logrec.Of(rec) {
+		case logrec.TypeEpisodeDone, logrec.TypeSessionDone, logrec.TypeSessionWrite:
 		default:
 			continue
 		}
-		if err := done.add(rec); err != nil {
+		if err := done.Add(rec); err != nil {
 			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 )
@@ -20,8 +21,8 @@ import (
 // cost of the channels small against records of a few hundred bytes; the
 // channels' capacity bounds what is in flight to a few batches.
 
-// replayBatch is a run of consecutive event records (recEvent and
-// recInvalid): their bytes in arena, cut by end, and their positions.
+// replayBatch is a run of consecutive event records (logrec.TypeEvent
+// and TypeInvalid): their bytes in arena, cut by end, and their positions.
 type replayBatch struct {
 	arena []byte
 	end   []int
@@ -67,7 +68,7 @@ func replayEvents(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply
 		b := &replayBatch{}
 		for rd.Next() {
 			rec := rd.Record()
-			if len(rec) == 0 || (rec[0] != recEvent && rec[0] != recInvalid) {
+			if !logrec.Of(rec).IsEvent() {
 				continue
 			}
 			b.arena = append(b.arena, rec...)

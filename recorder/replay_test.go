@@ -3,6 +3,7 @@ package recorder
 import (
 	"fmt"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"log/slog"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestReplayEvents(t *testing.T) {
 			var wantAt []time.Time
 			for i := range tc.n {
 				if i%10 == 3 {
-					if _, err := l.Append(appendEpisodeMarker([]byte{recEpisodeDone}, hive.Recording{SessionID: "s"}, fmt.Sprint(i), nil)); err != nil {
+					if _, err := l.Append(episodeMarker(hive.Recording{SessionID: "s"}, fmt.Sprint(i), nil)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -52,9 +53,9 @@ func TestReplayEvents(t *testing.T) {
 					msg += strings.Repeat("x", 300<<10)
 				}
 				if i == tc.bad {
-					rec = []byte{recEvent, 0xFF, 0xFF, 0xFF}
+					rec = []byte{byte(logrec.TypeEvent), 0xFF, 0xFF, 0xFF}
 				} else {
-					rec, err = events.AppendMarshal([]byte{recEvent}, &events.Log{SessionID: "s", Level: events.LogInfo, Message: msg}, t0.Add(time.Duration(i)))
+					rec, err = events.AppendMarshal([]byte{byte(logrec.TypeEvent)}, &events.Log{SessionID: "s", Level: events.LogInfo, Message: msg}, t0.Add(time.Duration(i)))
 					if err != nil {
 						t.Fatal(err)
 					}

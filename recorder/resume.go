@@ -66,7 +66,7 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
-	r.w.skip = nil
+	r.w.setPhase(recovered{fs: r.fs, root: r.root})
 	if r.resumed == 0 {
 		r.asm = newAssembler(r.w, r.asm.episodeBudget)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/schema"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Sequence numbers
@@ -22,9 +21,9 @@ import (
 // clients) numbers the events of each recording 1, 2, 3, ...
 // RecordSequenced keeps that number in the event's log record (the
 // eventsv1.Event sequence field), and the assembler keeps the highest one
-// per recording in its state and in snapshots (Session field 40), so that
-// after a crash recovery knows the last event of each recording that
-// reached the log. Under WithResume, RecoveredSequence reports it to the
+// per recording in its state and in snapshots (the Session's sequence
+// field), so that after a crash recovery knows the last event of each
+// recording that reached the log. Under WithResume, RecoveredSequence reports it to the
 // server, which then drops the resent events it already has.
 //
 // A recording that ended, was published and left the log (its log
@@ -33,12 +32,6 @@ import (
 // the events applied when their rows were taken, and PublishedSequence
 // reads it back, so that a server started later still knows which resent
 // events of it are in ROOT.
-
-// snapshotSeqField is the Session field of a snapshot that holds the
-// recording's highest sequence number. It is part of the on-disk format:
-// do not change it. (Fields 40 and up of Session are reserved for
-// sequence and resume state.)
-const snapshotSeqField protowire.Number = 40
 
 // sequenced is a logged event with the sequence number its record
 // carries, and whether its time is the recorder's clock (the record's
@@ -57,23 +50,6 @@ func unsequence(ev events.Event) (events.Event, uint64, bool) {
 		return s.Event, s.seq, s.recClock
 	}
 	return ev, 0, false
-}
-
-// snapshotClocksField is the Session field of a snapshot that holds the
-// recording's clock bits (session.clocks). It is part of the on-disk
-// format: do not change it.
-const snapshotClocksField protowire.Number = 41
-
-func appendSessionSeq(b []byte, s *session) []byte {
-	if s.clocks != 0 {
-		b = protowire.AppendTag(b, snapshotClocksField, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(s.clocks))
-	}
-	if s.seq == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, snapshotSeqField, protowire.VarintType)
-	return protowire.AppendVarint(b, s.seq)
 }
 
 // RecordSequenced hands over an event observed at time t like RecordAt,

@@ -1,56 +1,24 @@
 package recorder
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
-	"math"
+	"slices"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/schema/spacesv1"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
-// A snapshot record (recSnapshot) holds the whole assembly state as of one
-// log position: every session the assembler holds, with its open episodes'
-// buffered rows. Recovery restores it and replays only the event records
-// after that position, and the log before it can be removed (checkpoint.go
-// says when one is taken and when it may be relied on).
-//
-// Its body is protobuf wire data, written and read by hand here:
-//
-//	Snapshot  1 as_of (varint: the position of the last event applied)
-//	          2 session (Session, repeated)
-//	Session   1 id  2 route (Route)  3 env_id  4 status  5 reason
-//	          6 started  7 started_at  8 ended_at  9 last_at
-//	          10 total_steps  11 total_episodes  12 has_totals  13 ended
-//	          14 final_telemetry  15 saw_final_telemetry
-//	          16 episode (Episode, repeated)  17 done (repeated record id)
-//	          18 lane (Lane, repeated)  19 pending (repeated record id,
-//	          "" for a lane whose step was dropped)  20 have_pending
-//	          21 observation_space  22 action_space (SpaceSpec bytes)
-//	          23 episodes_recorded  24 steps_recorded  25 dropped_steps
-//	          26 problem (Problem, repeated)  27 log (Log, repeated)
-//	          28 telemetry (Telemetry, repeated)  29 writes  30 num_envs
-//	          31 reserved  32 row_done  33 log_rows  34 telemetry_rows  40 sequence (varint, not
-//	          zigzag: the highest producer sequence number logged,
-//	          sequence.go)  41 clocks (varint: 1 an event came with its
-//	          time, 2 one was stamped with the recorder's clock)
-//	Route     1 env_id  2 env_component_id  3 model_component_id
-//	Episode   1 id  2 record_id  3 index  4 env_index  5 auto_reset
-//	          6 started_at  7 last_at  8 next_step  9 steps_recorded
-//	          10 reward_sum (fixed64)  11 row (Row, repeated)
-//	          12 replay_from (present: the rows are not in the snapshot;
-//	          recovery rebuilds them from the log from this position)
-//	Row       1 step  2 session_step  3 observation (absent: null)
-//	          4 action  5 reward (fixed64)  6 flags (1 first, 2 last,
-//	          4 terminated, 8 truncated)  7 recorded_at
-//	Lane      1 observation (absent: none pending)  2 record_id
-//	Problem   1 kind  2 count
-//	Log       1 time  2 level  3 message  4 source (absent: null)
-//	Telemetry 1 time  2 horizon  3 op  4 component  5 metric  6 kind
-//	          7 count  8 avg  9 p50  10 p95  11 p99 (doubles: fixed64)
+// A snapshot record (logrec.TypeSnapshot) holds the whole assembly state
+// as of one log position: every session the assembler holds, with its open
+// episodes' buffered rows. Recovery restores it and replays only the event
+// records after that position, and the log before it can be removed
+// (checkpoint.go says when one is taken and when it may be relied on). Its
+// body is a logrec.Snapshot (internal/logrec/snapshot.proto); this file
+// converts the assembly state to it and back.
 //
 // A snapshot holds only open episodes: it is taken when no completed
 // episode awaits finalisation, and a completed episode is in the state only
@@ -59,13 +27,6 @@ import (
 // than inlineRowsMax: then the snapshot names the log position of its first
 // event, the log is kept from there, and recovery rebuilds its rows by
 // replaying the log from there to the snapshot (recover.go).
-//
-// Times are Unix nanoseconds (varint, zigzag), absent for the zero time;
-// integers are varints (zigzag where they can be negative); booleans are
-// varints present only when true. The field numbers are part of the
-// on-disk format: do not change them.
-
-var errBadSnapshot = errors.New("malformed snapshot record")
 
 // snapshotable reports whether the whole assembly state can be put in a
 // snapshot now, and its approximate size: not while an episode awaits
@@ -120,574 +81,297 @@ func (a *assembler) oldestOpen() uint64 {
 // appendSnapshot appends a snapshot record of every session in a, as of
 // log position asOf.
 func (a *assembler) appendSnapshot(dst []byte, asOf uint64) ([]byte, error) {
-	dst = append(dst, recSnapshot)
-	dst = protowire.AppendTag(dst, 1, protowire.VarintType)
-	dst = protowire.AppendVarint(dst, asOf)
-	var err error
+	snap := &logrec.Snapshot{AsOf: asOf}
 	for _, s := range a.sortedSessions() {
-		dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-		if dst, err = appendMessage(dst, func(b []byte) ([]byte, error) { return appendSession(b, s) }); err != nil {
+		m, err := snapshotSession(s)
+		if err != nil {
 			return nil, fmt.Errorf("snapshot session %s: %w", s.id, err)
 		}
+		snap.Sessions = append(snap.Sessions, m)
 	}
-	return dst, nil
+	return logrec.AppendSnapshot(dst, snap)
 }
 
-// appendMessage appends a length-prefixed message written by body. The
-// length takes a fixed 5 bytes (a padded varint, which protobuf accepts)
-// so body can write in place.
-func appendMessage(dst []byte, body func([]byte) ([]byte, error)) ([]byte, error) {
-	at := len(dst)
-	dst = append(dst, 0x80, 0x80, 0x80, 0x80, 0)
-	dst, err := body(dst)
-	if err != nil {
-		return nil, err
-	}
-	n := len(dst) - at - 5
-	if n > math.MaxUint32>>4 {
-		return nil, fmt.Errorf("message of %d bytes is too large", n)
-	}
-	for i := range 4 {
-		dst[at+i] = byte(n>>(7*i))&0x7f | 0x80
-	}
-	dst[at+4] = byte(n >> 28)
-	return dst, nil
-}
-
-func appendStr(b []byte, num protowire.Number, v string) []byte {
-	if v == "" {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, v)
-}
-
-// appendPresent appends v even when empty: its presence means something.
-func appendPresent(b []byte, num protowire.Number, v []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
-}
-
-func appendInt(b []byte, num protowire.Number, v int64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, protowire.EncodeZigZag(v))
-}
-
-func appendBool(b []byte, num protowire.Number, v bool) []byte {
-	if !v {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, 1)
-}
-
-func appendTime(b []byte, num protowire.Number, t time.Time) []byte {
+// unixNanos is t in Unix nanoseconds, nil for the zero time.
+func unixNanos(t time.Time) *int64 {
 	if t.IsZero() {
-		return b
+		return nil
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, protowire.EncodeZigZag(t.UnixNano()))
+	v := t.UnixNano()
+	return &v
 }
 
-func appendFloat(b []byte, num protowire.Number, v float64) []byte {
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, math.Float64bits(v))
+// timeOf is the time of unixNanos's value.
+func timeOf(v *int64) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *v).UTC()
 }
 
-func appendSpec(b []byte, num protowire.Number, spec *spacesv1.SpaceSpec) ([]byte, error) {
+func specBytes(spec *spacesv1.SpaceSpec) ([]byte, error) {
 	if spec == nil {
-		return b, nil
+		return nil, nil
 	}
 	wire, err := proto.MarshalOptions{Deterministic: true}.Marshal(spec)
-	if err != nil {
-		return nil, err
+	if wire == nil && err == nil {
+		wire = []byte{}
 	}
-	return appendPresent(b, num, wire), nil
+	return wire, err
 }
 
-func appendSession(b []byte, s *session) ([]byte, error) {
-	var err error
-	b = appendStr(b, 1, s.id)
-	if s.route != (events.RuntimeEnvContext{}) {
-		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		b, _ = appendMessage(b, func(b []byte) ([]byte, error) {
-			b = appendStr(b, 1, s.route.EnvID)
-			b = appendStr(b, 2, s.route.EnvComponentID)
-			return appendStr(b, 3, s.route.ModelComponentID), nil
-		})
+// snapshotSession is s as a snapshot holds it. Its byte fields alias s's
+// buffers: it must be encoded before s changes.
+func snapshotSession(s *session) (*logrec.Session, error) {
+	m := &logrec.Session{
+		Id: []byte(s.id), EnvId: []byte(s.envID), Status: []byte(s.status), Reason: []byte(s.reason),
+		Started:   s.started,
+		StartedAt: unixNanos(s.startedAt), EndedAt: unixNanos(s.endedAt), LastAt: unixNanos(s.lastAt),
+		TotalSteps: s.totalSteps, TotalEpisodes: s.totalEpisodes, HasTotals: s.hasTotals,
+		Ended: s.ended, FinalTelemetry: s.finalTelemetry, SawFinalTelemetry: s.sawFinalTelemetry,
+		HavePending:      s.havePending,
+		EpisodesRecorded: s.episodesRecorded, StepsRecorded: s.stepsRecorded, DroppedSteps: s.droppedSteps,
+		Writes: int64(s.writes), NumEnvs: int64(s.numEnvs),
+		RowDone: s.rowDone, LogRows: s.logRows, TelemetryRows: s.teleRows,
+		Sequence: s.seq, Clocks: uint32(s.clocks),
 	}
-	b = appendStr(b, 3, s.envID)
-	b = appendStr(b, 4, s.status)
-	b = appendStr(b, 5, s.reason)
-	b = appendBool(b, 6, s.started)
-	b = appendTime(b, 7, s.startedAt)
-	b = appendTime(b, 8, s.endedAt)
-	b = appendTime(b, 9, s.lastAt)
-	b = appendInt(b, 10, s.totalSteps)
-	b = appendInt(b, 11, s.totalEpisodes)
-	b = appendBool(b, 12, s.hasTotals)
-	b = appendBool(b, 13, s.ended)
-	b = appendBool(b, 14, s.finalTelemetry)
-	b = appendBool(b, 15, s.sawFinalTelemetry)
+	if s.route != (events.RuntimeEnvContext{}) {
+		m.Route = &logrec.Route{EnvId: []byte(s.route.EnvID), EnvComponentId: []byte(s.route.EnvComponentID),
+			ModelComponentId: []byte(s.route.ModelComponentID)}
+	}
 	for _, ep := range sortedOpen(s) {
-		b = protowire.AppendTag(b, 16, protowire.BytesType)
-		if b, err = appendMessage(b, func(b []byte) ([]byte, error) { return appendEpisode(b, ep) }); err != nil {
+		e, err := snapshotEpisode(ep)
+		if err != nil {
 			return nil, fmt.Errorf("episode %s: %w", ep.recordID, err)
 		}
+		m.Episodes = append(m.Episodes, e)
 	}
 	for rid := range s.done {
-		b = appendPresent(b, 17, []byte(rid))
+		m.Done = append(m.Done, []byte(rid))
 	}
+	slices.SortFunc(m.Done, bytes.Compare)
 	for _, l := range s.lanes {
-		b = protowire.AppendTag(b, 18, protowire.BytesType)
-		b, _ = appendMessage(b, func(b []byte) ([]byte, error) {
-			if l.hasObs {
-				b = appendPresent(b, 1, l.obs)
-			}
-			return appendStr(b, 2, l.obsRecord), nil
-		})
+		ml := &logrec.Lane{RecordId: []byte(l.obsRecord)}
+		if l.hasObs {
+			ml.Observation = present(l.obs)
+		}
+		m.Lanes = append(m.Lanes, ml)
 	}
 	if s.havePending {
 		for _, ep := range s.pending {
-			rid := ""
+			rid := []byte{}
 			if ep != nil {
-				rid = ep.recordID
+				rid = []byte(ep.recordID)
 			}
-			b = appendPresent(b, 19, []byte(rid))
+			m.Pending = append(m.Pending, rid)
 		}
-		b = appendBool(b, 20, true)
 	}
-	if b, err = appendSpec(b, 21, s.obsSpec); err != nil {
+	var err error
+	if m.ObservationSpace, err = specBytes(s.obsSpec); err != nil {
 		return nil, err
 	}
-	if b, err = appendSpec(b, 22, s.actSpec); err != nil {
+	if m.ActionSpace, err = specBytes(s.actSpec); err != nil {
 		return nil, err
 	}
-	b = appendInt(b, 23, s.episodesRecorded)
-	b = appendInt(b, 24, s.stepsRecorded)
-	b = appendInt(b, 25, s.droppedSteps)
 	for k, n := range s.problems {
-		b = protowire.AppendTag(b, 26, protowire.BytesType)
-		b, _ = appendMessage(b, func(b []byte) ([]byte, error) {
-			return appendInt(appendStr(b, 1, string(k)), 2, n), nil
-		})
+		m.Problems = append(m.Problems, &logrec.Problem{Kind: []byte(k), Count: n})
 	}
+	slices.SortFunc(m.Problems, func(a, b *logrec.Problem) int { return bytes.Compare(a.Kind, b.Kind) })
 	for _, l := range s.logs {
-		b = protowire.AppendTag(b, 27, protowire.BytesType)
-		b, _ = appendMessage(b, func(b []byte) ([]byte, error) {
-			b = appendTime(b, 1, l.time)
-			b = appendStr(b, 2, l.level)
-			b = appendStr(b, 3, l.message)
-			if l.source != nil {
-				b = appendPresent(b, 4, []byte(*l.source))
-			}
-			return b, nil
-		})
+		ml := &logrec.Log{Time: unixNanos(l.time), Level: []byte(l.level), Message: []byte(l.message)}
+		if l.source != nil {
+			ml.Source = present([]byte(*l.source))
+		}
+		m.Logs = append(m.Logs, ml)
 	}
 	for _, t := range s.telemetry {
-		b = protowire.AppendTag(b, 28, protowire.BytesType)
-		b, _ = appendMessage(b, func(b []byte) ([]byte, error) {
-			r := t.row
-			b = appendTime(b, 1, t.time)
-			b = appendStr(b, 2, t.horizon)
-			b = appendStr(b, 3, r.Op)
-			b = appendStr(b, 4, r.Component)
-			b = appendStr(b, 5, r.Metric)
-			b = appendInt(b, 6, int64(r.Kind))
-			b = appendInt(b, 7, int64(r.Count))
-			b = appendFloat(b, 8, r.Avg)
-			b = appendFloat(b, 9, r.P50)
-			b = appendFloat(b, 10, r.P95)
-			return appendFloat(b, 11, r.P99), nil
-		})
+		r := t.row
+		m.Telemetry = append(m.Telemetry, &logrec.Telemetry{Time: unixNanos(t.time), Horizon: []byte(t.horizon),
+			Op: []byte(r.Op), Component: []byte(r.Component), Metric: []byte(r.Metric),
+			Kind: int64(r.Kind), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99})
 	}
-	b = appendInt(b, 29, int64(s.writes))
-	b = appendInt(b, 30, int64(s.numEnvs))
-	b = appendBool(b, 32, s.rowDone)
-	b = appendInt(b, 33, s.logRows)
-	b = appendInt(b, 34, s.teleRows)
-	b = appendSessionSeq(b, s)
-	return b, nil
+	return m, nil
 }
 
-func appendEpisode(b []byte, ep *episode) ([]byte, error) {
+// present returns b, non-nil even when empty: an optional bytes field
+// that is present.
+func present(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 	if ep.completed {
 		return nil, fmt.Errorf("episode %s is completed: snapshots hold open episodes only", ep.recordID)
 	}
-	b = appendStr(b, 1, ep.id)
-	b = appendStr(b, 2, ep.recordID)
-	b = appendInt(b, 3, ep.index)
-	b = appendInt(b, 4, int64(ep.envIndex))
-	b = appendBool(b, 5, ep.autoReset)
-	b = appendTime(b, 6, ep.startedAt)
-	b = appendTime(b, 7, ep.lastAt)
-	b = appendInt(b, 8, ep.nextStep)
-	b = appendInt(b, 9, ep.stepsRecorded)
-	b = appendFloat(b, 10, ep.rewardSum)
+	m := &logrec.Episode{Id: []byte(ep.id), RecordId: []byte(ep.recordID), Index: ep.index, EnvIndex: int64(ep.envIndex),
+		AutoReset: ep.autoReset, StartedAt: unixNanos(ep.startedAt), LastAt: unixNanos(ep.lastAt),
+		NextStep: ep.nextStep, StepsRecorded: ep.stepsRecorded, RewardSum: ep.rewardSum}
 	if external(ep) {
-		b = protowire.AppendTag(b, 12, protowire.VarintType)
-		return protowire.AppendVarint(b, ep.firstPos), nil
+		from := ep.firstPos
+		m.ReplayFrom = &from
+		return m, nil
 	}
-	for _, r := range ep.rows {
-		b = protowire.AppendTag(b, 11, protowire.BytesType)
-		b, _ = appendMessage(b, func(b []byte) ([]byte, error) {
-			b = appendInt(b, 1, r.step)
-			b = appendInt(b, 2, r.sessionStep)
-			if r.obsLen >= 0 {
-				b = appendPresent(b, 3, ep.arena[r.obsOff:r.obsOff+r.obsLen])
+	rows := make([]logrec.Row, len(ep.rows))
+	m.Rows = make([]*logrec.Row, len(ep.rows))
+	for i, r := range ep.rows {
+		mr := &rows[i]
+		mr.Step, mr.SessionStep = r.step, r.sessionStep
+		if r.obsLen >= 0 {
+			mr.Observation = present(ep.arena[r.obsOff : r.obsOff+r.obsLen])
+		}
+		mr.Action = ep.arena[r.actOff : r.actOff+r.actLen]
+		mr.Reward = r.reward
+		for j, f := range []bool{r.isFirst, r.isLast, r.terminated, r.truncated} {
+			if f {
+				mr.Flags |= 1 << j
 			}
-			b = appendPresent(b, 4, ep.arena[r.actOff:r.actOff+r.actLen])
-			b = appendFloat(b, 5, r.reward)
-			var flags int64
-			for i, f := range []bool{r.isFirst, r.isLast, r.terminated, r.truncated} {
-				if f {
-					flags |= 1 << i
-				}
-			}
-			b = appendInt(b, 6, flags)
-			return appendTime(b, 7, r.recordedAt.time()), nil
-		})
+		}
+		mr.RecordedAt = r.recordedAt.time().UnixNano()
+		m.Rows[i] = mr
 	}
-	return b, nil
+	return m, nil
 }
 
-// fields calls f for each field of the message b; val is the field's bytes
-// (BytesType) and v its number (VarintType, Fixed64Type).
-func fields(b []byte, f func(num protowire.Number, v uint64, val []byte) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%w: %v", errBadSnapshot, protowire.ParseError(n))
-		}
-		b = b[n:]
-		var v uint64
-		var val []byte
-		switch typ {
-		case protowire.VarintType:
-			v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed64Type:
-			v, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			val, n = protowire.ConsumeBytes(b)
-		default:
-			return fmt.Errorf("%w: field %d has wire type %d", errBadSnapshot, num, typ)
-		}
-		if n < 0 {
-			return fmt.Errorf("%w: field %d: %v", errBadSnapshot, num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if err := f(num, v, val); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func zz(v uint64) int64 { return protowire.DecodeZigZag(v) }
-
-func nanos(v uint64) time.Time { return time.Unix(0, zz(v)).UTC() }
-
-// snapshotAsOf reads the as_of of a snapshot record's body, its first
-// field, without decoding the rest.
-func snapshotAsOf(b []byte) (uint64, error) {
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 || num != 1 || typ != protowire.VarintType {
-		return 0, fmt.Errorf("%w: it does not start with as_of", errBadSnapshot)
-	}
-	v, m := protowire.ConsumeVarint(b[n:])
-	if m < 0 {
-		return 0, fmt.Errorf("%w: as_of: %v", errBadSnapshot, protowire.ParseError(m))
-	}
-	return v, nil
-}
+// snapshotAsOf reads the as_of of a snapshot record's body without
+// decoding the rest.
+func snapshotAsOf(b []byte) (uint64, error) { return logrec.SnapshotAsOf(b) }
 
 // parseSnapshot decodes a snapshot record's body (after its type byte).
 // The sessions it returns own copies of every byte they hold.
 func parseSnapshot(b []byte) (asOf uint64, sessions []*session, err error) {
-	err = fields(b, func(num protowire.Number, v uint64, val []byte) error {
-		switch num {
-		case 1:
-			asOf = v
-		case 2:
-			s, err := parseSession(val)
-			if err != nil {
-				return err
-			}
-			sessions = append(sessions, s)
+	snap, err := logrec.ParseSnapshot(b)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, m := range snap.Sessions {
+		s, err := restoreSession(m)
+		if err != nil {
+			return 0, nil, err
 		}
-		return nil
-	})
-	return asOf, sessions, err
+		sessions = append(sessions, s)
+	}
+	return snap.AsOf, sessions, nil
 }
 
-func parseSession(b []byte) (*session, error) {
+// restoreSession is the session a snapshot's m holds.
+func restoreSession(m *logrec.Session) (*session, error) {
 	s := &session{
-		status:   statusOpen,
-		episodes: make(map[string]*episode),
-		done:     make(map[string]struct{}),
-		problems: make(map[problemKind]int64),
+		id: string(m.Id), envID: string(m.EnvId), status: statusOpen, reason: string(m.Reason),
+		started:   m.Started,
+		startedAt: timeOf(m.StartedAt), endedAt: timeOf(m.EndedAt), lastAt: timeOf(m.LastAt),
+		totalSteps: m.TotalSteps, totalEpisodes: m.TotalEpisodes, hasTotals: m.HasTotals,
+		ended: m.Ended, finalTelemetry: m.FinalTelemetry, sawFinalTelemetry: m.SawFinalTelemetry,
+		havePending:      m.HavePending,
+		episodesRecorded: m.EpisodesRecorded, stepsRecorded: m.StepsRecorded, droppedSteps: m.DroppedSteps,
+		writes: int(m.Writes), numEnvs: int32(m.NumEnvs),
+		rowDone: m.RowDone, logRows: m.LogRows, teleRows: m.TelemetryRows,
+		seq:      m.Sequence,
+		clocks:   uint8(m.Clocks & uint32(clockEvent|clockRecorder)),
+		episodes: make(map[string]*episode, len(m.Episodes)),
+		done:     make(map[string]struct{}, len(m.Done)),
+		problems: make(map[problemKind]int64, len(m.Problems)),
 	}
-	var pending []string
-	var obsWire, actWire []byte
-	err := fields(b, func(num protowire.Number, v uint64, val []byte) error {
-		switch num {
-		case 1:
-			s.id = string(val)
-		case 2:
-			return fields(val, func(num protowire.Number, _ uint64, val []byte) error {
-				switch num {
-				case 1:
-					s.route.EnvID = string(val)
-				case 2:
-					s.route.EnvComponentID = string(val)
-				case 3:
-					s.route.ModelComponentID = string(val)
-				}
-				return nil
-			})
-		case 3:
-			s.envID = string(val)
-		case 4:
-			s.status = string(val)
-		case 5:
-			s.reason = string(val)
-		case 6:
-			s.started = v != 0
-		case 7:
-			s.startedAt = nanos(v)
-		case 8:
-			s.endedAt = nanos(v)
-		case 9:
-			s.lastAt = nanos(v)
-		case 10:
-			s.totalSteps = zz(v)
-		case 11:
-			s.totalEpisodes = zz(v)
-		case 12:
-			s.hasTotals = v != 0
-		case 13:
-			s.ended = v != 0
-		case 14:
-			s.finalTelemetry = v != 0
-		case 15:
-			s.sawFinalTelemetry = v != 0
-		case 16:
-			ep, err := parseEpisode(val)
-			if err != nil {
-				return err
-			}
-			s.episodes[ep.recordID] = ep
-		case 17:
-			s.done[string(val)] = struct{}{}
-		case 18:
-			var l lane
-			err := fields(val, func(num protowire.Number, _ uint64, val []byte) error {
-				switch num {
-				case 1:
-					l.obs, l.hasObs = append([]byte{}, val...), true
-				case 2:
-					l.obsRecord = string(val)
-				}
-				return nil
-			})
-			s.lanes = append(s.lanes, l)
-			return err
-		case 19:
-			pending = append(pending, string(val))
-		case 20:
-			s.havePending = v != 0
-		case 21:
-			obsWire = val
-		case 22:
-			actWire = val
-		case 23:
-			s.episodesRecorded = zz(v)
-		case 24:
-			s.stepsRecorded = zz(v)
-		case 25:
-			s.droppedSteps = zz(v)
-		case 26:
-			var kind string
-			var n int64
-			err := fields(val, func(num protowire.Number, v uint64, val []byte) error {
-				switch num {
-				case 1:
-					kind = string(val)
-				case 2:
-					n = zz(v)
-				}
-				return nil
-			})
-			s.problems[problemKind(kind)] = n
-			return err
-		case 27:
-			var l logRow
-			err := fields(val, func(num protowire.Number, v uint64, val []byte) error {
-				switch num {
-				case 1:
-					l.time = nanos(v)
-				case 2:
-					l.level = string(val)
-				case 3:
-					l.message = string(val)
-				case 4:
-					src := string(val)
-					l.source = &src
-				}
-				return nil
-			})
-			s.logs = append(s.logs, l)
-			return err
-		case 28:
-			var t telemetryRow
-			err := fields(val, func(num protowire.Number, v uint64, val []byte) error {
-				switch num {
-				case 1:
-					t.time = nanos(v)
-				case 2:
-					t.horizon = string(val)
-				case 3:
-					t.row.Op = string(val)
-				case 4:
-					t.row.Component = string(val)
-				case 5:
-					t.row.Metric = string(val)
-				case 6:
-					t.row.Kind = events.MetricKind(zz(v))
-				case 7:
-					t.row.Count = uint64(zz(v))
-				case 8:
-					t.row.Avg = math.Float64frombits(v)
-				case 9:
-					t.row.P50 = math.Float64frombits(v)
-				case 10:
-					t.row.P95 = math.Float64frombits(v)
-				case 11:
-					t.row.P99 = math.Float64frombits(v)
-				}
-				return nil
-			})
-			s.telemetry = append(s.telemetry, t)
-			return err
-		case 29:
-			s.writes = int(zz(v))
-		case 30:
-			s.numEnvs = int32(zz(v))
-		case 32:
-			s.rowDone = v != 0
-		case 33:
-			s.logRows = zz(v)
-		case 34:
-			s.teleRows = zz(v)
-		case snapshotSeqField:
-			s.seq = v
-		case snapshotClocksField:
-			s.clocks = uint8(v & uint64(clockEvent|clockRecorder))
+	if len(m.Status) > 0 {
+		s.status = string(m.Status)
+	}
+	if r := m.Route; r != nil {
+		s.route = events.RuntimeEnvContext{EnvID: string(r.EnvId), EnvComponentID: string(r.EnvComponentId),
+			ModelComponentID: string(r.ModelComponentId)}
+	}
+	for _, e := range m.Episodes {
+		ep, err := restoreEpisode(e)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		s.episodes[ep.recordID] = ep
 	}
-	for _, l := range s.logs {
-		s.logBytes += logRowBytes + len(l.message)
+	for _, rid := range m.Done {
+		s.done[string(rid)] = struct{}{}
+	}
+	for _, l := range m.Lanes {
+		s.lanes = append(s.lanes, lane{obs: l.Observation, hasObs: l.Observation != nil, obsRecord: string(l.RecordId)})
+	}
+	for _, p := range m.Problems {
+		s.problems[problemKind(p.Kind)] = p.Count
+	}
+	for _, l := range m.Logs {
+		row := logRow{time: timeOf(l.Time), level: string(l.Level), message: string(l.Message)}
+		if l.Source != nil {
+			src := string(l.Source)
+			row.source = &src
+		}
+		s.logs = append(s.logs, row)
+		s.logBytes += logRowBytes + len(row.message)
+	}
+	for _, t := range m.Telemetry {
+		s.telemetry = append(s.telemetry, telemetryRow{time: timeOf(t.Time), horizon: string(t.Horizon),
+			row: events.TelemetryRow{Op: string(t.Op), Component: string(t.Component), Metric: string(t.Metric),
+				Kind: events.MetricKind(t.Kind), Count: uint64(t.Count), Avg: t.Avg, P50: t.P50, P95: t.P95, P99: t.P99}})
 	}
 	s.logBytes += logRowBytes * len(s.telemetry)
 	if s.havePending {
-		s.pending = make([]*episode, len(pending))
-		for i, rid := range pending {
-			if rid == "" {
+		s.pending = make([]*episode, len(m.Pending))
+		for i, rid := range m.Pending {
+			if len(rid) == 0 {
 				continue
 			}
-			if s.pending[i] = s.episodes[rid]; s.pending[i] == nil {
-				return nil, fmt.Errorf("%w: session %s: pending step of %q, which is not open", errBadSnapshot, s.id, rid)
+			if s.pending[i] = s.episodes[string(rid)]; s.pending[i] == nil {
+				return nil, fmt.Errorf("%w: session %s: pending step of %q, which is not open", logrec.ErrSnapshot, s.id, rid)
 			}
 		}
 	}
 	for _, w := range []struct {
 		wire []byte
 		obs  bool
-	}{{obsWire, true}, {actWire, false}} {
+	}{{m.ObservationSpace, true}, {m.ActionSpace, false}} {
 		if w.wire == nil {
 			continue
 		}
 		spec := &spacesv1.SpaceSpec{}
 		if err := proto.Unmarshal(w.wire, spec); err != nil {
-			return nil, fmt.Errorf("%w: session %s: space: %v", errBadSnapshot, s.id, err)
+			return nil, fmt.Errorf("%w: session %s: space: %v", logrec.ErrSnapshot, s.id, err)
 		}
 		if _, ok := (&assembler{out: discard{}}).layoutFor(s, spec, w.obs); !ok {
-			return nil, fmt.Errorf("%w: session %s: a space that does not compile", errBadSnapshot, s.id)
+			return nil, fmt.Errorf("%w: session %s: a space that does not compile", logrec.ErrSnapshot, s.id)
 		}
 	}
 	return s, nil
 }
 
-func parseEpisode(b []byte) (*episode, error) {
-	ep := &episode{}
-	err := fields(b, func(num protowire.Number, v uint64, val []byte) error {
-		switch num {
-		case 1:
-			ep.id = string(val)
-		case 2:
-			ep.recordID = string(val)
-		case 3:
-			ep.index = zz(v)
-		case 4:
-			ep.envIndex = int32(zz(v))
-		case 5:
-			ep.autoReset = v != 0
-		case 6:
-			ep.startedAt = nanos(v)
-		case 7:
-			ep.lastAt = nanos(v)
-		case 8:
-			ep.nextStep = zz(v)
-		case 9:
-			ep.stepsRecorded = zz(v)
-		case 10:
-			ep.rewardSum = math.Float64frombits(v)
-		case 12:
-			ep.replayFrom = v
-			if v == 0 {
-				return fmt.Errorf("%w: episode replayed from position 0", errBadSnapshot)
-			}
-		case 11:
-			r := stepRow{obsLen: -1}
-			err := fields(val, func(num protowire.Number, v uint64, val []byte) error {
-				switch num {
-				case 1:
-					r.step = zz(v)
-				case 2:
-					r.sessionStep = zz(v)
-				case 3:
-					r.obsOff, r.obsLen = len(ep.arena), len(val)
-					ep.arena = append(ep.arena, val...)
-				case 4:
-					r.actOff, r.actLen = len(ep.arena), len(val)
-					ep.arena = append(ep.arena, val...)
-				case 5:
-					r.reward = math.Float64frombits(v)
-				case 6:
-					f := zz(v)
-					r.isFirst, r.isLast, r.terminated, r.truncated = f&1 != 0, f&2 != 0, f&4 != 0, f&8 != 0
-				case 7:
-					r.recordedAt = stampOf(nanos(v))
-				}
-				return nil
-			})
-			ep.rows = append(ep.rows, r)
-			return err
+// restoreEpisode is the open episode a snapshot's m holds.
+func restoreEpisode(m *logrec.Episode) (*episode, error) {
+	ep := &episode{id: string(m.Id), recordID: string(m.RecordId), index: m.Index, envIndex: int32(m.EnvIndex),
+		autoReset: m.AutoReset, startedAt: timeOf(m.StartedAt), lastAt: timeOf(m.LastAt),
+		nextStep: m.NextStep, stepsRecorded: m.StepsRecorded, rewardSum: m.RewardSum}
+	if m.ReplayFrom != nil {
+		if ep.replayFrom = *m.ReplayFrom; ep.replayFrom == 0 {
+			return nil, fmt.Errorf("%w: episode replayed from position 0", logrec.ErrSnapshot)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	size := 0
+	for _, r := range m.Rows {
+		size += len(r.Observation) + len(r.Action)
+	}
+	if size > 0 {
+		ep.arena = make([]byte, 0, size)
+	}
+	for _, r := range m.Rows {
+		row := stepRow{step: r.Step, sessionStep: r.SessionStep, obsLen: -1, reward: r.Reward,
+			isFirst: r.Flags&1 != 0, isLast: r.Flags&2 != 0, terminated: r.Flags&4 != 0, truncated: r.Flags&8 != 0,
+			recordedAt: stampOf(time.Unix(0, r.RecordedAt).UTC())}
+		if r.Observation != nil {
+			row.obsOff, row.obsLen = len(ep.arena), len(r.Observation)
+			ep.arena = append(ep.arena, r.Observation...)
+		}
+		row.actOff, row.actLen = len(ep.arena), len(r.Action)
+		ep.arena = append(ep.arena, r.Action...)
+		ep.rows = append(ep.rows, row)
 	}
 	if ep.recordID == "" {
-		return nil, fmt.Errorf("%w: an episode without a record id", errBadSnapshot)
+		return nil, fmt.Errorf("%w: an episode without a record id", logrec.ErrSnapshot)
 	}
 	return ep, nil
 }

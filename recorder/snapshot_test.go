@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -104,7 +105,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec[0] != recSnapshot {
+			if logrec.Of(rec) != logrec.TypeSnapshot {
 				t.Fatalf("record type %d", rec[0])
 			}
 			asOf, got, err := parseSnapshot(rec[1:])

@@ -212,8 +212,3 @@ func IsInteger(dt spacesv1.DataType) bool {
 func IsSigned(dt spacesv1.DataType) bool {
 	return dt >= spacesv1.DataType_DATA_TYPE_INT8 && dt <= spacesv1.DataType_DATA_TYPE_FLOAT64
 }
-
-// IsFloat reports whether dt is float16, float32 or float64.
-func IsFloat(dt spacesv1.DataType) bool {
-	return dt >= spacesv1.DataType_DATA_TYPE_FLOAT16 && dt <= spacesv1.DataType_DATA_TYPE_FLOAT64
-}

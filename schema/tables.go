@@ -15,7 +15,7 @@ import (
 )
 
 // Table files. Everything in this file is the on-disk contract of rlrec's
-// Parquet output (DESIGN.md "Tables"): table names, column names, column
+// Parquet output (the README's "Tables"): table names, column names, column
 // types, metadata keys. Do not change any of it without bumping
 // SchemaVersion.
 
@@ -181,7 +181,7 @@ const DefaultBinaryThreshold = 4096
 // EpisodeRow is one row of the episodes table. Its parquet tags define the
 // table's columns and their order; pointers are nullable columns.
 //
-// Decisions where DESIGN.md is silent: ended_at and duration_ms are null
+// Decisions where the contract is silent: ended_at and duration_ms are null
 // when the episode never ended (an incomplete episode whose end is
 // unknown); final_info is null when the runtime sent no final info;
 // steps_file (the steps file's path relative to ROOT, "/" separators) is
@@ -362,6 +362,26 @@ const (
 // ones, in the files of layout "episode"; a packed file (layout
 // "session") has one more, episode_record_id.
 const NumFixedStepsColumns = 13
+
+// StepsColumn is one fixed column of the steps table: its name and its
+// Parquet node (type, logical type, repetition, encoding).
+type StepsColumn struct {
+	Name string
+	Node parquet.Node
+}
+
+// FixedStepsColumns returns the fixed columns of the steps table in file
+// order: the column at index StepsColX is the one StepsColX names. Readers
+// and writers of other formats take the list from here rather than
+// writing it again.
+func FixedStepsColumns() []StepsColumn {
+	fields := stepsFixedFields()
+	cols := make([]StepsColumn, len(fields))
+	for i, f := range fields {
+		cols[i] = StepsColumn{Name: f.name, Node: f.node}
+	}
+	return cols
+}
 
 // StepsSchema returns the steps table schema for the given observation and
 // action layouts. A leaf at the root of its space (Path "") gets the column

@@ -142,7 +142,7 @@ func (a *allLeaves) gen(lane int) {
 	ls = append(ls, []byte(alLabels[r.IntN(len(alLabels))]))
 	ls = append(ls, []byte{})
 	ls = append(ls, le.AppendUint32(nil, uint32(t%3)))
-	ls = append(ls, le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(t)/3)), math.Float64bits(-0.0)))
+	ls = append(ls, le.AppendUint64(le.AppendUint64(nil, math.Float64bits(float64(t)/3)), math.Float64bits(math.Copysign(0, -1))))
 	a.obsLanes[lane] = ls
 }
 

@@ -228,12 +228,12 @@ type featureAcc struct {
 	name  string
 	leaf  string
 	shape []int64
-	// side: 0 reward, 1 observation, 2 action; index is the leaf index.
-	side, index int
-	kind        schema.LeafKind
-	stride      int64
-	dtype       spacesv1.DataType
-	elems       []acc
+	// index is the leaf index.
+	index  int
+	kind   schema.LeafKind
+	stride int64
+	dtype  spacesv1.DataType
+	elems  []acc
 }
 
 // recordingAcc accumulates one recording.

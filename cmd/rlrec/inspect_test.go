@@ -405,3 +405,53 @@ func TestPrintSpaceKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenRootReproduced: recording goldenSessions today gives
+// testdata/golden-root byte for byte, so any change to what the recorder
+// writes shows here (rewrite it with -update when the change is meant).
+func TestGoldenRootReproduced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "root")
+	writeGoldenRoot(t, dir)
+	want := map[string][]byte{}
+	err := filepath.Walk(goldenRoot, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(goldenRoot, path)
+		if err != nil {
+			return err
+		}
+		want[rel], err = os.ReadFile(path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	err = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		got++
+		if w, ok := want[rel]; !ok {
+			t.Errorf("%s: written, not in %s", rel, goldenRoot)
+		} else if !bytes.Equal(b, w) {
+			t.Errorf("%s: %d bytes differ from the golden %d bytes", rel, len(b), len(w))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != len(want) {
+		t.Errorf("%d files written, the golden root holds %d", got, len(want))
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/dataset"
@@ -238,25 +240,56 @@ func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset
 	return nil
 }
 
-// arrowStepsSchema is the schema of replay --format arrow.
-var arrowStepsSchema = arrow.NewSchema([]arrow.Field{
-	{Name: schema.ColSessionID, Type: arrow.BinaryTypes.String},
-	{Name: schema.ColEnvID, Type: arrow.BinaryTypes.String},
-	{Name: schema.ColEpisodeRecordID, Type: arrow.BinaryTypes.String},
-	{Name: schema.ColEpisodeID, Type: arrow.BinaryTypes.String},
-	{Name: schema.ColEpisodeIndex, Type: arrow.PrimitiveTypes.Int64},
-	{Name: schema.ColEnvIndex, Type: arrow.PrimitiveTypes.Int32},
-	{Name: schema.ColStep, Type: arrow.PrimitiveTypes.Int64},
-	{Name: schema.ColSessionStep, Type: arrow.PrimitiveTypes.Int64},
-	{Name: schema.ColObservationBlob, Type: arrow.BinaryTypes.Binary, Nullable: true},
-	{Name: schema.ColActionBlob, Type: arrow.BinaryTypes.Binary, Nullable: true},
-	{Name: schema.ColReward, Type: arrow.PrimitiveTypes.Float64},
-	{Name: schema.ColIsFirst, Type: arrow.FixedWidthTypes.Boolean},
-	{Name: schema.ColIsLast, Type: arrow.FixedWidthTypes.Boolean},
-	{Name: schema.ColTerminated, Type: arrow.FixedWidthTypes.Boolean},
-	{Name: schema.ColTruncated, Type: arrow.FixedWidthTypes.Boolean},
-	{Name: schema.ColRecordedAt, Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-}, nil)
+// arrowStepsSchema is the schema of replay --format arrow: the partition
+// columns, then the fixed steps columns as package schema lists them.
+var arrowStepsSchema = func() *arrow.Schema {
+	fields := []arrow.Field{
+		{Name: schema.ColSessionID, Type: arrow.BinaryTypes.String},
+		{Name: schema.ColEnvID, Type: arrow.BinaryTypes.String},
+		{Name: schema.ColEpisodeRecordID, Type: arrow.BinaryTypes.String},
+	}
+	for _, c := range schema.FixedStepsColumns() {
+		fields = append(fields, arrowField(c))
+	}
+	return arrow.NewSchema(fields, nil)
+}()
+
+// arrowField is the Arrow field of a fixed steps column: text for the
+// (non-null) byte arrays, binary for the nullable blobs, UTC microsecond
+// timestamps, and the integer, double and boolean types as they are.
+func arrowField(c schema.StepsColumn) arrow.Field {
+	f := arrow.Field{Name: c.Name, Nullable: c.Node.Optional()}
+	t := c.Node.Type()
+	switch {
+	case isTimestamp(t):
+		f.Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	case t.Kind() == parquet.ByteArray && f.Nullable:
+		f.Type = arrow.BinaryTypes.Binary
+	case t.Kind() == parquet.ByteArray:
+		f.Type = arrow.BinaryTypes.String
+	case t.Kind() == parquet.Int32:
+		f.Type = arrow.PrimitiveTypes.Int32
+	case t.Kind() == parquet.Int64:
+		f.Type = arrow.PrimitiveTypes.Int64
+	case t.Kind() == parquet.Double:
+		f.Type = arrow.PrimitiveTypes.Float64
+	case t.Kind() == parquet.Boolean:
+		f.Type = arrow.FixedWidthTypes.Boolean
+	default:
+		// No other kind is a fixed steps column (TestArrowStepsSchema).
+		f.Type = arrow.BinaryTypes.Binary
+	}
+	return f
+}
+
+func isTimestamp(t parquet.Type) bool {
+	lt := t.LogicalType()
+	if lt == nil {
+		return false
+	}
+	_, ok := lt.Value.(*format.TimestampType)
+	return ok
+}
 
 // arrowBatchRows is the number of rows per Arrow record batch.
 const arrowBatchRows = 4096

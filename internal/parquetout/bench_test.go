@@ -131,7 +131,7 @@ func payloadBytes(r *StepRow) int64 {
 }
 
 // discardFS is a vfs.FS whose files count their bytes and drop them, so
-// benchmarks measure encoding alone ("enc" in PERF-NOTES.md).
+// benchmarks measure encoding alone.
 type discardFS struct{ vfs.FS }
 
 func (discardFS) MkdirAll(string) error                 { return nil }

@@ -130,10 +130,3 @@ func halfToFloat32(h uint16) float32 {
 	}
 	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
-
-// present returns v with definition level 1: a present value of an
-// optional top-level column. (parquet.Value.Level does not inline.)
-func present(v parquet.Value) parquet.Value {
-	v.SetDefinitionLevel(1)
-	return v
-}

@@ -1,5 +1,5 @@
 // Package parquetout encodes rlrec's table files: the steps, episodes,
-// sessions, logs and telemetry files of DESIGN.md "Output layout", with
+// sessions, logs and telemetry files of the README's "Output", with
 // the schemas of package schema.
 //
 // # Encoders over io.Writer
@@ -63,31 +63,25 @@
 // every file after the first (parquet-go v0.32.0, issue #602), and strict
 // readers refuse such files, so nothing relies on Reset. What is recycled
 // is rlrec's own: a StepsFormat's batch buffers, and every file's write
-// buffer (parquet-go's own buffering is turned off). Per file, measured
-// (BenchmarkStepsEpisodeFile, BenchmarkEpisodesFile; medians of 5 runs,
-// encoding to a byte counter): a 200-row cartpole steps file takes 270 us
-// and 196 kB with zstd, 150 us with snappy, 133 us uncompressed (181, 110
-// and 99 us and 8 kB when writers were reset); a one-row episodes file
-// takes 175-185 us and 500-525 kB (67-75 us and 7-14 kB). Most of the
-// difference is parquet-go preallocating each new writer's column buffers
-// from PageBufferSize.
+// buffer (parquet-go's own buffering is turned off). A new writer per file
+// costs about twice the time of a reset one, mostly parquet-go
+// preallocating each new writer's column buffers from PageBufferSize
+// (BENCHMARKS.md, "Figures behind design choices":
+// BenchmarkStepsEpisodeFile, BenchmarkEpisodesFile).
 //
 // # Settings, and why
 //
-// Measured on a 2-core machine under load (medians of 5 runs, encoding to
-// a byte counter; BenchmarkSteps, BenchmarkStepsVsBare, Benchmark*File):
+// The figures behind these choices are in BENCHMARKS.md ("Figures behind
+// design choices"; BenchmarkSteps, BenchmarkStepsVsBare, Benchmark*File):
 //
 //   - Compression: zstd at SpeedFastest by default. On cartpole rows it
-//     makes 1.9 bytes/row against 18 for snappy and 105 uncompressed, for
-//     about the same CPU (880 vs 750 vs 960 ns/row). On 84x84x3 frames it
-//     makes files 3x smaller than snappy (1.0 kB vs 3.2 kB/row on synthetic
-//     game frames) at 2.5x the CPU (68 vs 27 us/row); choose "snappy" for
-//     image-heavy runs where CPU is short. Snappy uses s2's fast
-//     snappy-compatible encoder: parquet-go's own is s2's slower "better"
-//     mode. zstd's default level gains almost nothing on float data
-//     (PERF-NOTES.md) and costs more. zstd has a fixed cost per page of
-//     about 20 us, which shows on short episodes: a 200-row cartpole file
-//     takes 0.71 ms with zstd, 0.39 ms with snappy, 0.34 ms uncompressed.
+//     makes files about ten times smaller than snappy for about the same
+//     CPU; on image frames about three times smaller than snappy at about
+//     2.5 times the CPU: choose "snappy" for image-heavy runs where CPU is
+//     short. Snappy uses s2's fast snappy-compatible encoder: parquet-go's
+//     own is s2's slower "better" mode. zstd's default level gains almost
+//     nothing on float data and costs more. zstd has a fixed cost per
+//     page, which shows on short episodes.
 //   - Page statistics: on (parquet-go's default) for every column but the
 //     blobs and binary typed columns, whose min/max copies would add a full
 //     value per page and mean nothing.

@@ -1,18 +1,18 @@
-package recorder
+package blob
 
 import (
 	"encoding/base64"
 	"sort"
 	"strconv"
 
-	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
-// success derives an episode's success from its final_info as the runtime
-// does: key "is_success", else "success"; a bool as is, an integer != 0, a
-// number != 0.0. ok is false when neither key holds such a value.
-func success(info *spacesv1.MetaMap) (value, ok bool) {
+// Success derives an episode's success from its final_info (a MetaMap, the
+// runtime's metadata) as the runtime does: key "is_success", else
+// "success"; a bool as is, an integer != 0, a number != 0.0. ok is false
+// when neither key holds such a value.
+func Success(info *spacesv1.MetaMap) (value, ok bool) {
 	if info == nil {
 		return false, false
 	}
@@ -33,12 +33,12 @@ func success(info *spacesv1.MetaMap) (value, ok bool) {
 	return false, false
 }
 
-// metaJSON renders a MetaMap as JSON text for the final_info column: an
-// object with keys sorted, integers and numbers as JSON numbers (NaN and
+// MetaJSON renders a MetaMap (the runtime's metadata, such as an
+// episode's final_info) as JSON text: an object with keys sorted, integers and numbers as JSON numbers (NaN and
 // infinities as the strings "NaN", "Infinity", "-Infinity"), text as a
 // string, bytes as a base64 string, lists as arrays, maps as objects. A nil
-// map renders as "" (the column is then null).
-func metaJSON(m *spacesv1.MetaMap) string {
+// map renders as "" (a null final_info column).
+func MetaJSON(m *spacesv1.MetaMap) string {
 	if m == nil {
 		return ""
 	}
@@ -56,7 +56,7 @@ func appendMetaMap(dst []byte, m *spacesv1.MetaMap) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = blob.AppendJSONString(dst, k)
+		dst = AppendJSONString(dst, k)
 		dst = append(dst, ':')
 		dst = appendMetaValue(dst, m.GetEntries()[k])
 	}
@@ -68,9 +68,9 @@ func appendMetaValue(dst []byte, v *spacesv1.MetaValue) []byte {
 	case *spacesv1.MetaValue_Integer:
 		return strconv.AppendInt(dst, k.Integer, 10)
 	case *spacesv1.MetaValue_Number:
-		return blob.AppendJSONFloat(dst, k.Number, 64)
+		return AppendJSONFloat(dst, k.Number, 64)
 	case *spacesv1.MetaValue_Text:
-		return blob.AppendJSONString(dst, k.Text)
+		return AppendJSONString(dst, k.Text)
 	case *spacesv1.MetaValue_Bool:
 		return strconv.AppendBool(dst, k.Bool)
 	case *spacesv1.MetaValue_Bytes:

@@ -1,22 +1,32 @@
-package recorder
+// Package serial runs jobs on a fixed pool of goroutines: jobs submitted to
+// one Queue run one at a time, in submission order; different queues run
+// in parallel. The recorder writes each episode's Parquet files through
+// its own queue, so that its streamed row groups stay in order, while
+// different episodes are written on every core.
+//
+// Submit never blocks: the queues ready to run are an unbounded list, so a
+// caller bounds the work in flight by other means (the recorder by the
+// bytes of rows in flight; a bounded channel made its hooks wait on the
+// disk while its memory budget was far from full). Wait may be called
+// while jobs are still being submitted (a delayed flush from a timer), and
+// returns at a moment no job is pending.
+//
+//	p := serial.NewPool(2)
+//	var q serial.Queue
+//	p.Submit(&q, first)
+//	p.Submit(&q, second) // after first
+//	p.Wait()
+//	p.Stop()
+package serial
 
 import "sync"
 
-// pool runs jobs on a fixed number of goroutines. Jobs submitted to one
-// serial queue run one at a time in submission order; different queues run
-// in parallel. The Parquet files of one episode are written through one
-// queue, so its streamed row groups stay in order, while different
-// episodes are finalised on both cores.
-//
-// submit never blocks: the queues ready to run are an unbounded list, so a
-// writer slower than the driver holds the pipeline back only through the
-// byte budget of the rows in flight (writer.rows), never through a count
-// of queued episodes (a bounded channel made hooks wait on the disk while
-// the memory budget was far from full).
-type pool struct {
+// Pool runs jobs on a fixed number of goroutines; its zero value is not
+// usable (NewPool).
+type Pool struct {
 	mu      sync.Mutex
 	cond    sync.Cond
-	ready   []*serial // queues with jobs, not running
+	ready   []*Queue // queues with jobs, not running
 	stopped bool
 	wg      sync.WaitGroup // running workers
 	pending counter        // submitted jobs not yet finished
@@ -55,15 +65,17 @@ func (c *counter) wait() {
 	c.mu.Unlock()
 }
 
-// serial is a queue of jobs that run one after another.
-type serial struct {
+// Queue is a queue of jobs that run one after another; its zero value is
+// an empty queue. Submit it to one Pool only.
+type Queue struct {
 	mu      sync.Mutex
 	jobs    []func()
 	running bool
 }
 
-func newPool(workers int) *pool {
-	p := &pool{}
+// NewPool starts a pool of workers goroutines.
+func NewPool(workers int) *Pool {
+	p := &Pool{}
 	p.cond.L = &p.mu
 	for range workers {
 		p.wg.Add(1)
@@ -72,8 +84,8 @@ func newPool(workers int) *pool {
 	return p
 }
 
-// submit queues job on q; it does not block.
-func (p *pool) submit(q *serial, job func()) {
+// Submit queues job on q; it never blocks.
+func (p *Pool) Submit(q *Queue, job func()) {
 	p.pending.add(1)
 	q.mu.Lock()
 	q.jobs = append(q.jobs, job)
@@ -90,7 +102,7 @@ func (p *pool) submit(q *serial, job func()) {
 
 // next returns the next queue to run, or nil once the pool is stopped and
 // nothing is ready.
-func (p *pool) next() *serial {
+func (p *Pool) next() *Queue {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.ready) == 0 {
@@ -105,7 +117,7 @@ func (p *pool) next() *serial {
 	return q
 }
 
-func (p *pool) work() {
+func (p *Pool) work() {
 	defer p.wg.Done()
 	for q := p.next(); q != nil; q = p.next() {
 		for {
@@ -125,11 +137,13 @@ func (p *pool) work() {
 	}
 }
 
-// wait returns once every submitted job has finished.
-func (p *pool) wait() { p.pending.wait() }
+// Wait returns once every submitted job has finished; jobs may be
+// submitted meanwhile.
+func (p *Pool) Wait() { p.pending.wait() }
 
-// stop waits for every job and ends the workers.
-func (p *pool) stop() {
+// Stop waits for every job and ends the workers. No job may be submitted
+// after it.
+func (p *Pool) Stop() {
 	p.pending.wait()
 	p.mu.Lock()
 	p.stopped = true

@@ -1,0 +1,274 @@
+package recorder
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/schema"
+	"github.com/rlrec/rlrec/schema/spacesv1"
+)
+
+// The assembly state: sessions, their lanes and episodes, and the rows
+// an open episode buffers.
+
+// stepRow is one step of one episode. Its blobs are sub-slices of the
+// episode's arena. It holds no pointer (its time is a stamp), so that an
+// episode's rows cost the garbage collector nothing to scan and appending
+// one no write barrier.
+type stepRow struct {
+	step, sessionStep int64
+	obsOff, obsLen    int // obsLen < 0: no observation (null)
+	actOff, actLen    int
+	reward            float64
+	isFirst, isLast   bool
+	terminated        bool
+	truncated         bool
+	recordedAt        stamp
+}
+
+// stamp is a time without its location: Unix microseconds and the
+// nanoseconds beyond them, which holds every instant of ±292,000 years
+// (the zero time too) exactly.
+type stamp struct {
+	us int64
+	ns int32
+}
+
+func stampOf(t time.Time) stamp {
+	return stamp{us: t.UnixMicro(), ns: int32(t.Nanosecond() % 1000)}
+}
+
+// time returns the stamp's instant in UTC.
+func (s stamp) time() time.Time {
+	return time.UnixMicro(s.us).Add(time.Duration(s.ns)).UTC()
+}
+
+// episode is one lane episode being assembled.
+type episode struct {
+	id, recordID string
+	index        int64
+	envIndex     int32
+	autoReset    bool
+	startedAt    time.Time
+	lastAt       time.Time
+
+	nextStep      int64
+	stepsRecorded int64
+	rewardSum     float64
+
+	// rows not yet handed to the output, with their payload bytes in arena.
+	rows  []stepRow
+	arena []byte
+	// flushedRows counts rows already handed out (streamed).
+	flushedRows int64
+
+	completed  bool
+	completion *events.EpisodeCompleted // nil until completed
+	endedAt    time.Time
+	finalObs   []byte // nil: none emitted
+
+	// firstPos is the log position of the episode's first record; the log
+	// is kept from there until the episode is durable.
+	firstPos uint64
+
+	// file is the episode's steps file once rows are handed to the writer.
+	file *episodeFile
+
+	// gone is set once the episode left its session's episodes (finished):
+	// a lane's cached episode is then looked up again.
+	gone bool
+
+	// replayFrom is set on an episode restored from a snapshot without its
+	// rows: the log position from which recovery rebuilds them.
+	replayFrom uint64
+}
+
+// lane is the per-lane state of a session.
+type lane struct {
+	// obs is the lane's last observation in blob form; obsRecord names the
+	// episode it was emitted for.
+	obs       []byte
+	obsRecord string
+	hasObs    bool
+
+	// ep is the open episode the lane's last step event named, under
+	// record id epRecord: consecutive step events of a lane name the same
+	// one, which then needs no map lookup (episodeOn).
+	ep       *episode
+	epRecord string
+}
+
+// problemKind names a class of input that did not fit, for the session row
+// and the log. The values are written to the sessions table
+// (problem_summary) and to snapshots: they are part of the on-disk format,
+// do not change them.
+type problemKind string
+
+const (
+	probUnknownEpisode   problemKind = "unknown_episode"
+	probDuplicateStart   problemKind = "duplicate_episode_start"
+	probDuplicateEnd     problemKind = "duplicate_episode_completion"
+	probBadSlab          problemKind = "bad_slab"
+	probBadSpec          problemKind = "bad_space_spec"
+	probLaneCount        problemKind = "lane_count_mismatch"
+	probRewardWithout    problemKind = "step_completed_without_action"
+	probMissingReward    problemKind = "action_without_step_completed"
+	probAfterEnd         problemKind = "event_after_session_end"
+	probLaneOutOfRange   problemKind = "env_index_out_of_range"
+	probMissingPayload   problemKind = "missing_payload"
+	probDuplicateSession problemKind = "duplicate_session_start"
+	probNoSpace          problemKind = "missing_space_spec"
+	probNotStarted       problemKind = "session_not_started"
+	probInvalidEvent     problemKind = "invalid_event"
+)
+
+// session is the assembly state of one recording: one route run, named by
+// its session id and its route's env id (hive.Recording). Several
+// recordings may share a session id.
+type session struct {
+	id        string
+	route     events.RuntimeEnvContext
+	envID     string // SessionStarted.EnvID, which repeats route.EnvID
+	status    string
+	reason    string
+	started   bool
+	startedAt time.Time
+	endedAt   time.Time
+	lastAt    time.Time
+
+	totalSteps, totalEpisodes int64
+	hasTotals                 bool
+
+	// ended is set by SessionEnded or SessionFailed; finalTelemetry once
+	// the final session-horizon snapshot has arrived.
+	ended             bool
+	finalTelemetry    bool
+	sawFinalTelemetry bool
+
+	episodes map[string]*episode // open, or completed and not yet finalised
+	done     map[string]struct{} // finalised record ids
+	lanes    []lane
+
+	// pending holds, per lane of the last ActionReceived, the episode whose
+	// row awaits its reward (nil if the lane's step was dropped).
+	pending     []*episode
+	havePending bool
+
+	// numEnvs is the session's lane count N, from its last batch; 0 until
+	// one is seen.
+	numEnvs int32
+
+	obsSpec, actSpec     *spacesv1.SpaceSpec
+	obsLayout, actLayout *schema.Layout
+	obsSpecJSON          string
+	actSpecJSON          string
+
+	episodesRecorded int64
+	stepsRecorded    int64
+	droppedSteps     int64
+	problems         map[problemKind]int64
+
+	logs      []logRow
+	telemetry []telemetryRow
+
+	// toFinalize lists completed episodes awaiting the next observation.
+	toFinalize []*episode
+
+	firstPos uint64
+
+	// seq is the highest producer sequence number among the recording's
+	// logged events (sequence.go); 0 when none carried one.
+	seq uint64
+
+	// clocks says whose clocks the recording's event times were:
+	// clockEvent and clockRecorder bits (the sessions row's clock).
+	clocks uint8
+
+	// writes counts the session's file writes handed to the writer.
+	writes int
+	// rowDone is set once the sessions row is handed to the writer (the
+	// first write at or after the end); logBytes counts what logs and
+	// telemetry hold, which a write of their own hands over past
+	// logChunkBytes or logChunkRows (logChunk).
+	rowDone  bool
+	logBytes int
+	// logRows and teleRows count the log and telemetry rows handed to
+	// the writer so far.
+	logRows, teleRows int64
+
+	// scratch for lane splitting
+	split [][][]byte
+
+	// adopt, in recovery's catch-up (catchup.go) only, maps the record
+	// ids of restored episodes to rebuild to the episodes to build into.
+	adopt map[string]*episode
+}
+
+// Bits of session.clocks: an event came with its time (clockEvent), an
+// event was stamped with the recorder's clock (clockRecorder). They are
+// kept in snapshots (logrec.Session's clocks field): do not change them.
+const (
+	clockEvent    uint8 = 1
+	clockRecorder uint8 = 2
+)
+
+// clock is the sessions row's clock column: "event" when every event of
+// the recording carried its time, "recorder" when none did and the
+// recorder stamped its own clock, "mixed" otherwise.
+func (s *session) clock() string {
+	switch s.clocks {
+	case clockRecorder:
+		return schema.ClockRecorder
+	case clockEvent | clockRecorder:
+		return schema.ClockMixed
+	}
+	return schema.ClockEvent
+}
+
+// rec is the recording s assembles.
+func (s *session) rec() hive.Recording { return hive.Recording{SessionID: s.id, EnvID: s.route.EnvID} }
+
+// problemCount is the number of input problems counted in s.
+func (s *session) problemCount() int64 {
+	var n int64
+	for _, c := range s.problems {
+		n += c
+	}
+	return n
+}
+
+// problemSummary renders the counted problems as "kind=count" pairs in kind
+// order, or "" when there were none.
+func (s *session) problemSummary() string {
+	kinds := make([]string, 0, len(s.problems))
+	for k := range s.problems {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	var b []byte
+	for i, k := range kinds {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, k...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, s.problems[problemKind(k)], 10)
+	}
+	return string(b)
+}
+
+type logRow struct {
+	time    time.Time
+	level   string
+	message string
+	source  *string
+}
+
+type telemetryRow struct {
+	time    time.Time
+	horizon string
+	row     events.TelemetryRow
+}
