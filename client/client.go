@@ -161,15 +161,26 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Record hands over ev, observed at the client's clock: the hooks call it.
-// It returns once ev is queued, waiting (within ctx) while the
-// unacknowledged events fill WithMaxUnacked.
+// Record hands over ev, observed at the client's clock (the time of the
+// hook call, which the event then carries): the hooks call it. It returns
+// once ev is queued, waiting (within ctx) while the unacknowledged events
+// fill WithMaxUnacked.
 func (c *Client) Record(ctx context.Context, ev events.Event) error {
+	return c.RecordAt(ctx, ev, c.opts.clock())
+}
+
+// RecordAt hands over ev observed at t, like Record: a producer that knows
+// when the hook was called (a simulated runtime's clock, events.DispatchAt)
+// keeps that time. The zero t means the client's clock.
+func (c *Client) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
 	if ev == nil {
 		return fmt.Errorf("client: record: %w", events.ErrNilEvent)
 	}
+	if t.IsZero() {
+		t = c.opts.clock()
+	}
 	bp := getBuf(estimate(ev))
-	b, err := events.AppendMarshal((*bp)[:0], ev, c.opts.clock())
+	b, err := events.AppendMarshal((*bp)[:0], ev, t)
 	if err != nil {
 		putBuf(bp)
 		sid, _ := ev.Header()

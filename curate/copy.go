@@ -224,6 +224,14 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 // copyRecording replays one recording into the recorders of its targets,
 // each event filtered to the episodes the target keeps.
 func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*recorder.Recorder, rep *Report) error {
+	s, err := d.Session(p.rec)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", p.rec, err)
+	}
+	clock := ""
+	if row := s.Row(); row != nil {
+		clock = row.Clock
+	}
 	rr, err := d.ReplayEvents(p.rec, func(ev events.Event, at time.Time) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -233,7 +241,14 @@ func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*reco
 			if out == nil {
 				continue
 			}
-			if err := recs[t].RecordAt(ctx, out, at); err != nil {
+			var err error
+			if dataset.RecorderClocked(clock, ev) {
+				// The source's times were its recorder's: so are the copy's.
+				err = recs[t].RecordStamped(ctx, out, at, 0)
+			} else {
+				err = recs[t].RecordAt(ctx, out, at)
+			}
+			if err != nil {
 				return fmt.Errorf("copy %s into %s: %w", p.rec, rep.Targets[t].Root, err)
 			}
 		}

@@ -529,6 +529,16 @@ type openHooks struct{ *recorder.Recorder }
 func (h openHooks) OnSessionEnded(context.Context, *events.SessionEnded) error   { return nil }
 func (h openHooks) OnSessionFailed(context.Context, *events.SessionFailed) error { return nil }
 
+// RecordAt is the path the simulator hands timed events to: the closing
+// events are left out there too.
+func (h openHooks) RecordAt(ctx context.Context, ev events.Event, at time.Time) error {
+	switch ev.(type) {
+	case *events.SessionEnded, *events.SessionFailed:
+		return nil
+	}
+	return h.Recorder.RecordAt(ctx, ev, at)
+}
+
 func TestCopyOpenRecording(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "open")
 	rec, err := recorder.Open(root)
@@ -570,5 +580,42 @@ func TestCopyCancelled(t *testing.T) {
 	_, err := curate.Copy(ctx, src, dst, curate.Options{})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "remove it and copy again") {
 		t.Fatalf("Copy: %v, want the cancellation and what to do", err)
+	}
+}
+
+// methodHooks hands events to the recorder through its hook methods only,
+// so the recorder stamps them with its own clock.
+type methodHooks struct{ events.Hooks }
+
+// TestCopyKeepsClock: a recording whose times are its recorder's clock is
+// copied with clock "recorder" again, not as if its events had times.
+func TestCopyKeepsClock(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "src")
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config{SessionID: "stamped", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 8, Seed: 1}
+	if _, err := sim.Run(context.Background(), methodHooks{rec}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst")
+	if _, err := curate.Copy(context.Background(), root, dst, curate.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{root, dst} {
+		d := open(t, r)
+		for _, rc := range d.Recordings() {
+			s, err := d.Session(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Row().Clock; got != schema.ClockRecorder {
+				t.Errorf("%s: clock %q, want %q", r, got, schema.ClockRecorder)
+			}
+		}
 	}
 }

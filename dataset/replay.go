@@ -56,7 +56,10 @@ type ReplayReport struct {
 // the episode's first batch; EpisodeCompleted (for every episode with a
 // step_count) at ended_at, at the earliest just after its last batch, with
 // final_info parsed by ParseFinalInfo. Logs and telemetry snapshots (rows
-// with equal time and horizon, in file order) go out at their time.
+// with equal time and horizon, in file order) go out at their time; a
+// logs row of source schema.SourceEvent goes out as the event it holds
+// (EnvConnected and ModelConnected, before SessionStarted at an equal
+// time, and the repeated EpisodeCompleted of rlmesh's env server).
 // SessionStarted opens the stream; SessionEnded or SessionFailed (from the
 // sessions row) closes the episode events. Events at equal times keep
 // the runtime's order.
@@ -155,7 +158,8 @@ type item struct {
 
 // Ranks order events at equal times as the runtime does.
 const (
-	rankSessionStarted = iota
+	rankConnected = iota // EnvConnected, ModelConnected: before SessionStarted
+	rankSessionStarted
 	rankEpisodeStarted
 	rankEpisodeCompleted
 	rankHiddenBatch
@@ -482,6 +486,19 @@ func derefString(s *string) string {
 // logAndTelemetryItems places the logs and telemetry snapshots.
 func (r *replayer) logAndTelemetryItems(logs []schema.LogRow, tele []schema.TelemetryRow) error {
 	for _, l := range logs {
+		if l.Source != nil && *l.Source == schema.SourceEvent {
+			// An event kept as a logs row: replayed as that event.
+			ev, err := schema.ParseEventLog(r.sid, r.route, l.Message)
+			if err == nil {
+				rank := rankConnected
+				if ev.Kind() == events.KindEpisodeCompleted {
+					rank = rankEpisodeCompleted
+				}
+				r.items = append(r.items, item{slot: r.slotOf(l.Time, false), t: l.Time, rank: rank, ev: ev})
+				continue
+			}
+			r.note("a logs row of source %s holds no event (%v); replayed as a log line", schema.SourceEvent, err)
+		}
 		lv, ok := parseLevel(l.Level)
 		if !ok {
 			return fmt.Errorf("session %q: %w: log level %q unknown", r.sid, ErrInconsistent, l.Level)
@@ -633,6 +650,10 @@ func (r *replayer) emitItem(it *item) error {
 	case *events.EpisodeStarted:
 		r.lastStarted[e.EnvIndex] = it.ep
 	case *events.EpisodeCompleted:
+		if it.ep == nil {
+			// A repeated completion kept in the logs table.
+			break
+		}
 		it.ep.completed = true
 		if it.ep.row.FinalObservationBlob != nil {
 			lane := it.ep.row.EnvIndex
@@ -868,4 +889,21 @@ func (r *replayer) closeAll() {
 			ep.iter = nil
 		}
 	}
+}
+
+// RecorderClocked reports whether a replayed event's time is to be marked
+// as a recorder's clock reading (the stream's recorder_clock field,
+// recorder.RecordStamped), given its recording's clock column: every
+// event of a recording whose clock is "recorder", and the SessionStarted
+// of a "mixed" one (which events of it had their own time is not in the
+// tables), so that recording the replayed stream again gives the same
+// clock. Replay emits every event with its recorded time either way.
+func RecorderClocked(clock string, ev events.Event) bool {
+	switch clock {
+	case schema.ClockRecorder:
+		return true
+	case schema.ClockMixed:
+		return ev.Kind() == events.KindSessionStarted
+	}
+	return false
 }

@@ -36,7 +36,17 @@ func replayInto(t testing.TB, src string) (string, []dataset.ReplayReport) {
 	w := events.NewStreamWriter(&stream)
 	var reps []dataset.ReplayReport
 	for _, sid := range d.Recordings() {
-		rep, err := d.ReplayEvents(sid, func(ev events.Event, at time.Time) error { return w.WriteAt(ev, at) })
+		s, err := d.Session(sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock := ""
+		if row := s.Row(); row != nil {
+			clock = row.Clock
+		}
+		rep, err := d.ReplayEvents(sid, func(ev events.Event, at time.Time) error {
+			return w.WriteStamped(ev, at, dataset.RecorderClocked(clock, ev))
+		})
 		if err != nil {
 			t.Fatalf("replay %s: %v", sid, err)
 		}
@@ -52,7 +62,13 @@ func replayInto(t testing.TB, src string) (string, []dataset.ReplayReport) {
 		if sr.Time().IsZero() {
 			t.Fatalf("event %d has no time", sr.Index())
 		}
-		if err := rec.RecordAt(context.Background(), sr.Event(), sr.Time()); err != nil {
+		record := rec.RecordAt
+		if sr.RecorderClock() {
+			record = func(ctx context.Context, ev events.Event, at time.Time) error {
+				return rec.RecordStamped(ctx, ev, at, 0)
+			}
+		}
+		if err := record(context.Background(), sr.Event(), sr.Time()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -135,6 +135,7 @@ type Decoder struct {
 	src     span
 	hasSrc  bool
 	seq     uint64 // the message's sequence field (sequence.go)
+	recClk  bool   // the message's recorder_clock field (sequence.go)
 
 	actSpecs, obsSpecs specMemo
 
@@ -316,7 +317,7 @@ func newEvent(k Kind) Event {
 func (d *Decoder) decode(in []byte) (Event, int64, error) {
 	d.str = d.str[:0]
 	d.hdr = [4]span{}
-	d.seq = 0
+	d.seq, d.recClk = 0, false
 	d.clearKind()
 	var (
 		ns   int64
@@ -344,6 +345,8 @@ func (d *Decoder) decode(in []byte) (Event, int64, error) {
 			ns = int64(v)
 		case num == 4 && typ == protowire.VarintType:
 			d.seq = v
+		case num == recorderClockField && typ == protowire.VarintType:
+			d.recClk = v != 0
 		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(KindTelemetrySnapshot) && typ == protowire.BytesType:
 			if k := Kind(num); k != kind {
 				if err := d.resetKind(in, kind); err != nil {

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Hooks observes a runtime's events: one method per event type. One Hooks
@@ -26,6 +27,37 @@ type Hooks interface {
 	OnStepCompleted(ctx context.Context, ev *StepCompleted) error
 	OnObservationEmitted(ctx context.Context, ev *ObservationEmitted) error
 	OnTelemetrySnapshot(ctx context.Context, ev *TelemetrySnapshot) error
+}
+
+// TimedHooks is a Hooks that also takes each event with the time of its
+// hook call. rlmesh's events carry no time: whoever receives the hook call
+// stamps it. A producer that knows that time better than the receiver's
+// clock (a simulated runtime reading its simulated clock, a stream being
+// replayed) hands events over with DispatchAt, which calls RecordAt on a
+// TimedHooks, so that the time travels with the event instead of being
+// stamped again. The recorder (recorder.Recorder), the serve client
+// (client.Client) and stream writers (sim.StreamHooks) implement it.
+//
+// RecordAt takes the event observed at t (a non-zero time). It is bound
+// by the rules of the Hooks methods: it must not retain ev. A type that
+// embeds a TimedHooks to override some of its methods must override
+// RecordAt too, or timed events bypass the overrides.
+type TimedHooks interface {
+	Hooks
+	RecordAt(ctx context.Context, ev Event, t time.Time) error
+}
+
+// DispatchAt hands ev, observed at t, to h: through RecordAt when h is a
+// TimedHooks and t is not the zero time, else through the method that
+// handles ev's type (Dispatch), which stamps it with h's own clock.
+func DispatchAt(ctx context.Context, h Hooks, ev Event, t time.Time) error {
+	if th, ok := h.(TimedHooks); ok && !t.IsZero() {
+		if ev == nil {
+			return fmt.Errorf("dispatch: %w", ErrNilEvent)
+		}
+		return th.RecordAt(ctx, ev, t)
+	}
+	return Dispatch(ctx, h, ev)
 }
 
 // NoopHooks implements Hooks by doing nothing. Embed it to implement only

@@ -33,3 +33,29 @@ func AppendSequence(dst []byte, seq uint64) []byte {
 // Decode decoded (the last one when the field is repeated), 0 when it had
 // none.
 func (d *Decoder) Sequence() uint64 { return d.seq }
+
+// Recorder clocks
+//
+// An eventsv1.Event may also carry recorder_clock (field 5): its
+// time_unix_nano is a recorder's own clock reading, because the event
+// reached the recorder without a time. A recorder sets it in its log, so
+// that recovery knows whose clock each recording time is (the sessions
+// table's clock column), and rlrec replay sets it on the events of a
+// recording whose clock was the recorder's. Producers never set it.
+// AppendMarshal never writes it; AppendRecorderClock adds it, and
+// Decoder.RecorderClock and StreamReader.RecorderClock read it back.
+
+// recorderClockField is the field number of eventsv1.Event.recorder_clock.
+// It is part of the wire format: do not change it.
+const recorderClockField = 5
+
+// AppendRecorderClock appends the recorder_clock field, set, to the
+// encoded eventsv1.Event message that ends dst, and returns the extended
+// slice.
+func AppendRecorderClock(dst []byte) []byte {
+	return append(dst, byte(recorderClockField<<3|protowire.VarintType), 1)
+}
+
+// RecorderClock reports whether the message the last successful Decode
+// decoded had recorder_clock set: its time is a recorder's clock reading.
+func (d *Decoder) RecorderClock() bool { return d.recClk }

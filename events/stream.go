@@ -64,7 +64,8 @@ func NewStreamWriter(w io.Writer) *StreamWriter {
 }
 
 // Write writes ev with no observation time (time_unix_nano 0); a recorder
-// reading the stream then stamps it with its own clock.
+// reading the stream then stamps it with its own clock (and its sessions
+// row says so). Producers that know when the hook was called use WriteAt.
 func (s *StreamWriter) Write(ev Event) error {
 	return s.WriteAt(ev, time.Time{})
 }
@@ -72,6 +73,13 @@ func (s *StreamWriter) Write(ev Event) error {
 // WriteAt writes ev observed at t. An event that does not encode (see
 // AppendMarshal) is not written and does not fail the stream.
 func (s *StreamWriter) WriteAt(ev Event, t time.Time) error {
+	return s.WriteStamped(ev, t, false)
+}
+
+// WriteStamped writes ev at t like WriteAt, with recorder_clock set when
+// recorderClock is: t is a recorder's clock reading, not the producer's
+// (rlrec replay of a recording whose clock was the recorder's).
+func (s *StreamWriter) WriteStamped(ev Event, t time.Time, recorderClock bool) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -83,6 +91,9 @@ func (s *StreamWriter) WriteAt(ev Event, t time.Time) error {
 	buf, err := AppendMarshal(s.buf[:maxVarintLen], ev, t)
 	if err != nil {
 		return fmt.Errorf("event stream: message %d: %w", s.n, err)
+	}
+	if recorderClock {
+		buf = AppendRecorderClock(buf)
 	}
 	s.buf = buf
 	size := len(buf) - maxVarintLen
@@ -134,6 +145,7 @@ type StreamReader struct {
 	msg   eventsv1.Event
 	ev    Event
 	t     time.Time
+	rclk  bool
 	index int   // index of the current message, -1 before the first
 	off   int64 // offset of the current message
 	next  int64 // offset of the next message
@@ -165,7 +177,7 @@ func (s *StreamReader) Next() bool {
 	if s.done {
 		return false
 	}
-	s.ev, s.t, s.err = nil, time.Time{}, nil
+	s.ev, s.t, s.rclk, s.err = nil, time.Time{}, false, nil
 	s.index++
 	s.off = s.next
 	ev, t, n, err := s.read()
@@ -183,7 +195,7 @@ func (s *StreamReader) Next() bool {
 		return false
 	}
 	s.next += int64(n)
-	s.ev, s.t = ev, t
+	s.ev, s.t, s.rclk = ev, t, s.msg.GetRecorderClock()
 	return true
 }
 
@@ -284,6 +296,11 @@ func (s *StreamReader) Event() Event { return s.ev }
 // Time returns when the current event was observed, the zero time when the
 // stream did not say.
 func (s *StreamReader) Time() time.Time { return s.t }
+
+// RecorderClock reports whether the current event's time is a recorder's
+// clock reading (its recorder_clock field): an event recorded without a
+// time, replayed.
+func (s *StreamReader) RecorderClock() bool { return s.rclk }
 
 // Index returns the 0-based index of the current message in the stream.
 func (s *StreamReader) Index() int { return s.index }

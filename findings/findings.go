@@ -36,6 +36,13 @@ type Recording struct {
 	// EpisodesIncomplete counts its episodes rows whose status is not
 	// completed.
 	EpisodesIncomplete int64
+	// Clock is the sessions row's clock column (schema.ClockEvent, ...),
+	// "" when unknown (no row, or a row written before the column).
+	Clock string
+	// RepeatedCompletions are the record ids of the episodes rlmesh's env
+	// server reported complete a second time (capped episodes under
+	// disabled autoreset), in the order of the logs table.
+	RepeatedCompletions []string
 }
 
 // Finding is one problem or note.
@@ -79,6 +86,22 @@ func List(r Root) (problems, notes []Finding) {
 		of := func(text string) Finding { return Finding{Recording: s.Recording, OfRecording: true, Text: text} }
 		if s.Problems > 0 {
 			problems = append(problems, of(fmt.Sprintf("%s: %s in its input: %s", name, count(s.Problems, "problem"), deref(s.ProblemSummary))))
+		}
+		if n := len(s.RepeatedCompletions); n > 0 {
+			first := s.RepeatedCompletions[0]
+			notes = append(notes, of(fmt.Sprintf("%s: rlmesh's env server reported %s complete a second time (%s first; the repeats are in the logs table, source %s): "+
+				"a runtime step or time cap truncated %s under disabled autoreset and the runtime reset the lane while rlmesh's env server still held it, "+
+				"so the server reported it as interrupted on the next step, and each later episode of the lane lasted one step, its completion one step late, "+
+				"until the env ended one itself; this is rlmesh's behaviour, recorded as it came, and total_episodes counts the repeats",
+				name, count(int64(n), "episode"), first, schema.SourceEvent, first)))
+		}
+		switch s.Clock {
+		case schema.ClockRecorder:
+			notes = append(notes, of(fmt.Sprintf("%s: its events came without their time, so its times are the recorder's clock: when the recorder received each event, not when the runtime called the hook (clock %q)",
+				name, schema.ClockRecorder)))
+		case schema.ClockMixed:
+			notes = append(notes, of(fmt.Sprintf("%s: some of its events came without their time and were stamped with the recorder's clock, the rest carry the time of their hook call (clock %q)",
+				name, schema.ClockMixed)))
 		}
 		reason := ""
 		if s.Reason != nil && *s.Reason != "" {

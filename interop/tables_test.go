@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/sim"
 )
 
 // TestTableRowCounts reads every table of the shared ROOT with one DuckDB
@@ -217,7 +218,12 @@ func testEpisodesTable(t *testing.T, fx *fixture) {
 			if completed == 0 || oneOpen && incomplete == 0 {
 				t.Errorf("session has %d completed and %d incomplete episodes; the fixture should give both", completed, incomplete)
 			}
-			if !oneOpen && incomplete != 0 {
+			// Except through rlmesh's env server: a capped episode is
+			// reported again on the next step, and a session that reaches
+			// its count by that report leaves the episode just started
+			// running.
+			reported := cfg.Autoreset == sim.AutoresetDisabled && !cfg.CapsCompleteOnce
+			if !oneOpen && (incomplete > 1 || incomplete == 1 && !reported) {
 				t.Errorf("one lane under disabled autoreset left %d episodes incomplete", incomplete)
 			}
 			var n int

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/schema"
 )
 
 // tally forwards every event to the recorder it wraps and keeps its own
@@ -93,11 +94,19 @@ func (t *tally) snapshot() map[hive.Recording]*sessionTally {
 }
 
 func (t *tally) OnEnvConnected(ctx context.Context, ev *events.EnvConnected) error {
-	return t.next.OnEnvConnected(ctx, ev)
+	err := t.next.OnEnvConnected(ctx, ev)
+	t.mu.Lock()
+	t.session(ev.SessionID, ev.Route).logs++ // kept as a logs row
+	t.mu.Unlock()
+	return err
 }
 
 func (t *tally) OnModelConnected(ctx context.Context, ev *events.ModelConnected) error {
-	return t.next.OnModelConnected(ctx, ev)
+	err := t.next.OnModelConnected(ctx, ev)
+	t.mu.Lock()
+	t.session(ev.SessionID, ev.Route).logs++ // kept as a logs row
+	t.mu.Unlock()
+	return err
 }
 
 func (t *tally) OnSessionStarted(ctx context.Context, ev *events.SessionStarted) error {
@@ -157,7 +166,12 @@ func (t *tally) OnEpisodeStarted(ctx context.Context, ev *events.EpisodeStarted)
 func (t *tally) OnEpisodeCompleted(ctx context.Context, ev *events.EpisodeCompleted) error {
 	err := t.next.OnEpisodeCompleted(ctx, ev)
 	t.mu.Lock()
-	if e := t.session(ev.SessionID, ev.Route).episodes[ev.EpisodeRecordID]; e != nil {
+	s := t.session(ev.SessionID, ev.Route)
+	if e := s.episodes[ev.EpisodeRecordID]; e != nil && e.completed != nil && schema.RepeatedCompletion(ev) {
+		// rlmesh's env server reporting a capped episode again: the
+		// recorder keeps it as a logs row.
+		s.logs++
+	} else if e != nil {
 		c := *ev
 		e.finalInfo = ev.FinalInfo != nil
 		c.FinalInfo = nil

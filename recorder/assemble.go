@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/schema"
 )
 
 // Session and episode statuses, as the tables store them.
@@ -162,7 +163,13 @@ func (a *assembler) problem(s *session, kind problemKind, format string, args ..
 // apply folds one event into the state. at is the event's recording time
 // and pos its log position.
 func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
-	ev, seq := unsequence(ev)
+	a.applyClocked(ev, at, pos, false)
+}
+
+// applyClocked is apply of an event whose time is the recorder's own
+// clock reading when recClock is set (or its log record says so).
+func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recClock bool) {
+	ev, seq, logged := unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
 	s.seq = max(s.seq, seq)
 	if e, ok := ev.(*invalidEvent); ok {
@@ -170,6 +177,11 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 		// nothing of it applied.
 		a.problem(s, probInvalidEvent, "%s; skipped", e.detail)
 		return
+	}
+	if recClock || logged {
+		s.clocks |= clockRecorder
+	} else {
+		s.clocks |= clockEvent
 	}
 	if s.ended {
 		// Only telemetry (the final snapshot, late window ones) and logs
@@ -194,7 +206,8 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 	}
 	switch e := ev.(type) {
 	case *events.EnvConnected, *events.ModelConnected:
-		// Recorded in the session's log position only; nothing to assemble.
+		// No table of their own: kept as logs rows (schema.SourceEvent).
+		a.eventLog(s, ev, at)
 	case *events.SessionStarted:
 		if s.started {
 			a.problem(s, probDuplicateSession, "second SessionStarted")
@@ -390,6 +403,12 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 	ep := s.episodes[e.EpisodeRecordID]
 	if ep == nil {
 		if _, done := s.done[e.EpisodeRecordID]; done {
+			if schema.RepeatedCompletion(e) {
+				// rlmesh's env server reporting an episode a reset
+				// interrupted: kept as it came, in the logs table.
+				a.eventLog(s, e, at)
+				return
+			}
 			a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
 		} else {
 			a.problem(s, probUnknownEpisode, "EpisodeCompleted for %q (episode %s), which never started", e.EpisodeRecordID, e.EpisodeID)
@@ -397,6 +416,10 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 		return
 	}
 	if ep.completed {
+		if schema.RepeatedCompletion(e) {
+			a.eventLog(s, e, at)
+			return
+		}
 		a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
 		return
 	}
@@ -411,6 +434,20 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 		r.isLast, r.terminated, r.truncated = true, e.Terminated, e.Truncated
 	}
 	s.toFinalize = append(s.toFinalize, ep)
+}
+
+// eventLog keeps an event that no table row holds (EnvConnected,
+// ModelConnected, a repeated EpisodeCompleted) as a logs row with source
+// schema.SourceEvent, at the event's time.
+func (a *assembler) eventLog(s *session, ev events.Event, at time.Time) {
+	msg, ok := schema.EventLogMessage(ev)
+	if !ok {
+		return
+	}
+	src := schema.SourceEvent
+	s.logs = append(s.logs, logRow{time: at, level: events.LogInfo.String(), message: msg, source: &src})
+	s.logBytes += logRowBytes + len(msg)
+	a.logChunk(s)
 }
 
 // finalizeCompleted hands every completed episode to the output.

@@ -56,5 +56,5 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 	if seq != 0 {
 		ev = &sequenced{Event: ev, seq: seq}
 	}
-	return r.handOverDecoded(ctx, bp, nil, ev, t, payload)
+	return r.handOverDecoded(ctx, bp, nil, ev, t, payload, false)
 }

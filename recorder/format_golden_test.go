@@ -64,13 +64,15 @@ func goldenSnapshotState(external bool) *assembler {
 // (testdata/logrec/snapshot-*.bin; the first were encoded by hand, before
 // internal/logrec/snapshot.proto) decode to the state they were taken of.
 // The bytes need not match: done episodes and problems were written in map
-// order.
+// order. Snapshots from before the clocks field (41) decode with no clock
+// bits; snapshot-clocks.bin has them.
 func TestGoldenSnapshots(t *testing.T) {
 	const asOf = 1234
 	for _, tc := range []struct {
 		name     string
 		external bool
-	}{{"snapshot-inline.bin", false}, {"snapshot-external.bin", true}} {
+		clocks   bool // written with the clocks field
+	}{{"snapshot-inline.bin", false, false}, {"snapshot-external.bin", true, false}, {"snapshot-clocks.bin", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := goldenSnapshotState(tc.external)
 			if _, ok := a.snapshotable(); !ok {
@@ -103,6 +105,13 @@ func TestGoldenSnapshots(t *testing.T) {
 				}
 				if !reflect.DeepEqual(normalize(g), w) {
 					t.Errorf("session %s decodes to\n %+v\nwant %+v", g.id, normalize(g), w)
+				}
+				wantClocks := want.clocks
+				if !tc.clocks {
+					wantClocks = 0
+				}
+				if g.clocks != wantClocks {
+					t.Errorf("session %s: clocks %d, want %d", g.id, g.clocks, wantClocks)
 				}
 				if g.seq != want.seq || g.rowDone != want.rowDone || g.logRows != want.logRows || g.teleRows != want.teleRows {
 					t.Errorf("session %s: seq %d rowDone %v rows %d/%d, want %d %v %d/%d", g.id, g.seq, g.rowDone,

@@ -85,8 +85,8 @@ func parseInvalid(b []byte) (*invalidEvent, time.Time, error) {
 func decodeRecord(dec *events.Decoder, rec []byte) (events.Event, time.Time, error) {
 	if logrec.Of(rec) != logrec.TypeInvalid {
 		ev, at, err := dec.Decode(rec[1:])
-		if err == nil && dec.Sequence() != 0 {
-			ev = &sequenced{Event: ev, seq: dec.Sequence()}
+		if err == nil && (dec.Sequence() != 0 || dec.RecorderClock()) {
+			ev = &sequenced{Event: ev, seq: dec.Sequence(), recClock: dec.RecorderClock()}
 		}
 		return ev, at, err
 	}

@@ -104,6 +104,9 @@ type item struct {
 	wait   *waiter
 	ev     events.Event
 	at     time.Time
+	// recClock: at is the recorder's clock (the event came without a
+	// time); the log record says so too.
+	recClock bool
 }
 
 // decodedItem is what the logging goroutine hands the assembly goroutine:
@@ -114,7 +117,9 @@ type decodedItem struct {
 	copy   *events.StepCopy // ev's, recycled once ev is applied
 	pos    wal.Pos
 	charge int64 // held in queueBudget until the event is applied
-	wait   *waiter
+	// recClock: at is the recorder's clock reading (see item).
+	recClock bool
+	wait     *waiter
 }
 
 // waiter lets a hook or Flush wait for the pipeline.
@@ -237,25 +242,42 @@ func (f *fatal) set(err error) {
 	}
 }
 
-// submit is the hook path: RecordAt with the recorder's clock.
+// submit is the hook path: the event carries no time, so the recorder
+// stamps it with its own clock (RecordAt with the zero time).
 func (r *Recorder) submit(ctx context.Context, ev events.Event) error {
-	return r.RecordAt(ctx, ev, r.opts.clock())
+	return r.RecordAt(ctx, ev, time.Time{})
 }
 
 // RecordAt hands over an event observed at time t (the recording time its
-// rows get), as a hook does with the recorder's clock: it encodes the event
-// into a log record, queues it for the pipeline and, under SyncEach, waits
-// until it is durable. Ingesting a recorded stream uses it to keep the
-// stream's times. A step event (ActionReceived, StepCompleted,
+// rows get): it encodes the event into a log record, queues it for the
+// pipeline and, under SyncEach, waits until it is durable. Ingesting a
+// recorded stream uses it to keep the stream's times, and a simulated
+// runtime (events.DispatchAt) to hand over its clock's. The zero t means
+// the event came without a time, as a hook call does: the recorder stamps
+// it with its own clock and notes that in the log record, and the
+// recording's sessions row says whose clock its times are (clock:
+// "event" when every event came with its time, "recorder" when none
+// did, "mixed" otherwise). A step event (ActionReceived, StepCompleted,
 // ObservationEmitted) is also copied for the assembly goroutine
 // (events.StepCopier), so that its record need not be decoded again: the
 // copy equals the record's decoded event, as recovery will see it.
 func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
-	return r.record(ctx, ev, t, 0)
+	return r.record(ctx, ev, t, 0, t.IsZero())
 }
 
-// record is RecordAt, and RecordSequenced when seq is not 0.
-func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq uint64) error {
+// RecordStamped hands over an event like RecordSequenced (seq 0: none)
+// whose time t is a recorder's clock reading, not its producer's: a
+// stream message with recorder_clock set, which rlrec replay writes for a
+// recording whose clock was the recorder's. The log record and the
+// sessions row's clock say so, as for an event RecordAt stamps itself.
+// The zero t is stamped with this recorder's clock.
+func (r *Recorder) RecordStamped(ctx context.Context, ev events.Event, t time.Time, seq uint64) error {
+	return r.record(ctx, ev, t, seq, true)
+}
+
+// record is RecordAt, and RecordSequenced when seq is not 0; recClock
+// says t is a recorder's clock (the zero t: this recorder's, now).
+func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq uint64, recClock bool) error {
 	if ev == nil {
 		return fmt.Errorf("record: %w", events.ErrNilEvent)
 	}
@@ -263,6 +285,9 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 		if err := r.admit(ev); err != nil {
 			return err
 		}
+	}
+	if t.IsZero() {
+		t, recClock = r.opts.clock(), true
 	}
 	payload := payloadBytes(ev)
 	bp := r.bufs.get(payload)
@@ -273,6 +298,9 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 		return fmt.Errorf("record %s of session %q: %w", ev.Kind(), sid, err)
 	}
 	b = events.AppendSequence(b, seq)
+	if recClock {
+		b = events.AppendRecorderClock(b)
+	}
 	*bp = b
 	if err := r.checkSize(ev, len(b)); err != nil {
 		r.bufs.put(bp)
@@ -284,7 +312,7 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 		// So is an image batch's: copying it costs what decoding does.)
 		cp = r.copies.Copy(ev, t)
 	}
-	return r.handOver(ctx, bp, cp)
+	return r.handOverDecoded(ctx, bp, cp, nil, time.Time{}, 0, recClock)
 }
 
 // checkSize refuses an event of n bytes encoded beyond the maximum event
@@ -302,14 +330,15 @@ func (r *Recorder) checkSize(ev events.Event, n int) error {
 // with cp, the copy of its event if one was made, and, under SyncEach,
 // waits until it is durable.
 func (r *Recorder) handOver(ctx context.Context, bp *[]byte, cp *events.StepCopy) error {
-	return r.handOverDecoded(ctx, bp, cp, nil, time.Time{}, 0)
+	return r.handOverDecoded(ctx, bp, cp, nil, time.Time{}, 0, false)
 }
 
 // handOverDecoded is handOver of a record whose event the pipeline
 // applies without decoding the record: cp, a copy the hook made, or ev
 // (observed at t, holding evBytes of payload), the caller's decoding of
-// it (RecordEncoded). With neither, the record is decoded.
-func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.StepCopy, ev events.Event, t time.Time, evBytes int) error {
+// it (RecordEncoded). With neither, the record is decoded. recClock says
+// the record's time is the recorder's clock.
+func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.StepCopy, ev events.Event, t time.Time, evBytes int, recClock bool) error {
 	b := *bp
 	// The charge is the buffer's capacity and the payload of the event
 	// that comes with it: what they hold in memory.
@@ -328,7 +357,7 @@ func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.S
 		drop()
 		return err
 	}
-	it := item{buf: bp, copy: cp, charge: charge, ev: ev, at: t}
+	it := item{buf: bp, copy: cp, charge: charge, ev: ev, at: t, recClock: recClock}
 	pos, err := r.enqueueLogged(ctx, it)
 	if err != nil {
 		r.queueBudget.Release(charge)
@@ -460,6 +489,7 @@ func (r *Recorder) logItem(it item) {
 		return
 	}
 	d, err := r.logAndDecode(*it.buf, it.pos, it.copy, it.ev, it.at)
+	d.recClock = it.recClock
 	r.bufs.put(it.buf)
 	d.charge = it.charge
 	if it.wait != nil {
@@ -524,7 +554,7 @@ func (r *Recorder) assembly() {
 			continue
 		}
 		r.w.countFailed(d.ev)
-		r.asm.apply(d.ev, d.at, uint64(d.pos))
+		r.asm.applyClocked(d.ev, d.at, uint64(d.pos), d.recClock)
 		if d.copy != nil {
 			r.copies.Recycle(d.copy)
 		}

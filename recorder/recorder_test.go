@@ -46,14 +46,17 @@ type epTally struct {
 
 // sessTally is what the acknowledged events say about one session.
 type sessTally struct {
-	id                string
-	started           bool
-	ended, failed     bool
-	totalSteps        int64
-	totalEpisodes     int64
-	episodes          []*epTally
-	dropped           int64
-	logs              int
+	id            string
+	started       bool
+	ended, failed bool
+	totalSteps    int64
+	totalEpisodes int64
+	episodes      []*epTally
+	dropped       int64
+	logs          int
+	// repeats counts the repeated completions of rlmesh's env server
+	// (kept as logs rows, not episodes).
+	repeats           int64
 	teleRows          int
 	finalTele         bool // the session-horizon snapshot was acknowledged
 	actions           int  // ActionReceived events
@@ -100,8 +103,8 @@ func (t *tally) add(ev events.Event) {
 		s.ended, s.totalSteps, s.totalEpisodes = true, e.TotalSteps, e.TotalEpisodes
 	case *events.SessionFailed:
 		s.failed = true
-	case *events.Log:
-		s.logs++
+	case *events.Log, *events.EnvConnected, *events.ModelConnected:
+		s.logs++ // connections are kept as logs rows
 	case *events.TelemetrySnapshot:
 		s.teleRows += len(e.Snapshot.Rows)
 		if e.Snapshot.Horizon == events.HorizonSession {
@@ -139,7 +142,12 @@ func (t *tally) add(ev events.Event) {
 		}
 		s.havePending = false
 	case *events.EpisodeCompleted:
-		if ep := t.eps[[2]string{sid, e.EpisodeRecordID}]; ep != nil {
+		if ep := t.eps[[2]string{sid, e.EpisodeRecordID}]; ep != nil && ep.completed && schema.RepeatedCompletion(e) {
+			// rlmesh's env server reporting the capped episode again:
+			// a logs row.
+			s.logs++
+			s.repeats++
+		} else if ep != nil {
 			ep.completed = true
 			ep.comp = *e
 			ep.comp.FinalInfo = nil
@@ -597,7 +605,7 @@ func checkTables(t testing.TB, tb *tables, ta *tally, want expect) {
 			if sr.TotalSteps == nil || *sr.TotalSteps != s.totalSteps || sr.TotalEpisodes == nil || *sr.TotalEpisodes != s.totalEpisodes {
 				t.Errorf("session %s: totals %v %v, want %d %d", sid, sr.TotalSteps, sr.TotalEpisodes, s.totalSteps, s.totalEpisodes)
 			}
-			if completed != s.totalEpisodes {
+			if completed+s.repeats != s.totalEpisodes {
 				t.Errorf("session %s: %d completed episodes, runtime reported %d", sid, completed, s.totalEpisodes)
 			}
 			if sr.EndedAt == nil {

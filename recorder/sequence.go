@@ -34,20 +34,22 @@ import (
 // events of it are in ROOT.
 
 // sequenced is a logged event with the sequence number its record
-// carries: decodeRecord wraps events that have one, and the assembler
-// unwraps them (unsequence).
+// carries, and whether its time is the recorder's clock (the record's
+// recorder_clock field): decodeRecord wraps events that have either, and
+// the assembler unwraps them (unsequence).
 type sequenced struct {
 	events.Event
-	seq uint64
+	seq      uint64
+	recClock bool
 }
 
-// unsequence returns the event inside a sequenced one and its number, or
-// ev itself and 0.
-func unsequence(ev events.Event) (events.Event, uint64) {
+// unsequence returns the event inside a sequenced one, its number and
+// recorder-clock flag, or ev itself, 0 and false.
+func unsequence(ev events.Event) (events.Event, uint64, bool) {
 	if s, ok := ev.(*sequenced); ok {
-		return s.Event, s.seq
+		return s.Event, s.seq, s.recClock
 	}
-	return ev, 0
+	return ev, 0, false
 }
 
 // RecordSequenced hands over an event observed at time t like RecordAt,
@@ -59,7 +61,7 @@ func unsequence(ev events.Event) (events.Event, uint64) {
 // numbers; dropping duplicates is the caller's work. A seq of 0 is
 // RecordAt.
 func (r *Recorder) RecordSequenced(ctx context.Context, ev events.Event, t time.Time, seq uint64) error {
-	return r.record(ctx, ev, t, seq)
+	return r.record(ctx, ev, t, seq, t.IsZero())
 }
 
 // RecoveredSequence returns the highest sequence number (RecordSequenced)

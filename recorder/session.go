@@ -183,6 +183,10 @@ type session struct {
 	// logged events (sequence.go); 0 when none carried one.
 	seq uint64
 
+	// clocks says whose clocks the recording's event times were:
+	// clockEvent and clockRecorder bits (the sessions row's clock).
+	clocks uint8
+
 	// writes counts the session's file writes handed to the writer.
 	writes int
 	// rowDone is set once the sessions row is handed to the writer (the
@@ -201,6 +205,27 @@ type session struct {
 	// adopt, in recovery's catch-up (catchup.go) only, maps the record
 	// ids of restored episodes to rebuild to the episodes to build into.
 	adopt map[string]*episode
+}
+
+// Bits of session.clocks: an event came with its time (clockEvent), an
+// event was stamped with the recorder's clock (clockRecorder). They are
+// kept in snapshots (logrec.Session's clocks field): do not change them.
+const (
+	clockEvent    uint8 = 1
+	clockRecorder uint8 = 2
+)
+
+// clock is the sessions row's clock column: "event" when every event of
+// the recording carried its time, "recorder" when none did and the
+// recorder stamped its own clock, "mixed" otherwise.
+func (s *session) clock() string {
+	switch s.clocks {
+	case clockRecorder:
+		return schema.ClockRecorder
+	case clockEvent | clockRecorder:
+		return schema.ClockMixed
+	}
+	return schema.ClockEvent
 }
 
 // rec is the recording s assembles.

@@ -122,6 +122,7 @@ func sessionRow(s *session) *schema.SessionRow {
 		StepsRecorded:    s.stepsRecorded,
 		DroppedSteps:     s.droppedSteps,
 		Problems:         s.problemCount(),
+		Clock:            s.clock(),
 	}
 	if s.reason != "" {
 		reason := s.reason

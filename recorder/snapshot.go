@@ -133,7 +133,7 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 		EpisodesRecorded: s.episodesRecorded, StepsRecorded: s.stepsRecorded, DroppedSteps: s.droppedSteps,
 		Writes: int64(s.writes), NumEnvs: int64(s.numEnvs),
 		RowDone: s.rowDone, LogRows: s.logRows, TelemetryRows: s.teleRows,
-		Sequence: s.seq,
+		Sequence: s.seq, Clocks: uint32(s.clocks),
 	}
 	if s.route != (events.RuntimeEnvContext{}) {
 		m.Route = &logrec.Route{EnvId: []byte(s.route.EnvID), EnvComponentId: []byte(s.route.EnvComponentID),
@@ -269,6 +269,7 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		writes: int(m.Writes), numEnvs: int32(m.NumEnvs),
 		rowDone: m.RowDone, logRows: m.LogRows, teleRows: m.TelemetryRows,
 		seq:      m.Sequence,
+		clocks:   uint8(m.Clocks & uint32(clockEvent|clockRecorder)),
 		episodes: make(map[string]*episode, len(m.Episodes)),
 		done:     make(map[string]struct{}, len(m.Done)),
 		problems: make(map[problemKind]int64, len(m.Problems)),

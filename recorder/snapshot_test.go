@@ -119,6 +119,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(normalize(got[0]), normalize(want)) {
 				t.Errorf("restored session differs:\n got %+v\nwant %+v", normalize(got[0]), normalize(want))
 			}
+			if got[0].clocks != want.clocks || got[0].clocks == 0 {
+				t.Errorf("clocks %d restored, want %d (not 0)", got[0].clocks, want.clocks)
+			}
 			if !proto.Equal(got[0].obsSpec, want.obsSpec) || !proto.Equal(got[0].actSpec, want.actSpec) {
 				t.Errorf("spaces differ")
 			}

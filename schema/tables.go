@@ -124,6 +124,25 @@ const (
 	// ColProblemSummary lists them as "kind=count" pairs.
 	ColProblems       = "problems"
 	ColProblemSummary = "problem_summary"
+	// ColClock says whose clock the recording's times (recorded_at,
+	// started_at, ended_at, log and telemetry times) are: ClockEvent,
+	// ClockRecorder or ClockMixed.
+	ColClock = "clock"
+)
+
+// Values of the sessions table's clock column. rlmesh's hook events carry
+// no time: whoever receives a hook call stamps it. A producer that streams
+// events (rlrec simulate, the Go client, the Python capture, rlrec replay)
+// stamps each with the time of its hook call (time_unix_nano), and the
+// recorder keeps it; an event that comes without one (a hook called on
+// the recorder itself, a stream without times) gets the recorder's clock.
+const (
+	// ClockEvent: every event of the recording carried its time.
+	ClockEvent = "event"
+	// ClockRecorder: no event did; the recorder stamped its own clock.
+	ClockRecorder = "recorder"
+	// ClockMixed: some did, some did not.
+	ClockMixed = "mixed"
 )
 
 // Column names of the logs and telemetry tables.
@@ -209,6 +228,25 @@ type SessionRow struct {
 	DroppedSteps     int64      `parquet:"dropped_steps"`
 	Problems         int64      `parquet:"problems"`
 	ProblemSummary   *string    `parquet:"problem_summary,optional"`
+	Clock            string     `parquet:"clock,dict"`
+}
+
+// SessionRowBeforeClock is a sessions row of a file written before the
+// clock column was added (same schema version, one column fewer).
+type SessionRowBeforeClock struct {
+	EnvComponentID   string     `parquet:"env_component_id"`
+	ModelComponentID string     `parquet:"model_component_id"`
+	Status           string     `parquet:"status"`
+	Reason           *string    `parquet:"reason,optional"`
+	TotalSteps       *int64     `parquet:"total_steps,optional"`
+	TotalEpisodes    *int64     `parquet:"total_episodes,optional"`
+	StartedAt        time.Time  `parquet:"started_at,timestamp(microsecond:utc)"`
+	EndedAt          *time.Time `parquet:"ended_at,optional,timestamp(microsecond:utc)"`
+	EpisodesRecorded int64      `parquet:"episodes_recorded"`
+	StepsRecorded    int64      `parquet:"steps_recorded"`
+	DroppedSteps     int64      `parquet:"dropped_steps"`
+	Problems         int64      `parquet:"problems"`
+	ProblemSummary   *string    `parquet:"problem_summary,optional"`
 }
 
 // LogRow is one row of the logs table. level is "debug", "info", "warn" or
@@ -239,10 +277,14 @@ type TelemetryRow struct {
 
 // Schemas of the fixed tables.
 var (
-	EpisodesSchema  = parquet.SchemaOf(EpisodeRow{})
-	SessionsSchema  = parquet.SchemaOf(SessionRow{})
-	LogsSchema      = parquet.SchemaOf(LogRow{})
-	TelemetrySchema = parquet.SchemaOf(TelemetryRow{})
+	EpisodesSchema = parquet.SchemaOf(EpisodeRow{})
+	SessionsSchema = parquet.SchemaOf(SessionRow{})
+	// SessionsSchemaBeforeClock is the sessions table as rlrec wrote it
+	// before the clock column: readers and rlrec verify accept such files
+	// (their clock reads as "", unknown).
+	SessionsSchemaBeforeClock = parquet.SchemaOf(SessionRowBeforeClock{})
+	LogsSchema                = parquet.SchemaOf(LogRow{})
+	TelemetrySchema           = parquet.SchemaOf(TelemetryRow{})
 )
 
 // ColumnForm is how a typed steps column stores a leaf. Values appear in

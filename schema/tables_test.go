@@ -218,7 +218,7 @@ func TestRowStructTags(t *testing.T) {
 		{"sessions", SessionsSchema, []string{
 			ColEnvComponentID, ColModelComponentID, ColStatus, ColReason, ColTotalSteps,
 			ColTotalEpisodes, ColStartedAt, ColEndedAt, ColEpisodesRecorded, ColStepsRecorded, ColDroppedSteps,
-			ColProblems, ColProblemSummary,
+			ColProblems, ColProblemSummary, ColClock,
 		}},
 		{"logs", LogsSchema, []string{ColTime, ColLevel, ColMessage, ColSource}},
 		{"telemetry", TelemetrySchema, []string{

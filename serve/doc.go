@@ -26,7 +26,8 @@
 // is dropped. The recorder's log keeps the message as the client sent it
 // (recorder.RecordEncoded), so an event is encoded once, by its client,
 // and decoded once, by the server; a message without a time is recorded
-// at the server's clock (recorder.RecordSequenced). The last sequence of every recording
+// at the recorder's clock (recorder.RecordSequenced with the zero time),
+// and its recording's sessions row says so (clock). The last sequence of every recording
 // comes from the events handed over since the server started and, for a
 // recording that was open when the previous server stopped or crashed,
 // from the recorder's log (recorder.RecoveredSequence, under

@@ -444,9 +444,6 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 			Message: fmt.Sprintf("%s event of session %q (env_id %q) has no sequence number", ev.Kind(), sid, route.EnvID)}, nil
 	}
 	stamped := !at.IsZero()
-	if !stamped {
-		at = time.Now()
-	}
 	key := recordingKey{sid, route.EnvID}
 	if _, ok := st.refused[key]; ok {
 		return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq, Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER,
@@ -483,11 +480,17 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		return nil, status.Errorf(codes.InvalidArgument, "rlrec serve: %s of session %q (env_id %q) has sequence %d, but the server's last of that recording is %d: a recording's events are numbered 1, 2, ... without a gap; the stream is refused and its batch not acknowledged",
 			ev.Kind(), sid, route.EnvID, seq, known)
 	}
-	if stamped {
+	switch {
+	case st.dec.RecorderClock():
+		// A replayed recording whose times were a recorder's: the log
+		// record says so (re-encoded).
+		err = s.rec.RecordStamped(ctx, ev, at, seq)
+	case stamped:
 		// The log keeps the client's bytes: no second encode.
 		err = s.rec.RecordEncoded(ctx, msg, ev, at, seq)
-	} else {
-		err = s.rec.RecordSequenced(ctx, ev, at, seq)
+	default:
+		// No time: the recorder stamps its clock, and says so.
+		err = s.rec.RecordSequenced(ctx, ev, time.Time{}, seq)
 	}
 	switch {
 	case err == nil:

@@ -73,6 +73,21 @@ type Config struct {
 	// from Clock), allowed only under disabled autoreset; it truncates like
 	// MaxEpisodeSteps.
 	MaxEpisodeTime time.Duration
+	// CapsCompleteOnce models an env that keeps no episodes of its own,
+	// instead of rlmesh's env server (the default, as every rlmesh env
+	// runs behind one, the local runner's too). Under disabled autoreset
+	// a capped episode (MaxEpisodeSteps, MaxEpisodeTime) is completed by
+	// the runtime, which resets the lane; the env server still holds the
+	// episode, so the reset interrupts it, and on the next step the
+	// server reports it: a second EpisodeCompleted for the same record id
+	// (truncated, no final_info, the server's step count and times),
+	// which rlmesh counts among the completed episodes, followed by
+	// another reset that interrupts the episode just started. From then
+	// on each episode of the lane lasts one step and its completion comes
+	// one step late, until the env itself ends an episode on its one
+	// step. With CapsCompleteOnce, a capped episode completes once and
+	// the lane resets cleanly.
+	CapsCompleteOnce bool
 	// TimeLimit, when > 0, is the env's own time limit (a gymnasium
 	// TimeLimit wrapper): the env truncates an episode at this many steps,
 	// as pick-place and all-leaves do by themselves. It is the env's, not

@@ -36,11 +36,13 @@
 //	  ActionReceived(step = lane-0 step + 1)  ids = every lane's ids before the step
 //	  StepCompleted(step, rewards[N])         lane 0's ids of that ActionReceived
 //	  next-step: EpisodeStarted(auto_reset=true) for lanes that completed on the previous step
-//	  EpisodeCompleted x k                    the env's, in lane order, then the runtime's
+//	  EpisodeCompleted x k                    the env server's reports of interrupted episodes,
+//	                                          the env's, in lane order, then the runtime's
 //	                                          caps (truncated=true), in lane order
 //	  if completed episodes >= MaxEpisodes: SessionEnded("completed requested episodes"),
 //	                                        final TelemetrySnapshot(Session), stop
-//	  disabled, k > 0: EpisodeStarted(auto_reset=true) (the lane is reset at once),
+//	  disabled, k > 0: EpisodeStarted(auto_reset=true) (the lane is reset at once;
+//	                   an episode the env did not end is interrupted),
 //	                   ObservationEmitted(is_reset=true)
 //	  otherwise:       ObservationEmitted(is_reset=false)
 //	on failure: final TelemetrySnapshot(Session), SessionFailed(the runtime's error text)
@@ -55,15 +57,40 @@
 // after the end, and with LateWindow one does, after the first closing
 // event or after both (drawn from Seed).
 //
+// # Times
+//
+// Every event is handed over with the time of its hook call, read from
+// Config.Clock, through events.DispatchAt: hooks that take times
+// (events.TimedHooks: the recorder, the serve client, StreamHooks) record
+// that time, so a StepClock run records the same times on every run; other
+// hooks get the method call and stamp their own.
+//
+// # Capped episodes and rlmesh's env server
+//
+// Under disabled autoreset the runtime's caps complete an episode the env
+// did not end and reset the lane. rlmesh's env server still holds that
+// episode, so the reset interrupts it, and on the next step the server
+// reports it (drain_interrupted): the runtime emits a second
+// EpisodeCompleted for the same record id (truncated, no final_info, the
+// server's step count, reward and times), counts it as a completed
+// episode, and resets the lane again, interrupting the episode that had
+// just started. From then on each episode of the lane lasts one step, its
+// completion one step late, until the env ends an episode on its one step.
+// The simulator models this by default; Config.CapsCompleteOnce models an
+// env without a server's bookkeeping, whose capped episodes complete once.
+//
 // # Telemetry
 //
-// Snapshots carry rlmesh's series (see telemetry.go): model.predict/model,
-// env.step/env and env.reset/env with rpc.total and endpoint.total (ms),
-// request.bytes and response.bytes, and group.size for predicts;
+// Snapshots carry rlmesh's series as its local runner reports them (see
+// telemetry.go): env.step/env and env.reset/env with rpc.total and
+// endpoint.total (ms), request.bytes and response.bytes; model.predict/
+// model with rpc.total, request.bytes and response.bytes (an in-process
+// model reports no endpoint.total and no group.size);
 // runner.transform_observation, runner.transform_action and
 // runner.round/runner with rpc.total. Rows are sorted by (op, component,
 // metric); count is every sample, avg and the nearest-rank quantiles are
-// over a reservoir of 8,192 samples.
+// over a reservoir of 8,192 samples drawn with rlmesh's xorshift64*
+// generator, so they match rlmesh's past 8,192 samples too.
 //
 // # Identity
 //
@@ -92,10 +119,12 @@
 //     count.
 //   - When MaxEpisodes is reached the runtime just stops: lanes whose
 //     episodes are still running get no EpisodeCompleted. Every
-//     EpisodeStarted therefore has at most one EpisodeCompleted; those
-//     without one are exactly each lane's latest episode at SessionEnded
-//     (a recorder sees them as incomplete). A failed session likewise
-//     leaves its running episodes open.
+//     EpisodeStarted therefore has at most one EpisodeCompleted, besides
+//     the env server's report of an interrupted capped episode (above);
+//     those without one are each lane's latest episode at SessionEnded,
+//     and an interrupted one whose report had not come yet (a recorder
+//     sees them as incomplete). A failed session likewise leaves its
+//     running episodes open.
 //   - SessionEnded.TotalSteps counts batch steps (one per ActionReceived
 //     that was applied), not lane steps.
 //   - The runtime's caps truncate an episode that reaches them on a step

@@ -114,8 +114,22 @@ type laneState struct {
 	pending  bool // next-step: completed, resets on the next step
 	complete bool // scratch: the env ended the episode on this step
 	capped   bool // scratch: the runtime truncated it at a cap on this step
+	reported bool // scratch: the env server reported an interrupted episode of the lane on this step
 	term     bool
 	trunc    bool
+}
+
+// interrupted is an episode that rlmesh's env server still held when the
+// runtime reset its lane (a capped episode under disabled autoreset, and
+// after it each episode the next report's reset cuts short): the server
+// completes it as truncated and reports it on the next step
+// (drain_interrupted), with its own accounting.
+type interrupted struct {
+	lane            int
+	epID, recID     string
+	index, steps    int64
+	reward          float64
+	started, ending time.Time
 }
 
 type session struct {
@@ -143,6 +157,10 @@ type session struct {
 
 	samples []sample // this round's telemetry, handed to meter at its end
 	wire    wireSizes
+
+	// interrupted holds the episodes the env server will report on the
+	// next step; drained is the previous step's, being reported.
+	interrupted, drained []interrupted
 
 	hookMu   sync.Mutex
 	hookErr  error
@@ -216,21 +234,24 @@ func (s *session) record(sr series, v float64) {
 	s.samples = append(s.samples, sample{sr, v})
 }
 
-// recordCall adds the samples of one call to the env or the model, timed
-// from t0 to t1. The call is in process, so the endpoint's own time is the
-// call's.
+// recordCall adds the samples of one call to the env timed from t0 to t1:
+// the env server's endpoint time is the call's.
 func (s *session) recordCall(first series, t0, t1 time.Time, reqBytes, respBytes int) {
 	d := ms(t1.Sub(t0))
-	// Each op's series are in the order endpoint.total, [group.size,]
+	// Each env op's series are in the order endpoint.total,
 	// request.bytes, response.bytes, rpc.total.
 	s.record(first, d)
-	if first == predictEndpoint {
-		s.record(predictGroupSize, float64(len(s.lanes)))
-		first++
-	}
 	s.record(first+1, float64(reqBytes))
 	s.record(first+2, float64(respBytes))
 	s.record(first+3, d)
+}
+
+// recordPredict adds the samples of one predict of the in-process model
+// (rlmesh's local runner): no endpoint time, no group size.
+func (s *session) recordPredict(t0, t1 time.Time, reqBytes, respBytes int) {
+	s.record(predictRequest, float64(reqBytes))
+	s.record(predictResponse, float64(respBytes))
+	s.record(predictRPC, ms(t1.Sub(t0)))
 }
 
 // flushSamples hands the round's samples to the meter.
@@ -243,7 +264,7 @@ func (s *session) flushSamples() {
 func (s *session) loop() error {
 	ctx := s.ctx
 	hctx := context.WithoutCancel(ctx)
-	s.hookDone(s.hooks.OnSessionStarted(hctx, &events.SessionStarted{SessionID: s.id, Route: s.route, EnvID: s.route.EnvID}))
+	s.emit(hctx, &events.SessionStarted{SessionID: s.id, Route: s.route, EnvID: s.route.EnvID})
 
 	stopTelemetry := s.startTelemetry(hctx)
 
@@ -256,9 +277,9 @@ func (s *session) loop() error {
 	t1 := s.clock()
 	s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(n, false), s.wire.resetResponse(obs))
 	src := "runtime"
-	s.hookDone(s.hooks.OnLog(hctx, &events.Log{SessionID: s.id, Route: s.route, Level: events.LogInfo,
+	s.emit(hctx, &events.Log{SessionID: s.id, Route: s.route, Level: events.LogInfo,
 		Message: "env reset complete in " + strconv.FormatFloat(ms(t1.Sub(t0)), 'f', 0, 64) + "ms (" +
-			strconv.Itoa(n) + " episode(s) ready)", Source: &src}))
+			strconv.Itoa(n) + " episode(s) ready)", Source: &src})
 	for i := range s.lanes {
 		s.startEpisode(hctx, i, false)
 	}
@@ -273,7 +294,7 @@ func (s *session) loop() error {
 		}
 		// model.predict, then the action transform.
 		action := s.env.act()
-		s.recordCall(predictEndpoint, roundStart, s.clock(), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
+		s.recordPredict(roundStart, s.clock(), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
 		s.record(transformActRPC, 0)
 
 		l0 := &s.lanes[0]
@@ -283,20 +304,28 @@ func (s *session) loop() error {
 			EpisodeID: s.epIDs[0], EpisodeRecordID: s.recIDs[0],
 			EpisodeIDs: s.epIDs, EpisodeRecordIDs: s.recIDs,
 			Step: stepNo, ActionSpace: s.actSp, Action: action}
-		s.hookDone(s.hooks.OnActionReceived(hctx, a))
+		s.emit(hctx, a)
 
 		if s.cfg.FailAfterSteps > 0 && s.steps >= s.cfg.FailAfterSteps {
-			return s.fail(hctx, stopTelemetry, fmt.Sprintf("environment env.step failed at runtime step %d: injected fault after %d steps%s",
-				stepNo, s.steps, envRPCHint), errInjected)
+			// rlmesh's local env adapter (EnvClientRuntimeEnv) reports
+			// its errors at runtime step 0, whatever the step.
+			return s.fail(hctx, stopTelemetry, fmt.Sprintf("environment env.step failed at runtime step 0: injected fault after %d steps%s",
+				s.steps, envRPCHint), errInjected)
 		}
 
 		// env.step.
 		t0 := s.clock()
 		s.steps++
 		allZero := true
+		// The env server reports the episodes the last reset interrupted
+		// first (drain_interrupted), then the env's completions.
+		s.drained, s.interrupted = s.interrupted, s.drained[:0]
 		for i := range s.lanes {
 			l := &s.lanes[i]
-			l.complete, l.capped = false, false
+			l.complete, l.capped, l.reported = false, false, false
+			for _, d := range s.drained {
+				l.reported = l.reported || d.lane == i
+			}
 			if l.pending {
 				// next-step autoreset: the action is ignored, the lane
 				// resets; this step belongs to no episode.
@@ -329,7 +358,7 @@ func (s *session) loop() error {
 		*st = events.StepCompleted{SessionID: s.id, Route: s.route,
 			EpisodeID: a.EpisodeID, EpisodeRecordID: a.EpisodeRecordID,
 			Step: stepNo, Rewards: rewards}
-		s.hookDone(s.hooks.OnStepCompleted(hctx, st))
+		s.emit(hctx, st)
 
 		for i := range s.lanes {
 			if s.lanes[i].pending {
@@ -337,18 +366,24 @@ func (s *session) loop() error {
 				s.startEpisode(hctx, i, true)
 			}
 		}
-		// The runtime's caps: lanes the env did not end on this step.
+		// The runtime's caps: lanes the env server reported no
+		// completion of on this step (an interrupted episode's report
+		// counts, as in rlmesh's driver).
 		if s.stepCap > 0 || s.cfg.MaxEpisodeTime > 0 {
 			for i := range s.lanes {
 				l := &s.lanes[i]
-				if !l.complete && (s.stepCap > 0 && l.steps >= s.stepCap ||
+				if !l.complete && !l.reported && (s.stepCap > 0 && l.steps >= s.stepCap ||
 					s.cfg.MaxEpisodeTime > 0 && t1.Sub(l.started) >= s.cfg.MaxEpisodeTime) {
 					l.capped, l.term, l.trunc = true, false, true
 				}
 			}
 		}
-		// The env's completions, then the runtime's.
-		anyDone := false
+		// The interrupted episodes the env server reports, the env's
+		// completions, then the runtime's.
+		anyDone := len(s.drained) > 0
+		for _, d := range s.drained {
+			s.reportInterrupted(hctx, d)
+		}
 		for i := range s.lanes {
 			if s.lanes[i].complete {
 				s.completeEpisode(hctx, i, s.env.finalInfo(i))
@@ -366,8 +401,8 @@ func (s *session) loop() error {
 			s.flushSamples()
 			stopTelemetry()
 			late := s.lateWindowAfter()
-			s.hookDone(s.hooks.OnSessionEnded(hctx, &events.SessionEnded{SessionID: s.id, Route: s.route,
-				Reason: reasonCompleted, TotalSteps: s.steps, TotalEpisodes: s.completed}))
+			s.emit(hctx, &events.SessionEnded{SessionID: s.id, Route: s.route,
+				Reason: reasonCompleted, TotalSteps: s.steps, TotalEpisodes: s.completed})
 			if late == 1 {
 				s.lateWindow(hctx)
 			}
@@ -384,7 +419,13 @@ func (s *session) loop() error {
 				t0 := s.clock()
 				k := 0
 				for i := range s.lanes {
-					if l := &s.lanes[i]; l.complete || l.capped {
+					if l := &s.lanes[i]; l.complete || l.capped || l.reported {
+						if !l.complete && !s.cfg.CapsCompleteOnce {
+							// The env server still holds the lane's
+							// episode: the reset interrupts it.
+							s.interrupted = append(s.interrupted, interrupted{lane: i, epID: s.epIDs[i], recID: s.recIDs[i],
+								index: l.index, steps: l.steps, reward: l.reward, started: l.started, ending: t0})
+						}
 						s.env.reset(i)
 						k++
 					}
@@ -393,7 +434,7 @@ func (s *session) loop() error {
 				t1 := s.clock()
 				s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(k, k < n), s.wire.resetResponse(obs))
 				for i := range s.lanes {
-					if l := &s.lanes[i]; l.complete || l.capped {
+					if l := &s.lanes[i]; l.complete || l.capped || l.reported {
 						s.startEpisode(hctx, i, true)
 					}
 				}
@@ -426,7 +467,7 @@ func (s *session) fail(hctx context.Context, stopTelemetry func(), reason string
 	if late == 1 {
 		s.lateWindow(hctx)
 	}
-	s.hookDone(s.hooks.OnSessionFailed(hctx, &events.SessionFailed{SessionID: s.id, Route: s.route, Reason: reason}))
+	s.emit(hctx, &events.SessionFailed{SessionID: s.id, Route: s.route, Reason: reason})
 	if late == 2 {
 		s.lateWindow(hctx)
 	}
@@ -451,12 +492,12 @@ func (s *session) lateWindow(hctx context.Context) {
 	if len(snap.Rows) == 0 {
 		return
 	}
-	s.hookDone(s.hooks.OnTelemetrySnapshot(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route, Snapshot: snap}))
+	s.emit(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route, Snapshot: snap})
 }
 
 func (s *session) finalTelemetry(hctx context.Context) {
-	s.hookDone(s.hooks.OnTelemetrySnapshot(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route,
-		Snapshot: s.meter.snapshot(events.HorizonSession)}))
+	s.emit(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route,
+		Snapshot: s.meter.snapshot(events.HorizonSession)})
 }
 
 // startTelemetry starts the window telemetry goroutine, if configured, and
@@ -481,8 +522,8 @@ func (s *session) startTelemetry(hctx context.Context) func() {
 				if len(snap.Rows) == 0 {
 					continue
 				}
-				s.hookDone(s.hooks.OnTelemetrySnapshot(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route,
-					Snapshot: snap}))
+				s.emit(hctx, &events.TelemetrySnapshot{SessionID: s.id, Route: s.route,
+					Snapshot: snap})
 			}
 		}
 	})
@@ -508,7 +549,7 @@ func (s *session) startEpisode(hctx context.Context, lane int, auto bool) {
 	*ev = events.EpisodeStarted{SessionID: s.id, Route: s.route,
 		EpisodeID: s.epIDs[lane], EpisodeRecordID: s.recIDs[lane], EpisodeIndex: s.nextIndex,
 		EnvIndex: int32(lane), StartedFromAutoReset: auto}
-	s.hookDone(s.hooks.OnEpisodeStarted(hctx, ev))
+	s.emit(hctx, ev)
 }
 
 func (s *session) completeEpisode(hctx context.Context, lane int, finalInfo *spacesv1.MetaMap) {
@@ -521,7 +562,22 @@ func (s *session) completeEpisode(hctx context.Context, lane int, finalInfo *spa
 		Terminated: l.term, Truncated: l.trunc,
 		DurationMs: s.clock().Sub(l.started).Milliseconds(),
 		FinalInfo:  finalInfo}
-	s.hookDone(s.hooks.OnEpisodeCompleted(hctx, ev))
+	s.emit(hctx, ev)
+}
+
+// reportInterrupted emits the env server's report of an episode a reset
+// interrupted: a second EpisodeCompleted for its record id (the runtime
+// keeps the record), truncated, without final_info, with the server's
+// step count, reward and times. rlmesh counts it as a completed episode.
+func (s *session) reportInterrupted(hctx context.Context, d interrupted) {
+	s.completed++
+	ev := &s.evDone
+	*ev = events.EpisodeCompleted{SessionID: s.id, Route: s.route,
+		EpisodeID: d.epID, EpisodeRecordID: d.recID, EpisodeIndex: d.index,
+		EnvIndex: int32(d.lane), StepCount: d.steps, CumulativeReward: d.reward,
+		Terminated: false, Truncated: true,
+		DurationMs: d.ending.Sub(d.started).Milliseconds()}
+	s.emit(hctx, ev)
 }
 
 // emitObservation runs the observation transform and emits obs.
@@ -533,10 +589,20 @@ func (s *session) emitObservation(hctx context.Context, obs [][]byte, isReset bo
 		Step: s.lanes[0].steps, IsReset: isReset, NumEnvs: uint32(len(s.lanes)),
 		ObservationSpace: s.obsSp, Observation: obs}
 	s.record(transformObsRPC, 0)
-	s.hookDone(s.hooks.OnObservationEmitted(hctx, ev))
+	s.emit(hctx, ev)
 }
 
 // recordID formats the session-global episode record id, ep-NNNNNN.
 func recordID(index int64) string {
 	return fmt.Sprintf("ep-%06d", index)
+}
+
+// emit delivers ev with the time of its hook call, read from the session's
+// clock: rlmesh's events carry no time, so whoever receives a hook call
+// stamps it, and the simulated runtime's clock is the one that knows when
+// the call happened (a StepClock makes those times reproducible). Hooks
+// that take the time (events.TimedHooks: the recorder, the serve client,
+// StreamHooks) get it through RecordAt; any other gets the method call.
+func (s *session) emit(hctx context.Context, ev events.Event) {
+	s.hookDone(events.DispatchAt(hctx, s.hooks, ev, s.clock()))
 }

@@ -133,7 +133,7 @@ func TestCaps(t *testing.T) {
 		{"time cap",
 			Config{Autoreset: AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeTime: 30 * time.Millisecond, testEnv: endless,
 				Clock: StepClock(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), time.Millisecond)},
-			[]done{{0, 8, false, false}, {0, 8, false, false}}, 30},
+			[]done{{0, 5, false, false}, {0, 5, false, false}}, 30},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,7 +327,7 @@ func TestLogLineAndReasons(t *testing.T) {
 			false, `^env reset complete in [0-9]+ms \(16 episode\(s\) ready\)$`, events.KindSessionEnded, `completed requested episodes`},
 		{"env step failure", Config{NumEnvs: 2, MaxEpisodes: 1000, FailAfterSteps: 4, Clock: clock(time.Millisecond / 4)},
 			false, `env reset complete in 0ms (2 episode(s) ready)`, events.KindSessionFailed,
-			`^environment env\.step failed at runtime step [1-5]: injected fault after 4 steps\. If the source is 'transport error: connection closed', the environment server exited`},
+			`^environment env\.step failed at runtime step 0: injected fault after 4 steps\. If the source is 'transport error: connection closed', the environment server exited`},
 		{"cancelled", Config{NumEnvs: 2, MaxEpisodes: 1 << 30},
 			true, `^env reset complete in`, events.KindSessionFailed,
 			`^route [0-9a-f-]{36} cancelled at runtime step [0-9]+: context canceled$`},

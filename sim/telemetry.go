@@ -2,7 +2,6 @@ package sim
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 
@@ -10,19 +9,26 @@ import (
 )
 
 // Telemetry the simulated runtime reports, as rlmesh's driver does
-// (RLMESH.md §4a): one series per (op, component, metric), each sampled
-// into a window and a session reservoir of reservoirSize samples (uniform
-// reservoir sampling, Vitter's Algorithm R). A row's count is every sample
-// seen in its horizon; avg and the nearest-rank p50/p95/p99 are over the
-// samples the reservoir holds. Rows come sorted by (op, component, metric),
-// and a series with no samples in a horizon has no row.
+// (crates/rlmesh-runtime/src/telemetry in rlmesh v0.1.0-rc.5): one series
+// per (op, component, metric), each sampled into a window and a session
+// reservoir of reservoirSize samples (Vitter's Algorithm R, with rlmesh's
+// generator: xorshift64* seeded 0x9E3779B97F4A7C15 per reservoir, running
+// on across window clears, slot = next % seen). A row's count is every
+// sample seen in its horizon; avg (summed in reservoir order) and the
+// nearest-rank p50/p95/p99 (index ceil((len-1)·q) of the sorted samples)
+// are over the samples the reservoir holds, so past 8,192 samples they
+// match rlmesh's for the same values. Rows come sorted by (op, component,
+// metric), and a series with no samples in a horizon has no row.
 //
-// The env and the model are called in process: a call's endpoint.total is
-// its rpc.total, and its request.bytes and response.bytes are the sizes of
-// the rlmesh messages it stands for (see wireSizes). group.size is the
-// lane count, every lane riding in one predict. The observation and action
-// transforms are identities (events.Hooks has no transform methods), so
-// runner.transform_* count their calls and record 0 ms.
+// The simulator is rlmesh's local runner: an in-process model
+// (ModelHandlerRuntimeModel, which reports no endpoint time and no group
+// size), so model.predict has rpc.total, request.bytes and response.bytes
+// only, no endpoint.total and no group.size; the env sits behind an env
+// server whose endpoint time is its call's, so env.step and env.reset also
+// have endpoint.total. request.bytes and response.bytes are the sizes of
+// the rlmesh messages a call stands for (see wireSizes). The observation
+// and action transforms are identities (events.Hooks has no transform
+// methods), so runner.transform_* count their calls and record 0 ms.
 const reservoirSize = 8192
 
 // Telemetry ops and components, rlmesh's names.
@@ -59,8 +65,6 @@ const (
 	stepRequest
 	stepResponse
 	stepRPC
-	predictEndpoint
-	predictGroupSize
 	predictRequest
 	predictResponse
 	predictRPC
@@ -76,31 +80,46 @@ type seriesDef struct {
 }
 
 var seriesDefs = [numSeries]seriesDef{
-	resetEndpoint:    {opReset, componentEnv, metricEndpoint, kindDuration},
-	resetRequest:     {opReset, componentEnv, metricRequest, kindBytes},
-	resetResponse:    {opReset, componentEnv, metricResponse, kindBytes},
-	resetRPC:         {opReset, componentEnv, metricRPC, kindDuration},
-	stepEndpoint:     {opStep, componentEnv, metricEndpoint, kindDuration},
-	stepRequest:      {opStep, componentEnv, metricRequest, kindBytes},
-	stepResponse:     {opStep, componentEnv, metricResponse, kindBytes},
-	stepRPC:          {opStep, componentEnv, metricRPC, kindDuration},
-	predictEndpoint:  {opPredict, componentModel, metricEndpoint, kindDuration},
-	predictGroupSize: {opPredict, componentModel, metricGroupSize, kindCount},
-	predictRequest:   {opPredict, componentModel, metricRequest, kindBytes},
-	predictResponse:  {opPredict, componentModel, metricResponse, kindBytes},
-	predictRPC:       {opPredict, componentModel, metricRPC, kindDuration},
-	roundRPC:         {opRound, componentRunner, metricRPC, kindDuration},
-	transformActRPC:  {opTransformAct, componentRunner, metricRPC, kindDuration},
-	transformObsRPC:  {opTransformObs, componentRunner, metricRPC, kindDuration},
+	resetEndpoint:   {opReset, componentEnv, metricEndpoint, kindDuration},
+	resetRequest:    {opReset, componentEnv, metricRequest, kindBytes},
+	resetResponse:   {opReset, componentEnv, metricResponse, kindBytes},
+	resetRPC:        {opReset, componentEnv, metricRPC, kindDuration},
+	stepEndpoint:    {opStep, componentEnv, metricEndpoint, kindDuration},
+	stepRequest:     {opStep, componentEnv, metricRequest, kindBytes},
+	stepResponse:    {opStep, componentEnv, metricResponse, kindBytes},
+	stepRPC:         {opStep, componentEnv, metricRPC, kindDuration},
+	predictRequest:  {opPredict, componentModel, metricRequest, kindBytes},
+	predictResponse: {opPredict, componentModel, metricResponse, kindBytes},
+	predictRPC:      {opPredict, componentModel, metricRPC, kindDuration},
+	roundRPC:        {opRound, componentRunner, metricRPC, kindDuration},
+	transformActRPC: {opTransformAct, componentRunner, metricRPC, kindDuration},
+	transformObsRPC: {opTransformObs, componentRunner, metricRPC, kindDuration},
 }
 
 // reservoir is a uniform sample of a series' values: the first
-// reservoirSize values, then each later one replaces a random slot with
-// probability reservoirSize/seen.
+// reservoirSize values, then each later one replaces slot next % seen
+// when that is below reservoirSize (probability reservoirSize/seen), next
+// drawn from rlmesh's xorshift64* generator.
 type reservoir struct {
 	samples []float64
 	seen    uint64
-	rng     rand.PCG
+	rng     uint64 // xorshift64* state
+}
+
+// reservoirSeed is rlmesh's fixed reservoir seed: part of matching its
+// quantiles, do not change.
+const reservoirSeed = 0x9E3779B97F4A7C15
+
+func newReservoir() reservoir { return reservoir{rng: reservoirSeed} }
+
+// next returns rlmesh's xorshift64* draw.
+func (r *reservoir) next() uint64 {
+	x := r.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	r.rng = x
+	return x * 0x2545F4914F6CDD1D
 }
 
 func (r *reservoir) add(v float64) {
@@ -109,7 +128,7 @@ func (r *reservoir) add(v float64) {
 		r.samples = append(r.samples, v)
 		return
 	}
-	if j := r.rng.Uint64() % r.seen; j < reservoirSize {
+	if j := r.next() % r.seen; j < reservoirSize {
 		r.samples[j] = v
 	}
 }
@@ -139,10 +158,9 @@ type meter struct {
 // only.
 func newMeter(windows bool) *meter {
 	m := &meter{windows: windows}
-	// Fixed seeds: the replacement choices are part of a reproducible run.
+	// rlmesh seeds every reservoir alike.
 	for i := range numSeries {
-		m.window[i].rng = *rand.NewPCG(uint64(i), 1)
-		m.session[i].rng = *rand.NewPCG(uint64(i), 2)
+		m.window[i], m.session[i] = newReservoir(), newReservoir()
 	}
 	return m
 }
@@ -175,12 +193,12 @@ func (m *meter) snapshot(h events.TelemetryHorizon) events.Snapshot {
 			continue
 		}
 		d := seriesDefs[i]
+		sum := 0.0
+		for _, v := range r.samples {
+			sum += v // in reservoir order, as rlmesh sums
+		}
 		m.scratch = append(m.scratch[:0], r.samples...)
 		slices.Sort(m.scratch)
-		sum := 0.0
-		for _, v := range m.scratch {
-			sum += v
-		}
 		snap.Rows = append(snap.Rows, events.TelemetryRow{
 			Op: d.op, Component: d.component, Metric: d.metric, Kind: d.kind,
 			Count: r.seen, Avg: sum / float64(len(m.scratch)),

@@ -89,8 +89,12 @@
 //	                episode's commit point)
 //	session         per recording: the sessions row agrees with the
 //	                recording's files: episodes_recorded = episodes rows,
-//	                steps_recorded = steps rows; status is known; episodes
-//	                with no sessions row
+//	                steps_recorded = steps rows; status is known; clock is
+//	                "event", "recorder" or "mixed"; episodes with no
+//	                sessions row
+//	event-log       a logs row of source rlrec/event holds an event
+//	                (EnvConnected, ModelConnected, a repeated
+//	                EpisodeCompleted) that replay can re-emit
 //	stray           no temp file (.part-N.parquet.tmp, left by a writer
 //	                that stopped) and no unknown file or directory under the
 //	                table directories

@@ -10,6 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/schema"
@@ -109,6 +110,14 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 		var rows []schema.LogRow
 		rows, c.sum.read = readRows[schema.LogRow](c, pf, schema.LogsSchema)
 		c.sum.rows = int64(len(rows))
+		for i, r := range rows {
+			// A row that holds an event must hold one: replay re-emits it.
+			if r.Source != nil && *r.Source == schema.SourceEvent {
+				if _, err := schema.ParseEventLog("", events.RuntimeEnvContext{}, r.Message); err != nil {
+					c.add(CheckEventLog, int64(i), fixForeign, "logs row of source %s holds no event: %v", schema.SourceEvent, err)
+				}
+			}
+		}
 	case schema.TableTelemetry:
 		var rows []schema.TelemetryRow
 		rows, c.sum.read = readRows[schema.TelemetryRow](c, pf, schema.TelemetrySchema)

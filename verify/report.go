@@ -23,6 +23,7 @@ const (
 	CheckSteps         Check = "steps"
 	CheckEpisode       Check = "episode"
 	CheckSession       Check = "session"
+	CheckEventLog      Check = "event-log"
 	CheckStray         Check = "stray"
 	CheckLog           Check = "log"
 	CheckLock          Check = "lock"

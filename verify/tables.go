@@ -83,9 +83,26 @@ func (c *fileCheck) checkEpisodes(pf *parquet.File) {
 }
 
 func (c *fileCheck) checkSessions(pf *parquet.File) {
-	rows, ok := readRows[schema.SessionRow](c, pf, schema.SessionsSchema)
-	if !ok {
-		return
+	var rows []schema.SessionRow
+	legacy := parquet.EqualNodes(pf.Schema(), schema.SessionsSchemaBeforeClock)
+	if legacy {
+		// Written before the clock column: as good, without it.
+		old, ok := readRows[schema.SessionRowBeforeClock](c, pf, schema.SessionsSchemaBeforeClock)
+		if !ok {
+			return
+		}
+		for _, r := range old {
+			rows = append(rows, schema.SessionRow{EnvComponentID: r.EnvComponentID, ModelComponentID: r.ModelComponentID,
+				Status: r.Status, Reason: r.Reason, TotalSteps: r.TotalSteps, TotalEpisodes: r.TotalEpisodes,
+				StartedAt: r.StartedAt, EndedAt: r.EndedAt, EpisodesRecorded: r.EpisodesRecorded,
+				StepsRecorded: r.StepsRecorded, DroppedSteps: r.DroppedSteps, Problems: r.Problems,
+				ProblemSummary: r.ProblemSummary})
+		}
+	} else {
+		var ok bool
+		if rows, ok = readRows[schema.SessionRow](c, pf, schema.SessionsSchema); !ok {
+			return
+		}
 	}
 	sum := &sessionSum{rel: c.f.Rel, rows: make([]sessionRec, len(rows)), logRows: -1, teleRows: -1}
 	for _, kv := range []struct {
@@ -107,6 +124,17 @@ func (c *fileCheck) checkSessions(pf *parquet.File) {
 		case schema.SessionEnded, schema.SessionFailed, schema.SessionCrashed, schema.SessionOpen:
 		default:
 			c.add(CheckSession, int64(i), fixForeign, "status %q is not a session status", rows[i].Status)
+		}
+		switch rows[i].Clock {
+		case schema.ClockEvent, schema.ClockRecorder, schema.ClockMixed:
+		case "":
+			if !legacy {
+				c.add(CheckSession, int64(i), fixForeign, "clock is empty, none of %q, %q and %q",
+					schema.ClockEvent, schema.ClockRecorder, schema.ClockMixed)
+			}
+		default:
+			c.add(CheckSession, int64(i), fixForeign, "clock %q is none of %q, %q and %q", rows[i].Clock,
+				schema.ClockEvent, schema.ClockRecorder, schema.ClockMixed)
 		}
 	}
 	c.sum.session, c.sum.read = sum, true

@@ -38,8 +38,12 @@ protobuf messages, as 'rlrec simulate' and 'rlrec replay --format events'
 write them) from FILE, or from standard input when FILE is - or absent, into
 the ROOT directory DIR (default ./rlrec-data).
 
-Events keep the times the stream carries; events without one are stamped
-with the current time. A damaged or truncated stream stops the ingest with an
+Events keep the times the stream carries (the time of each hook call, as
+rlrec simulate, the Go client, the Python capture and rlrec replay stamp
+them), so the same stream ingested twice gives the same tables. Events
+without one are stamped with the current time, and the recording's
+sessions row says so (clock: "recorder", or "mixed" when only some had
+one). A damaged or truncated stream stops the ingest with an
 error naming the message and byte offset, after everything before the
 damage has been recorded durably. A message that is well-formed but no
 valid event (an unknown or missing kind, an unknown enum value such as log
@@ -289,7 +293,15 @@ func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage
 	var rep ingestReport
 	for {
 		for sr.Next() {
-			if err := rec.RecordAt(ctx, sr.Event(), stamp(sr.Time())); err != nil {
+			var err error
+			if sr.RecorderClock() {
+				// A replayed recording whose times were a recorder's.
+				err = rec.RecordStamped(ctx, sr.Event(), sr.Time(), 0)
+			} else {
+				// The zero time: the recorder stamps its clock.
+				err = rec.RecordAt(ctx, sr.Event(), sr.Time())
+			}
+			if err != nil {
 				if errors.Is(err, recorder.ErrRecordingExists) {
 					rep.refuse(sr.Event().Header())
 					continue

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -62,14 +63,28 @@ sessions and episodes, and null for values the tables hold as null:
      "env_component_id", "model_component_id", "started_at", "ended_at",
      "total_steps", "total_episodes", "episodes_recorded",
      "episodes_completed", "episodes_incomplete", "steps_recorded",
-     "dropped_steps", "problems", "problem_summary", "reward_sum",
-     "mean_return",
+     "dropped_steps", "problems", "problem_summary", "clock",
+     "repeated_completions", "reward_sum", "mean_return",
      "spaces": {"observation": [{"path", "space"}], "action": [...]},
      "episodes": [{"episode_record_id", "episode_id", "episode_index",
        "env_index", "status", "started_from_auto_reset", "step_count",
        "steps_recorded", "return", "reward_sum", "terminated",
        "truncated", "success", "duration_ms", "started_at", "ended_at",
        "final_info"}]}]}
+
+"clock" says whose clock the recording's times are: "event" (every event
+came with the time of its hook call), "recorder" (none did: the recorder
+stamped its own clock, so times say when it received them) or "mixed";
+inspect notes the last two. It is null for a sessions file written before
+rlrec had the column.
+
+"repeated_completions" lists the episodes rlmesh's env server reported
+complete a second time (kept in the logs table, source "rlrec/event"):
+after a runtime step or time cap under disabled autoreset, the runtime
+resets the lane while the env server still holds the episode, so the
+server reports it as interrupted on the next step, and from then on each
+episode of the lane lasts one step and completes one step late. This is
+rlmesh's behaviour, recorded as it came: inspect explains it under notes.
 
 "needs_recovery" is true when the recorder's log holds records and no
 recorder is writing ROOT ("recorder_writing"): run 'rlrec recover ROOT'.
@@ -131,27 +146,32 @@ type inspectStray struct {
 }
 
 type inspectSession struct {
-	SessionID          string           `json:"session_id"`
-	Status             string           `json:"status"`
-	Reason             *string          `json:"reason"`
-	EnvID              string           `json:"env_id"`
-	EnvComponentID     string           `json:"env_component_id"`
-	ModelComponentID   string           `json:"model_component_id"`
-	StartedAt          *string          `json:"started_at"`
-	EndedAt            *string          `json:"ended_at"`
-	TotalSteps         *jsonInt         `json:"total_steps"`
-	TotalEpisodes      *jsonInt         `json:"total_episodes"`
-	EpisodesRecorded   jsonInt          `json:"episodes_recorded"`
-	EpisodesCompleted  jsonInt          `json:"episodes_completed"`
-	EpisodesIncomplete jsonInt          `json:"episodes_incomplete"`
-	StepsRecorded      jsonInt          `json:"steps_recorded"`
-	DroppedSteps       jsonInt          `json:"dropped_steps"`
-	Problems           jsonInt          `json:"problems"`
-	ProblemSummary     *string          `json:"problem_summary"`
-	RewardSum          float64          `json:"reward_sum"`
-	MeanReturn         *float64         `json:"mean_return"`
-	Spaces             *inspectSpaces   `json:"spaces,omitempty"`
-	Episodes           []inspectEpisode `json:"episodes,omitempty"`
+	SessionID          string   `json:"session_id"`
+	Status             string   `json:"status"`
+	Reason             *string  `json:"reason"`
+	EnvID              string   `json:"env_id"`
+	EnvComponentID     string   `json:"env_component_id"`
+	ModelComponentID   string   `json:"model_component_id"`
+	StartedAt          *string  `json:"started_at"`
+	EndedAt            *string  `json:"ended_at"`
+	TotalSteps         *jsonInt `json:"total_steps"`
+	TotalEpisodes      *jsonInt `json:"total_episodes"`
+	EpisodesRecorded   jsonInt  `json:"episodes_recorded"`
+	EpisodesCompleted  jsonInt  `json:"episodes_completed"`
+	EpisodesIncomplete jsonInt  `json:"episodes_incomplete"`
+	StepsRecorded      jsonInt  `json:"steps_recorded"`
+	DroppedSteps       jsonInt  `json:"dropped_steps"`
+	Problems           jsonInt  `json:"problems"`
+	ProblemSummary     *string  `json:"problem_summary"`
+	Clock              *string  `json:"clock"`
+	// RepeatedCompletions are the record ids of the episodes rlmesh's
+	// env server reported complete again (logs rows of source
+	// schema.SourceEvent).
+	RepeatedCompletions []string         `json:"repeated_completions"`
+	RewardSum           float64          `json:"reward_sum"`
+	MeanReturn          *float64         `json:"mean_return"`
+	Spaces              *inspectSpaces   `json:"spaces,omitempty"`
+	Episodes            []inspectEpisode `json:"episodes,omitempty"`
 
 	returns []float64
 	// hasRow: the recording has a sessions row (Status is its status).
@@ -275,7 +295,15 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.TotalSteps, is.TotalEpisodes = (*jsonInt)(row.TotalSteps), (*jsonInt)(row.TotalEpisodes)
 			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = jsonInt(row.EpisodesRecorded), jsonInt(row.StepsRecorded), jsonInt(row.DroppedSteps)
 			is.Problems, is.ProblemSummary = jsonInt(row.Problems), row.ProblemSummary
+			if clock := row.Clock; clock != "" { // "": written before the column
+				is.Clock = &clock
+			}
 		}
+		logs, err := d.Logs(rec)
+		if err != nil {
+			return nil, err
+		}
+		is.RepeatedCompletions = repeatedCompletions(rec, logs)
 		eps, err := d.Episodes(rec)
 		if err != nil {
 			return nil, err
@@ -327,6 +355,22 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		rep.Sessions = append(rep.Sessions, is)
 	}
 	return rep, nil
+}
+
+// repeatedCompletions returns the record ids of the repeated
+// EpisodeCompleted events kept in a recording's logs.
+func repeatedCompletions(rec dataset.Recording, logs []schema.LogRow) []string {
+	out := []string{}
+	for _, l := range logs {
+		if l.Source == nil || *l.Source != schema.SourceEvent {
+			continue
+		}
+		ev, err := schema.ParseEventLog(rec.SessionID, events.RuntimeEnvContext{EnvID: rec.EnvID}, l.Message)
+		if ec, ok := ev.(*events.EpisodeCompleted); err == nil && ok {
+			out = append(out, ec.EpisodeRecordID)
+		}
+	}
+	return out
 }
 
 func leavesOf(l *schema.Layout) []inspectLeaf {
@@ -443,6 +487,7 @@ func inspectFindings(rep *inspectReport) (problems, notes []string) {
 			Recording: dataset.Recording{SessionID: s.SessionID, EnvID: s.EnvID},
 			Reason:    s.Reason, Problems: int64(s.Problems), ProblemSummary: s.ProblemSummary,
 			EpisodesIncomplete: int64(s.EpisodesIncomplete),
+			Clock:              derefStr(s.Clock), RepeatedCompletions: s.RepeatedCompletions,
 		}
 		if s.hasRow {
 			fr.Status = s.Status

@@ -34,7 +34,10 @@ const goldenRoot = "../../testdata/golden-root"
 // every run.
 var goldenSessions = []sim.Config{
 	{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 8, Seed: 1, SessionID: "golden-cartpole"},
-	{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 3, Seed: 2, SessionID: "golden-all-leaves"},
+	// A clean cap (no env server's repeat), so that its second episode
+	// ends by the env, with final info.
+	{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 3, Seed: 2, SessionID: "golden-all-leaves",
+		CapsCompleteOnce: true},
 }
 
 // writeGoldenRoot records goldenSessions into dir.

@@ -257,11 +257,19 @@ func jsonString(s string) []byte { return blob.AppendJSONString(nil, s) }
 // replayEvents writes the session's rebuilt event stream.
 func replayEvents(ctx context.Context, env *Env, w io.Writer, d *dataset.Dataset, rec dataset.Recording) error {
 	sw := events.NewStreamWriter(w)
+	s, err := d.Session(rec)
+	if err != nil {
+		return err
+	}
+	clock := ""
+	if row := s.Row(); row != nil {
+		clock = row.Clock
+	}
 	rep, err := d.ReplayEvents(rec, func(ev events.Event, at time.Time) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return sw.WriteAt(ev, at)
+		return sw.WriteStamped(ev, at, dataset.RecorderClocked(clock, ev))
 	})
 	if err != nil {
 		return err

@@ -67,12 +67,20 @@ failure: after that many steps the session fails mid-episode (SessionFailed,
 no SessionEnded). With --sessions S, the sessions run concurrently into one
 stream, session i with seed X+i.
 
-With --reproducible the sessions read a simulated clock (starting at
-2026-01-01T00:00:00Z, 1 ms per reading) instead of the wall clock, so one
-session's flags always give the same bytes; concurrent sessions
-(--sessions > 1) still interleave in a varying order. --telemetry-interval
-adds window telemetry snapshots, which are wall-clock driven and so never
-reproducible.
+Every event carries the time of its hook call (time_unix_nano), read from
+the simulated runtime's clock, and 'rlrec ingest' keeps it. With
+--reproducible the sessions read a simulated clock (starting at
+2026-01-01T00:00:00Z, 1 ms per reading, about 7 readings per step)
+instead of the wall clock, so one session's flags always give the same
+bytes, times included, and ingesting them gives the same tables;
+concurrent sessions (--sessions > 1) still interleave in a varying order.
+--telemetry-interval adds window telemetry snapshots, which are
+wall-clock driven and so never reproducible.
+
+Under --autoreset disabled, a capped episode is followed as rlmesh's env
+server has it: the runtime completes it at the cap and resets the lane,
+the env server reports it again on the next step, and the lane's later
+episodes last one step each (see 'rlrec inspect', which explains it).
 
 The output goes to FILE, written in full under a temporary name and then
 renamed, or to standard output with -o -. With --to ADDR the events go

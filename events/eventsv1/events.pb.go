@@ -265,6 +265,13 @@ type Event struct {
 	// event in its log, so that after a restart it knows the last event of
 	// each recording it holds and drops resent ones.
 	Sequence uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Set when time_unix_nano is a recorder's own clock reading, not the
+	// producer's: the event reached the recorder without a time (a hook
+	// call, a stream message without time_unix_nano), and the recorder
+	// stamped it. Recorders set it in their logs; rlrec replay sets it on
+	// the events of a recording whose clock was the recorder's, so that a
+	// copy keeps its sessions row's clock. Producers leave it unset.
+	RecorderClock bool `protobuf:"varint,5,opt,name=recorder_clock,json=recorderClock,proto3" json:"recorder_clock,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Event_EnvConnected
@@ -340,6 +347,13 @@ func (x *Event) GetSequence() uint64 {
 		return x.Sequence
 	}
 	return 0
+}
+
+func (x *Event) GetRecorderClock() bool {
+	if x != nil {
+		return x.RecorderClock
+	}
+	return false
 }
 
 func (x *Event) GetKind() isEvent_Kind {
@@ -1477,13 +1491,14 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\x11RuntimeEnvContext\x12\x15\n" +
 	"\x06env_id\x18\x01 \x01(\tR\x05envId\x12(\n" +
 	"\x10env_component_id\x18\x02 \x01(\tR\x0eenvComponentId\x12,\n" +
-	"\x12model_component_id\x18\x03 \x01(\tR\x10modelComponentId\"\xa1\b\n" +
+	"\x12model_component_id\x18\x03 \x01(\tR\x10modelComponentId\"\xc8\b\n" +
 	"\x05Event\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
 	"\x05route\x18\x02 \x01(\v2\".rlrec.events.v1.RuntimeEnvContextR\x05route\x12$\n" +
 	"\x0etime_unix_nano\x18\x03 \x01(\x03R\ftimeUnixNano\x12\x1a\n" +
-	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12D\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12%\n" +
+	"\x0erecorder_clock\x18\x05 \x01(\bR\rrecorderClock\x12D\n" +
 	"\renv_connected\x18\n" +
 	" \x01(\v2\x1d.rlrec.events.v1.EnvConnectedH\x00R\fenvConnected\x12J\n" +
 	"\x0fmodel_connected\x18\v \x01(\v2\x1f.rlrec.events.v1.ModelConnectedH\x00R\x0emodelConnected\x12J\n" +

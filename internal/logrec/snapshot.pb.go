@@ -140,7 +140,11 @@ type Session struct {
 	TelemetryRows int64 `protobuf:"zigzag64,34,opt,name=telemetry_rows,json=telemetryRows,proto3" json:"telemetry_rows,omitempty"`
 	// The highest producer sequence number logged for the recording (not
 	// zigzag). Numbers from 40 up are kept for sequence and resume state.
-	Sequence      uint64 `protobuf:"varint,40,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Sequence uint64 `protobuf:"varint,40,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Whose clocks the recording's event times were (not zigzag): bit 1 an
+	// event came with its time, bit 2 one was stamped with the recorder's
+	// clock. Absent (0) in snapshots written before event times were kept.
+	Clocks        uint32 `protobuf:"varint,41,opt,name=clocks,proto3" json:"clocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -409,6 +413,13 @@ func (x *Session) GetTelemetryRows() int64 {
 func (x *Session) GetSequence() uint64 {
 	if x != nil {
 		return x.Sequence
+	}
+	return 0
+}
+
+func (x *Session) GetClocks() uint32 {
+	if x != nil {
+		return x.Clocks
 	}
 	return 0
 }
@@ -1009,7 +1020,7 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\x1einternal/logrec/snapshot.proto\x12\x0frlrec.logrec.v1\"U\n" +
 	"\bSnapshot\x12\x13\n" +
 	"\x05as_of\x18\x01 \x01(\x04R\x04asOf\x124\n" +
-	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\x82\n" +
+	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\x9a\n" +
 	"\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12,\n" +
@@ -1049,7 +1060,8 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\brow_done\x18  \x01(\bR\arowDone\x12\x19\n" +
 	"\blog_rows\x18! \x01(\x12R\alogRows\x12%\n" +
 	"\x0etelemetry_rows\x18\" \x01(\x12R\rtelemetryRows\x12\x1a\n" +
-	"\bsequence\x18( \x01(\x04R\bsequenceB\r\n" +
+	"\bsequence\x18( \x01(\x04R\bsequence\x12\x16\n" +
+	"\x06clocks\x18) \x01(\rR\x06clocksB\r\n" +
 	"\v_started_atB\v\n" +
 	"\t_ended_atB\n" +
 	"\n" +

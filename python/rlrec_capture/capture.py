@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Mapping
@@ -40,6 +42,8 @@ class EpisodeInfo:
     completed: bool = False
     last_info: Any = None
     started_ns: int = 0
+    # The reset observation was sent at on_episode_start.
+    reset_sent: bool = False
 
 
 @dataclass
@@ -60,11 +64,14 @@ class RunInfo:
 class Capture:
     """Records rlmesh ``Session.run`` calls into rlrec.
 
-    Pass it as ``hooks=`` to ``Session.run`` (or ``rlmesh.run``/``Model.run``):
-    it has the ``RunHooks`` methods ``on_run_start``, ``on_episode_start``,
-    ``on_step``, ``on_episode_end`` and ``on_run_end``, and turns each run
-    into the rlrec.events.v1 events the runtime emits for one env with
-    DISABLED autoreset (RLMESH.md §5).
+    Pass it as ``hooks=`` to ``Session.run``, the entry point that calls
+    hooks (rlmesh's ``Model.run(hooks=...)`` raises: a local model drives
+    the native runtime loop, which takes none; served models and
+    ``RANDOM_SAMPLE`` go through ``Session.run``): it has the ``RunHooks``
+    methods ``on_run_start``, ``on_episode_start``, ``on_step``,
+    ``on_episode_end`` and ``on_run_end``, and turns each run into the
+    rlrec.events.v1 events the runtime emits for one env with DISABLED
+    autoreset, each stamped with the time of its hook call.
 
     Exactly one destination:
 
@@ -86,6 +93,17 @@ class Capture:
     from the session's env contract at ``on_run_start``. Values are encoded
     against them; a value that does not fit raises LeafError (``strict``),
     or with ``strict=False`` is left out of its event and logged.
+
+    One Capture records one ``Session.run`` at a time: a run started from
+    another thread while one is recording raises ``RuntimeError`` from
+    ``on_run_start`` (the recording run goes on untouched); give each
+    concurrent run its own Capture (they may share ``session_id=``).
+
+    The reset observation of each episode is recorded right after its
+    EpisodeStarted, as the runtime emits it, when the session's ``reset``
+    can be watched (rlmesh's ``Session``: the capture wraps its ``reset``
+    for the run), so an episode that takes no step still has it; otherwise
+    it comes with the episode's first step.
 
     When ``on_run_end`` returns, the run is durable: in ROOT (ingest has
     exited) or acknowledged by the server (``flush_timeout`` seconds at
@@ -145,6 +163,13 @@ class Capture:
         self._mark = 0.0
         self._warned: set[str] = set()
         self._closed = False
+        # The thread of the run being recorded, and the session whose
+        # reset this capture wraps to see reset observations.
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._session: Any = None
+        self._own_reset: Any = _NONE
+        self._reset_obs: Any = _NONE
         ref = weakref.ref(self)
         atexit.register(lambda: (c := ref()) is not None and c.close())
 
@@ -153,8 +178,16 @@ class Capture:
     def on_run_start(self, session: Any = None) -> None:
         """A run begins: a new recording (env id), SessionStarted."""
         self._check_open()
+        with self._lock:
+            me = threading.get_ident()
+            if self._run is not None and not self._run.ended and self._owner != me:
+                raise RuntimeError(f"rlrec_capture: this Capture is recording run {self._run.env_id} in another thread; "
+                                   "one Capture records one Session.run at a time: give each concurrent run its own "
+                                   f"Capture (they may share session_id={self.session_id!r})")
+            self._owner = me
         if self._run is not None and not self._run.ended:
             self._end_run(failed=f"a new run started before run {self._run.env_id} ended")
+        self._watch_resets(session)
         obs_space = self._obs_arg if self._obs_arg is not None else _contract_space(session, "observation_space")
         act_space = self._act_arg if self._act_arg is not None else _contract_space(session, "action_space")
         if obs_space is None or act_space is None:
@@ -198,6 +231,12 @@ class Capture:
         s.env_index = 0
         s.started_from_auto_reset = index > 1
         self._send(ev)
+        # The runtime emits the reset observation right after
+        # EpisodeStarted, whether or not the episode takes a step.
+        obs, self._reset_obs = self._reset_obs, _NONE
+        if obs is not _NONE:
+            self._observation(run, ep, obs)
+            ep.reset_sent = True
 
     def on_step(self, event: Any) -> None:
         """One env step: the observation the action came from (the reset
@@ -208,18 +247,8 @@ class Capture:
         if ep is None:
             raise RuntimeError("rlrec_capture: on_step outside an episode (no on_episode_start)")
         ids, rec_ids = [ep.episode_id], [ep.episode_record_id]
-
-        ev = self._event()
-        o = ev.observation_emitted
-        o.episode_id, o.episode_record_id = ep.episode_id, ep.episode_record_id
-        o.episode_ids.extend(ids)
-        o.episode_record_ids.extend(rec_ids)
-        o.step, o.env_index, o.is_reset, o.num_envs = ep.steps, 0, ep.steps == 0, 1
-        o.observation_space.CopyFrom(run.observation_space)
-        slabs = self._encode(run.observation_space, self._obs_leaves, event.observation, "observation")
-        if slabs is not None:
-            o.observation.leaves.extend(slabs)
-        self._send(ev)
+        if not (ep.steps == 0 and ep.reset_sent):
+            self._observation(run, ep, event.observation)
 
         step = ep.steps + 1
         ev = self._event()
@@ -267,7 +296,12 @@ class Capture:
         c.terminated = bool(getattr(result, "terminated", False))
         c.truncated = bool(getattr(result, "truncated", False))
         duration = getattr(result, "duration_s", None)
-        c.duration_ms = round(duration * 1000) if duration is not None else (time.time_ns() - ep.started_ns) // 1_000_000
+        # Whole milliseconds, floored, as rlmesh's runtime reports them
+        # ((end_ns - start_ns).max(0) / 1_000_000).
+        if duration is not None:
+            c.duration_ms = max(0, math.floor(float(duration) * 1000))
+        else:
+            c.duration_ms = max(0, time.time_ns() - ep.started_ns) // 1_000_000
         if isinstance(ep.last_info, Mapping):
             c.final_info.CopyFrom(meta_map(ep.last_info))
         self._send(ev)
@@ -280,8 +314,8 @@ class Capture:
         """The run ended: SessionEnded and the final session telemetry, or,
         when it ended by an exception or inside an episode, the telemetry and
         SessionFailed. Returns once the run is durable."""
-        if self._run is None or self._run.ended:
-            return
+        if self._run is None or self._run.ended or self._owner != threading.get_ident():
+            return  # nothing recording, or another thread's run (refused at its start)
         exc = sys.exc_info()[1]
         failed = None
         if exc is not None:
@@ -328,7 +362,62 @@ class Capture:
         self._check_open()
         if self._run is None or self._run.ended:
             raise RuntimeError("rlrec_capture: hook called outside a run (no on_run_start)")
+        if self._owner != threading.get_ident():
+            raise RuntimeError(f"rlrec_capture: hook called from another thread than run {self._run.env_id}'s; "
+                               "one Capture records one Session.run at a time")
         return self._run
+
+    def _observation(self, run: RunInfo, ep: EpisodeInfo, value: Any) -> None:
+        """ObservationEmitted of value for ep: its reset observation (step
+        0, is_reset) before its first step, else the observation after
+        ep.steps steps."""
+        ev = self._event()
+        o = ev.observation_emitted
+        o.episode_id, o.episode_record_id = ep.episode_id, ep.episode_record_id
+        o.episode_ids.append(ep.episode_id)
+        o.episode_record_ids.append(ep.episode_record_id)
+        o.step, o.env_index, o.is_reset, o.num_envs = ep.steps, 0, ep.steps == 0, 1
+        o.observation_space.CopyFrom(run.observation_space)
+        slabs = self._encode(run.observation_space, self._obs_leaves, value, "observation")
+        if slabs is not None:
+            o.observation.leaves.extend(slabs)
+        self._send(ev)
+
+    def _watch_resets(self, session: Any) -> None:
+        """Wraps session.reset (rlmesh's Session.reset, which Session.run
+        calls before each on_episode_start) for the run, so that the reset
+        observation is recorded even for an episode that takes no step.
+        A session whose reset cannot be wrapped is left alone: the reset
+        observation then comes with the first step."""
+        self._unwatch_resets()
+        reset = getattr(session, "reset", None)
+        if session is None or not callable(reset):
+            return
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            out = reset(*args, **kwargs)
+            if isinstance(out, tuple) and len(out) == 2:
+                self._reset_obs = out[0]
+            return out
+
+        own = getattr(session, "__dict__", {}).get("reset", _NONE)  # an instance attribute, not the method
+        try:
+            session.reset = watched
+        except (AttributeError, TypeError):
+            return
+        self._session, self._own_reset = session, own
+
+    def _unwatch_resets(self) -> None:
+        session, self._session = self._session, None
+        self._reset_obs = _NONE
+        if session is not None:
+            try:
+                if self._own_reset is not _NONE:
+                    session.reset = self._own_reset
+                else:
+                    del session.reset  # the method shows again
+            except (AttributeError, TypeError):
+                pass
 
     def _event(self) -> events_pb2.Event:
         ev = events_pb2.Event(session_id=self.session_id, time_unix_nano=time.time_ns())
@@ -360,6 +449,7 @@ class Capture:
     def _end_run(self, failed: str | None) -> None:
         run = self._run
         run.ended = True
+        self._unwatch_resets()
         try:
             if failed is None:
                 ev = self._event()
@@ -385,6 +475,10 @@ class Capture:
         ev = self._event()
         ev.telemetry_snapshot.CopyFrom(self._meter.snapshot(events_pb2.TELEMETRY_HORIZON_SESSION))
         self._send(ev)
+
+
+# No reset observation seen (None may be an observation).
+_NONE = object()
 
 
 def _contract_space(session: Any, name: str) -> Any:

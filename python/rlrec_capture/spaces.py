@@ -8,12 +8,17 @@ contract holds, read through its ``kind``/``shape``/``dtype`` and
 classes below (for code and tests that have neither), and a ready
 ``SpaceSpec`` message, which it copies.
 
-- Box: dtype and shape as declared. Bounds: ``unbounded`` when every low is
-  -inf and every high +inf (or the space has none); ``uniform`` (one scalar
-  each, at the dtype, little-endian) when all lows are equal and all highs
-  are equal; ``elementwise`` (numel scalars each) otherwise.
+- Box: dtype and shape as declared. Bounds, as rlmesh converts gymnasium's
+  Box: ``unbounded`` when every low is -inf and every high +inf (a float
+  ``Box(-inf, inf)``); ``uniform`` (one scalar each, at the dtype,
+  little-endian; an infinite float bound is written as the dtype's ±inf)
+  when all lows are equal and all highs are equal; ``elementwise`` (numel
+  scalars each) otherwise. A Box that has no bounds (no ``low``/``high``,
+  or a native spec whose ``bounds_kind`` is None) leaves the bounds oneof
+  unset, as rlmesh does.
 - Discrete: ``n``, ``start`` and the dtype (int64 unless declared).
-- MultiBinary: its shape; one byte per element whatever the dtype.
+- MultiBinary: its shape, dtype UINT8 (rlmesh's MultiBinary dtype,
+  whatever the space declares: gymnasium's is int8); one byte per element.
 - MultiDiscrete: ``nvec`` flattened row-major, the shape of ``nvec``.
 - Text: ``min_length``, ``max_length``, the charset as a string of its
   characters (gymnasium's default alphanumeric set is sent as "", generic
@@ -153,8 +158,8 @@ def _spec(space: Any, path: str, depth: int) -> spaces_pb2.SpaceSpec:
         spec.multi_discrete.nvec.extend(int(v) for v in nvec.reshape(-1))
         return spec
     if kind == "multi_binary":
-        dt = getattr(space, "dtype", None)
-        spec.dtype = dtype_of(dt) if dt is not None else DT.DATA_TYPE_INT8
+        # rlmesh's MultiBinaryBuilder ignores the space's dtype: uint8.
+        spec.dtype = DT.DATA_TYPE_UINT8
         spec.shape.extend(_shape(space))
         spec.multi_binary.SetInParent()
         return spec
@@ -221,7 +226,9 @@ def _from_rlmesh(native: Any, path: str, depth: int) -> spaces_pb2.SpaceSpec:
     else:  # box
         spec.shape.extend(shape)
         bounds = details.get("bounds_kind")
-        if bounds in (None, "unbounded"):
+        if bounds is None:
+            spec.box.SetInParent()  # no bounds: the oneof stays unset
+        elif bounds == "unbounded":
             spec.box.unbounded = True
         else:
             dt = NUMPY_DTYPES[spec.dtype]
@@ -250,7 +257,7 @@ def _box_bounds(spec: spaces_pb2.SpaceSpec, space: Any, shape: list[int]) -> Non
         return
     low, high = getattr(space, "low", None), getattr(space, "high", None)
     if low is None or high is None:
-        spec.box.unbounded = True
+        spec.box.SetInParent()  # no bounds: the oneof stays unset
         return
     dt = NUMPY_DTYPES[spec.dtype]
     lo = np.broadcast_to(np.asarray(low), shape)
@@ -329,7 +336,7 @@ class MultiBinary:
     def __init__(self, n: int | Sequence[int]):
         self.n = n
         self.shape = (int(n),) if isinstance(n, int) else tuple(int(d) for d in n)
-        self.dtype = np.dtype(np.int8)
+        self.dtype = np.dtype(np.uint8)
 
 
 class MultiDiscrete:

@@ -46,6 +46,36 @@ class Spaces(unittest.TestCase):
         self.assertEqual(ew.box.elementwise.low, np.array([0, -1], "<f8").tobytes())
         self.assertEqual(ew.box.elementwise.high, np.array([1, 2], "<f8").tobytes())
 
+    def test_box_infinite_and_missing_bounds_as_rlmesh_writes_them(self):
+        # gymnasium's Box(-inf, inf): unbounded.
+        free = space_spec(GymLikeBox([-np.inf, -np.inf], [np.inf, np.inf], np.float32))
+        self.assertEqual(free.box.WhichOneof("bounds"), "unbounded")
+        # One side infinite: the bound is written as the dtype's inf.
+        half = space_spec(GymLikeBox([-np.inf, -np.inf], [1.0, 1.0], np.float32))
+        self.assertEqual(half.box.uniform.low, np.float32(-np.inf).tobytes())
+        self.assertEqual(half.box.uniform.high, np.float32(1).tobytes())
+        mixed = space_spec(GymLikeBox([-np.inf, 0.0], [np.inf, 1.0], np.float64))
+        self.assertEqual(mixed.box.elementwise.low, np.array([-np.inf, 0], "<f8").tobytes())
+        self.assertEqual(mixed.box.elementwise.high, np.array([np.inf, 1], "<f8").tobytes())
+        # No bounds at all: left unset.
+        class NoBounds:
+            shape, dtype = (3,), np.dtype(np.float32)
+        NoBounds.__name__ = "Box"
+        spec = space_spec(NoBounds())
+        self.assertEqual(spec.WhichOneof("spec"), "box")
+        self.assertIsNone(spec.box.WhichOneof("bounds"))
+        native = space_spec(NativeSpec("box", (2,), "float32", bounds_kind=None))
+        self.assertEqual(native.WhichOneof("spec"), "box")
+        self.assertIsNone(native.box.WhichOneof("bounds"))
+
+    def test_multi_binary_is_uint8(self):
+        class GymMultiBinary:  # gymnasium's MultiBinary declares int8
+            n, shape, dtype = 3, (3,), np.dtype(np.int8)
+        GymMultiBinary.__name__ = "MultiBinary"
+        for space in (S.MultiBinary(3), GymMultiBinary()):
+            spec = space_spec(space)
+            self.assertEqual((spec.dtype, list(spec.shape)), (DT.DATA_TYPE_UINT8, [3]))
+
     def test_integer_box_with_infinite_bounds_uses_the_dtype_extremes(self):
         spec = space_spec(S.Box(shape=(2,), dtype=np.int16))
         self.assertEqual(spec.box.uniform.low, np.int16(-32768).tobytes())

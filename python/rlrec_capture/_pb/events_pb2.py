@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from . import spaces_pb2 as schema_dot_spacesv1_dot_spaces__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x65vents/eventsv1/events.proto\x12\x0frlrec.events.v1\x1a\x1cschema/spacesv1/spaces.proto\"Y\n\x11RuntimeEnvContext\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\x18\n\x10\x65nv_component_id\x18\x02 \x01(\t\x12\x1a\n\x12model_component_id\x18\x03 \x01(\t\"\xbf\x06\n\x05\x45vent\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x31\n\x05route\x18\x02 \x01(\x0b\x32\".rlrec.events.v1.RuntimeEnvContext\x12\x16\n\x0etime_unix_nano\x18\x03 \x01(\x03\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x36\n\renv_connected\x18\n \x01(\x0b\x32\x1d.rlrec.events.v1.EnvConnectedH\x00\x12:\n\x0fmodel_connected\x18\x0b \x01(\x0b\x32\x1f.rlrec.events.v1.ModelConnectedH\x00\x12:\n\x0fsession_started\x18\x0c \x01(\x0b\x32\x1f.rlrec.events.v1.SessionStartedH\x00\x12\x36\n\rsession_ended\x18\r \x01(\x0b\x32\x1d.rlrec.events.v1.SessionEndedH\x00\x12\x38\n\x0esession_failed\x18\x0e \x01(\x0b\x32\x1e.rlrec.events.v1.SessionFailedH\x00\x12#\n\x03log\x18\x0f \x01(\x0b\x32\x14.rlrec.events.v1.LogH\x00\x12:\n\x0f\x65pisode_started\x18\x10 \x01(\x0b\x32\x1f.rlrec.events.v1.EpisodeStartedH\x00\x12>\n\x11\x65pisode_completed\x18\x11 \x01(\x0b\x32!.rlrec.events.v1.EpisodeCompletedH\x00\x12:\n\x0f\x61\x63tion_received\x18\x12 \x01(\x0b\x32\x1f.rlrec.events.v1.ActionReceivedH\x00\x12\x38\n\x0estep_completed\x18\x13 \x01(\x0b\x32\x1e.rlrec.events.v1.StepCompletedH\x00\x12\x42\n\x13observation_emitted\x18\x14 \x01(\x0b\x32#.rlrec.events.v1.ObservationEmittedH\x00\x12@\n\x12telemetry_snapshot\x18\x15 \x01(\x0b\x32\".rlrec.events.v1.TelemetrySnapshotH\x00\x42\x06\n\x04kind\"\x1e\n\x0c\x45nvConnected\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"\x10\n\x0eModelConnected\" \n\x0eSessionStarted\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"K\n\x0cSessionEnded\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x13\n\x0btotal_steps\x18\x02 \x01(\x03\x12\x16\n\x0etotal_episodes\x18\x03 \x01(\x03\"\x1f\n\rSessionFailed\x12\x0e\n\x06reason\x18\x01 \x01(\t\"`\n\x03Log\x12(\n\x05level\x18\x01 \x01(\x0e\x32\x19.rlrec.events.v1.LogLevel\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x06source\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_source\"\x8a\x01\n\x0e\x45pisodeStarted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x1f\n\x17started_from_auto_reset\x18\x05 \x01(\x08\"\x85\x02\n\x10\x45pisodeCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x12\n\nstep_count\x18\x05 \x01(\x03\x12\x19\n\x11\x63umulative_reward\x18\x06 \x01(\x01\x12\x12\n\nterminated\x18\x07 \x01(\x08\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x13\n\x0b\x64uration_ms\x18\t \x01(\x03\x12-\n\nfinal_info\x18\n \x01(\x0b\x32\x19.rlmesh.spaces.v1.MetaMap\"\xf2\x01\n\x0e\x41\x63tionReceived\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x31\n\x0c\x61\x63tion_space\x18\x07 \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12,\n\x06\x61\x63tion\x18\x08 \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\"p\n\rStepCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x0f\n\x07rewards\x18\x05 \x03(\x01\"\xa4\x02\n\x12ObservationEmitted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x10\n\x08is_reset\x18\x07 \x01(\x08\x12\x10\n\x08num_envs\x18\x08 \x01(\r\x12\x36\n\x11observation_space\x18\t \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12\x31\n\x0bobservation\x18\n \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\"\xab\x01\n\x0cTelemetryRow\x12\n\n\x02op\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0e\n\x06metric\x18\x03 \x01(\t\x12)\n\x04kind\x18\x04 \x01(\x0e\x32\x1b.rlrec.events.v1.MetricKind\x12\r\n\x05\x63ount\x18\x05 \x01(\x04\x12\x0b\n\x03\x61vg\x18\x06 \x01(\x01\x12\x0b\n\x03p50\x18\x07 \x01(\x01\x12\x0b\n\x03p95\x18\x08 \x01(\x01\x12\x0b\n\x03p99\x18\t \x01(\x01\"t\n\x11TelemetrySnapshot\x12\x32\n\x07horizon\x18\x01 \x01(\x0e\x32!.rlrec.events.v1.TelemetryHorizon\x12+\n\x04rows\x18\x02 \x03(\x0b\x32\x1d.rlrec.events.v1.TelemetryRow*w\n\x08LogLevel\x12\x19\n\x15LOG_LEVEL_UNSPECIFIED\x10\x00\x12\x13\n\x0fLOG_LEVEL_DEBUG\x10\x01\x12\x12\n\x0eLOG_LEVEL_INFO\x10\x02\x12\x12\n\x0eLOG_LEVEL_WARN\x10\x03\x12\x13\n\x0fLOG_LEVEL_ERROR\x10\x04*r\n\x10TelemetryHorizon\x12!\n\x1dTELEMETRY_HORIZON_UNSPECIFIED\x10\x00\x12\x1c\n\x18TELEMETRY_HORIZON_WINDOW\x10\x01\x12\x1d\n\x19TELEMETRY_HORIZON_SESSION\x10\x02*t\n\nMetricKind\x12\x1b\n\x17METRIC_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17METRIC_KIND_DURATION_MS\x10\x01\x12\x15\n\x11METRIC_KIND_BYTES\x10\x02\x12\x15\n\x11METRIC_KIND_COUNT\x10\x03\x42(Z&github.com/rlrec/rlrec/events/eventsv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x65vents/eventsv1/events.proto\x12\x0frlrec.events.v1\x1a\x1cschema/spacesv1/spaces.proto\"Y\n\x11RuntimeEnvContext\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\x18\n\x10\x65nv_component_id\x18\x02 \x01(\t\x12\x1a\n\x12model_component_id\x18\x03 \x01(\t\"\xd7\x06\n\x05\x45vent\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x31\n\x05route\x18\x02 \x01(\x0b\x32\".rlrec.events.v1.RuntimeEnvContext\x12\x16\n\x0etime_unix_nano\x18\x03 \x01(\x03\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x16\n\x0erecorder_clock\x18\x05 \x01(\x08\x12\x36\n\renv_connected\x18\n \x01(\x0b\x32\x1d.rlrec.events.v1.EnvConnectedH\x00\x12:\n\x0fmodel_connected\x18\x0b \x01(\x0b\x32\x1f.rlrec.events.v1.ModelConnectedH\x00\x12:\n\x0fsession_started\x18\x0c \x01(\x0b\x32\x1f.rlrec.events.v1.SessionStartedH\x00\x12\x36\n\rsession_ended\x18\r \x01(\x0b\x32\x1d.rlrec.events.v1.SessionEndedH\x00\x12\x38\n\x0esession_failed\x18\x0e \x01(\x0b\x32\x1e.rlrec.events.v1.SessionFailedH\x00\x12#\n\x03log\x18\x0f \x01(\x0b\x32\x14.rlrec.events.v1.LogH\x00\x12:\n\x0f\x65pisode_started\x18\x10 \x01(\x0b\x32\x1f.rlrec.events.v1.EpisodeStartedH\x00\x12>\n\x11\x65pisode_completed\x18\x11 \x01(\x0b\x32!.rlrec.events.v1.EpisodeCompletedH\x00\x12:\n\x0f\x61\x63tion_received\x18\x12 \x01(\x0b\x32\x1f.rlrec.events.v1.ActionReceivedH\x00\x12\x38\n\x0estep_completed\x18\x13 \x01(\x0b\x32\x1e.rlrec.events.v1.StepCompletedH\x00\x12\x42\n\x13observation_emitted\x18\x14 \x01(\x0b\x32#.rlrec.events.v1.ObservationEmittedH\x00\x12@\n\x12telemetry_snapshot\x18\x15 \x01(\x0b\x32\".rlrec.events.v1.TelemetrySnapshotH\x00\x42\x06\n\x04kind\"\x1e\n\x0c\x45nvConnected\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"\x10\n\x0eModelConnected\" \n\x0eSessionStarted\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"K\n\x0cSessionEnded\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x13\n\x0btotal_steps\x18\x02 \x01(\x03\x12\x16\n\x0etotal_episodes\x18\x03 \x01(\x03\"\x1f\n\rSessionFailed\x12\x0e\n\x06reason\x18\x01 \x01(\t\"`\n\x03Log\x12(\n\x05level\x18\x01 \x01(\x0e\x32\x19.rlrec.events.v1.LogLevel\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x06source\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_source\"\x8a\x01\n\x0e\x45pisodeStarted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x1f\n\x17started_from_auto_reset\x18\x05 \x01(\x08\"\x85\x02\n\x10\x45pisodeCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x12\n\nstep_count\x18\x05 \x01(\x03\x12\x19\n\x11\x63umulative_reward\x18\x06 \x01(\x01\x12\x12\n\nterminated\x18\x07 \x01(\x08\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x13\n\x0b\x64uration_ms\x18\t \x01(\x03\x12-\n\nfinal_info\x18\n \x01(\x0b\x32\x19.rlmesh.spaces.v1.MetaMap\"\xf2\x01\n\x0e\x41\x63tionReceived\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x31\n\x0c\x61\x63tion_space\x18\x07 \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12,\n\x06\x61\x63tion\x18\x08 \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\"p\n\rStepCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x0f\n\x07rewards\x18\x05 \x03(\x01\"\xa4\x02\n\x12ObservationEmitted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x10\n\x08is_reset\x18\x07 \x01(\x08\x12\x10\n\x08num_envs\x18\x08 \x01(\r\x12\x36\n\x11observation_space\x18\t \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12\x31\n\x0bobservation\x18\n \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\"\xab\x01\n\x0cTelemetryRow\x12\n\n\x02op\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0e\n\x06metric\x18\x03 \x01(\t\x12)\n\x04kind\x18\x04 \x01(\x0e\x32\x1b.rlrec.events.v1.MetricKind\x12\r\n\x05\x63ount\x18\x05 \x01(\x04\x12\x0b\n\x03\x61vg\x18\x06 \x01(\x01\x12\x0b\n\x03p50\x18\x07 \x01(\x01\x12\x0b\n\x03p95\x18\x08 \x01(\x01\x12\x0b\n\x03p99\x18\t \x01(\x01\"t\n\x11TelemetrySnapshot\x12\x32\n\x07horizon\x18\x01 \x01(\x0e\x32!.rlrec.events.v1.TelemetryHorizon\x12+\n\x04rows\x18\x02 \x03(\x0b\x32\x1d.rlrec.events.v1.TelemetryRow*w\n\x08LogLevel\x12\x19\n\x15LOG_LEVEL_UNSPECIFIED\x10\x00\x12\x13\n\x0fLOG_LEVEL_DEBUG\x10\x01\x12\x12\n\x0eLOG_LEVEL_INFO\x10\x02\x12\x12\n\x0eLOG_LEVEL_WARN\x10\x03\x12\x13\n\x0fLOG_LEVEL_ERROR\x10\x04*r\n\x10TelemetryHorizon\x12!\n\x1dTELEMETRY_HORIZON_UNSPECIFIED\x10\x00\x12\x1c\n\x18TELEMETRY_HORIZON_WINDOW\x10\x01\x12\x1d\n\x19TELEMETRY_HORIZON_SESSION\x10\x02*t\n\nMetricKind\x12\x1b\n\x17METRIC_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17METRIC_KIND_DURATION_MS\x10\x01\x12\x15\n\x11METRIC_KIND_BYTES\x10\x02\x12\x15\n\x11METRIC_KIND_COUNT\x10\x03\x42(Z&github.com/rlrec/rlrec/events/eventsv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rlrec_capture._pb.events_pb2', globals())
@@ -22,40 +22,40 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z&github.com/rlrec/rlrec/events/eventsv1'
-  _LOGLEVEL._serialized_start=2647
-  _LOGLEVEL._serialized_end=2766
-  _TELEMETRYHORIZON._serialized_start=2768
-  _TELEMETRYHORIZON._serialized_end=2882
-  _METRICKIND._serialized_start=2884
-  _METRICKIND._serialized_end=3000
+  _LOGLEVEL._serialized_start=2671
+  _LOGLEVEL._serialized_end=2790
+  _TELEMETRYHORIZON._serialized_start=2792
+  _TELEMETRYHORIZON._serialized_end=2906
+  _METRICKIND._serialized_start=2908
+  _METRICKIND._serialized_end=3024
   _RUNTIMEENVCONTEXT._serialized_start=79
   _RUNTIMEENVCONTEXT._serialized_end=168
   _EVENT._serialized_start=171
-  _EVENT._serialized_end=1002
-  _ENVCONNECTED._serialized_start=1004
-  _ENVCONNECTED._serialized_end=1034
-  _MODELCONNECTED._serialized_start=1036
-  _MODELCONNECTED._serialized_end=1052
-  _SESSIONSTARTED._serialized_start=1054
-  _SESSIONSTARTED._serialized_end=1086
-  _SESSIONENDED._serialized_start=1088
-  _SESSIONENDED._serialized_end=1163
-  _SESSIONFAILED._serialized_start=1165
-  _SESSIONFAILED._serialized_end=1196
-  _LOG._serialized_start=1198
-  _LOG._serialized_end=1294
-  _EPISODESTARTED._serialized_start=1297
-  _EPISODESTARTED._serialized_end=1435
-  _EPISODECOMPLETED._serialized_start=1438
-  _EPISODECOMPLETED._serialized_end=1699
-  _ACTIONRECEIVED._serialized_start=1702
-  _ACTIONRECEIVED._serialized_end=1944
-  _STEPCOMPLETED._serialized_start=1946
-  _STEPCOMPLETED._serialized_end=2058
-  _OBSERVATIONEMITTED._serialized_start=2061
-  _OBSERVATIONEMITTED._serialized_end=2353
-  _TELEMETRYROW._serialized_start=2356
-  _TELEMETRYROW._serialized_end=2527
-  _TELEMETRYSNAPSHOT._serialized_start=2529
-  _TELEMETRYSNAPSHOT._serialized_end=2645
+  _EVENT._serialized_end=1026
+  _ENVCONNECTED._serialized_start=1028
+  _ENVCONNECTED._serialized_end=1058
+  _MODELCONNECTED._serialized_start=1060
+  _MODELCONNECTED._serialized_end=1076
+  _SESSIONSTARTED._serialized_start=1078
+  _SESSIONSTARTED._serialized_end=1110
+  _SESSIONENDED._serialized_start=1112
+  _SESSIONENDED._serialized_end=1187
+  _SESSIONFAILED._serialized_start=1189
+  _SESSIONFAILED._serialized_end=1220
+  _LOG._serialized_start=1222
+  _LOG._serialized_end=1318
+  _EPISODESTARTED._serialized_start=1321
+  _EPISODESTARTED._serialized_end=1459
+  _EPISODECOMPLETED._serialized_start=1462
+  _EPISODECOMPLETED._serialized_end=1723
+  _ACTIONRECEIVED._serialized_start=1726
+  _ACTIONRECEIVED._serialized_end=1968
+  _STEPCOMPLETED._serialized_start=1970
+  _STEPCOMPLETED._serialized_end=2082
+  _OBSERVATIONEMITTED._serialized_start=2085
+  _OBSERVATIONEMITTED._serialized_end=2377
+  _TELEMETRYROW._serialized_start=2380
+  _TELEMETRYROW._serialized_end=2551
+  _TELEMETRYSNAPSHOT._serialized_start=2553
+  _TELEMETRYSNAPSHOT._serialized_end=2669
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,113 @@
+package schema
+
+import (
+	"bufio"
+	"errors"
+	"math"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/rlrec/rlrec/events"
+)
+
+// eventLogSeeds returns the messages of testdata/eventlog.txt, one a line.
+func eventLogSeeds(t testing.TB) []string {
+	t.Helper()
+	f, err := os.Open("testdata/eventlog.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestEventLogRoundTrip(t *testing.T) {
+	route := events.RuntimeEnvContext{EnvID: "r", EnvComponentID: "env", ModelComponentID: "model"}
+	tests := []struct {
+		name string
+		ev   events.Event
+	}{
+		{"env connected", &events.EnvConnected{SessionID: "s", Route: route, EnvID: "r"}},
+		{"model connected", &events.ModelConnected{SessionID: "s", Route: route}},
+		{"repeated completion", &events.EpisodeCompleted{SessionID: "s", Route: route, EpisodeID: "e1", EpisodeRecordID: "ep-000001",
+			EpisodeIndex: 1, StepCount: 100, CumulativeReward: 0.1 + 0.2, Truncated: true, DurationMs: 40}},
+		{"infinite reward", &events.EpisodeCompleted{SessionID: "s", Route: route, EpisodeRecordID: "ep-000002",
+			CumulativeReward: math.Inf(-1), Truncated: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, ok := EventLogMessage(tc.ev)
+			if !ok {
+				t.Fatal("not kept as a logs row")
+			}
+			got, err := ParseEventLog("s", route, msg)
+			if err != nil {
+				t.Fatalf("%q: %v", msg, err)
+			}
+			if !reflect.DeepEqual(got, tc.ev) {
+				t.Fatalf("%q decodes to %+v, want %+v", msg, got, tc.ev)
+			}
+		})
+	}
+	if _, ok := EventLogMessage(&events.SessionStarted{}); ok {
+		t.Error("SessionStarted kept as a logs row")
+	}
+	// NaN is not equal to itself: checked apart.
+	msg, _ := EventLogMessage(&events.EpisodeCompleted{CumulativeReward: math.NaN(), Truncated: true})
+	got, err := ParseEventLog("", events.RuntimeEnvContext{}, msg)
+	if err != nil || !math.IsNaN(got.(*events.EpisodeCompleted).CumulativeReward) {
+		t.Errorf("NaN reward: %q gives %+v, %v", msg, got, err)
+	}
+}
+
+func TestParseEventLogRefuses(t *testing.T) {
+	for _, msg := range []string{"", "EnvConnected", "EnvConnected {", "Teleported {}", `EpisodeCompleted {"step_count":"x"}`,
+		`EpisodeCompleted {"cumulative_reward":"lots"}`} {
+		if ev, err := ParseEventLog("s", events.RuntimeEnvContext{}, msg); !errors.Is(err, ErrEventLog) {
+			t.Errorf("%q: %+v, %v; want ErrEventLog", msg, ev, err)
+		}
+	}
+	for _, msg := range eventLogSeeds(t) {
+		if _, err := ParseEventLog("s", events.RuntimeEnvContext{}, msg); err != nil {
+			t.Errorf("testdata %q: %v", msg, err)
+		}
+	}
+}
+
+// FuzzParseEventLog: any text either is refused with ErrEventLog or holds
+// an event that encodes back to a message holding the same event.
+func FuzzParseEventLog(f *testing.F) {
+	for _, msg := range eventLogSeeds(f) {
+		f.Add(msg)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		ev, err := ParseEventLog("s", events.RuntimeEnvContext{EnvID: "r"}, msg)
+		if err != nil {
+			if !errors.Is(err, ErrEventLog) {
+				t.Fatalf("%q: %v, not ErrEventLog", msg, err)
+			}
+			return
+		}
+		again, ok := EventLogMessage(ev)
+		if !ok {
+			t.Fatalf("%q parsed to %T, which is not kept as a logs row", msg, ev)
+		}
+		ev2, err := ParseEventLog("s", events.RuntimeEnvContext{EnvID: "r"}, again)
+		if err != nil {
+			t.Fatalf("%q re-encoded as %q: %v", msg, again, err)
+		}
+		again2, _ := EventLogMessage(ev2)
+		if again2 != again {
+			t.Fatalf("%q: %q then %q", msg, again, again2)
+		}
+	})
+}
