@@ -88,14 +88,14 @@ func runReport(ctx context.Context, env *Env, args []string) error {
 	if f.out == "" {
 		return usagef("-o FILE.html is required (- for standard output)")
 	}
-	if err := checkNewFile(f.out, f.force); err != nil {
-		return err
-	}
 	if f.frameSide < 8 || f.frameSide > 4096 {
 		return usagef("--frame-side %d: want 8 to 4096 pixels", f.frameSide)
 	}
 	if f.frameBytes < 1 || f.frameBytes > 1024 {
 		return usagef("--frame-budget %d: want 1 to 1024 MiB", f.frameBytes)
+	}
+	if err := checkNewFile(f.out, f.force); err != nil {
+		return err
 	}
 	d, recs, err := openRecordings(args[0], f.session, f.env, f.published)
 	if err != nil {

@@ -36,19 +36,21 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("-o - with --session: exit %d, stderr %q, stdout starts %.40q", code, errOut, out)
 	}
 
+	fresh := filepath.Join(t.TempDir(), "fresh.html")
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
+		{"existing output", []string{"report", goldenRoot, "-o", file}, 1, "give --force to replace it"},
 		{"no ROOT", []string{"report", "-o", file}, 2, "want one ROOT"},
 		{"no -o", []string{"report", goldenRoot}, 2, "-o FILE.html is required"},
-		{"unknown session", []string{"report", goldenRoot, "--session", "nope", "-o", file}, 1, `session "nope"`},
+		{"unknown session", []string{"report", goldenRoot, "--session", "nope", "-o", fresh}, 1, `session "nope"`},
 		{"env without session", []string{"report", goldenRoot, "--env", "x", "-o", file}, 2, "--env needs --session"},
 		{"frame side", []string{"report", goldenRoot, "--frame-side", "2", "-o", file}, 2, "--frame-side 2"},
 		{"frame budget", []string{"report", goldenRoot, "--frame-budget", "0", "-o", file}, 2, "--frame-budget 0"},
-		{"not a ROOT", []string{"report", t.TempDir(), "-o", file}, 1, "not an rlrec ROOT"},
+		{"not a ROOT", []string{"report", t.TempDir(), "-o", fresh}, 1, "not an rlrec ROOT"},
 		{"no directory", []string{"report", goldenRoot, "-o", filepath.Join(t.TempDir(), "no", "r.html")}, 1, "is the directory there"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,5 +59,8 @@ func TestReportCommand(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr %q does not say %q", code, tc.code, errOut, tc.want)
 			}
 		})
+	}
+	if code, _, errOut := runReadCmd(t, "report", goldenRoot, "-o", file, "--force"); code != 0 {
+		t.Errorf("--force over an existing page: exit %d, stderr %q", code, errOut)
 	}
 }
