@@ -9,6 +9,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/internal/frame"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -64,13 +65,6 @@ func (f *feature) infoNames() any {
 		return nil
 	}
 	return f.names
-}
-
-// isImage reports whether an observation leaf is exported as a camera
-// image.
-func isImage(l *schema.Leaf) bool {
-	return l.Kind == schema.KindBox && l.DType == spacesv1.DataType_DATA_TYPE_UINT8 &&
-		len(l.Shape) == 3 && (l.Shape[2] == 3 || l.Shape[2] == 1) && l.Shape[0] > 0 && l.Shape[1] > 0
 }
 
 // maxExact is the largest integer magnitude below which every integer is
@@ -172,7 +166,7 @@ func features(obs, act *schema.Layout) (fs []*feature, task int, err error) {
 					name += "." + label
 				}
 				fs = append(fs, &feature{name: name, act: isAct, kind: kindString, dtype: "string", leaf: i, width: 1})
-			case !isAct && isImage(lf):
+			case !isAct && frame.IsImage(lf):
 				if lf.Path == "" {
 					label = "image"
 				}
