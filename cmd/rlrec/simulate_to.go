@@ -33,8 +33,11 @@ func simulateTo(ctx context.Context, env *Env, f simulateOptions, cfgs []sim.Con
 	}
 	// Dial waits for a server to listen at f.to; after a few seconds
 	// without one, say what it waits for.
-	dialed := make(chan struct{})
+	// The notice goroutine has ended before Dial's error is written: both
+	// write to env.Stderr.
+	dialed, noticed := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(noticed)
 		select {
 		case <-dialed:
 		case <-time.After(waitNotice):
@@ -44,6 +47,7 @@ func simulateTo(ctx context.Context, env *Env, f simulateOptions, cfgs []sim.Con
 	}()
 	c, err := client.Dial(ctx, f.to, opts...)
 	close(dialed)
+	<-noticed
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("stopped waiting for rlrec serve at %s: nothing accepted connections there (is it listening, with --listen %s?)", f.to, f.to)
