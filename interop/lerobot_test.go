@@ -22,7 +22,10 @@ func TestLeRobotExportDuckDB(t *testing.T) {
 		for _, sid := range []string{"pick-place-next", "all-leaves-next", "cartpole-failing"} {
 			t.Run(sid, func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "lerobot")
-				sum, err := lerobot.Export(context.Background(), d, []dataset.Recording{fx.recording(t, sid)}, dir, lerobot.Options{Incomplete: true})
+				// The fixture's recordings are stamped by the recorder's
+				// clock (clock "recorder"), which gives no frame rate: the
+				// export needs one given.
+				sum, err := lerobot.Export(context.Background(), d, []dataset.Recording{fx.recording(t, sid)}, dir, lerobot.Options{Incomplete: true, FPS: 30})
 				if err != nil {
 					t.Fatal(err)
 				}
