@@ -39,9 +39,13 @@ type Options struct {
 	// Progress, when not nil, is called after each recording with the
 	// number done and the total.
 	Progress func(done, total int)
-	// StepsProgress, when not nil, is called after each recording with
-	// the steps (rows) copied so far and the total to copy, by the
-	// source's episodes rows.
+	// StepsProgress, when not nil, is called as the copy goes with the
+	// steps (rows) handed to the destination's recorders so far and the
+	// total to copy (the steps_recorded of the episodes selected): after
+	// every action event that opens a row of a copied episode, and at the
+	// end of each recording, when done is exactly the steps of the
+	// recordings copied. done never goes back and never passes total. It
+	// is called from Copy's goroutine.
 	StepsProgress func(done, total int64)
 }
 
@@ -203,14 +207,31 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		stepsTotal += p.steps
 	}
 	for i, p := range plans {
-		if err := copyRecording(ctx, d, p, recorders, rep); err != nil {
+		// Rows counted from the events may differ from the episodes
+		// table's steps_recorded (an action for a completed episode opens
+		// no row): the count is capped at the recording's steps, and set
+		// to them once it is copied.
+		end := stepsDone + p.steps
+		var rows func(n int64)
+		if opts.StepsProgress != nil {
+			base := stepsDone
+			var handed int64
+			rows = func(n int64) {
+				handed += n
+				if done := min(base+handed, end); done > stepsDone {
+					stepsDone = done
+					opts.StepsProgress(stepsDone, stepsTotal)
+				}
+			}
+		}
+		if err := copyRecording(ctx, d, p, recorders, rep, rows); err != nil {
 			err = fmt.Errorf("%w; %s holds what was copied before it: remove it and copy again", err, dst)
 			return nil, errors.Join(err, closeAll())
 		}
 		if opts.Progress != nil {
 			opts.Progress(i+1, len(plans))
 		}
-		stepsDone += p.steps
+		stepsDone = end
 		if opts.StepsProgress != nil {
 			opts.StepsProgress(stepsDone, stepsTotal)
 		}
@@ -223,7 +244,10 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 
 // copyRecording replays one recording into the recorders of its targets,
 // each event filtered to the episodes the target keeps.
-func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*recorder.Recorder, rep *Report) error {
+//
+// rows, when not nil, is called with the number of step rows an action
+// event opened in the targets (its lanes that name a kept episode).
+func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*recorder.Recorder, rep *Report, rows func(n int64)) error {
 	s, err := d.Session(p.rec)
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", p.rec, err)
@@ -232,14 +256,27 @@ func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*reco
 	if row := s.Row(); row != nil {
 		clock = row.Clock
 	}
+	var completed map[string]bool
+	if rows != nil {
+		completed = map[string]bool{}
+	}
 	rr, err := d.ReplayEvents(p.rec, func(ev events.Event, at time.Time) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		var opened int64
 		for _, t := range p.to {
 			out := filterEvent(ev, p.keep[t])
 			if out == nil {
 				continue
+			}
+			if rows != nil {
+				switch e := out.(type) {
+				case *events.ActionReceived:
+					opened += actionRows(e, completed)
+				case *events.EpisodeCompleted:
+					completed[e.EpisodeRecordID] = true
+				}
 			}
 			var err error
 			if dataset.RecorderClocked(clock, ev) {
@@ -251,6 +288,9 @@ func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*reco
 			if err != nil {
 				return fmt.Errorf("copy %s into %s: %w", p.rec, rep.Targets[t].Root, err)
 			}
+		}
+		if opened > 0 {
+			rows(opened)
 		}
 		return nil
 	})
@@ -298,6 +338,20 @@ func filterEvent(ev events.Event, keep map[string]bool) events.Event {
 		return &c
 	}
 	return ev
+}
+
+// actionRows is the number of step rows a opens in a recorder: its lanes
+// that name an episode not completed (under NEXT_STEP autoreset a lane
+// still names the episode that completed on the previous step, and the
+// recorder counts that step as dropped).
+func actionRows(a *events.ActionReceived, completed map[string]bool) int64 {
+	var n int64
+	for _, rid := range a.EpisodeRecordIDs {
+		if rid != "" && !completed[rid] {
+			n++
+		}
+	}
+	return n
 }
 
 func keepLanes(ids, rids []string, keep map[string]bool) ([]string, []string) {

@@ -619,3 +619,65 @@ func TestCopyKeepsClock(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyStepsProgress: the steps progress moves row by row as the copy
+// goes (by at most one batch of lanes at a time, so it counts the rows the
+// recorders get exactly, never jumping a recording at once), never goes
+// back, and ends at the steps copied, in a plain copy, a filtered one and
+// a split.
+func TestCopyStepsProgress(t *testing.T) {
+	src := source(t, hive.LayoutSession)
+	const widest = 3 // the most lanes of any recording of source
+	completed, _ := where.Parse("status = 'completed' AND step_count > 5")
+	splits, err := curate.ParseSplits("train=0.5,val=0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts curate.Options
+	}{
+		{"everything", curate.Options{}},
+		{"filtered", curate.Options{Where: completed, Layout: hive.LayoutEpisode}},
+		{"split", curate.Options{Splits: splits, Seed: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress [][2]int64
+			var recordings []int
+			opts := tc.opts
+			opts.StepsProgress = func(done, total int64) { progress = append(progress, [2]int64{done, total}) }
+			opts.Progress = func(done, _ int) { recordings = append(recordings, len(progress)) }
+			rep, err := curate.Copy(context.Background(), src, filepath.Join(t.TempDir(), "dst"), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps, recs int64
+			for _, tg := range rep.Targets {
+				steps += tg.Steps
+				recs += tg.Recordings
+			}
+			if len(progress) == 0 || progress[len(progress)-1] != [2]int64{steps, steps} {
+				t.Fatalf("steps progress ends at %v, want [%d %d]", progress[len(progress)-1:], steps, steps)
+			}
+			prev := int64(0)
+			for i, p := range progress {
+				if p[1] != steps {
+					t.Fatalf("call %d: total %d, want %d", i, p[1], steps)
+				}
+				if p[0] < prev {
+					t.Fatalf("call %d: progress went back from %d to %d", i, prev, p[0])
+				}
+				if p[0]-prev > widest {
+					t.Fatalf("call %d: progress jumped from %d to %d rows, more than one batch of %d lanes: not row by row", i, prev, p[0], widest)
+				}
+				prev = p[0]
+			}
+			// Far more calls than recordings: the first recording alone
+			// reports several times before it ends.
+			if len(recordings) == 0 || recordings[0] < 2 || int64(len(progress)) < steps/widest {
+				t.Errorf("%d progress calls for %d steps of %d recordings, %v before the first recording ended: want calls row by row",
+					len(progress), steps, recs, recordings[:min(1, len(recordings))])
+			}
+		})
+	}
+}

@@ -39,7 +39,9 @@ and of those the episodes that --where selects, in the steps layout --layout
 recorder, so DST is a ROOT like any other and 'rlrec verify DST' passes on
 it. A copy without --where and --split holds tables equal to SRC's (only
 the episodes column steps_file, and where episode_record_id lives, follow
-the layout). DST must be new or an empty directory.
+the layout). DST must be new or an empty directory. On a terminal the
+copy shows the steps copied so far; it ends with a summary line on
+standard error.
 
 --where FILTER selects episodes by their episodes-table columns, in a small
 SQL-like language: comparisons of a column with a literal (= != <> < <= > >=),
@@ -134,20 +136,30 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 		}
 		opts.Env = rec.EnvID
 	}
+	// Progress on a terminal, by the steps (rows) handed to DST's
+	// recorders as the copy goes, not by recordings: one long recording
+	// is most of the work of many a copy.
+	var bar *progressbar.ProgressBar
 	if env.IsTerminal {
-		var bar *progressbar.ProgressBar
 		opts.StepsProgress = func(done, total int64) {
 			if bar == nil {
 				bar = countProgress(env, int(total), "copying "+src, "steps")
 			}
 			_ = bar.Set64(done)
-			if done == total {
-				_ = bar.Finish()
-			}
 		}
 	}
 	start := time.Now()
 	rep, err := curate.Copy(ctx, src, dst, opts)
+	if bar != nil {
+		if err != nil {
+			// The error starts on a clean line, and the bar stays where
+			// the copy stopped.
+			_ = bar.Clear()
+			_ = bar.Exit()
+		} else {
+			_ = bar.Finish()
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -170,10 +182,14 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	} else {
 		fmt.Fprintf(env.Stdout, "Each split is a ROOT of its own: rlrec verify %s\n", rep.Targets[0].Root)
 	}
-	var steps int64
+	var steps, episodes, recordings int64
 	for _, t := range rep.Targets {
 		steps += t.Steps
+		episodes += t.Episodes
+		recordings += t.Recordings
 	}
-	fmt.Fprintf(env.Stderr, "copy: %s from %s into %s in %.1fs\n", count(steps, "step"), src, dst, time.Since(start).Seconds())
+	took := time.Since(start)
+	fmt.Fprintf(env.Stderr, "copy: %s (%s, %s) from %s into %s in %.1fs, %s/s\n", count(steps, "step"), count(episodes, "episode"),
+		count(recordings, "recording"), src, dst, took.Seconds(), count(int64(float64(steps)/max(took.Seconds(), 1e-3)), "step"))
 	return nil
 }

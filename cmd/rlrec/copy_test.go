@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCopyCommand(t *testing.T) {
@@ -73,5 +76,53 @@ func TestCopyUsage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
 		t.Error("a refused copy created its destination")
+	}
+}
+
+// TestCopyProgress: on a terminal stderr, copy's bar counts the steps as
+// they are copied (counts between 0 and the total of a single recording
+// appear), then the summary line says what was copied; with stderr
+// redirected only the summary line is written.
+func TestCopyProgress(t *testing.T) {
+	terminal := func(e *Env) { e.IsTerminal, e.ProgressInterval = true, time.Nanosecond }
+	for _, tc := range []struct {
+		name  string
+		setup func(*Env)
+		bar   bool
+	}{
+		{"terminal", terminal, true},
+		{"redirected", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			code, _, stderr := runEnv(t, tc.setup, "copy", "--session", "golden-cartpole", goldenRoot, dst)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			summary := regexp.MustCompile(`(?:\A|\n|\r)copy: 32 steps \(4 episodes, 1 recording\) from ` + regexp.QuoteMeta(goldenRoot) +
+				` into ` + regexp.QuoteMeta(dst) + ` in [0-9.]+s, [0-9,]+ steps?/s\n\z`)
+			if !summary.MatchString(stderr) {
+				t.Errorf("stderr does not end with the summary line: %q", stderr)
+			}
+			counts := map[int]bool{}
+			for _, m := range regexp.MustCompile(`\((\d+)/32, `).FindAllStringSubmatch(stderr, -1) {
+				n, _ := strconv.Atoi(m[1])
+				counts[n] = true
+			}
+			between := 0
+			for n := range counts {
+				if n > 0 && n < 32 {
+					between++
+				}
+			}
+			switch {
+			case !tc.bar && (len(counts) > 0 || strings.Contains(stderr, "copying")):
+				t.Errorf("a progress bar on a redirected stderr: %q", stderr)
+			case tc.bar && (!strings.Contains(stderr, "copying "+goldenRoot) || !strings.Contains(stderr, "steps")):
+				t.Errorf("no bar of steps on a terminal: %q", stderr)
+			case tc.bar && (between < 4 || !counts[0]):
+				t.Errorf("the bar showed the counts %v of 32 steps: want it to move row by row", counts)
+			}
+		})
 	}
 }

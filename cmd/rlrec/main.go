@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/term"
@@ -61,6 +62,9 @@ type Env struct {
 	// Width is the width in columns of the terminal on Stdout; 0 when
 	// Stdout is no terminal or its width is unknown.
 	Width int
+	// ProgressInterval is the shortest time between two renderings of a
+	// progress display on Stderr; 0 means 100 ms.
+	ProgressInterval time.Duration
 }
 
 // commands lists every command, in the order help shows them.

@@ -6,8 +6,18 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// progressThrottle is the shortest time between two renderings.
+// progressThrottle is the shortest time between two renderings unless
+// Env.ProgressInterval says otherwise.
 const progressThrottle = 100 * time.Millisecond
+
+// progressInterval is the shortest time between two renderings on env's
+// Stderr.
+func progressInterval(env *Env) time.Duration {
+	if env.ProgressInterval > 0 {
+		return env.ProgressInterval
+	}
+	return progressThrottle
+}
 
 // bytesProgress returns a progress display of the bytes read, on
 // env.Stderr: a bar when size is known (> 0), otherwise a spinner with the
@@ -29,7 +39,7 @@ func bytesProgress(env *Env, size int64, desc string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(20),
 		progressbar.OptionSpinnerType(14),
-		progressbar.OptionThrottle(progressThrottle),
+		progressbar.OptionThrottle(progressInterval(env)),
 		progressbar.OptionSetRenderBlankState(true),
 		progressbar.OptionClearOnFinish(),
 	)
@@ -48,7 +58,7 @@ func countProgress(env *Env, n int, desc, items string) *progressbar.ProgressBar
 		progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString(items),
 		progressbar.OptionSetWidth(20),
-		progressbar.OptionThrottle(progressThrottle),
+		progressbar.OptionThrottle(progressInterval(env)),
 		progressbar.OptionSetRenderBlankState(true),
 		progressbar.OptionClearOnFinish(),
 	)
