@@ -16,5 +16,8 @@
 //
 // Every finding is one sentence that names its recording by session id
 // and env id (a session id alone may name several recordings) and, for a
-// problem, the command to run.
+// problem, what to do. An operation to run on ROOT (a Remedy: recover it,
+// verify it) is worded by the caller's Words: the CLI names its commands,
+// APIWords (the default) the Go functions. No text of this package names
+// a CLI command.
 package findings

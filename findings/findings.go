@@ -12,8 +12,11 @@ import (
 
 // Root is what List needs of a ROOT.
 type Root struct {
-	// Path is the ROOT as the user named it; commands in findings use it.
+	// Path is the ROOT as the user named it; the remedies in findings
+	// name it.
 	Path string
+	// Words words the remedies the problems ask for; nil: APIWords.
+	Words Words
 	// NeedsRecovery: the recorder's log holds records and no recorder
 	// holds the lock (see State.NeedsRecovery).
 	NeedsRecovery bool
@@ -70,7 +73,7 @@ func Name(rec dataset.Recording) string {
 // those of the ROOT's state, then each recording's in the order of
 // r.Recordings, then the stray files.
 func List(r Root) (problems, notes []Finding) {
-	recoverCmd := fmt.Sprintf("run 'rlrec recover %s'", r.Path)
+	recoverCmd := r.Words.Say(Action{Remedy: Recover, Root: r.Path})
 	rootFinding := func(text string) Finding { return Finding{Text: text} }
 	switch {
 	case r.RecorderWriting:
@@ -123,8 +126,8 @@ func List(r Root) (problems, notes []Finding) {
 				what = "open: the recorder closed before the session ended"
 			}
 			if r.NeedsRecovery || r.RecorderWriting {
-				problems = append(problems, of(fmt.Sprintf("%s: %s%s, with %s; %s to write out what its log holds, then 'rlrec verify %s'",
-					name, what, reason, count(s.EpisodesIncomplete, "incomplete episode"), recoverCmd, r.Path)))
+				problems = append(problems, of(fmt.Sprintf("%s: %s%s, with %s; %s to write out what its log holds, then %s",
+					name, what, reason, count(s.EpisodesIncomplete, "incomplete episode"), recoverCmd, r.Words.Say(Action{Remedy: Verify, Root: r.Path}))))
 				break
 			}
 			// The log holds nothing more: recovery has written out all

@@ -18,6 +18,7 @@ func TestList(t *testing.T) {
 		problems []string // substrings, in order
 		notes    []string
 		ofRec    bool // every finding names rec
+		api      bool // the default words (APIWords), not cliWords
 	}{
 		{name: "ended, all complete", root: Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionEnded}}}},
 		{name: "ended with incomplete episodes is a note", ofRec: true,
@@ -53,13 +54,20 @@ func TestList(t *testing.T) {
 		{name: "needs recovery",
 			root:     Root{Path: "R", NeedsRecovery: true},
 			problems: []string{"the recorder's log R/_rlrec/log holds records it never wrote out", "run 'rlrec recover R' to write them"}},
+		{name: "needs recovery, in the Go API's words", api: true,
+			root:     Root{Path: "R", NeedsRecovery: true, Recordings: []Recording{{Recording: rec, Status: schema.SessionCrashed}}},
+			problems: []string{"recover R (open it with recorder.Open) to write them", "recover R (open it with recorder.Open) to write out what its log holds, then check R (verify.Root)"}},
 		{name: "stray",
 			root:     Root{Path: "R", Strays: []dataset.Stray{{Path: "steps/x.csv", Reason: "not a part file"}}},
 			problems: []string{"stray steps/x.csv: not a part file"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			problems, notes := List(tc.root)
+			root := tc.root
+			if !tc.api {
+				root.Words = cliWords
+			}
+			problems, notes := List(root)
 			check := func(kind string, got []Finding, want []string) {
 				t.Helper()
 				joined := ""
@@ -93,4 +101,15 @@ func TestReadStateEmpty(t *testing.T) {
 	if st.LogRecords || st.Writing || st.NeedsRecovery() {
 		t.Fatalf("an empty directory: got %+v, want the zero state", st)
 	}
+}
+
+// cliWords words remedies as the CLI does.
+func cliWords(a Action) string {
+	switch a.Remedy {
+	case Recover:
+		return "run 'rlrec recover " + a.Root + "'"
+	case Verify:
+		return "run 'rlrec verify " + a.Root + "'"
+	}
+	return "?"
 }

@@ -34,6 +34,11 @@ var (
 	// holds, and by every later event of that recording; none of them is
 	// recorded, and the recorder goes on with the others.
 	ErrRecordingExists = errors.New("recorder: recording already in ROOT")
+	// ErrDamagedLog is returned by Open for a log damaged where cutting
+	// it would drop records reported durable (inside a sealed segment):
+	// recovery with WithSalvage(true) drops the damaged records and keeps
+	// every intact one. It wraps the log's *wal.CorruptionError.
+	ErrDamagedLog = errors.New("recorder: log damaged inside a sealed segment")
 	// ErrCorruptJournal is returned by Open for a recovery journal
 	// (_rlrec/journal) that is damaged.
 	ErrCorruptJournal = errors.New("recorder: damaged recovery journal")

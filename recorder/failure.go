@@ -59,7 +59,7 @@ type RecordingError struct {
 }
 
 func (e *RecordingError) Error() string {
-	return fmt.Sprintf("recording session_id=%q env_id=%q could not be written (%s): %v; its events are kept in the log: fix the cause and run 'rlrec recover'",
+	return fmt.Sprintf("recording session_id=%q env_id=%q could not be written (%s): %v; its events are kept in the log: fix the cause and recover the ROOT",
 		e.SessionID, e.EnvID, e.Path, e.Err)
 }
 
@@ -163,7 +163,7 @@ func (w *writer) failKey(key string, re *RecordingError) {
 	w.failed[key] = &recFailure{err: re}
 	w.failedN.Add(1)
 	w.mu.Unlock()
-	w.log.Error("recording failed: its events go on to the log only, the other recordings go on; fix the cause and run 'rlrec recover'",
+	w.log.Error("recording failed: its events go on to the log only, the other recordings go on; fix the cause and recover the ROOT",
 		"root", w.root, "session", re.SessionID, "env", re.EnvID, "path", re.Path, "err", re.Err)
 }
 
@@ -233,7 +233,7 @@ func (w *writer) recordingErrors(final bool) []*RecordingError {
 	})
 	if final {
 		for _, e := range out {
-			w.log.Error("recording not written; its events are kept in the log for 'rlrec recover'", "root", w.root,
+			w.log.Error("recording not written; its events are kept in the log for the next recovery", "root", w.root,
 				"session", e.SessionID, "env", e.EnvID, "events_after_failure", counts[e], "path", e.Path, "err", e.Err)
 		}
 	}

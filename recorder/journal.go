@@ -66,7 +66,7 @@ func readJournal(fsys vfs.FS, root string) ([][]byte, error) {
 	}
 	out, err := logrec.ParseJournal(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w; it lists the files recovery was publishing: move it aside and run 'rlrec recover' again, then 'rlrec verify'", name, ErrCorruptJournal, err)
+		return nil, fmt.Errorf("%s: %w: %w; it lists the files recovery was publishing: move it aside, recover the ROOT again and verify it", name, ErrCorruptJournal, err)
 	}
 	return out, nil
 }

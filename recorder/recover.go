@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -54,7 +55,10 @@ func (r *Recorder) recover() error {
 	dir := filepath.Join(r.root, stateDir, logDir)
 	rep, err := wal.Repair(r.fs, dir, r.opts.salvage, r.opts.logger)
 	if err != nil {
-		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to drop the damaged records and keep every intact one", r.root, err, r.root)
+		if errors.Is(err, wal.ErrCorrupt) {
+			return fmt.Errorf("recover %s: %w: %w; recovery with salvage drops the damaged records and keeps every intact one", r.root, ErrDamagedLog, err)
+		}
+		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Damage = rep
 	journal, err := readJournal(r.fs, r.root)
@@ -171,7 +175,7 @@ func (r *Recorder) recover() error {
 		// for the next recovery, and the failed writes stay in flight, so
 		// that this recorder keeps the log too. Close reports them.
 		r.recovered.Failed = failed
-		r.opts.logger.Error("recovered all but some recordings; their events stay in the log: fix the cause and run 'rlrec recover' again",
+		r.opts.logger.Error("recovered all but some recordings; their events stay in the log: fix the cause and recover the ROOT again",
 			"root", r.root, "sessions", r.recovered.Sessions, "failed_recordings", len(failed),
 			"completed_episodes", r.recovered.Completed, "incomplete_episodes", r.recovered.Incomplete)
 		return nil

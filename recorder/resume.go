@@ -74,7 +74,7 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 		// As in recover: the log and the journal stay for the next
 		// recovery (failure.go).
 		r.recovered.Failed = failed
-		r.opts.logger.Error("recovered all but some recordings; their events stay in the log: fix the cause and run 'rlrec recover' again",
+		r.opts.logger.Error("recovered all but some recordings; their events stay in the log: fix the cause and recover the ROOT again",
 			"root", r.root, "failed_recordings", len(failed))
 	} else if r.resumed == 0 {
 		if err := r.clearLog(); err != nil {

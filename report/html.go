@@ -166,8 +166,8 @@ func (r *Recording) FeatureNotes(maxElems int) []string {
 	}
 	for _, f := range r.Stats.Features {
 		if len(f.Elements) > maxElems {
-			out = append(out, fmt.Sprintf("%s: the first %d of its %d elements are shown; 'rlrec stats %s --session %s --env %s' lists them all",
-				f.Name, maxElems, len(f.Elements), r.root, r.SessionID, r.EnvID))
+			out = append(out, fmt.Sprintf("%s: the first %d of its %d elements are shown; %s lists them all",
+				f.Name, maxElems, len(f.Elements), r.words.Say(findings.Action{Remedy: findings.Stats, Root: r.root, Recording: r.Recording})))
 		}
 	}
 	return out

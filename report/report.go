@@ -38,6 +38,9 @@ type Options struct {
 	MaxElements int
 	// Generated, when not zero, is shown as the time the report was made.
 	Generated time.Time
+	// Words words the remedies the page asks for (recover, verify, the
+	// statistics of a recording); nil: findings.APIWords.
+	Words findings.Words
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +98,7 @@ type Recording struct {
 	Problems, Notes []findings.Finding
 	Images          []*ImageLeaf
 	root            string
+	words           findings.Words
 }
 
 // Episode is one completed episode as the plots see it.
@@ -148,10 +152,10 @@ func Build(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, op
 	opts = opts.withDefaults()
 	rep := &Report{Root: d.Root(), Options: opts}
 	st := findings.ReadState(d.Root())
-	froot := findings.Root{Path: d.Root(), NeedsRecovery: st.NeedsRecovery(), RecorderWriting: st.Writing, Strays: d.Strays()}
+	froot := findings.Root{Path: d.Root(), Words: opts.Words, NeedsRecovery: st.NeedsRecovery(), RecorderWriting: st.Writing, Strays: d.Strays()}
 	byRec := map[dataset.Recording]*Recording{}
 	for i, rec := range recs {
-		r := &Recording{Recording: rec, Anchor: fmt.Sprintf("rec-%d", i+1), root: d.Root()}
+		r := &Recording{Recording: rec, Anchor: fmt.Sprintf("rec-%d", i+1), root: d.Root(), words: opts.Words}
 		if err := r.readRows(d); err != nil {
 			return nil, err
 		}
@@ -411,7 +415,7 @@ func (rep *Report) readFrames(d *dataset.Dataset, r *Recording) error {
 				img.Omitted = append(img.Omitted, fmt.Sprintf("%s: no step of it holds an observation", name))
 				continue
 			case rep.FrameBytes+size > rep.Options.FrameBytes:
-				img.Omitted = append(img.Omitted, fmt.Sprintf("%s: its %d frames (%s of PNG) would exceed the report's frame budget of %s; report fewer recordings (--session, --env) to see them",
+				img.Omitted = append(img.Omitted, fmt.Sprintf("%s: its %d frames (%s of PNG) would exceed the report's frame budget of %s; report fewer recordings, or raise the frame budget, to see them",
 					name, len(frames[k]), humanBytes(size), humanBytes(rep.Options.FrameBytes)))
 				continue
 			}
@@ -453,12 +457,13 @@ func (rep *Report) episodeFrames(d *dataset.Dataset, r *Recording, ep Episode, e
 			if leaves != nil {
 				for i, img := range r.Images {
 					if img.index >= len(leaves) {
-						return nil, fmt.Errorf("%s row %d: the observation has %d leaves, its space %d; run 'rlrec verify %s'", st.Path(), st.Row(), len(leaves), len(r.Spaces.Observation.Leaves), d.Root())
+						return nil, &dataset.FileError{Path: st.Path(), Row: st.Row(),
+							Err: fmt.Errorf("the observation has %d leaves, its space %d: %w", len(leaves), len(r.Spaces.Observation.Leaves), ErrDamaged)}
 					}
 					k := frame.ShrinkFactor(img.h, img.w, rep.Options.FrameSide)
 					b, w, h, err := enc.Encode(leaves[img.index], img.h, img.w, img.c, k)
 					if err != nil {
-						return nil, fmt.Errorf("%s row %d: %s: %w; run 'rlrec verify %s'", st.Path(), st.Row(), img.Name, err, d.Root())
+						return nil, &dataset.FileError{Path: st.Path(), Row: st.Row(), Err: fmt.Errorf("%s: %w: %w", img.Name, ErrDamaged, err)}
 					}
 					frames[i] = append(frames[i], Frame{Step: st.Step().Step, W: w, H: h, PNG: b})
 				}

@@ -42,7 +42,7 @@ func CheckListen(addr, token string) error {
 		return fmt.Errorf("listen address %q: %w", addr, err)
 	}
 	if host == "" {
-		return fmt.Errorf("listen address %q listens on every interface, not loopback; give a token file (--token-file), or listen on 127.0.0.1: %w", addr, ErrInsecureListen)
+		return fmt.Errorf("listen address %q listens on every interface, not loopback; give the server a token, or listen on 127.0.0.1: %w", addr, ErrInsecureListen)
 	}
 	if host == "localhost" {
 		return nil
@@ -55,13 +55,13 @@ func CheckListen(addr, token string) error {
 		}
 		for _, a := range ips {
 			if !a.IsLoopback() {
-				return fmt.Errorf("listen address %q resolves to %v, not loopback; give a token file, or listen on 127.0.0.1: %w", addr, a, ErrInsecureListen)
+				return fmt.Errorf("listen address %q resolves to %v, not loopback; give the server a token, or listen on 127.0.0.1: %w", addr, a, ErrInsecureListen)
 			}
 		}
 		return nil
 	}
 	if !ip.IsLoopback() {
-		return fmt.Errorf("listen address %q is not loopback; give a token file (--token-file), or listen on 127.0.0.1: %w", addr, ErrInsecureListen)
+		return fmt.Errorf("listen address %q is not loopback; give the server a token, or listen on 127.0.0.1: %w", addr, ErrInsecureListen)
 	}
 	return nil
 }
@@ -76,12 +76,12 @@ func (s *Server) checkToken(ctx context.Context, method string) error {
 	vals := md.Get(ingestv1.AuthorizationKey)
 	if len(vals) == 0 {
 		s.m.unauthenticated.Add(1)
-		return status.Error(codes.Unauthenticated, "rlrec serve: no token; give the client the server's token (client.WithToken, --token-file)")
+		return status.Error(codes.Unauthenticated, "rlrec server: no token; give the client the server's token (client.WithToken)")
 	}
 	want := "Bearer " + s.opts.Token
 	if len(vals) != 1 || subtle.ConstantTimeCompare([]byte(vals[0]), []byte(want)) != 1 {
 		s.m.unauthenticated.Add(1)
-		return status.Error(codes.Unauthenticated, "rlrec serve: wrong token")
+		return status.Error(codes.Unauthenticated, "rlrec server: wrong token")
 	}
 	return nil
 }

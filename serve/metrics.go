@@ -101,7 +101,7 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	one("rlrec_serve_duplicate_events_total", "counter", "Resent events dropped because the server had them.", m.duplicates.Load())
 	one("rlrec_serve_sequence_gaps_total", "counter", "Streams refused for an event whose sequence skipped numbers of its recording.", m.gaps.Load())
 	one("rlrec_serve_refused_runs_total", "counter", "SessionStarted events refused because another run is recording the same ids.", m.refusedRuns.Load())
-	one("rlrec_serve_failed_recordings", "gauge", "Recordings whose files could not be written: their events are in the log, for 'rlrec recover'.", m.failedRecordings.Load())
+	one("rlrec_serve_failed_recordings", "gauge", "Recordings whose files could not be written: their events are in the log, for the next recovery.", m.failedRecordings.Load())
 	one("rlrec_serve_unauthenticated_total", "counter", "Calls refused for a missing or wrong token.", m.unauthenticated.Load())
 	fmt.Fprintf(w, "# HELP rlrec_serve_refused_events_total Events not recorded, by reason.\n# TYPE rlrec_serve_refused_events_total counter\n")
 	for r := ingestv1.RefusalReason_REFUSAL_REASON_MALFORMED; int(r) < len(m.refused); r++ {

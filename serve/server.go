@@ -203,7 +203,7 @@ func (s *Server) noteFailed(failed []*recorder.RecordingError) {
 		}
 		s.failedRecs[k] = true
 		s.m.failedRecordings.Add(1)
-		s.log.Error("a recording's files failed: its events are acknowledged from the log and written by 'rlrec recover' once the cause is fixed",
+		s.log.Error("a recording's files failed: its events are acknowledged from the log and written by the next recovery of ROOT once the cause is fixed",
 			"session", e.SessionID, "env", e.EnvID, "path", e.Path, "err", e.Err)
 	}
 }
@@ -397,10 +397,10 @@ func (s *Server) Record(gs ingestv1.Ingest_RecordServer) error {
 func (st *stream) handle(ctx context.Context, req *ingestv1.RecordRequest) error {
 	s := st.s
 	if req.GetBatch() != st.last+1 {
-		return status.Errorf(codes.InvalidArgument, "rlrec serve: batch %d after batch %d: batches are numbered 1, 2, ... on each stream", req.GetBatch(), st.last)
+		return status.Errorf(codes.InvalidArgument, "rlrec server: batch %d after batch %d: batches are numbered 1, 2, ... on each stream", req.GetBatch(), st.last)
 	}
 	if err := s.Err(); err != nil {
-		return status.Errorf(codes.Unavailable, "rlrec serve: %v", err)
+		return status.Errorf(codes.Unavailable, "rlrec server: %v", err)
 	}
 	st.last = req.GetBatch()
 	p := pendingAck{batch: req.GetBatch()}
@@ -477,7 +477,7 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		s.m.gaps.Add(1)
 		s.log.Warn("sequence gap: stream refused (a client that lost events it had not sent, or a forged sequence)",
 			"session", sid, "env", route.EnvID, "after", known, "got", seq)
-		return nil, status.Errorf(codes.InvalidArgument, "rlrec serve: %s of session %q (env_id %q) has sequence %d, but the server's last of that recording is %d: a recording's events are numbered 1, 2, ... without a gap; the stream is refused and its batch not acknowledged",
+		return nil, status.Errorf(codes.InvalidArgument, "rlrec server: %s of session %q (env_id %q) has sequence %d, but the server's last of that recording is %d: a recording's events are numbered 1, 2, ... without a gap; the stream is refused and its batch not acknowledged",
 			ev.Kind(), sid, route.EnvID, seq, known)
 	}
 	switch {
@@ -504,7 +504,7 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 		return nil, status.FromContextError(ctx.Err()).Err()
 	case errors.Is(err, recorder.ErrFailed), errors.Is(err, recorder.ErrClosed):
 		s.fail(err)
-		return nil, status.Errorf(codes.Unavailable, "rlrec serve: %v", err)
+		return nil, status.Errorf(codes.Unavailable, "rlrec server: %v", err)
 	}
 	rs.last = seq
 	if errors.Is(err, recorder.ErrRecordingExists) {
@@ -551,7 +551,7 @@ func (st *stream) sendAcks(ctx context.Context) error {
 	for {
 		ch := s.durableChanged()
 		if err := s.Err(); err != nil {
-			return status.Errorf(codes.Unavailable, "rlrec serve: %v", err)
+			return status.Errorf(codes.Unavailable, "rlrec server: %v", err)
 		}
 		d := s.durable.Load()
 		st.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -217,7 +218,7 @@ func (v *verifier) checkRecording(r *recording, listed map[string]*fileSum) {
 			first := r.steps[erid][0]
 			p := Problem{Check: CheckEpisode, Path: path.Dir(first.rel), Row: -1,
 				Message: "steps without an episodes row (the episode's commit point): the episode was not finished",
-				Fix:     "run 'rlrec recover ROOT' if the log holds records; otherwise the episode is not part of the dataset"}
+				Remedy:  findings.Recover, Fix: " if the log holds records; otherwise the episode is not part of the dataset"}
 			if s := listed[first.rel]; s == nil || !s.f.Episode {
 				p.Path, p.Row = first.rel, first.row0
 				p.Message = fmt.Sprintf("steps of episode_record_id %s without an episodes row (the episode's commit point): the episode was not finished", quote(erid))
@@ -230,7 +231,7 @@ func (v *verifier) checkRecording(r *recording, listed map[string]*fileSum) {
 		if !r.sessionsUnread && episodes > 0 {
 			v.problems = append(v.problems, Problem{Check: CheckSession, Path: r.episodesDir, Row: -1,
 				Message: fmt.Sprintf("%s has %d episodes but no sessions row (written when the session ends)", r.name(), episodes),
-				Fix:     "run 'rlrec recover ROOT' if the log holds records; otherwise the session did not end while recorded"})
+				Remedy:  findings.Recover, Fix: " if the log holds records; otherwise the session did not end while recorded"})
 		}
 		return
 	}
@@ -249,7 +250,7 @@ func (v *verifier) checkRecording(r *recording, listed map[string]*fileSum) {
 		v.problems = append(v.problems, Problem{Check: CheckSession, Path: r.sessions[0].rel, Row: 0,
 			Message: fmt.Sprintf("episodes_recorded %d and steps_recorded %d, but the recording's files hold %d episodes and %d steps",
 				eps, st, episodes, steps),
-			Fix: "episode or steps files are missing or extra; run 'rlrec recover ROOT' if the log holds records, otherwise restore them from a copy"})
+			Remedy: findings.Recover, Fix: " if the log holds records; otherwise episode or steps files are missing or extra: restore them from a copy"})
 	}
 }
 
@@ -288,12 +289,12 @@ func (v *verifier) joinSteps(runs []*stepsSum) stepsSum {
 		if f.firstStep != next {
 			v.problems = append(v.problems, Problem{Check: CheckSteps, Path: f.rel, Row: f.row0,
 				Message: fmt.Sprintf("starts at step %d where step %d was expected: steps are missing or repeated", f.firstStep, next),
-				Fix:     fixDamaged})
+				Remedy:  findings.Recover, Fix: fixDamaged})
 		}
 		next = f.lastStep + 1
 		if f.isLast > 0 && i != len(runs)-1 {
 			v.problems = append(v.problems, Problem{Check: CheckSteps, Path: f.rel, Row: f.row0 + f.rows - 1,
-				Message: "is_last is set but later steps of the episode follow in another part file", Fix: fixDamaged})
+				Message: "is_last is set but later steps of the episode follow in another part file", Remedy: findings.Recover, Fix: fixDamaged})
 		}
 		if i == 0 {
 			all.episodeID, all.episodeIndex, all.envIndex = f.episodeID, f.episodeIndex, f.envIndex
@@ -307,11 +308,11 @@ func (v *verifier) joinSteps(runs []*stepsSum) stepsSum {
 	}
 	if all.rows > 0 && all.isFirst != 1 {
 		v.problems = append(v.problems, Problem{Check: CheckSteps, Path: all.rel, Row: -1,
-			Message: fmt.Sprintf("the episode's steps have %d rows with is_first; exactly one (step 0) is", all.isFirst), Fix: fixDamaged})
+			Message: fmt.Sprintf("the episode's steps have %d rows with is_first; exactly one (step 0) is", all.isFirst), Remedy: findings.Recover, Fix: fixDamaged})
 	}
 	if all.isLast > 1 {
 		v.problems = append(v.problems, Problem{Check: CheckSteps, Path: all.rel, Row: -1,
-			Message: fmt.Sprintf("the episode's steps have %d rows with is_last; at most one (the last) is", all.isLast), Fix: fixDamaged})
+			Message: fmt.Sprintf("the episode's steps have %d rows with is_last; at most one (the last) is", all.isLast), Remedy: findings.Recover, Fix: fixDamaged})
 	}
 	return all
 }
@@ -372,8 +373,9 @@ func (v *verifier) stepsFile(r *recording, e *episodeSum, row *episodeRec, st *s
 	s := listed[rel]
 	switch {
 	case s == nil:
-		bad("the episode's steps file is missing: move it back or restore it from a copy, or run 'rlrec recover ROOT' if the log holds records",
-			"steps_file %q is not a part file of ROOT", rel)
+		v.problems = append(v.problems, Problem{Check: CheckEpisode, Path: e.rel, Row: row.row,
+			Message: fmt.Sprintf("steps_file %q is not a part file of ROOT", rel),
+			Remedy:  findings.Recover, Fix: " if the log holds records; otherwise the episode's steps file is missing: move it back or restore it from a copy"})
 		return
 	case s.f.Table != schema.TableSteps || s.rec != r.Recording || (s.f.Episode && s.rid != row.recordID):
 		bad(fixDisagree, "steps_file %q is not a steps file of this episode (episode_record_id %s of the %s)", rel, quote(row.recordID), r.name())

@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/schema"
@@ -19,7 +20,8 @@ import (
 
 // Advice shared by several checks.
 const (
-	fixDamaged = "the file is damaged: run 'rlrec recover ROOT' if the log still holds this data, otherwise move the file out of ROOT (one bad file makes a whole DuckDB scan fail) and re-record it"
+	// fixDamaged follows the words of a Recover remedy (see add).
+	fixDamaged = " if the log still holds this data, otherwise move the file out of ROOT (one bad file makes a whole DuckDB scan fail) and re-record it"
 	fixForeign = "rlrec did not write this file as it is now; move it out of ROOT, or restore it from a copy"
 	fixFooter  = "strict readers (Spark, Athena, parquet-java) refuse the file though DuckDB and pandas may read it (rlrec wrote such footers before it stopped reusing parquet-go writers, parquet-go issue #602): rewrite it with a Parquet writer that keeps its key-value metadata, or move it out of ROOT and re-record it"
 )
@@ -68,7 +70,11 @@ func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any)
 		c.more++
 		return
 	}
-	c.problems = append(c.problems, Problem{Check: check, Path: c.f.Rel, Row: row, Message: fmt.Sprintf(format, args...), Fix: fix})
+	p := Problem{Check: check, Path: c.f.Rel, Row: row, Message: fmt.Sprintf(format, args...), Fix: fix}
+	if fix == fixDamaged {
+		p.Remedy = findings.Recover
+	}
+	c.problems = append(c.problems, p)
 }
 
 // checkFile opens one part file and runs the checks of its table. It

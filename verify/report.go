@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/rlrec/rlrec/findings"
 )
 
 // Check names the check that found a problem. The values appear in the
@@ -39,8 +41,11 @@ type Problem struct {
 	Row int64
 	// Message says what is wrong.
 	Message string
-	// Fix says what to do.
+	// Fix says what to do. When Remedy is set it starts with the remedy
+	// in the words of Options.Words.
 	Fix string
+	// Remedy is the operation on ROOT that Fix asks for, 0 for none.
+	Remedy findings.Remedy
 }
 
 // Report is the outcome of Root.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
@@ -54,7 +55,7 @@ func (v *verifier) checkLog() {
 	r, err := wal.NewReader(v.fs, dir)
 	if err != nil {
 		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1, Message: "cannot read the log: " + err.Error(),
-			Fix: "run 'rlrec recover ROOT', which repairs the log and writes what it holds"})
+			Remedy: findings.Recover, Fix: ", which repairs the log and writes what it holds"})
 		return
 	}
 	defer r.Close()
@@ -65,7 +66,7 @@ func (v *verifier) checkLog() {
 	if n > 0 {
 		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1,
 			Message: fmt.Sprintf("the log holds %d records: a recorder did not close cleanly (crash or kill), so episodes and sessions may be missing or unfinished", n),
-			Fix:     "run 'rlrec recover ROOT' to write them"})
+			Remedy:  findings.Recover, Fix: " to write them"})
 	}
 	err = r.Err()
 	var ce *wal.CorruptionError
@@ -74,13 +75,13 @@ func (v *verifier) checkLog() {
 	case errors.As(err, &ce) && ce.Torn:
 		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
 			Message: fmt.Sprintf("the log ends in a torn tail at offset %d (%v), as a crash leaves it", ce.Offset, ce.Err),
-			Fix:     "run 'rlrec recover ROOT': it cuts the tail (nothing in it was reported durable) and writes the rest"})
+			Remedy:  findings.Recover, Fix: ": it cuts the tail (nothing in it was reported durable) and writes the rest"})
 	case errors.As(err, &ce):
 		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
 			Message: fmt.Sprintf("the log is corrupt at offset %d (%v): damage to records that were durable", ce.Offset, ce.Err),
-			Fix:     "run 'rlrec recover --salvage ROOT': it drops the damaged records and keeps every intact one around them"})
+			Remedy:  findings.Salvage, Fix: ": it drops the damaged records and keeps every intact one around them"})
 	default:
 		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1, Message: "cannot read the log: " + err.Error(),
-			Fix: "check the permissions of ROOT/_rlrec/log, then run 'rlrec recover ROOT'"})
+			Remedy: findings.Recover, Fix: " once the permissions of ROOT/_rlrec/log let it be read"})
 	}
 }

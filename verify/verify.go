@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -26,6 +27,9 @@ type Options struct {
 	// Workers is the number of files checked at once (default
 	// GOMAXPROCS).
 	Workers int
+	// Words words the remedies fixes ask for (Problem.Remedy); nil:
+	// findings.APIWords.
+	Words findings.Words
 }
 
 // verifier holds the state of one Root run.
@@ -122,6 +126,13 @@ func run(ctx context.Context, v *verifier, writing bool) (*Report, error) {
 	v.crossCheck()
 	rep.Rows = v.rows
 	rep.Problems = v.problems
+	for i := range rep.Problems {
+		if p := &rep.Problems[i]; p.Remedy != 0 {
+			// A fix that asks for a remedy is its text after the remedy's
+			// words until here.
+			p.Fix = v.opts.Words.Say(findings.Action{Remedy: p.Remedy, Root: "ROOT"}) + p.Fix
+		}
+	}
 	rep.sort()
 	return rep, nil
 }
@@ -151,7 +162,7 @@ func (v *verifier) strays(strays []hive.Stray, writing bool) {
 			if !writing {
 				v.add(Problem{Check: CheckStray, Path: s.Rel, Row: -1,
 					Message: "temp file left by a writer that stopped before committing it; it holds nothing committed",
-					Fix:     "run 'rlrec recover ROOT' if the log holds records (see the log problem), then delete the temp file"})
+					Remedy:  findings.Recover, Fix: " if the log holds records (see the log problem), then delete the temp file"})
 			}
 		case !strings.Contains(s.Rel, "/"):
 			// Not under a table directory: no dataset scan reads it.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -391,5 +393,38 @@ func TestMaxProblemsPerFile(t *testing.T) {
 	}
 	if n != 2 || !more {
 		t.Fatalf("want 2 problems and a count of the rest for %s, got %+v", p, rep.Problems)
+	}
+}
+
+// TestRemedyWords: a fix that asks for a remedy on ROOT has it typed
+// (Problem.Remedy) and worded by Options.Words, the Go API's words by
+// default; the package's own text names no command.
+func TestRemedyWords(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	copyDir(t, base(t), root)
+	p := parquetFiles(t, root, schema.TableSteps)[0]
+	if err := os.WriteFile(filepath.Join(filepath.Dir(p), ".part-00001.parquet.tmp"), []byte("PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		words findings.Words
+		want  string
+	}{
+		{"default", nil, "recover ROOT (open it with recorder.Open) if the log holds records"},
+		{"caller's", func(a findings.Action) string { return fmt.Sprintf("do %d to %s", a.Remedy, a.Root) }, "do 1 to ROOT if the log holds records"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Root(context.Background(), root, Options{Words: tc.words})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Problems) != 1 {
+				t.Fatalf("problems %+v, want the temp file's", rep.Problems)
+			}
+			if got := rep.Problems[0]; got.Remedy != findings.Recover || !strings.HasPrefix(got.Fix, tc.want) {
+				t.Errorf("remedy %d, fix %q; want remedy %d and a fix that starts %q", got.Remedy, got.Fix, findings.Recover, tc.want)
+			}
+		})
 	}
 }

@@ -480,7 +480,7 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 // wrong, each with what to do) and under "notes" (what is as expected but
 // easy to misread): package findings, which rlrec report shows too.
 func inspectFindings(rep *inspectReport) (problems, notes []string) {
-	root := findings.Root{Path: rep.Root, NeedsRecovery: rep.NeedsRecovery, RecorderWriting: rep.RecorderWriting}
+	root := findings.Root{Path: rep.Root, Words: cliWords, NeedsRecovery: rep.NeedsRecovery, RecorderWriting: rep.RecorderWriting}
 	for i := range rep.Sessions {
 		s := &rep.Sessions[i]
 		fr := findings.Recording{

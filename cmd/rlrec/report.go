@@ -102,7 +102,7 @@ func runReport(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	opts := report.Options{FrameSide: f.frameSide, FrameBytes: f.frameBytes << 20, Generated: time.Now()}
+	opts := report.Options{FrameSide: f.frameSide, FrameBytes: f.frameBytes << 20, Generated: time.Now(), Words: cliWords}
 	rep, err := report.Build(ctx, d, recs, opts)
 	if err != nil {
 		return err

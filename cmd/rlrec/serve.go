@@ -107,12 +107,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	if err := serve.CheckListen(f.listen, token); err != nil {
-		return fmt.Errorf("%w (anyone who reaches the port could write into %s)", err, f.out)
+		return fmt.Errorf("%w (anyone who reaches the port could write into %s): give --token-file FILE, or --listen 127.0.0.1:PORT", err, f.out)
 	}
 	if f.metrics != "" {
 		// The metrics name recordings and their load: the same rule.
 		if err := serve.CheckListen(f.metrics, token); err != nil {
-			return fmt.Errorf("--metrics-listen: %w (anyone who reaches the port could read the server's metrics)", err)
+			return fmt.Errorf("--metrics-listen: %w (anyone who reaches the port could read the server's metrics): give --token-file FILE, or --metrics-listen 127.0.0.1:PORT", err)
 		}
 	}
 	var creds credentials.TransportCredentials

@@ -59,7 +59,7 @@ func runVerify(ctx context.Context, env *Env, args []string) error {
 	if err := checkRoot(root); err != nil {
 		return err
 	}
-	opts := verify.Options{MaxProblemsPerFile: verifyFlags.maxProblems}
+	opts := verify.Options{MaxProblemsPerFile: verifyFlags.maxProblems, Words: cliWords}
 	// Progress per file on a terminal: the listing reads directories only,
 	// so counting the files first costs little beside reading them.
 	var bar *progressbar.ProgressBar

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/findings"
+	"github.com/rlrec/rlrec/recorder"
 )
 
 // wordError adds to a library error what to do about it in this CLI's
@@ -23,6 +25,28 @@ func wordError(err error) error {
 		return fmt.Errorf("%w; read it with the rlrec version that wrote it", err)
 	case errors.Is(err, dataset.ErrInconsistent), errors.As(err, &fe):
 		return fmt.Errorf("%w; run 'rlrec verify ROOT' on that ROOT to check every file", err)
+	case errors.Is(err, recorder.ErrDamagedLog):
+		return fmt.Errorf("%w: run 'rlrec recover --salvage ROOT' on that ROOT (what the damaged records held is lost)", err)
+	case errors.Is(err, recorder.ErrCorruptJournal):
+		return fmt.Errorf("%w ('rlrec recover ROOT', then 'rlrec verify ROOT')", err)
+	case errors.Is(err, recorder.ErrRecordingFailed):
+		return fmt.Errorf("%w ('rlrec recover ROOT' once the cause is fixed)", err)
 	}
 	return err
+}
+
+// cliWords words the remedies that library fixes ask for (package
+// findings) as the command to run.
+func cliWords(a findings.Action) string {
+	switch a.Remedy {
+	case findings.Recover:
+		return fmt.Sprintf("run 'rlrec recover %s'", a.Root)
+	case findings.Salvage:
+		return fmt.Sprintf("run 'rlrec recover --salvage %s'", a.Root)
+	case findings.Verify:
+		return fmt.Sprintf("run 'rlrec verify %s'", a.Root)
+	case findings.Stats:
+		return fmt.Sprintf("'rlrec stats %s --session %s --env %s'", a.Root, a.Recording.SessionID, a.Recording.EnvID)
+	}
+	return findings.APIWords(a)
 }
