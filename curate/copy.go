@@ -246,7 +246,8 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 // each event filtered to the episodes the target keeps.
 //
 // rows, when not nil, is called with the number of step rows an action
-// event opened in the targets (its lanes that name a kept episode).
+// event opened in the targets (its lanes that name a kept episode not
+// yet completed).
 func copyRecording(ctx context.Context, d *dataset.Dataset, p plan, recs []*recorder.Recorder, rep *Report, rows func(n int64)) error {
 	s, err := d.Session(p.rec)
 	if err != nil {

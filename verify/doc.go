@@ -3,6 +3,11 @@
 // Parquet files directly (not through a dataset reader) so that it can
 // check files a reader would refuse, and it never writes to the ROOT.
 //
+// A fix that asks for an operation on ROOT (recover it, recover it with
+// salvage) carries it typed in Problem.Remedy and words it with
+// Options.Words: the Go functions by default (findings.APIWords), the
+// command to run in the CLI. No text of this package names a command.
+//
 // # What is checked
 //
 // The ROOT, a directory or an s3://bucket/prefix URL, is listed and read
@@ -100,7 +105,7 @@
 //	                table directories
 //	log             the recorder's log under _rlrec/log is empty: records
 //	                there mean a recorder did not close and the ROOT needs
-//	                `rlrec recover ROOT`; damage in it is reported with the
+//	                recovery; damage in it is reported with the
 //	                segment and offset. The log is read only, never
 //	                repaired.
 //	lock            no recorder holds ROOT's lock (_rlrec/LOCK, tried and
