@@ -50,10 +50,26 @@ func TestReadBucketInPlace(t *testing.T) {
 		if len(calls) == 0 {
 			t.Fatal("no polars one-liner over s3://BUCKET/PREFIX/ in the README")
 		}
+		// Through a proxy that logs the GETs: polars reads the objects
+		// over HTTP.
+		var gets getLog
+		proxy := gets.proxy(t, srv.Endpoint())
 		for _, call := range calls {
 			call = strings.ReplaceAll(call, "s3://BUCKET/PREFIX/", "s3://datasets/ids/")
-			call = strings.ReplaceAll(call, "http://HOST:PORT", srv.Endpoint())
+			call = strings.ReplaceAll(call, "http://HOST:PORT", proxy.URL)
+			gets.reset()
 			checkIDs(t, call, runPolars(t, polarsToJS(t, call), srv.Env()), sessions, n)
+			gets.mu.Lock()
+			read := 0
+			for _, g := range gets.gets {
+				if strings.HasPrefix(g.key, "/datasets/ids/episodes/") && strings.HasSuffix(g.key, ".parquet") && g.bytes > 0 {
+					read++
+				}
+			}
+			gets.mu.Unlock()
+			if read == 0 {
+				t.Errorf("%s: no GET of an episodes part reached the server", call)
+			}
 		}
 	})
 
