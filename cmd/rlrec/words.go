@@ -30,7 +30,7 @@ func wordError(err error) error {
 	case errors.Is(err, recorder.ErrCorruptJournal):
 		return fmt.Errorf("%w ('rlrec recover ROOT', then 'rlrec verify ROOT')", err)
 	case errors.Is(err, recorder.ErrRecordingFailed):
-		return fmt.Errorf("%w ('rlrec recover ROOT' once the cause is fixed)", err)
+		return fmt.Errorf("%w (run 'rlrec recover ROOT')", err)
 	}
 	return err
 }

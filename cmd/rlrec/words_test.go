@@ -32,7 +32,7 @@ func TestWordError(t *testing.T) {
 		{"tables disagree", fmt.Errorf("x: %w", dataset.ErrInconsistent), "run 'rlrec verify ROOT'"},
 		{"damaged log", fmt.Errorf("recover R: %w: %w", recorder.ErrDamagedLog, errors.New("wal: corrupt")), "run 'rlrec recover --salvage ROOT'"},
 		{"damaged journal", fmt.Errorf("j: %w", recorder.ErrCorruptJournal), "'rlrec recover ROOT', then 'rlrec verify ROOT'"},
-		{"recording failed", &recorder.RecordingError{SessionID: "s", EnvID: "e", Path: "p", Err: errors.New("disk full")}, "'rlrec recover ROOT' once the cause is fixed"},
+		{"recording failed", &recorder.RecordingError{SessionID: "s", EnvID: "e", Path: "p", Err: errors.New("disk full")}, "(run 'rlrec recover ROOT')"},
 		{"report of a damaged row", &dataset.FileError{Path: "p", Row: 1, Err: report.ErrDamaged}, "run 'rlrec verify ROOT'"},
 		{"other", errors.New("plain"), "plain"},
 	} {
