@@ -497,7 +497,13 @@ func crashRun(t *testing.T, bin string, db *sql.DB, lane *crashLane, seed uint64
 	checkNoTemp(t, lane.root)
 	tally.preserved += checkPreserved(t, lane.root, before)
 	checkClaims(t, db, lane, tally)
-	if lane.runs == crashChain {
+	if lane.runs == crashChain && !hasEpisodesFile(t, lane.root) {
+		// Every run of the chain was killed before one episode was
+		// published: nothing for the whole-ROOT checks to read (DuckDB's
+		// glob of no file is an error), and checkClaims above has already
+		// checked that nothing acknowledged is missing.
+		t.Logf("%s: no episodes file after %d runs; whole-ROOT checks have nothing to read", lane.root, lane.runs)
+	} else if lane.runs == crashChain {
 		// The ROOT's last run: the slower whole-ROOT checks.
 		checkStepsFiles(t, db, lane.root)
 		checkContiguousDuck(t, db, lane.root)
@@ -509,6 +515,18 @@ func eventsOf(rep *crashReport) int {
 		return 0
 	}
 	return rep.Events
+}
+
+// hasEpisodesFile reports whether root holds a published episodes file.
+func hasEpisodesFile(t *testing.T, root string) bool {
+	t.Helper()
+	sep := string(filepath.Separator)
+	for p := range publishedFiles(t, root) {
+		if strings.HasPrefix(p, filepath.Join(root, "episodes")+sep) {
+			return true
+		}
+	}
+	return false
 }
 
 // publishedFiles lists the published table files under root (final
