@@ -766,23 +766,10 @@ func dirBytes(b *testing.B, dir string) int64 {
 	return n
 }
 
+// copyDir copies the tree src into dst. (The tests inside package
+// recorder cannot import internal/roottest, which imports recorder.)
 func copyDir(b testing.TB, src, dst string) {
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		t := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(t, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(t, data, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		b.Fatal(err)
 	}
 }
