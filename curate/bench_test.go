@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlrec/rlrec/curate"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -24,7 +25,7 @@ func BenchmarkCopy(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := sim.Config{SessionID: "bench", Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep,
-		MaxEpisodes: 600, TimeLimit: 40, Seed: 1, Clock: sim.StepClock(epoch, time.Millisecond)}
+		MaxEpisodes: 600, TimeLimit: 40, Seed: 1, Clock: sim.StepClock(roottest.Epoch, time.Millisecond)}
 	if _, err := sim.RunSessions(context.Background(), rec, []sim.Config{cfg}); err != nil {
 		b.Fatal(err)
 	}

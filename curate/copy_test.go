@@ -17,13 +17,12 @@ import (
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
 	"github.com/rlrec/rlrec/verify"
 )
-
-var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // source records a ROOT of several recordings in layout l: every env,
 // both autoreset modes, a failed session, two runs under one session id.
@@ -36,20 +35,8 @@ func source(t *testing.T, l hive.Layout) string {
 		{SessionID: "pick-place", Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, TimeLimit: 20, Seed: 4},
 		{SessionID: "all-leaves", Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 8, Seed: 5},
 	}
-	for i := range cfgs {
-		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)
-	}
 	root := filepath.Join(t.TempDir(), "src-"+string(l))
-	rec, err := recorder.Open(root, recorder.WithLayout(l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.RunSessions(context.Background(), rec, cfgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	roottest.RecordInto(t, root, cfgs, recorder.WithLayout(l))
 	return root
 }
 
@@ -546,7 +533,7 @@ func TestCopyOpenRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := sim.Config{SessionID: "open", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, TimeLimit: 8, Seed: 1,
-		Clock: sim.StepClock(epoch, time.Millisecond)}
+		Clock: sim.StepClock(roottest.Epoch, time.Millisecond)}
 	if _, err := sim.Run(context.Background(), openHooks{rec}, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -766,6 +767,10 @@ func dirBytes(b *testing.B, dir string) int64 {
 	return n
 }
 
+// copyDir copies the tree src into dst, every file written whole (a
+// sparse file too, as the log's pending file is), so that the recovery
+// benchmarks read the same files as before. (The tests inside package
+// recorder cannot import internal/roottest, which imports recorder.)
 func copyDir(b testing.TB, src, dst string) {
 	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
@@ -933,6 +938,14 @@ type memResult struct {
 	RSS      []int64 `json:"rss"` // VmRSS after each eighth of the workload
 	Seconds  float64 `json:"seconds"`
 	Baseline int64   `json:"baseline"` // VmHWM before Open
+	// Held is what the workload's driver holds of its own: the event
+	// buffers it hands to the hooks (the caller's memory, not the
+	// recorder's).
+	Held int64 `json:"held"`
+	// LiveMax is the most live heap a garbage collection found
+	// (runtime/metrics /gc/heap/live:bytes, polled every millisecond from
+	// Open to Close): the data the process kept live.
+	LiveMax int64 `json:"live_max"`
 }
 
 func procStatus(field string) int64 {
@@ -952,9 +965,12 @@ func procStatus(field string) int64 {
 }
 
 // memoryChild runs "image:<bytes>" (one lane, 224x224x3 frames, one
-// episode of bytes of observations) or "open:<episodes>:<bytes>" (that
-// many lanes with open 84x84x3 episodes, bytes in all) into a recorder
-// with the default 256 MiB budget.
+// episode of bytes of observations), "open:<episodes>:<bytes>" (that
+// many lanes with open 84x84x3 episodes, bytes in all) or
+// "large:<lanes>:<bytes>" (that many lanes of 1024x1216x3 frames, 3.6 MiB
+// each, so that an observation event of 4 lanes, 14.3 MiB, is near the
+// default maximum event size of 16 MiB) into a recorder with the default
+// 256 MiB budget.
 func memoryChild(spec string, out io.Writer) error {
 	parts := strings.Split(spec, ":")
 	if parts[len(parts)-1] == "gclimit" {
@@ -983,10 +999,16 @@ func memoryChild(spec string, out io.Writer) error {
 		n, _ := strconv.Atoi(parts[1])
 		total, _ = strconv.ParseInt(parts[2], 10, 64)
 		d = newBenchDriver(r, benchSession, n, benchU8Box(84, 84, 3), 84*84*3)
+	case "large":
+		n, _ := strconv.Atoi(parts[1])
+		total, _ = strconv.ParseInt(parts[2], 10, 64)
+		d = newBenchDriver(r, benchSession, n, benchU8Box(1024, 1216, 3), 1024*1216*3)
 	default:
 		return fmt.Errorf("bad spec %q", spec)
 	}
+	stopLive := pollLiveHeap(&res.LiveMax)
 	t0 := time.Now()
+	res.Held = int64(cap(d.obs[0]) + cap(d.act[0]))
 	d.start()
 	perStep := int64(len(d.obs[0]))
 	steps := total / perStep
@@ -1014,10 +1036,33 @@ func memoryChild(spec string, out io.Writer) error {
 	if err := r.Close(context.Background()); err != nil {
 		return err
 	}
+	stopLive()
 	res.Seconds = time.Since(t0).Seconds()
 	res.Bytes = steps * perStep
 	res.HWM = procStatus("VmHWM")
 	return json.NewEncoder(out).Encode(res)
+}
+
+// pollLiveHeap keeps in *peak the most live heap a garbage collection
+// found, polling every millisecond until the returned stop is called.
+func pollLiveHeap(peak *int64) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			*peak = max(*peak, int64(s[0].Value.Uint64()))
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // BenchmarkMemory runs each memory workload in a child process (one op is

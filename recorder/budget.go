@@ -24,10 +24,11 @@ package recorder
 // the budget.
 //
 // With Go's default GOGC the heap may grow to about twice the live data
-// before a collection, so the process's peak RSS stays within the budget
-// plus 64 MiB only under a Go memory limit: GCMemoryLimit gives it, the
+// before a collection, so the recorder's share of the peak RSS stays within
+// the budget plus 64 MiB (plus the log's mapped pending file, two halves
+// of logPending) only under a Go memory limit: GCMemoryLimit gives it, the
 // rlrec command sets it, and a program embedding a Recorder should include
-// it in its own limit.
+// it in its own limit (TestPeakRSSLargeEvents).
 type memoryBudget int64
 
 // queue bounds the bytes of events queued for the pipeline.

@@ -85,8 +85,10 @@
 // (divided among them, filemem.go) and one snapshot. An event larger than
 // a sixteenth of the budget is refused (ErrEventTooLarge;
 // WithMaxEventSize), since one event costs several times its size while
-// it is logged, assembled and written. The process's peak RSS stays within
-// the budget plus 64 MiB only under a Go memory limit (GCMemoryLimit).
+// it is logged, assembled and written. The recorder's share of the peak
+// RSS stays within the budget plus 64 MiB, plus the log's mapped pending
+// file (two halves of the log's share), only under a Go memory limit
+// (GCMemoryLimit).
 //
 // # Events after a session's end
 //

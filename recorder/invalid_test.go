@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -16,28 +15,11 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/events/eventsv1"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // withRoute sets the route of every event of evs.
 func withRoute(evs []events.Event, route events.RuntimeEnvContext) []events.Event {
@@ -145,7 +127,7 @@ func TestRecordInvalid(t *testing.T) {
 				write(tail)
 
 				mem := vfs.NewMem()
-				var logs syncBuffer
+				var logs roottest.SyncBuffer
 				logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				rec, err := recorder.Open(memRoot, fast, recorder.WithFS(mem), recorder.WithLogger(logger), recorder.WithSyncPolicy(recorder.SyncEach))
 				if err != nil {

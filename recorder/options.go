@@ -64,7 +64,9 @@ const DefaultMemoryBudget = 256 << 20
 
 // GCMemoryLimit is the Go memory limit (debug.SetMemoryLimit, GOMEMLIMIT)
 // for a process whose memory is mostly a Recorder's with the given budget:
-// under it, peak RSS stays within the budget plus 64 MiB.
+// under it, the recorder's share of the peak RSS stays within the budget
+// plus 64 MiB, plus the log's pending file, which is mapped into the
+// process outside the Go heap (two halves of an eighth of the budget).
 //
 // The budget bounds what the recorder keeps live. Go's garbage collector,
 // left to GOGC alone, lets the heap grow to about twice the live data

@@ -9,6 +9,8 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/roottest"
+	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 	"github.com/rlrec/rlrec/stats"
 )
@@ -33,7 +35,7 @@ func BenchmarkReport(b *testing.B) {
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			root := recordSim(b, tc.layout, []sim.Config{tc.cfg})
+			root := roottest.Record(b, []sim.Config{tc.cfg}, recorder.WithLayout(tc.layout))
 			d, err := dataset.Open(root)
 			if err != nil {
 				b.Fatal(err)

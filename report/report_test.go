@@ -5,39 +5,17 @@ import (
 	"context"
 	"encoding/base64"
 	"image/png"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/net/html"
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
-
-// recordSim records cfgs into a new ROOT of layout l.
-func recordSim(t testing.TB, l hive.Layout, cfgs []sim.Config) string {
-	t.Helper()
-	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for i := range cfgs {
-		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)
-	}
-	root := filepath.Join(t.TempDir(), "root")
-	rec, err := recorder.Open(root, recorder.WithLayout(l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.RunSessions(context.Background(), rec, cfgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 // everyEnv is one recording of each built-in env, with incomplete
 // episodes (cartpole's lanes still running at the end) and success
@@ -164,7 +142,7 @@ func TestSections(t *testing.T) {
 	for _, l := range []hive.Layout{hive.LayoutEpisode, hive.LayoutSession} {
 		t.Run(string(l), func(t *testing.T) {
 			t.Parallel()
-			root := recordSim(t, l, everyEnv())
+			root := roottest.Record(t, everyEnv(), recorder.WithLayout(l))
 			// Few, small frames: PNG encoding is slow under -race.
 			rep, out := renderPage(t, root, Options{PlayerFrames: 6, StripFrames: 3, FrameSide: 42})
 			doc, err := html.Parse(strings.NewReader(out))
@@ -403,7 +381,7 @@ func TestEdgeCases(t *testing.T) {
 	for _, tc := range tests {
 		cfgs = append(cfgs, tc.cfgs...)
 	}
-	root := recordSim(t, hive.LayoutEpisode, cfgs)
+	root := roottest.Record(t, cfgs, recorder.WithLayout(hive.LayoutEpisode))
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, out := renderPage(t, root, tc.opts, tc.cfgs[0].SessionID)
@@ -416,7 +394,7 @@ func TestEdgeCases(t *testing.T) {
 }
 
 func TestBuildNoRecordings(t *testing.T) {
-	root := recordSim(t, hive.LayoutEpisode, everyEnv()[:1])
+	root := roottest.Record(t, everyEnv()[:1], recorder.WithLayout(hive.LayoutEpisode))
 	d, err := dataset.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +410,7 @@ func TestBuildNoRecordings(t *testing.T) {
 // in the tables and labels), where drawing each episode would add tens.
 func TestPageSizeBounded(t *testing.T) {
 	size := func(episodes int64) int {
-		root := recordSim(t, hive.LayoutSession, []sim.Config{{SessionID: "n", Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: episodes, TimeLimit: 30, Seed: 5}})
+		root := roottest.Record(t, []sim.Config{{SessionID: "n", Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: episodes, TimeLimit: 30, Seed: 5}}, recorder.WithLayout(hive.LayoutSession))
 		_, out := renderPage(t, root, Options{MaxPoints: 20})
 		return len(out)
 	}

@@ -5,17 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/dataset"
-	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -121,27 +119,6 @@ func sameSummary(a, b Summary, tol float64) bool {
 	return true
 }
 
-// recordSim records a ROOT of the given configs.
-func recordSim(t *testing.T, cfgs []sim.Config) string {
-	t.Helper()
-	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for i := range cfgs {
-		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)
-	}
-	root := filepath.Join(t.TempDir(), "root")
-	rec, err := recorder.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.RunSessions(context.Background(), rec, cfgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
 // flatten turns a blob.DecodeLeaf value into float64 elements.
 func flatten(v any) []float64 {
 	rv := reflect.ValueOf(v)
@@ -202,7 +179,7 @@ func naive(vals [][]float64) []Summary {
 }
 
 func TestComputeAgainstNaive(t *testing.T) {
-	root := recordSim(t, []sim.Config{
+	root := roottest.Record(t, []sim.Config{
 		{SessionID: "a", Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 7, TimeLimit: 20, Seed: 1},
 		{SessionID: "b", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 5, MaxEpisodeSteps: 20, Seed: 2},
 		{SessionID: "c", Env: "all-leaves", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 9, Seed: 3},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -78,7 +79,7 @@ func TestVerifyFlippedBits(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
-			copyDir(t, base(t), root)
+			roottest.CopyDir(t, base(t), root)
 			p := parquetFiles(t, root, tc.table)[0]
 			b, err := os.ReadFile(p)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -200,7 +201,7 @@ func TestVerifySessionLayout(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
-			copyDir(t, base, root)
+			roottest.CopyDir(t, base, root)
 			toSessionLayout(t, root, tc.order)
 			var stepsFiles int
 			for _, f := range list(t, root).Files {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rlrec/rlrec/internal/hive"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/roottest"
 
 	"github.com/rlrec/rlrec/internal/vfs"
 )
@@ -36,7 +38,7 @@ func (r readOnly) Inject(op vfs.Op, name string) error {
 // not about access is a lock problem.
 func TestVerifyReadOnlyRoot(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	copyDir(t, base(t), root)
+	roottest.CopyDir(t, base(t), root)
 	lock := filepath.Join(root, hive.StateDir, hive.LockName)
 	if _, err := os.Stat(lock); err != nil {
 		t.Fatalf("the test ROOT has no lock file to try: %v", err)
@@ -77,7 +79,7 @@ func TestVerifyReadOnlyRoot(t *testing.T) {
 // refusals.)
 func TestVerifyChmodReadOnly(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	copyDir(t, base(t), root)
+	roottest.CopyDir(t, base(t), root)
 	chmodTree(t, root, 0o555, 0o444)
 	t.Cleanup(func() { chmodTree(t, root, 0o755, 0o644) })
 	rep, err := Root(context.Background(), root, Options{})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
@@ -161,7 +162,7 @@ func TestVerifyFileInOtherRecording(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
-			copyDir(t, base, root)
+			roottest.CopyDir(t, base, root)
 			var from string
 			for _, f := range list(t, root).Files {
 				if f.Table == tc.table && f.Recording == cartpole {
@@ -235,7 +236,7 @@ func TestVerifyLongSessionID(t *testing.T) {
 	// the cross checks still find the steps of every episode.
 	t.Run("other-cut-name", func(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "root")
-		copyDir(t, base, root)
+		roottest.CopyDir(t, base, root)
 		old := filepath.Join(root, schema.TableSteps, hive.Segment(hive.KeySessionID, id))
 		other := filepath.Join(root, schema.TableSteps, hive.Segment(hive.KeySessionID, id+"z"))
 		if err := os.Rename(old, other); err != nil {

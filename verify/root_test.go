@@ -3,7 +3,6 @@ package verify
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
@@ -78,7 +78,7 @@ func crashCopy(t testing.TB, dst string, stream []byte, n int) {
 	src := t.TempDir()
 	rec := record(t, src, stream, n)
 	waitQuiet(t, src)
-	copyDir(t, src, dst)
+	roottest.CopyDir(t, src, dst)
 	if err := rec.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -112,38 +112,6 @@ func listing(t testing.TB, root string) string {
 		return nil
 	})
 	return b.String()
-}
-
-// copyDir copies the tree src to dst.
-func copyDir(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(to)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // parquetFiles lists the part files of a table, sorted.

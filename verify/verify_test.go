@@ -3,11 +3,9 @@ package verify
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,10 +14,10 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/rlrec/rlrec/findings"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -62,78 +60,9 @@ func TestMain(m *testing.M) {
 // metadata, and writes the file back with the same schema.
 func rewrite(t *testing.T, path string, edit func(rows []parquet.Row, kv map[string]string) []parquet.Row) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []parquet.Row
-	for _, rg := range pf.RowGroups() {
-		rr := rg.Rows()
-		buf := make([]parquet.Row, 16)
-		for {
-			n, err := rr.ReadRows(buf)
-			for _, r := range buf[:n] {
-				rows = append(rows, r.Clone())
-			}
-			if errors.Is(err, io.EOF) || n == 0 {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		rr.Close()
-	}
-	kv := map[string]string{}
-	for _, p := range pf.Metadata().KeyValueMetadata {
-		kv[p.Key] = p.Value
-	}
+	s, rows, kv := readAll(t, path)
 	rows = edit(rows, kv)
-	opts := []parquet.WriterOption{pf.Schema()}
-	for k, v := range kv {
-		opts = append(opts, parquet.KeyValueMetadata(k, v))
-	}
-	var out bytes.Buffer
-	w := parquet.NewWriter(&out, opts...)
-	if _, err := w.WriteRows(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// editFooter decodes the footer of the Parquet file at path, lets edit
-// change it, and writes the file back with the new footer.
-func editFooter(t *testing.T, path string, edit func(md *format.FileMetaData)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := len(b) - 8 - int(binary.LittleEndian.Uint32(b[len(b)-8:]))
-	var md format.FileMetaData
-	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[start:len(b)-8], &md); err != nil {
-		t.Fatal(err)
-	}
-	edit(&md)
-	footer, err := thrift.Marshal(new(thrift.CompactProtocol), &md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := append(b[:start:start], footer...)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
-	out = append(out, "PAR1"...)
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeAll(t, path, s, rows, kv)
 }
 
 // cartpoleSteps returns the first steps file whose observation is a
@@ -276,7 +205,7 @@ func TestVerify(t *testing.T) {
 		{name: "empty-path-in-schema", golden: true, want: []Check{CheckFooter}, damage: func(t *testing.T, root string) {
 			// What parquet-go's Writer.Reset leaves in every file after a
 			// writer's first (parquet-go issue #602).
-			editFooter(t, parquetFiles(t, root, schema.TableEpisodes)[0], func(md *format.FileMetaData) {
+			roottest.EditFooterFile(t, parquetFiles(t, root, schema.TableEpisodes)[0], func(md *format.FileMetaData) {
 				for i := range md.RowGroups {
 					for j := range md.RowGroups[i].Columns {
 						p := &md.RowGroups[i].Columns[j].MetaData.PathInSchema
@@ -293,7 +222,7 @@ func TestVerify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
-			copyDir(t, base(t), root)
+			roottest.CopyDir(t, base(t), root)
 			tc.damage(t, root)
 			rep, err := Root(context.Background(), root, Options{})
 			if err != nil {
@@ -347,7 +276,7 @@ func golden(t *testing.T, path string, got []byte) {
 
 func TestVerifyLockHeld(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	copyDir(t, base(t), root)
+	roottest.CopyDir(t, base(t), root)
 	rec := record(t, root, nil, 0)
 	defer rec.Close(context.Background())
 	rep, err := Root(context.Background(), root, Options{})
@@ -369,7 +298,7 @@ func TestVerifyNotRoot(t *testing.T) {
 
 func TestMaxProblemsPerFile(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	copyDir(t, base(t), root)
+	roottest.CopyDir(t, base(t), root)
 	p := cartpoleSteps(t, root)
 	rewrite(t, p, func(rows []parquet.Row, _ map[string]string) []parquet.Row {
 		for _, r := range rows {
@@ -401,7 +330,7 @@ func TestMaxProblemsPerFile(t *testing.T) {
 // default; the package's own text names no command.
 func TestRemedyWords(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	copyDir(t, base(t), root)
+	roottest.CopyDir(t, base(t), root)
 	p := parquetFiles(t, root, schema.TableSteps)[0]
 	if err := os.WriteFile(filepath.Join(filepath.Dir(p), ".part-00001.parquet.tmp"), []byte("PAR1"), 0o644); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,39 +11,14 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/schema"
 )
-
-// rootFiles reads every file of a ROOT's tables (not _rlrec), by path
-// relative to it.
-func rootFiles(t *testing.T, root string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == "_rlrec" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		out[rel] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // sameRoots fails unless a and b hold the same table files, byte for byte.
 func sameRoots(t *testing.T, a, b string) {
 	t.Helper()
-	fa, fb := rootFiles(t, a), rootFiles(t, b)
+	fa, fb := roottest.TableFiles(t, a), roottest.TableFiles(t, b)
 	if len(fa) == 0 || len(fa) != len(fb) {
 		t.Fatalf("%s holds %d files, %s %d", a, len(fa), b, len(fb))
 	}

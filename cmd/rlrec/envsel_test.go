@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rlrec/rlrec/dataset"
-	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -17,23 +15,11 @@ import (
 // the ROOT and the env ids by env name.
 func sharedSessionRoot(t *testing.T) (string, map[string][]string) {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "root")
-	rec, err := recorder.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var cfgs []sim.Config
 	for i, env := range []string{"cartpole", "cartpole", "pick-place"} {
-		cfgs = append(cfgs, sim.Config{Env: env, NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: uint64(i + 1),
-			SessionID: "shared", Clock: sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)})
+		cfgs = append(cfgs, sim.Config{Env: env, NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: uint64(i + 1), SessionID: "shared"})
 	}
-	if _, err := sim.RunSessions(context.Background(), rec, cfgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	root := roottest.Record(t, cfgs)
 	d, err := dataset.Open(root)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -21,7 +22,7 @@ var doubled = regexp.MustCompile(`rlrec (\w+): (\w+): `)
 func TestErrorWording(t *testing.T) {
 	dir := t.TempDir()
 	oneProblem := filepath.Join(dir, "one-problem")
-	copyTree(t, goldenRoot, oneProblem)
+	roottest.CopyDir(t, goldenRoot, oneProblem)
 	parts, _ := filepath.Glob(filepath.Join(oneProblem, "sessions", "*", "*", "part-00000.parquet"))
 	if len(parts) == 0 {
 		t.Fatal("no sessions file in the golden ROOT")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder"
@@ -76,7 +77,7 @@ func crashedRoot(t *testing.T, stream []byte, n int) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	dst := filepath.Join(t.TempDir(), "crashed")
-	copyTree(t, src, dst)
+	roottest.CopyDir(t, src, dst)
 	if err := rec.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -92,28 +93,6 @@ func treeListing(t *testing.T, root string) string {
 		return nil
 	})
 	return b.String()
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // segments lists the log segments of root, sorted.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -10,37 +9,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/roottest"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startServe runs 'rlrec serve' with args in process until the returned
 // stop is called (as SIGTERM would), and returns its gRPC address.
 func startServe(t *testing.T, args ...string) (addr string, stop func() (int, string)) {
 	t.Helper()
-	var errb syncBuffer
+	var errb roottest.SyncBuffer
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/export/lerobot"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkExport(b *testing.B) {
 			name += "-video"
 		}
 		b.Run(name, func(b *testing.B) {
-			root := record(b, sim.Config{Env: bc.env, NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 20, Seed: 1, SessionID: "bench"})
+			root := roottest.Record(b, []sim.Config{{Env: bc.env, NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 20, Seed: 1, SessionID: "bench"}})
 			d, err := dataset.Open(root)
 			if err != nil {
 				b.Fatal(err)

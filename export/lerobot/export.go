@@ -1,11 +1,9 @@
 package lerobot
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"image"
 	"image/png"
 	"math"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/internal/frame"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -368,7 +367,9 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 		}
 	}()
 	var index int64
-	var enc pngEncoder
+	// PNG frames at zlib's fastest level: lossless all the same, and
+	// the export's time is mostly the encoder's (BENCHMARKS.md).
+	enc := frame.Encoder{Level: png.BestSpeed}
 	var vals []float64
 	fps := float64(x.fps)
 	for ri, r := range refs {
@@ -455,7 +456,7 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 						continue
 					}
 					var b []byte
-					b, err = enc.encode(pix, f.h, f.w, f.c)
+					b, _, _, err = enc.Encode(pix, f.h, f.w, f.c, 1)
 					v = map[string]any{"bytes": b, "path": nil}
 					size += int64(len(b))
 				case kindVector:
@@ -554,48 +555,4 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// pngEncoder encodes HxWxC uint8 pixels as PNG (lossless, at zlib's
-// fastest level), reusing its image and the encoder's zlib state from
-// frame to frame: a new zlib writer per frame allocated about 1 MB.
-type pngEncoder struct {
-	enc  png.Encoder
-	pool pngPool
-	buf  bytes.Buffer
-	gray *image.Gray
-	rgba *image.NRGBA
-}
-
-// pngPool keeps the one png.EncoderBuffer an encoder reuses.
-type pngPool struct{ b *png.EncoderBuffer }
-
-func (p *pngPool) Get() *png.EncoderBuffer  { return p.b }
-func (p *pngPool) Put(b *png.EncoderBuffer) { p.b = b }
-
-func (e *pngEncoder) encode(pix []byte, h, w, c int) ([]byte, error) {
-	e.enc.CompressionLevel, e.enc.BufferPool = png.BestSpeed, &e.pool
-	var img image.Image
-	r := image.Rect(0, 0, w, h)
-	if c == 1 {
-		if e.gray == nil || e.gray.Rect != r {
-			e.gray = image.NewGray(r)
-		}
-		copy(e.gray.Pix, pix)
-		img = e.gray
-	} else {
-		if e.rgba == nil || e.rgba.Rect != r {
-			e.rgba = image.NewNRGBA(r)
-		}
-		p := e.rgba.Pix
-		for i := range h * w {
-			p[4*i], p[4*i+1], p[4*i+2], p[4*i+3] = pix[3*i], pix[3*i+1], pix[3*i+2], 255
-		}
-		img = e.rgba
-	}
-	e.buf.Reset()
-	if err := e.enc.Encode(&e.buf, img); err != nil {
-		return nil, err
-	}
-	return bytes.Clone(e.buf.Bytes()), nil
 }

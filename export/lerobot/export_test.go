@@ -20,30 +20,10 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/export/lerobot"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/sim"
 )
-
-// record records a ROOT of the given configs.
-func record(t testing.TB, cfgs ...sim.Config) string {
-	t.Helper()
-	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for i := range cfgs {
-		cfgs[i].Clock = sim.StepClock(epoch.Add(time.Duration(i)*time.Hour), time.Millisecond)
-	}
-	root := filepath.Join(t.TempDir(), "root")
-	rec, err := recorder.Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.RunSessions(context.Background(), rec, cfgs); err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 func export(t *testing.T, root string, opt lerobot.Options) (string, lerobot.Summary, *dataset.Dataset) {
 	t.Helper()
@@ -275,7 +255,7 @@ func compact(b []byte) string {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestCartpole(t *testing.T) {
-	root := record(t, sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 3, SessionID: "cp"})
+	root := roottest.Record(t, []sim.Config{{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 3, SessionID: "cp"}})
 	dir, sum, d := export(t, root, lerobot.Options{FPS: 50})
 	frames := readFrames[cpFrame](t, dir)
 	idx := make([]frameIdx, len(frames))
@@ -333,7 +313,7 @@ func TestCartpole(t *testing.T) {
 }
 
 func TestPickPlace(t *testing.T) {
-	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"})
+	root := roottest.Record(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"}})
 	dir, _, d := export(t, root, lerobot.Options{})
 	frames := readFrames[ppFrame](t, dir)
 	idx := make([]frameIdx, len(frames))
@@ -408,9 +388,10 @@ func pixels(img image.Image) []byte {
 }
 
 func TestRefuses(t *testing.T) {
-	root := record(t,
-		sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"},
-		sim.Config{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "b"})
+	root := roottest.Record(t, []sim.Config{
+		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"},
+		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "b"},
+	})
 	d, err := dataset.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +409,7 @@ func TestRefuses(t *testing.T) {
 // TestAllLeaves exports every leaf kind and dtype, infinities and NaN
 // included, and checks that each feature has a dtype and statistics.
 func TestAllLeaves(t *testing.T) {
-	root := record(t, sim.Config{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 6, SessionID: "al"})
+	root := roottest.Record(t, []sim.Config{{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 6, SessionID: "al"}})
 	dir, sum, _ := export(t, root, lerobot.Options{Incomplete: true})
 	var in info
 	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
@@ -450,7 +431,7 @@ func TestAllLeaves(t *testing.T) {
 // TestDataFilesChunked exports with a 1 MiB data file size: episodes
 // never straddle files, and the files together load by LeRobot's rules.
 func TestDataFilesChunked(t *testing.T) {
-	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, Seed: 5, SessionID: "pp"})
+	root := roottest.Record(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, Seed: 5, SessionID: "pp"}})
 	dir, sum, _ := export(t, root, lerobot.Options{DataFilesSizeInMB: 1, FPS: 10})
 	if sum.DataFiles < 2 || len(dataFiles(t, dir)) != sum.DataFiles {
 		t.Fatalf("%d data files (%v), want several", sum.DataFiles, dataFiles(t, dir))
@@ -500,7 +481,7 @@ func TestTimesUnknown(t *testing.T) {
 // TestReplace: an existing non-empty directory is refused (ErrExists)
 // unless Replace, which swaps in the complete new export.
 func TestReplace(t *testing.T) {
-	root := record(t, sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"})
+	root := roottest.Record(t, []sim.Config{{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"}})
 	d, err := dataset.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -542,7 +523,7 @@ type videoEpisode struct {
 // are, the episodes rows place each episode in the video, and the decoded
 // frames are the recorded images (within H.264's loss).
 func TestVideo(t *testing.T) {
-	root := record(t, sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"})
+	root := roottest.Record(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"}})
 	const fps = 10
 	dir, sum, d := export(t, root, lerobot.Options{FPS: fps, Video: true})
 	checkLoadable(t, dir)

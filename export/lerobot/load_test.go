@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/rlrec/rlrec/export/lerobot"
+	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -297,7 +298,7 @@ func openPF(t *testing.T, path string) (*parquet.File, func()) {
 func TestLoadableByLeRobot(t *testing.T) {
 	for _, env := range sim.Envs() {
 		t.Run(env, func(t *testing.T) {
-			root := record(t, sim.Config{Env: env, NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 11, SessionID: "s-" + env})
+			root := roottest.Record(t, []sim.Config{{Env: env, NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 11, SessionID: "s-" + env}})
 			dir, sum, _ := export(t, root, lerobot.Options{Incomplete: true})
 			if sum.FPS <= 0 {
 				t.Errorf("fps %d", sum.FPS)

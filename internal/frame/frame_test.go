@@ -122,17 +122,112 @@ func TestEncodeRefusesWrongSize(t *testing.T) {
 	}
 }
 
+// TestEncoderReuse encodes frames of changing sizes, channels, shrink
+// factors and levels with one Encoder: each encoding is byte for byte a
+// fresh Encoder's (nothing of the previous frame's image or zlib state
+// leaks into it), and a frame's bytes stay the caller's after the next
+// Encode.
+func TestEncoderReuse(t *testing.T) {
+	frame := func(h, w, c int, seed byte) []byte {
+		pix := make([]byte, h*w*c)
+		for i := range pix {
+			pix[i] = byte(i*31) ^ seed
+		}
+		return pix
+	}
+	steps := []struct {
+		name    string
+		h, w, c int
+		k       int
+		level   png.CompressionLevel
+		seed    byte
+	}{
+		{"rgb", 24, 32, 3, 1, png.BestSpeed, 1},
+		{"rgb again, other pixels", 24, 32, 3, 1, png.BestSpeed, 2},
+		{"grey", 24, 32, 1, 1, png.BestSpeed, 3},
+		{"larger rgb", 48, 40, 3, 1, png.BestSpeed, 4},
+		{"shrunk", 48, 40, 3, 3, png.DefaultCompression, 5},
+		{"smaller rgb", 8, 8, 3, 1, png.BestCompression, 6},
+		{"rgb at the first size", 24, 32, 3, 1, png.BestSpeed, 1},
+	}
+	var e Encoder
+	var prev, prevWant []byte
+	for _, st := range steps {
+		pix := frame(st.h, st.w, st.c, st.seed)
+		e.Level = st.level
+		got, w, h, err := e.Encode(pix, st.h, st.w, st.c, st.k)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		fresh := Encoder{Level: st.level}
+		want, fw, fh, err := fresh.Encode(pix, st.h, st.w, st.c, st.k)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if !bytes.Equal(got, want) || w != fw || h != fh {
+			t.Errorf("%s: %d bytes %dx%d from a reused encoder, %d bytes %dx%d from a fresh one", st.name, len(got), w, h, len(want), fw, fh)
+		}
+		if prev != nil && !bytes.Equal(prev, prevWant) {
+			t.Errorf("%s: the previous frame's bytes changed", st.name)
+		}
+		prev, prevWant = got, bytes.Clone(got)
+	}
+}
+
+// TestEncoderLevel: the level changes the bytes, never the pixels.
+func TestEncoderLevel(t *testing.T) {
+	h, w := 64, 64
+	pix := make([]byte, h*w*3)
+	for i := range pix {
+		pix[i] = byte(i / 5)
+	}
+	fast, best := Encoder{Level: png.BestSpeed}, Encoder{Level: png.BestCompression}
+	a, _, _, err := fast.Encode(pix, h, w, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _, err := best.Encode(pix, h, w, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a, b) {
+		t.Fatalf("BestSpeed and BestCompression gave the same %d bytes: the level is not used", len(a))
+	}
+	ia, err := png.Decode(bytes.NewReader(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for y := range h {
+		for x := range w {
+			if ia.At(x, y) != ib.At(x, y) {
+				t.Fatalf("pixel (%d,%d): %v at BestSpeed, %v at BestCompression", x, y, ia.At(x, y), ib.At(x, y))
+			}
+		}
+	}
+}
+
 func BenchmarkEncode(b *testing.B) {
 	pix := make([]byte, 84*84*3)
 	for i := range pix {
 		pix[i] = byte(i / 97)
 	}
-	var e Encoder
-	b.ReportAllocs()
-	b.SetBytes(int64(len(pix)))
-	for b.Loop() {
-		if _, _, _, err := e.Encode(pix, 84, 84, 3, 1); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name  string
+		level png.CompressionLevel
+	}{{"default", png.DefaultCompression}, {"best-speed", png.BestSpeed}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := Encoder{Level: bc.level}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(pix)))
+			for b.Loop() {
+				if _, _, _, err := e.Encode(pix, 84, 84, 3, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

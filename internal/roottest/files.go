@@ -1,0 +1,43 @@
+package roottest
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// CopyDir copies the tree src into dst (os.CopyFS), creating dst if
+// needed; a file dst already has is an error.
+func CopyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copy %s to %s: %v", src, dst, err)
+	}
+}
+
+// TableFiles reads every file of a ROOT's tables (everything but the
+// recorder's state under _rlrec), by path relative to the ROOT.
+func TableFiles(t testing.TB, root string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if rel == "_rlrec" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
