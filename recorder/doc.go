@@ -88,6 +88,23 @@
 // it is logged, assembled and written. The process's peak RSS stays within
 // the budget plus 64 MiB only under a Go memory limit (GCMemoryLimit).
 //
+// # Unfinished actions
+//
+// An ActionReceived opens a row for every lane whose id names an open
+// episode, and its StepCompleted fills the rewards. An action that no
+// StepCompleted followed (rlmesh emits ActionReceived before env.step; a
+// failed step is followed by final telemetry and SessionFailed instead,
+// and a kill can fall between the two) was never applied: it is no step.
+// Its rows are taken back, and each lane it named an open episode on is
+// kept as a logs row of source schema.SourceEvent
+// (schema.UnfinishedAction: the episode, the lane, the step, the
+// observation the action was computed from and the action, in blob form),
+// from which rlrec replay re-emits the ActionReceived. At the session's
+// end (SessionFailed, SessionEnded, a recovery or a Close that finishes
+// it) this is no problem; an action followed by another action without a
+// StepCompleted is also counted as action_without_step_completed
+// (unfinished.go).
+//
 // # Events after a session's end
 //
 // A session's last events are SessionEnded then its final session-horizon

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/rlrec/rlrec/dataset"
-	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -167,11 +166,15 @@ type inspectSession struct {
 	// RepeatedCompletions are the record ids of the episodes rlmesh's
 	// env server reported complete again (logs rows of source
 	// schema.SourceEvent).
-	RepeatedCompletions []string         `json:"repeated_completions"`
-	RewardSum           float64          `json:"reward_sum"`
-	MeanReturn          *float64         `json:"mean_return"`
-	Spaces              *inspectSpaces   `json:"spaces,omitempty"`
-	Episodes            []inspectEpisode `json:"episodes,omitempty"`
+	RepeatedCompletions []string `json:"repeated_completions"`
+	// UnfinishedActions are the record ids of the episodes whose last
+	// action no StepCompleted followed (logs rows of source
+	// schema.SourceEvent), one per action and lane.
+	UnfinishedActions []string         `json:"unfinished_actions"`
+	RewardSum         float64          `json:"reward_sum"`
+	MeanReturn        *float64         `json:"mean_return"`
+	Spaces            *inspectSpaces   `json:"spaces,omitempty"`
+	Episodes          []inspectEpisode `json:"episodes,omitempty"`
 
 	returns []float64
 	// hasRow: the recording has a sessions row (Status is its status).
@@ -303,7 +306,10 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		if err != nil {
 			return nil, err
 		}
-		is.RepeatedCompletions = repeatedCompletions(rec, logs)
+		var fr findings.Recording
+		fr.Recording = rec
+		fr.ReadLogs(logs)
+		is.RepeatedCompletions, is.UnfinishedActions = fr.RepeatedCompletions, fr.UnfinishedActions
 		eps, err := d.Episodes(rec)
 		if err != nil {
 			return nil, err
@@ -355,22 +361,6 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		rep.Sessions = append(rep.Sessions, is)
 	}
 	return rep, nil
-}
-
-// repeatedCompletions returns the record ids of the repeated
-// EpisodeCompleted events kept in a recording's logs.
-func repeatedCompletions(rec dataset.Recording, logs []schema.LogRow) []string {
-	out := []string{}
-	for _, l := range logs {
-		if l.Source == nil || *l.Source != schema.SourceEvent {
-			continue
-		}
-		ev, err := schema.ParseEventLog(rec.SessionID, events.RuntimeEnvContext{EnvID: rec.EnvID}, l.Message)
-		if ec, ok := ev.(*events.EpisodeCompleted); err == nil && ok {
-			out = append(out, ec.EpisodeRecordID)
-		}
-	}
-	return out
 }
 
 func leavesOf(l *schema.Layout) []inspectLeaf {
@@ -488,6 +478,7 @@ func inspectFindings(rep *inspectReport) (problems, notes []string) {
 			Reason:    s.Reason, Problems: int64(s.Problems), ProblemSummary: s.ProblemSummary,
 			EpisodesIncomplete: int64(s.EpisodesIncomplete),
 			Clock:              derefStr(s.Clock), RepeatedCompletions: s.RepeatedCompletions,
+			UnfinishedActions: s.UnfinishedActions,
 		}
 		if s.hasRow {
 			fr.Status = s.Status
