@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -644,6 +645,14 @@ func (r *Recorder) Close(ctx context.Context) error {
 // Parquet files, so the next Open has nothing to recover.
 func (r *Recorder) clearLog() error {
 	dir := filepath.Join(r.root, stateDir, logDir)
+	// The manifest first: it must never name a segment that is gone.
+	if err := r.fs.Remove(filepath.Join(dir, wal.ManifestName)); err == nil {
+		if err := r.fs.SyncDir(dir); err != nil {
+			return fmt.Errorf("clear log: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear log: %w", err)
+	}
 	entries, err := r.fs.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("clear log: %w", err)

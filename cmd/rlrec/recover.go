@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder"
@@ -67,6 +68,11 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 	rec, err := openRecorder(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
+		if errors.As(err, &ce) && !salvage && errors.Is(err, wal.ErrSegmentMissing) {
+			return fmt.Errorf("the log lacks segments that held durable records, so recover stops: %v; "+
+				"put the files back and run recover again, or rerun with --salvage to recover what the other segments hold: "+
+				"what the missing ones held is lost (episodes that had steps in them are written without those steps, or incomplete, or not at all)", ce.Err)
+		}
 		if errors.As(err, &ce) && !salvage {
 			where := "sealed segment"
 			if ce.Last {
@@ -127,6 +133,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 		}
 	}
 	fmt.Fprintf(w, "  log damage:            %s\n", kind)
+	if len(d.SegmentsMissing) > 0 {
+		fmt.Fprintf(w, "    missing:             %s (%s), whose records are lost\n", count(len(d.SegmentsMissing), "segment file"), strings.Join(d.SegmentsMissing, ", "))
+	}
 	fmt.Fprintf(w, "    cut at:              %s offset %d (%v)\n", d.Segment, d.Offset, d.Cause)
 	fmt.Fprintf(w, "    cut:                 %s, %s lost", count(int(d.BytesCut), "byte"), count(int(d.RecordsCut), "intact record"))
 	if d.Salvaged {
