@@ -5,25 +5,15 @@ import (
 	"github.com/rlrec/rlrec/schema"
 )
 
-// Unfinished actions. An ActionReceived opens a row for every lane whose
-// id names an open episode, and its StepCompleted fills the rewards. An
-// action that no StepCompleted followed was never applied: rlmesh emits
-// ActionReceived before env.step, and when the step fails (or times out,
-// or is cancelled) it sends final telemetry and SessionFailed instead; a
-// recorder killed between the two events leaves the same in its log. Such
-// an action is no step, so its rows are taken back (undoUnfinished), and
-// what was sent is kept in the logs table: one row per lane
-// (schema.UnfinishedAction, source schema.SourceEvent) with the episode,
-// the lane, the step, the observation the action was computed from and
-// the action, from which rlrec replay re-emits the ActionReceived. The
-// lanes that named no open episode stay counted in dropped_steps, as for
-// every ActionReceived.
-//
-// At the session's end (SessionFailed, SessionEnded, or a recovery or
-// Close that finishes it) an unfinished action is what rlmesh does, not
-// bad input: it is not counted as a problem (rlrec inspect notes it). An
-// ActionReceived that another ActionReceived follows without a
-// StepCompleted between is out of order, and is also counted as
+// Unfinished actions. rlmesh emits ActionReceived before env.step; when
+// the step fails it sends final telemetry and SessionFailed instead of
+// StepCompleted, and a kill can fall between the two. Such an action was
+// never applied: it is no step. Its rows are taken back, and each lane it
+// named an open episode on is kept as a logs row (schema.UnfinishedAction,
+// source schema.SourceEvent) with the observation the action was computed
+// from and the action. Its lanes without an open episode stay counted in
+// dropped_steps. At the session's end it is no problem; an action that
+// another follows without a StepCompleted is also counted as
 // action_without_step_completed.
 
 // closePending settles a previous action whose StepCompleted never came:

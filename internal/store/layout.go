@@ -1,0 +1,126 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/schema"
+)
+
+// The layout file, ROOT/_rlrec/layout, is written once when a recorder
+// creates a ROOT: the schema version and the steps layout of everything
+// the ROOT holds (its format and codec: hive.LayoutFile,
+// hive.ParseLayoutFile), so that no recorder adds files of another
+// version or layout to a ROOT. Readers read it with ReadLayout; a
+// recorder opens it with OpenLayout.
+//
+// OpenLayout reads root's layout file (ReadLayout), or prepares it for a
+// new ROOT, and refuses a ROOT of another schema version or layout
+// (ErrLayout). A ROOT with tables but no layout file was written before
+// schema version 2. want is the layout asked for, "" for the ROOT's own.
+// It first removes the temp files of the layout file and the recovery
+// journal, which only a crash while they were written leaves.
+func OpenLayout(fsys vfs.FS, root string, want hive.Layout) (*LayoutFile, error) {
+	state := filepath.Join(root, hive.StateDir)
+	name := filepath.Join(state, hive.LayoutName)
+	// The temp files of the layout file and the recovery journal are
+	// left only by a crash while they were written; neither was renamed,
+	// so neither holds anything.
+	for _, tmp := range []string{"." + hive.LayoutName + ".tmp", "." + JournalName + ".tmp"} {
+		if err := fsys.Remove(filepath.Join(state, tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open %s: remove %s: %w", root, tmp, err)
+		}
+	}
+	l, err := ReadLayout(NewFS(fsys, root))
+	switch {
+	case err == nil:
+		if want != "" && l != want {
+			return nil, fmt.Errorf("open %s: %w: the ROOT's steps layout is %q (%s), and %q was asked for; record into a new ROOT, or leave the layout to the ROOT", root, ErrLayout, l, name, want)
+		}
+		return &LayoutFile{layout: l}, nil
+	case errors.Is(err, hive.ErrSchemaVersion):
+		return nil, fmt.Errorf("open %s: %w: %w; record into a new ROOT", root, ErrLayout, err)
+	case errors.Is(err, hive.ErrBadLayout):
+		return nil, fmt.Errorf("open %s: %w: %w", root, ErrLayout, err)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	for _, t := range hive.Tables {
+		// Directories and temp files alone are what a crash of a new
+		// ROOT's first recorder leaves before its first file is
+		// published with the layout file.
+		if HasPublished(fsys, filepath.Join(root, t.Name), 4) {
+			return nil, fmt.Errorf("open %s: %w: it holds a %s table but no %s, so an rlrec before schema version %s wrote it; record into a new ROOT",
+				root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion)
+		}
+	}
+	if want == "" {
+		// Nothing is recorded yet and no layout was asked for: the ROOT
+		// gets the default layout with its first file (Ensure), so
+		// that a recorder that writes nothing (rlrec recover on a ROOT a
+		// crash left half created) does not choose it.
+		return &LayoutFile{fs: fsys, root: root, layout: hive.LayoutEpisode, pending: true}, nil
+	}
+	if err := writeLayout(fsys, root, want); err != nil {
+		return nil, err
+	}
+	return &LayoutFile{layout: want}, nil
+}
+
+// HasPublished reports whether dir, or a directory up to depth levels
+// below it, holds a published part file.
+func HasPublished(fsys vfs.FS, dir string, depth int) bool {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if _, temp, ok := hive.ParsePartName(e.Name()); ok && !temp && !e.IsDir() {
+			return true
+		}
+		if depth > 0 && e.IsDir() && HasPublished(fsys, filepath.Join(dir, e.Name()), depth-1) {
+			return true
+		}
+	}
+	return false
+}
+
+// LayoutFile is the layout file of a ROOT a recorder opened: its layout,
+// and for a new ROOT the file still to write before the first part is
+// published (the recorder's committer calls Ensure). A ROOT whose layout
+// file exists has one that is not pending: Ensure does nothing.
+type LayoutFile struct {
+	fs      vfs.FS
+	root    string
+	layout  hive.Layout
+	pending bool
+	once    sync.Once
+	err     error
+}
+
+// Layout returns the ROOT's steps layout.
+func (p *LayoutFile) Layout() hive.Layout { return p.layout }
+
+// Ensure writes the layout file if it is pending, once; it is safe for
+// concurrent use.
+func (p *LayoutFile) Ensure() error {
+	p.once.Do(func() {
+		if p.pending {
+			p.err = writeLayout(p.fs, p.root, p.layout)
+		}
+	})
+	return p.err
+}
+
+// writeLayout writes the layout file of root (WriteState).
+func writeLayout(fsys vfs.FS, root string, layout hive.Layout) error {
+	if err := WriteState(fsys, filepath.Join(root, hive.StateDir), hive.LayoutName, hive.LayoutFile(layout)); err != nil {
+		return fmt.Errorf("open %s: write the layout file: %w", root, err)
+	}
+	return nil
+}
