@@ -171,8 +171,8 @@ type inspectSession struct {
 	// action no StepCompleted followed (logs rows of source
 	// schema.SourceEvent), one per action and lane.
 	UnfinishedActions []string         `json:"unfinished_actions"`
-	RewardSum         float64          `json:"reward_sum"`
-	MeanReturn        *float64         `json:"mean_return"`
+	RewardSum         jsonFloat        `json:"reward_sum"`
+	MeanReturn        *jsonFloat       `json:"mean_return"`
 	Spaces            *inspectSpaces   `json:"spaces,omitempty"`
 	Episodes          []inspectEpisode `json:"episodes,omitempty"`
 
@@ -200,8 +200,8 @@ type inspectEpisode struct {
 	StartedFromAutoReset bool            `json:"started_from_auto_reset"`
 	StepCount            *jsonInt        `json:"step_count"`
 	StepsRecorded        jsonInt         `json:"steps_recorded"`
-	Return               *float64        `json:"return"`
-	RewardSum            float64         `json:"reward_sum"`
+	Return               *jsonFloat      `json:"return"`
+	RewardSum            jsonFloat       `json:"reward_sum"`
 	Terminated           bool            `json:"terminated"`
 	Truncated            bool            `json:"truncated"`
 	Success              *bool           `json:"success"`
@@ -318,7 +318,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		var n int
 		for _, e := range eps {
 			r := &e.Row
-			is.RewardSum += r.RewardSum
+			is.RewardSum += jsonFloat(r.RewardSum)
 			if r.Status == schema.EpisodeCompleted {
 				is.EpisodesCompleted++
 			} else {
@@ -335,13 +335,13 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.Episodes = append(is.Episodes, inspectEpisode{
 				EpisodeRecordID: e.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: jsonInt(r.EpisodeIndex), EnvIndex: r.EnvIndex,
 				Status: r.Status, StartedFromAutoReset: r.StartedFromAutoReset, StepCount: (*jsonInt)(r.StepCount), StepsRecorded: jsonInt(r.StepsRecorded),
-				Return: r.CumulativeReward, RewardSum: r.RewardSum, Terminated: r.Terminated, Truncated: r.Truncated,
+				Return: (*jsonFloat)(r.CumulativeReward), RewardSum: jsonFloat(r.RewardSum), Terminated: r.Terminated, Truncated: r.Truncated,
 				Success: r.Success, DurationMs: (*jsonInt)(r.DurationMs), StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
 				FinalInfo: finalInfoJSON(r.FinalInfo), finalInfoText: r.FinalInfo,
 			})
 		}
 		if n > 0 {
-			m := sum / float64(n)
+			m := jsonFloat(sum / float64(n))
 			is.MeanReturn = &m
 		}
 		if f.episode != "" && len(is.Episodes) == 0 {
@@ -396,14 +396,14 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 	for _, s := range rep.Sessions {
 		mean := "-"
 		if s.MeanReturn != nil {
-			mean = fmtFloat(*s.MeanReturn)
+			mean = fmtFloat(float64(*s.MeanReturn))
 		}
 		name := "-"
 		if s.EnvComponentID != "" {
 			name = componentName(s.EnvComponentID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", s.SessionID, s.Status, s.EnvID, name,
-			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(s.RewardSum), mean, s.Problems)
+			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(float64(s.RewardSum)), mean, s.Problems)
 	}
 	tw.Flush()
 	if disp.sparklines {
@@ -442,7 +442,7 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 	for _, e := range s.Episodes {
 		ret := "-"
 		if e.Return != nil {
-			ret = fmtFloat(*e.Return)
+			ret = fmtFloat(float64(*e.Return))
 		}
 		success := "-"
 		if e.Success != nil {

@@ -196,7 +196,7 @@ func TestRecover(t *testing.T) {
 		}},
 		{name: "crashed", code: 0, want: []string{"log records replayed:", "crashed: they had not ended", "incomplete", "log damage:            none"},
 			root: func(t *testing.T) string { return crashedRoot(t, stream, 300) }},
-		{name: "torn-tail", code: 0, want: []string{"torn tail", "cut at:", "0 intact records lost"}, root: func(t *testing.T) string {
+		{name: "torn-tail", code: 0, want: []string{"torn tail (a crash's unfinished write: a partial record, no whole record cut)", "cut at:", "0 intact records lost"}, root: func(t *testing.T) string {
 			root := crashedRoot(t, stream, 300)
 			segs := segments(t, root)
 			last := segs[len(segs)-1]
