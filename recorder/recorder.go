@@ -358,7 +358,10 @@ func (r *Recorder) admit(ev events.Event) error {
 	if ev.Kind() != events.KindSessionStarted {
 		return nil
 	}
-	if _, ok := r.admitted[rec]; ok || !r.holds(rec) {
+	// A recording whose files this recorder wrote itself, from events
+	// that came before their SessionStarted (a stream out of order), is
+	// not one that ROOT already held: the assembler counts it.
+	if _, ok := r.admitted[rec]; ok || !r.holds(rec) || r.w.own.has(rec) {
 		if r.admitted == nil {
 			r.admitted = make(map[hive.Recording]struct{})
 		}
