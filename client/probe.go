@@ -56,12 +56,17 @@ func probe(ctx context.Context, addr string, cfg *tls.Config) error {
 	var unknown x509.UnknownAuthorityError
 	var verify *tls.CertificateVerificationError
 	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &rec):
 		return fmt.Errorf("%w: %s did not answer the TLS handshake with TLS; dial it without WithTLS, or serve TLS there", ErrServerPlaintext, addr)
-	case errors.As(err, &unknown), errors.As(err, &verify), errors.As(err, &host):
+	case errors.As(err, &host):
+		return fmt.Errorf("%w: %s: %v; dial it by a name its certificate holds, or set that name as WithTLS's ServerName", ErrUntrusted, addr, err)
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return fmt.Errorf("%w: %s: %v; its certificate is expired or not yet valid (or this machine's clock is wrong): renew the server's certificate", ErrUntrusted, addr, err)
+	case errors.As(err, &unknown), errors.As(err, &verify):
 		return fmt.Errorf("%w: %s: %v; trust the CA that signed its certificate (WithTLS's RootCAs)", ErrUntrusted, addr, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,13 +40,19 @@ func TestDialMismatch(t *testing.T) {
 		addr string
 		opts []Option
 		want error // nil: a connection
+		// text is a part of the error's message: what to do.
+		text string
 	}{
-		{"plaintext client, TLS server", tlsAddr, nil, ErrServerTLS},
-		{"TLS client, plaintext server", plainAddr, []Option{WithTLS(trusted)}, ErrServerPlaintext},
-		{"untrusted certificate", tlsAddr, []Option{WithTLS(&tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12})}, ErrUntrusted},
-		{"nothing listening", nobody, nil, context.DeadlineExceeded},
-		{"TLS both sides", tlsAddr, []Option{WithTLS(trusted)}, nil},
-		{"plaintext both sides", plainAddr, nil, nil},
+		{"plaintext client, TLS server", tlsAddr, nil, ErrServerTLS, ""},
+		{"TLS client, plaintext server", plainAddr, []Option{WithTLS(trusted)}, ErrServerPlaintext, ""},
+		{"untrusted certificate", tlsAddr, []Option{WithTLS(&tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12})}, ErrUntrusted, "trust the CA"},
+		{"certificate for another name", tlsAddr, []Option{WithTLS(&tls.Config{RootCAs: pool, ServerName: "other.example", MinVersion: tls.VersionTLS12})},
+			ErrUntrusted, "by a name its certificate holds"},
+		{"expired certificate", tlsAddr, []Option{WithTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12,
+			Time: func() time.Time { return time.Now().Add(72 * time.Hour) }})}, ErrUntrusted, "renew the server's certificate"},
+		{"nothing listening", nobody, nil, context.DeadlineExceeded, ""},
+		{"TLS both sides", tlsAddr, []Option{WithTLS(trusted)}, nil, ""},
+		{"plaintext both sides", plainAddr, nil, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			wait := 30 * time.Second
@@ -69,6 +76,10 @@ func TestDialMismatch(t *testing.T) {
 				t.Fatalf("Dial: %v, want a connection", err)
 			case c.want != nil && !errors.Is(err, c.want):
 				t.Fatalf("Dial = %v after %v, want %v", err, took, c.want)
+			case c.text != "" && !strings.Contains(err.Error(), c.text):
+				t.Errorf("Dial = %v; want it to say %q", err, c.text)
+			case c.text != "trust the CA" && err != nil && strings.Contains(err.Error(), "trust the CA"):
+				t.Errorf("Dial = %v; the CA is trusted", err)
 			case c.want != nil && c.want != context.DeadlineExceeded && took > probeEvery:
 				t.Errorf("Dial gave up after %v, want at the first failed connection (well within %v)", took, probeEvery)
 			}

@@ -48,9 +48,15 @@ type ReplayReport struct {
 //   - an ActionReceived of N lanes, the lanes without a row carrying the
 //     zero action under the id of the lane's completed episode (or ""),
 //     which the recorder counts as a dropped step, as it did originally;
-//   - a StepCompleted with the rows' rewards (0 for other lanes). When the
-//     session failed with action_without_step_completed in its problems,
-//     the last batch gets none, as originally.
+//   - a StepCompleted with the rows' rewards (0 for other lanes).
+//
+// An unfinished action (an ActionReceived no StepCompleted followed, kept
+// as logs rows: schema.UnfinishedAction) is a batch of its own, at its
+// time, with the observations and actions of its rows and no
+// StepCompleted (unfinished.go). A recording of an earlier version holds
+// it as a steps row instead: when such a session did not end and counted
+// action_without_step_completed, its last batch gets no StepCompleted, as
+// originally.
 //
 // EpisodeStarted events go out at started_at, at the latest just before
 // the episode's first batch; EpisodeCompleted (for every episode with a
@@ -108,7 +114,7 @@ func (d *Dataset) ReplayEvents(rec Recording, emit func(ev events.Event, at time
 		return rep, err
 	}
 	r := &replayer{d: d, rec: rec, sid: rec.SessionID, row: row, spaces: sp, emit: emit, rep: &rep}
-	if err := r.plan(eps); err != nil {
+	if err := r.plan(eps, logs); err != nil {
 		return rep, err
 	}
 	err = r.run(logs, tele)
@@ -127,19 +133,28 @@ type replayEpisode struct {
 	completed bool // its EpisodeCompleted has gone out
 }
 
-// laneRow is one steps row of a batch.
+// laneRow is one steps row of a batch, or one lane of an unfinished
+// action (logged).
 type laneRow struct {
 	ep     *replayEpisode
 	lane   int32
 	step   int64
 	reward float64
 	hasObs bool
+	// logged: the lane of an unfinished action, kept in the logs table
+	// with its observation and action blobs (obs, act), not in a steps
+	// file.
+	logged   bool
+	obs, act []byte
 }
 
 type replayBatch struct {
 	t     time.Time
 	sstep int64
 	rows  []laneRow
+	// unfinished: an action no StepCompleted followed (rebuilt from the
+	// logs table): no StepCompleted goes out after it.
+	unfinished bool
 }
 
 // item is an event placed in a slot (before batch slot, or after the last).
@@ -190,6 +205,9 @@ type replayer struct {
 	// lastStarted is, per lane, the latest episode started so far.
 	lastStarted []*replayEpisode
 
+	// unfinished counts the lanes of unfinished actions in the logs.
+	unfinished int
+
 	zeroObs, zeroAct [][]byte
 	laneBuf          [][][]byte
 	idBuf, ridBuf    []string
@@ -200,9 +218,10 @@ func (r *replayer) note(format string, args ...any) {
 	r.rep.Notes = append(r.rep.Notes, fmt.Sprintf(format, args...))
 }
 
-// plan reads the fixed columns of every episode's steps and builds the
-// batches and the slots of the other events.
-func (r *replayer) plan(rows []Episode) error {
+// plan reads the fixed columns of every episode's steps, and the
+// unfinished actions of the logs, and builds the batches and the slots of
+// the other events.
+func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 	r.route = events.RuntimeEnvContext{EnvID: r.rec.EnvID, EnvComponentID: r.row.EnvComponentID, ModelComponentID: r.row.ModelComponentID}
 	r.n = 1
 	for _, e := range rows {
@@ -260,6 +279,9 @@ func (r *replayer) plan(rows []Episode) error {
 			return err
 		}
 	}
+	if err := r.planUnfinished(logs); err != nil {
+		return err
+	}
 	sortBatches(r.batches)
 	for bi, b := range r.batches {
 		sort.Slice(b.rows, func(i, j int) bool { return b.rows[i].lane < b.rows[j].lane })
@@ -274,6 +296,9 @@ func (r *replayer) plan(rows []Episode) error {
 	next := map[*replayEpisode]int64{}
 	for _, b := range r.batches {
 		for _, lr := range b.rows {
+			if lr.logged {
+				continue
+			}
 			if lr.step != next[lr.ep] {
 				return fmt.Errorf("session %q episode %s: %w: steps are not consecutive in recording order (step %d where %d was due)",
 					r.sid, lr.ep.rid, ErrInconsistent, lr.step, next[lr.ep])
@@ -355,7 +380,7 @@ func (r *replayer) planHidden() {
 	}
 	var cands []int
 	for bi, b := range r.batches {
-		if len(b.rows) != r.n {
+		if len(b.rows) != r.n || b.unfinished {
 			continue
 		}
 		all := true
@@ -487,6 +512,9 @@ func derefString(s *string) string {
 func (r *replayer) logAndTelemetryItems(logs []schema.LogRow, tele []schema.TelemetryRow) error {
 	for _, l := range logs {
 		if l.Source != nil && *l.Source == schema.SourceEvent {
+			if _, err := schema.ParseUnfinishedAction(l.Message); err == nil {
+				continue // a batch of its own (planUnfinished)
+			}
 			// An event kept as a logs row: replayed as that event.
 			ev, err := schema.ParseEventLog(r.sid, r.route, l.Message)
 			if err == nil {
@@ -728,11 +756,7 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 			if !lr.hasObs {
 				continue
 			}
-			s, err := r.stepOf(lr)
-			if err != nil {
-				return err
-			}
-			leaves, err := s.ObservationLeaves()
+			leaves, err := r.observationOf(lr)
 			if err != nil {
 				return err
 			}
@@ -807,15 +831,11 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 		}
 	}
 	for _, lr := range b.rows {
-		s, err := r.stepOf(lr)
+		leaves, err := r.actionOf(lr)
 		if err != nil {
 			return err
 		}
-		if s.Step().ActionBlob != nil {
-			leaves, err := s.ActionLeaves()
-			if err != nil {
-				return err
-			}
+		if leaves != nil {
 			lanes[lr.lane] = leaves
 		}
 		r.idBuf[lr.lane], r.ridBuf[lr.lane] = lr.ep.row.EpisodeID, lr.ep.rid
@@ -830,12 +850,12 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 		return err
 	}
 	for _, lr := range b.rows {
-		if lr.step == lr.ep.rows-1 {
+		if !lr.logged && lr.step == lr.ep.rows-1 {
 			lr.ep.iter.Close()
 			lr.ep.iter = nil
 		}
 	}
-	if last && r.row.Status != schema.SessionEnded && strings.Contains(derefString(r.row.ProblemSummary), "action_without_step_completed=") {
+	if b.unfinished || last && r.legacyUnfinished() {
 		return nil
 	}
 	return r.send(&events.StepCompleted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -46,6 +47,30 @@ type Recording struct {
 	// server reported complete a second time (capped episodes under
 	// disabled autoreset), in the order of the logs table.
 	RepeatedCompletions []string
+	// UnfinishedActions are the record ids of the episodes whose last
+	// action no StepCompleted followed (kept as logs rows, not steps), one
+	// per such action and lane, in the order of the logs table.
+	UnfinishedActions []string
+}
+
+// ReadLogs sets what r's findings take from its logs rows: the repeated
+// completions and the unfinished actions kept there (source
+// schema.SourceEvent).
+func (r *Recording) ReadLogs(logs []schema.LogRow) {
+	r.RepeatedCompletions, r.UnfinishedActions = []string{}, []string{}
+	for _, l := range logs {
+		if l.Source == nil || *l.Source != schema.SourceEvent {
+			continue
+		}
+		if u, err := schema.ParseUnfinishedAction(l.Message); err == nil {
+			r.UnfinishedActions = append(r.UnfinishedActions, u.EpisodeRecordID)
+			continue
+		}
+		ev, err := schema.ParseEventLog(r.SessionID, events.RuntimeEnvContext{EnvID: r.EnvID}, l.Message)
+		if ec, ok := ev.(*events.EpisodeCompleted); err == nil && ok {
+			r.RepeatedCompletions = append(r.RepeatedCompletions, ec.EpisodeRecordID)
+		}
+	}
 }
 
 // Finding is one problem or note.
@@ -98,6 +123,12 @@ func List(r Root) (problems, notes []Finding) {
 				"until the env ended one itself; this is rlmesh's behaviour, recorded as it came, and total_episodes counts the repeats",
 				name, count(int64(n), "episode"), first, schema.SourceEvent, first)))
 		}
+		if n := len(s.UnfinishedActions); n > 0 {
+			notes = append(notes, of(fmt.Sprintf("%s: %s that no StepCompleted followed (for %s; kept in the logs table, source %s, message ActionReceived): "+
+				"the runtime sent %s but the step never completed (the env step failed, or the recording stopped before it completed), so %s no step and %s no steps row",
+				name, count(int64(n), "action"), strings.Join(firstFew(s.UnfinishedActions, 3), ", "), schema.SourceEvent,
+				pick(n, "it", "them"), pick(n, "it is", "they are"), pick(n, "has", "have"))))
+		}
 		switch s.Clock {
 		case schema.ClockRecorder:
 			notes = append(notes, of(fmt.Sprintf("%s: its events came without their time, so its times are the recorder's clock: when the recorder received each event, not when the runtime called the hook (clock %q)",
@@ -149,6 +180,23 @@ func List(r Root) (problems, notes []Finding) {
 		problems = append(problems, rootFinding(fmt.Sprintf("stray %s: %s", st.Path, st.Reason)))
 	}
 	return problems, notes
+}
+
+// pick returns one for n == 1 and many otherwise.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// firstFew returns the first n of ids, and "..." after them when there
+// are more.
+func firstFew(ids []string, n int) []string {
+	if len(ids) <= n {
+		return ids
+	}
+	return append(append([]string{}, ids[:n]...), "...")
 }
 
 func isAre(n int64) string {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -57,6 +58,12 @@ func TestList(t *testing.T) {
 		{name: "needs recovery, in the Go API's words", api: true,
 			root:     Root{Path: "R", NeedsRecovery: true, Recordings: []Recording{{Recording: rec, Status: schema.SessionCrashed}}},
 			problems: []string{"recover R (open it with recorder.Open) to write them", "recover R (open it with recorder.Open) to write out what its log holds, then check R (verify.Root)"}},
+		{name: "failed with an unfinished action", ofRec: true,
+			root: Root{Path: "R", Recordings: []Recording{{Recording: rec, Status: schema.SessionFailed, Reason: &reason,
+				UnfinishedActions: []string{"ep-000004", "ep-000005"}}}},
+			problems: []string{"failed (env step failed)"},
+			notes: []string{"session s1 env e1: 2 actions that no StepCompleted followed (for ep-000004, ep-000005; kept in the logs table, source rlrec/event, message ActionReceived)",
+				"so they are no step and have no steps row"}},
 		{name: "stray",
 			root:     Root{Path: "R", Strays: []dataset.Stray{{Path: "steps/x.csv", Reason: "not a part file"}}},
 			problems: []string{"stray steps/x.csv: not a part file"}},
@@ -112,4 +119,27 @@ func cliWords(a Action) string {
 		return "run 'rlrec verify " + a.Root + "'"
 	}
 	return "?"
+}
+
+// TestReadLogs: the unfinished actions and repeated completions of a
+// recording's logs rows, and nothing from other rows.
+func TestReadLogs(t *testing.T) {
+	src, other := schema.SourceEvent, "runtime"
+	u := schema.UnfinishedAction{EpisodeRecordID: "ep-000002", EnvIndex: 1, Step: 3, Action: []byte{0x0a, 0x00}}
+	rep, _ := schema.EventLogMessage(&events.EpisodeCompleted{EpisodeRecordID: "ep-000001", Truncated: true})
+	logs := []schema.LogRow{
+		{Message: "env reset complete in 3ms (1 episode(s) ready)", Source: &other},
+		{Message: u.Message(), Source: &src},
+		{Message: rep, Source: &src},
+		{Message: u.Message(), Source: &other}, // not an event row
+		{Message: "EnvConnected {}", Source: &src},
+	}
+	r := Recording{Recording: dataset.Recording{SessionID: "s", EnvID: "e"}}
+	r.ReadLogs(logs)
+	if got := strings.Join(r.UnfinishedActions, ","); got != "ep-000002" {
+		t.Errorf("unfinished actions %q, want ep-000002", got)
+	}
+	if got := strings.Join(r.RepeatedCompletions, ","); got != "ep-000001" {
+		t.Errorf("repeated completions %q, want ep-000001", got)
+	}
 }

@@ -36,10 +36,12 @@ type sessionTally struct {
 	// named, for mapping StepCompleted rewards.
 	lastAction []string
 	dropped    int64 // lane actions naming a completed episode
-	// pending is set between an ActionReceived and its StepCompleted;
-	// unanswered counts actions the session ended or failed without a
-	// StepCompleted for (the recorder reports them as problems).
+	// pending is set between an ActionReceived and its StepCompleted,
+	// with the episodes it named in pendingEps; unanswered counts actions
+	// the session failed without a StepCompleted for: no steps, a logs
+	// row per episode they named (the recorder's unfinished actions).
 	pending    bool
+	pendingEps []*episodeTally
 	unanswered int64
 	logs       int64
 	telemetry  int64 // telemetry rows
@@ -53,7 +55,7 @@ type episodeTally struct {
 	autoReset    bool
 	completed    *events.EpisodeCompleted
 	finalInfo    bool    // EpisodeCompleted carried a final_info
-	actions      int64   // lane actions while the episode was open: its step rows
+	actions      int64   // lane actions while the episode was open that a StepCompleted followed: its step rows
 	rewardSum    float64 // rewards of those actions
 	finalObsSeen bool    // an observation arrived for it after completion
 }
@@ -136,6 +138,7 @@ func (t *tally) OnSessionFailed(ctx context.Context, ev *events.SessionFailed) e
 	s.status, s.reason = "failed", ev.Reason
 	if s.pending {
 		s.unanswered++
+		s.logs += int64(len(s.pendingEps))
 		s.pending = false
 	}
 	t.mu.Unlock()
@@ -187,6 +190,7 @@ func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived)
 	s := t.session(ev.SessionID, ev.Route)
 	s.lastAction = append(s.lastAction[:0], ev.EpisodeRecordIDs...)
 	s.pending = true
+	s.pendingEps = s.pendingEps[:0]
 	for i, rid := range ev.EpisodeRecordIDs {
 		e := s.episodes[rid]
 		switch {
@@ -195,7 +199,7 @@ func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived)
 			s.dropped++
 			s.lastAction[i] = ""
 		default:
-			e.actions++
+			s.pendingEps = append(s.pendingEps, e)
 		}
 	}
 	t.mu.Unlock()
@@ -207,6 +211,10 @@ func (t *tally) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) e
 	t.mu.Lock()
 	s := t.session(ev.SessionID, ev.Route)
 	s.pending = false
+	for _, e := range s.pendingEps {
+		e.actions++
+	}
+	s.pendingEps = s.pendingEps[:0]
 	for i, r := range ev.Rewards {
 		if i < len(s.lastAction) {
 			if e := s.episodes[s.lastAction[i]]; e != nil {

@@ -30,7 +30,9 @@ const (
 //   - Per lane, the last observation emitted is the one the next action is
 //     computed from.
 //   - An ActionReceived opens one step row for every lane whose id names an
-//     open episode; the following StepCompleted fills its reward.
+//     open episode; the following StepCompleted fills its reward. An action
+//     that no StepCompleted followed is no step: its rows are taken back and
+//     kept as logs rows (unfinished.go).
 //   - An EpisodeCompleted marks that episode's last row and completes it; the
 //     episode is finalised once the session's next observation has been seen
 //     (under NEXT_STEP autoreset that observation carries the terminal
@@ -348,7 +350,7 @@ func (a *assembler) endSession(s *session, status, reason string, at time.Time) 
 	s.status = status
 	s.reason = reason
 	s.endedAt = at
-	a.closePending(s)
+	a.closePending(s, true)
 	a.finalizeCompleted(s)
 	for _, ep := range sortedOpen(s) {
 		a.finishEpisode(s, ep, episodeIncomplete)

@@ -54,6 +54,8 @@ func encodeAck(ev events.Event) string {
 		return fmt.Sprintf("C %q %q %d", sid, e.EpisodeRecordID, e.StepCount)
 	case *events.ActionReceived:
 		return fmt.Sprintf("A %q %q", sid, strings.Join(e.EpisodeRecordIDs, ","))
+	case *events.StepCompleted:
+		return fmt.Sprintf("R %q", sid)
 	case *events.SessionEnded:
 		return fmt.Sprintf("END %q", sid)
 	case *events.SessionFailed:
@@ -173,6 +175,10 @@ type ackTally struct {
 	open     map[string]bool
 	ended    map[string]bool
 	sessions map[string]bool
+	// pending holds, per session, the episodes the last acknowledged
+	// action named: a step of each once its StepCompleted is acknowledged
+	// (an action without one is no step).
+	pending map[string][]*ackEp
 }
 
 type ackEp struct {
@@ -203,11 +209,19 @@ func (a *ackTally) apply(t *testing.T, line string) {
 		}
 	case "A":
 		sid := unq(f[1])
+		p := a.pending[sid][:0]
 		for _, rid := range strings.Split(unq(f[2]), ",") {
 			if ep := a.eps[[2]string{sid, rid}]; ep != nil && !ep.completed {
-				ep.steps++
+				p = append(p, ep)
 			}
 		}
+		a.pending[sid] = p
+	case "R":
+		sid := unq(f[1])
+		for _, ep := range a.pending[sid] {
+			ep.steps++
+		}
+		delete(a.pending, sid)
 	default:
 		t.Fatalf("unexpected ack line %q", line)
 	}
@@ -258,7 +272,7 @@ func crashKills(t *testing.T, group bool, roots, killsPerRoot int) {
 		t.Run(fmt.Sprintf("root%d", r), func(t *testing.T) {
 			t.Parallel()
 			root := filepath.Join(base, fmt.Sprintf("root%d", r))
-			acks := &ackTally{eps: make(map[[2]string]*ackEp), open: map[string]bool{}, ended: map[string]bool{}, sessions: map[string]bool{}}
+			acks := &ackTally{eps: make(map[[2]string]*ackEp), open: map[string]bool{}, ended: map[string]bool{}, sessions: map[string]bool{}, pending: map[string][]*ackEp{}}
 			for k := range killsPerRoot {
 				tag := fmt.Sprintf("r%dk%d", r, k)
 				runtime := time.Duration(30+rng.IntN(270)) * time.Millisecond

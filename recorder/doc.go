@@ -90,6 +90,13 @@
 // file (two halves of the log's share), only under a Go memory limit
 // (GCMemoryLimit).
 //
+// # Unfinished actions
+//
+// An action that no StepCompleted followed (a failed env step, or a kill
+// between the two events) is no step: its rows are taken back and kept as
+// logs rows (schema.UnfinishedAction), from which rlrec replay re-emits
+// it (unfinished.go).
+//
 // # Events after a session's end
 //
 // A session's last events are SessionEnded then its final session-horizon

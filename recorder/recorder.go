@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -357,7 +358,10 @@ func (r *Recorder) admit(ev events.Event) error {
 	if ev.Kind() != events.KindSessionStarted {
 		return nil
 	}
-	if _, ok := r.admitted[rec]; ok || !r.holds(rec) {
+	// A recording whose files this recorder wrote itself, from events
+	// that came before their SessionStarted (a stream out of order), is
+	// not one that ROOT already held: the assembler counts it.
+	if _, ok := r.admitted[rec]; ok || !r.holds(rec) || r.w.own.has(rec) {
 		if r.admitted == nil {
 			r.admitted = make(map[hive.Recording]struct{})
 		}
@@ -614,6 +618,14 @@ func (r *Recorder) Close(ctx context.Context) error {
 // Parquet files, so the next Open has nothing to recover.
 func (r *Recorder) clearLog() error {
 	dir := filepath.Join(r.root, stateDir, logDir)
+	// The manifest first: it must never name a segment that is gone.
+	if err := r.fs.Remove(filepath.Join(dir, wal.ManifestName)); err == nil {
+		if err := r.fs.SyncDir(dir); err != nil {
+			return fmt.Errorf("clear log: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear log: %w", err)
+	}
 	entries, err := r.fs.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("clear log: %w", err)

@@ -29,6 +29,10 @@ type RecoveryReport struct {
 	Completed, Incomplete int
 	// Skipped counts episodes whose files were already durable.
 	Skipped int
+	// Unclean is set when the previous recorder did not close: its open
+	// marker was still there (it was killed, or crashed), whether or not
+	// its log held records.
+	Unclean bool
 	// Snapshot is set when the replay started from a snapshot of the
 	// recorder's state instead of the log's first event (checkpoint.go);
 	// Rebuilt counts the open episodes of the snapshot whose rows it left
@@ -70,6 +74,7 @@ func (r *Recorder) recover() error {
 	if err != nil {
 		return err
 	}
+	r.recovered.Unclean = crashed
 	if rep.Records == 0 {
 		if journal == nil {
 			if crashed {

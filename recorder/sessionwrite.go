@@ -171,6 +171,7 @@ func (w *writer) newSession(s *session, first events.Event) {
 		}
 	}
 	if n == 0 {
+		w.own.add(s.rec())
 		return
 	}
 	s.writes = n

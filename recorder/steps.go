@@ -143,7 +143,7 @@ func blobSize(leaves [][]byte) int {
 }
 
 func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
-	a.closePending(s)
+	a.closePending(s, false)
 	n := len(e.EpisodeRecordIDs)
 	a.setNumEnvs(s, n)
 	if e.Action == nil {
@@ -220,20 +220,6 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 		}
 		s.stepsRecorded++
 		s.pending[i] = ep
-	}
-}
-
-// closePending counts a previous action whose StepCompleted never came.
-func (a *assembler) closePending(s *session) {
-	if !s.havePending {
-		return
-	}
-	s.havePending = false
-	for _, ep := range s.pending {
-		if ep != nil {
-			a.problem(s, probMissingReward, "a step of %s got no StepCompleted; its reward is recorded as 0", ep.recordID)
-			return
-		}
 	}
 }
 

@@ -30,6 +30,9 @@ import (
 // publishes the temps whose markers reached the log, removes the others,
 // and writes their rows again under new numbers (commit.go).
 type writer struct {
+	// own lists the recordings ROOT held nothing of when this writer
+	// first saw them (admit).
+	own ownRecordings
 	// fatal is the recorder's failure, which the writer sets (fail) and
 	// reads; layoutFile is the ROOT's layout file, written with the first
 	// file published.

@@ -162,7 +162,13 @@ func Build(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, op
 		fr := findings.Recording{Recording: rec, EpisodesIncomplete: int64(r.Incomplete)}
 		if r.Row != nil {
 			fr.Status, fr.Reason, fr.Problems, fr.ProblemSummary = r.Row.Status, r.Row.Reason, r.Row.Problems, r.Row.ProblemSummary
+			fr.Clock = r.Row.Clock
 		}
+		logs, err := d.Logs(rec)
+		if err != nil {
+			return nil, err
+		}
+		fr.ReadLogs(logs)
 		froot.Recordings = append(froot.Recordings, fr)
 		rep.Recordings = append(rep.Recordings, r)
 		byRec[rec] = r

@@ -32,7 +32,9 @@ import (
 // (one line; a cumulative_reward that is NaN or infinite is the JSON
 // string "NaN", "Infinity" or "-Infinity"). rlrec replay re-emits them as
 // the events they were, and rlrec inspect explains them. The format is
-// part of the recorded output: do not change it.
+// part of the recorded output: do not change it. An ActionReceived that no
+// StepCompleted followed is kept the same way, one row per lane
+// (UnfinishedAction).
 
 // SourceEvent is the logs table's source of rows that hold a hook event.
 const SourceEvent = "rlrec/event"
@@ -165,4 +167,78 @@ func ParseEventLog(sessionID string, route events.RuntimeEnvContext, msg string)
 			Truncated: v.Truncated, DurationMs: v.DurationMs}, nil
 	}
 	return nil, fmt.Errorf("%w: kind %q", ErrEventLog, kind)
+}
+
+// UnfinishedAction is one lane of an ActionReceived that no StepCompleted
+// followed: an action the runtime sent but never applied (its env step
+// failed, or the recording stopped before the step completed). It is no
+// step, so it has no steps row; the recorder keeps it as a logs row of
+// source SourceEvent, one per lane whose open episode the action named, at
+// the action's time, with the message
+//
+//	ActionReceived {"episode_id":"0190...","episode_record_id":"ep-000004","env_index":2,
+//	  "step":26,"episode_step":9,"observation":"CgQAAIA/","action":"CggBAAAAAAAAAA=="}
+//
+// (one line): step is the event's step (lane 0's counter, as the steps
+// table's session_step), episode_step the 0-based step the episode would
+// have reached (as the steps table's step), observation the lane's
+// observation the action was computed from (null if none was seen) and
+// action the lane's action, both in blob form (base64), as the steps
+// table's observation_blob and action_blob hold them. rlrec replay
+// re-emits the ActionReceived, and rlrec inspect counts them in a note.
+// The format is part of the recorded output: do not change it.
+type UnfinishedAction struct {
+	EpisodeID       string `json:"episode_id"`
+	EpisodeRecordID string `json:"episode_record_id"`
+	EnvIndex        int32  `json:"env_index"`
+	Step            int64  `json:"step"`
+	EpisodeStep     int64  `json:"episode_step"`
+	// Observation is nil when the lane had no observation.
+	Observation []byte `json:"observation"`
+	Action      []byte `json:"action"`
+}
+
+// unfinishedKind is the message's kind: the event it holds a lane of.
+var unfinishedKind = events.KindActionReceived.String()
+
+// Message returns the logs message that holds u.
+func (u UnfinishedAction) Message() string {
+	if u.Action == nil {
+		u.Action = []byte{}
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		// Strings and byte slices always marshal: unreachable.
+		return unfinishedKind + " {}"
+	}
+	return unfinishedKind + " " + string(b)
+}
+
+// ParseUnfinishedAction returns the unfinished action a logs row of source
+// SourceEvent holds, or an error wrapping ErrEventLog when it holds none
+// (another event, or no event).
+func ParseUnfinishedAction(msg string) (UnfinishedAction, error) {
+	var u UnfinishedAction
+	kind, body, ok := strings.Cut(msg, " ")
+	if !ok || kind != unfinishedKind {
+		return u, fmt.Errorf("%w: %q is no unfinished action", ErrEventLog, msg)
+	}
+	if err := json.Unmarshal([]byte(body), &u); err != nil {
+		return u, fmt.Errorf("%w: %s: %v", ErrEventLog, kind, err)
+	}
+	if u.Action == nil {
+		return u, fmt.Errorf("%w: %s: no action", ErrEventLog, kind)
+	}
+	return u, nil
+}
+
+// CheckEventLog returns nil when msg, the message of a logs row of source
+// SourceEvent, holds an event (ParseEventLog) or an unfinished action
+// (ParseUnfinishedAction), and otherwise the error of the first.
+func CheckEventLog(msg string) error {
+	if _, err := ParseUnfinishedAction(msg); err == nil {
+		return nil
+	}
+	_, err := ParseEventLog("", events.RuntimeEnvContext{}, msg)
+	return err
 }

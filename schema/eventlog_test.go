@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/rlrec/rlrec/events"
@@ -108,6 +109,80 @@ func FuzzParseEventLog(f *testing.F) {
 		again2, _ := EventLogMessage(ev2)
 		if again2 != again {
 			t.Fatalf("%q: %q then %q", msg, again, again2)
+		}
+	})
+}
+
+// TestUnfinishedActionRoundTrip: an unfinished action's logs message holds
+// it exactly, an empty payload stays distinct from a missing observation,
+// and it is told apart from the other events kept in the logs table.
+func TestUnfinishedActionRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		u    UnfinishedAction
+		want string
+	}{
+		{"with observation", UnfinishedAction{EpisodeID: "e", EpisodeRecordID: "ep-000004", EnvIndex: 2, Step: 26, EpisodeStep: 9,
+			Observation: []byte{0x0a, 0x01, 0x07}, Action: []byte{0x0a, 0x01, 0x01}},
+			`ActionReceived {"episode_id":"e","episode_record_id":"ep-000004","env_index":2,"step":26,"episode_step":9,"observation":"CgEH","action":"CgEB"}`},
+		{"no observation", UnfinishedAction{EpisodeRecordID: "ep-000001", Action: []byte{0x0a, 0x00}},
+			`ActionReceived {"episode_id":"","episode_record_id":"ep-000001","env_index":0,"step":0,"episode_step":0,"observation":null,"action":"CgA="}`},
+		{"empty observation and action", UnfinishedAction{EpisodeRecordID: "ep-000001", Observation: []byte{}, Action: []byte{}},
+			`ActionReceived {"episode_id":"","episode_record_id":"ep-000001","env_index":0,"step":0,"episode_step":0,"observation":"","action":""}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := tc.u.Message()
+			if msg != tc.want {
+				t.Fatalf("message %s\nwant        %s", msg, tc.want)
+			}
+			got, err := ParseUnfinishedAction(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.u) {
+				t.Fatalf("%s decodes to %+v, want %+v", msg, got, tc.u)
+			}
+			if err := CheckEventLog(msg); err != nil {
+				t.Fatalf("CheckEventLog: %v", err)
+			}
+		})
+	}
+	for _, msg := range append(eventLogSeeds(t), `ActionReceived {"step":1}`, `ActionReceived [`, "ActionReceived") {
+		if _, err := ParseUnfinishedAction(msg); !errors.Is(err, ErrEventLog) {
+			t.Errorf("%q: %v, want ErrEventLog", msg, err)
+		}
+	}
+	if err := CheckEventLog(`ActionReceived {"step":1}`); !errors.Is(err, ErrEventLog) {
+		t.Errorf("an unfinished action without its action: %v, want ErrEventLog", err)
+	}
+}
+
+// FuzzParseUnfinishedAction: any text either is refused with ErrEventLog
+// or holds an unfinished action whose message parses to the same action.
+func FuzzParseUnfinishedAction(f *testing.F) {
+	b, err := os.ReadFile("testdata/unfinished.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, msg := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f.Add(msg)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		u, err := ParseUnfinishedAction(msg)
+		if err != nil {
+			if !errors.Is(err, ErrEventLog) {
+				t.Fatalf("%q: %v, not ErrEventLog", msg, err)
+			}
+			return
+		}
+		again := u.Message()
+		u2, err := ParseUnfinishedAction(again)
+		if err != nil {
+			t.Fatalf("%q re-encoded as %q: %v", msg, again, err)
+		}
+		if !reflect.DeepEqual(u, u2) || u2.Message() != again {
+			t.Fatalf("%q: %+v then %+v", msg, u, u2)
 		}
 	})
 }

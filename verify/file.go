@@ -10,7 +10,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
@@ -119,7 +118,7 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 		for i, r := range rows {
 			// A row that holds an event must hold one: replay re-emits it.
 			if r.Source != nil && *r.Source == schema.SourceEvent {
-				if _, err := schema.ParseEventLog("", events.RuntimeEnvContext{}, r.Message); err != nil {
+				if err := schema.CheckEventLog(r.Message); err != nil {
 					c.add(CheckEventLog, int64(i), fixForeign, "logs row of source %s holds no event: %v", schema.SourceEvent, err)
 				}
 			}

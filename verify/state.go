@@ -75,7 +75,7 @@ func (v *verifier) checkLog() {
 	case errors.As(err, &ce) && ce.Torn:
 		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
 			Message: fmt.Sprintf("the log ends in a torn tail at offset %d (%v), as a crash leaves it", ce.Offset, ce.Err),
-			Remedy:  findings.Recover, Fix: ": it cuts the tail (nothing in it was reported durable) and writes the rest"})
+			Remedy:  findings.Recover, Fix: ": it cuts the tail (none of it was synced) and writes the rest"})
 	case errors.As(err, &ce):
 		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
 			Message: fmt.Sprintf("the log is corrupt at offset %d (%v): damage to records that were durable", ce.Offset, ce.Err),

@@ -157,7 +157,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		// A stream without sequence numbers that carries part of itself
 		// again: the copy was dropped, but the producer lost track of
 		// what it sent, which the operator should know.
-		return fmt.Errorf("%s: %s repeated what the stream had already given (a resent part of it, or the stream twice): dropped, not recorded again, and counted in the sessions rows' problems (repeated_step, duplicate_session_start, event_after_session_end); the rest is recorded in %s",
+		return fmt.Errorf("%s: %s repeated what the stream had already given, or came after their recording's end (a resent part of it, the stream twice, or events out of order): dropped, not recorded again, and counted in the sessions rows' problems (repeated_step, duplicate_session_start, event_after_session_end); the rest is recorded in %s",
 			src, count(n, "event"), ingestFlags.out)
 	}
 	return nil

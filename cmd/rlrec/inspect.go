@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/rlrec/rlrec/dataset"
-	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -167,11 +166,15 @@ type inspectSession struct {
 	// RepeatedCompletions are the record ids of the episodes rlmesh's
 	// env server reported complete again (logs rows of source
 	// schema.SourceEvent).
-	RepeatedCompletions []string         `json:"repeated_completions"`
-	RewardSum           float64          `json:"reward_sum"`
-	MeanReturn          *float64         `json:"mean_return"`
-	Spaces              *inspectSpaces   `json:"spaces,omitempty"`
-	Episodes            []inspectEpisode `json:"episodes,omitempty"`
+	RepeatedCompletions []string `json:"repeated_completions"`
+	// UnfinishedActions are the record ids of the episodes whose last
+	// action no StepCompleted followed (logs rows of source
+	// schema.SourceEvent), one per action and lane.
+	UnfinishedActions []string         `json:"unfinished_actions"`
+	RewardSum         jsonFloat        `json:"reward_sum"`
+	MeanReturn        *jsonFloat       `json:"mean_return"`
+	Spaces            *inspectSpaces   `json:"spaces,omitempty"`
+	Episodes          []inspectEpisode `json:"episodes,omitempty"`
 
 	returns []float64
 	// hasRow: the recording has a sessions row (Status is its status).
@@ -197,8 +200,8 @@ type inspectEpisode struct {
 	StartedFromAutoReset bool            `json:"started_from_auto_reset"`
 	StepCount            *jsonInt        `json:"step_count"`
 	StepsRecorded        jsonInt         `json:"steps_recorded"`
-	Return               *float64        `json:"return"`
-	RewardSum            float64         `json:"reward_sum"`
+	Return               *jsonFloat      `json:"return"`
+	RewardSum            jsonFloat       `json:"reward_sum"`
 	Terminated           bool            `json:"terminated"`
 	Truncated            bool            `json:"truncated"`
 	Success              *bool           `json:"success"`
@@ -303,7 +306,10 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		if err != nil {
 			return nil, err
 		}
-		is.RepeatedCompletions = repeatedCompletions(rec, logs)
+		var fr findings.Recording
+		fr.Recording = rec
+		fr.ReadLogs(logs)
+		is.RepeatedCompletions, is.UnfinishedActions = fr.RepeatedCompletions, fr.UnfinishedActions
 		eps, err := d.Episodes(rec)
 		if err != nil {
 			return nil, err
@@ -312,7 +318,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		var n int
 		for _, e := range eps {
 			r := &e.Row
-			is.RewardSum += r.RewardSum
+			is.RewardSum += jsonFloat(r.RewardSum)
 			if r.Status == schema.EpisodeCompleted {
 				is.EpisodesCompleted++
 			} else {
@@ -329,13 +335,13 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.Episodes = append(is.Episodes, inspectEpisode{
 				EpisodeRecordID: e.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: jsonInt(r.EpisodeIndex), EnvIndex: r.EnvIndex,
 				Status: r.Status, StartedFromAutoReset: r.StartedFromAutoReset, StepCount: (*jsonInt)(r.StepCount), StepsRecorded: jsonInt(r.StepsRecorded),
-				Return: r.CumulativeReward, RewardSum: r.RewardSum, Terminated: r.Terminated, Truncated: r.Truncated,
+				Return: (*jsonFloat)(r.CumulativeReward), RewardSum: jsonFloat(r.RewardSum), Terminated: r.Terminated, Truncated: r.Truncated,
 				Success: r.Success, DurationMs: (*jsonInt)(r.DurationMs), StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
 				FinalInfo: finalInfoJSON(r.FinalInfo), finalInfoText: r.FinalInfo,
 			})
 		}
 		if n > 0 {
-			m := sum / float64(n)
+			m := jsonFloat(sum / float64(n))
 			is.MeanReturn = &m
 		}
 		if f.episode != "" && len(is.Episodes) == 0 {
@@ -355,22 +361,6 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		rep.Sessions = append(rep.Sessions, is)
 	}
 	return rep, nil
-}
-
-// repeatedCompletions returns the record ids of the repeated
-// EpisodeCompleted events kept in a recording's logs.
-func repeatedCompletions(rec dataset.Recording, logs []schema.LogRow) []string {
-	out := []string{}
-	for _, l := range logs {
-		if l.Source == nil || *l.Source != schema.SourceEvent {
-			continue
-		}
-		ev, err := schema.ParseEventLog(rec.SessionID, events.RuntimeEnvContext{EnvID: rec.EnvID}, l.Message)
-		if ec, ok := ev.(*events.EpisodeCompleted); err == nil && ok {
-			out = append(out, ec.EpisodeRecordID)
-		}
-	}
-	return out
 }
 
 func leavesOf(l *schema.Layout) []inspectLeaf {
@@ -406,14 +396,14 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 	for _, s := range rep.Sessions {
 		mean := "-"
 		if s.MeanReturn != nil {
-			mean = fmtFloat(*s.MeanReturn)
+			mean = fmtFloat(float64(*s.MeanReturn))
 		}
 		name := "-"
 		if s.EnvComponentID != "" {
 			name = componentName(s.EnvComponentID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n", s.SessionID, s.Status, s.EnvID, name,
-			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(s.RewardSum), mean, s.Problems)
+			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(float64(s.RewardSum)), mean, s.Problems)
 	}
 	tw.Flush()
 	if disp.sparklines {
@@ -452,7 +442,7 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 	for _, e := range s.Episodes {
 		ret := "-"
 		if e.Return != nil {
-			ret = fmtFloat(*e.Return)
+			ret = fmtFloat(float64(*e.Return))
 		}
 		success := "-"
 		if e.Success != nil {
@@ -488,6 +478,7 @@ func inspectFindings(rep *inspectReport) (problems, notes []string) {
 			Reason:    s.Reason, Problems: int64(s.Problems), ProblemSummary: s.ProblemSummary,
 			EpisodesIncomplete: int64(s.EpisodesIncomplete),
 			Clock:              derefStr(s.Clock), RepeatedCompletions: s.RepeatedCompletions,
+			UnfinishedActions: s.UnfinishedActions,
 		}
 		if s.hasRow {
 			fr.Status = s.Status

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,19 @@ import (
 type jsonInt int64
 
 func (v jsonInt) MarshalJSON() ([]byte, error) { return blob.AppendJSONInt(nil, int64(v)), nil }
+
+// jsonFloat is a float64 of inspect's JSON: NaN and the infinities are
+// the strings "NaN", "Infinity" and "-Infinity" (as replay writes them;
+// encoding/json refuses them), other values numbers as encoding/json
+// writes them.
+type jsonFloat float64
+
+func (v jsonFloat) MarshalJSON() ([]byte, error) {
+	if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+		return blob.AppendJSONFloat(nil, f, 64), nil
+	}
+	return json.Marshal(float64(v))
+}
 
 // finalInfoJSON returns the final_info column's JSON text as the JSON
 // value inspect --json nests: the object itself, with integers outside

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder"
@@ -35,13 +36,17 @@ file in the way, an I/O error on its files) does not stop the others: they
 are recovered, the failed one stays in the log, recover names it and exits
 1, and a later recover, once the cause is fixed, writes it.
 
-A torn log tail, as a crash leaves it, is cut without asking: nothing in it
-was reported durable. Any other damage (inside a sealed segment, a bad
-segment header, a record the log shows was durable, a duplicated or
-missing record) is corruption of data that was durable; recover then stops,
-naming the segment and offset, and --salvage repairs the log instead: it
-drops the damaged records and keeps every intact record after them. The
-flag may come before or after ROOT.
+A torn log tail, as a crash leaves it, is cut without asking: none of it
+had been synced. Under the default SyncGroup policy that can include events
+whose hooks had returned (those of the last sync interval): after a kill
+the log's pending file restores them, after a power cut they are lost, and
+recover says how many records it cut and restored. Any other damage
+(inside a sealed segment, a bad segment header, a record the log shows was
+durable, a duplicated or missing record, a missing segment file) is
+corruption of data that was durable; recover then stops, naming the
+segment and offset, and --salvage repairs the log instead: it drops the
+damaged records and keeps every intact record after them. The flag may
+come before or after ROOT.
 
 Example:
 
@@ -67,6 +72,11 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 	rec, err := openRecorder(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
+		if errors.As(err, &ce) && !salvage && errors.Is(err, wal.ErrSegmentMissing) {
+			return fmt.Errorf("the log lacks segments that held durable records, so recover stops: %v; "+
+				"put the files back and run recover again, or rerun with --salvage to recover what the other segments hold: "+
+				"what the missing ones held is lost (episodes that had steps in them are written without those steps, or incomplete, or not at all)", ce.Err)
+		}
 		if errors.As(err, &ce) && !salvage {
 			where := "sealed segment"
 			if ce.Last {
@@ -97,6 +107,10 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error {
 	d := rep.Damage
 	if rep.Records == 0 && !d.Cut {
+		if rep.Unclean {
+			_, err := fmt.Fprintf(w, "%s: the log is empty, but the last recorder did not close (it was killed or crashed before it logged anything, or once everything it logged was written out); nothing to recover\n", root)
+			return err
+		}
 		_, err := fmt.Fprintf(w, "%s: the log is empty (the last recorder closed cleanly); nothing to recover\n", root)
 		return err
 	}
@@ -118,7 +132,12 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 		_, err := fmt.Fprintf(w, "  log damage:            none\n")
 		return err
 	}
-	kind := "torn tail (a crash's unfinished write; nothing in it had been reported durable)"
+	kind := "torn tail (a crash's unfinished write: a partial record, no whole record cut)"
+	if d.RecordsCut > 0 {
+		kind = fmt.Sprintf("torn tail (a crash's unfinished writes: %s never synced cut; hooks may have returned for them under the SyncGroup policy, "+
+			"so events handed over in the last sync interval before the crash are lost unless the pending file held them: %s restored from it)",
+			count(int(d.RecordsCut), "record"), count(int(d.Restored), "record"))
+	}
 	if d.Salvaged {
 		kind = "corruption in the log, repaired by --salvage"
 		var ce *wal.CorruptionError
@@ -127,6 +146,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 		}
 	}
 	fmt.Fprintf(w, "  log damage:            %s\n", kind)
+	if len(d.SegmentsMissing) > 0 {
+		fmt.Fprintf(w, "    missing:             %s (%s), whose records are lost\n", count(len(d.SegmentsMissing), "segment file"), strings.Join(d.SegmentsMissing, ", "))
+	}
 	fmt.Fprintf(w, "    cut at:              %s offset %d (%v)\n", d.Segment, d.Offset, d.Cause)
 	fmt.Fprintf(w, "    cut:                 %s, %s lost", count(int(d.BytesCut), "byte"), count(int(d.RecordsCut), "intact record"))
 	if d.Salvaged {

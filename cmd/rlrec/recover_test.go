@@ -128,6 +128,10 @@ func resegment(t *testing.T, root string, size int64) {
 			t.Fatal(err)
 		}
 	}
+	// The new segments get a manifest of their own.
+	if err := os.Remove(filepath.Join(dir, wal.ManifestName)); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	l, err := wal.Open(vfs.OS(), dir, wal.Options{SegmentSize: size, Compression: wal.CompressionNone})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +175,7 @@ func TestRecover(t *testing.T) {
 		}},
 		{name: "crashed", code: 0, want: []string{"log records replayed:", "crashed: they had not ended", "incomplete", "log damage:            none"},
 			root: func(t *testing.T) string { return crashedRoot(t, stream, 300) }},
-		{name: "torn-tail", code: 0, want: []string{"torn tail", "cut at:", "0 intact records lost"}, root: func(t *testing.T) string {
+		{name: "torn-tail", code: 0, want: []string{"torn tail (a crash's unfinished write: a partial record, no whole record cut)", "cut at:", "0 intact records lost"}, root: func(t *testing.T) string {
 			root := crashedRoot(t, stream, 300)
 			segs := segments(t, root)
 			last := segs[len(segs)-1]
@@ -192,6 +196,19 @@ func TestRecover(t *testing.T) {
 			want: []string{"corruption in a sealed segment, cut by --salvage", "intact records lost"}, root: sealedCorrupt(stream)},
 		{name: "salvage-after-root", args: []string{"AFTER", "--salvage"}, code: 0, salvaged: true,
 			want: []string{"cut by --salvage"}, root: sealedCorrupt(stream)},
+		// A deleted segment: at either end only the log's manifest tells.
+		{name: "oldest-segment-deleted", code: 1, want: []string{"the log lacks segments", "0000000000000001.wal", "--salvage", "is lost"},
+			root: segmentDeleted(stream, 0)},
+		{name: "middle-segment-deleted", code: 1, want: []string{"sealed segment", "0000000000000002.wal", "positions do not continue", "rerun with --salvage"},
+			root: segmentDeleted(stream, 1)},
+		{name: "newest-segment-deleted", code: 1, want: []string{"the log lacks segments", "--salvage"},
+			root: segmentDeleted(stream, -1)},
+		{name: "oldest-segment-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
+			want: []string{"missing:             1 segment file", "0000000000000001.wal", "whose records are lost"}, root: segmentDeleted(stream, 0)},
+		{name: "middle-segment-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
+			want: []string{"cut by --salvage", "damaged records lost"}, root: segmentDeleted(stream, 1)},
+		{name: "newest-segment-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
+			want: []string{"missing:             1 segment file", "whose records are lost"}, root: segmentDeleted(stream, -1)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,6 +249,29 @@ func TestRecover(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// segmentDeleted builds a crashed ROOT whose log has several segments,
+// with segment i (from the end when negative) deleted.
+func segmentDeleted(stream []byte, i int) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		root := crashedRoot(t, stream, 300)
+		resegment(t, root, 4096) // the log's writer gives it a manifest
+		if _, err := os.Stat(filepath.Join(root, "_rlrec", "log", wal.ManifestName)); err != nil {
+			t.Fatal(err)
+		}
+		segs := segments(t, root)
+		if len(segs) < 3 {
+			t.Fatalf("want several segments, got %d", len(segs))
+		}
+		if i < 0 {
+			i += len(segs)
+		}
+		if err := os.Remove(segs[i]); err != nil {
+			t.Fatal(err)
+		}
+		return root
 	}
 }
 

@@ -27,10 +27,32 @@ type replayOptions struct {
 	published bool
 	force     bool
 	session   string
-	env       string
-	episode   string
-	format    string
-	out       string
+	// sessionGiven: --session was given, perhaps empty (an empty session
+	// id is valid: the runtime may send one).
+	sessionGiven bool
+	env          string
+	episode      string
+	format       string
+	out          string
+}
+
+// givenString is a string flag that records whether it was given, so
+// that an empty value differs from none.
+type givenString struct {
+	val   *string
+	given *bool
+}
+
+func (g givenString) String() string {
+	if g.val == nil {
+		return ""
+	}
+	return *g.val
+}
+
+func (g givenString) Set(s string) error {
+	*g.val, *g.given = s, true
+	return nil
 }
 
 var replayFlags replayOptions
@@ -84,7 +106,7 @@ Example:
 
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
-	fs.StringVar(&f.session, "session", f.session, "the recordings of session `ID` (required)")
+	fs.Var(givenString{&f.session, &f.sessionGiven}, "session", "the recordings of session `ID` (required; --session \"\" names the empty id)")
 	fs.StringVar(&f.env, "env", f.env, "the recording of `ENV` (an env id or component name), when the session id names several (rlmesh's local runner reuses session ids)")
 	fs.StringVar(&f.episode, "episode", f.episode, "the episode of record id `RECORD_ID` (default: every episode of the session)")
 	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
@@ -98,7 +120,7 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
 	}
-	if f.session == "" {
+	if !f.sessionGiven {
 		return usagef("--session is required; 'rlrec inspect %s' lists the sessions", args[0])
 	}
 	switch f.format {

@@ -30,10 +30,15 @@ func OpenLayout(fsys vfs.FS, root string, want hive.Layout) (*LayoutFile, error)
 	name := filepath.Join(state, hive.LayoutName)
 	// The temp files of the layout file and the recovery journal are
 	// left only by a crash while they were written; neither was renamed,
-	// so neither holds anything.
+	// so neither holds anything. Only one that is there is removed: on a
+	// read-only ROOT a removal of nothing fails, and is no reason to stop.
 	for _, tmp := range []string{"." + hive.LayoutName + ".tmp", "." + JournalName + ".tmp"} {
-		if err := fsys.Remove(filepath.Join(state, tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("open %s: remove %s: %w", root, tmp, err)
+		p := filepath.Join(state, tmp)
+		if _, err := fsys.Stat(p); err != nil {
+			continue
+		}
+		if err := fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open %s: the temp file %s that a crash left cannot be removed: %w; a recorder needs ROOT writable", root, p, err)
 		}
 	}
 	l, err := ReadLayout(NewFS(fsys, root))

@@ -120,9 +120,22 @@
 // record after it, marks the positions in between lost, and drops
 // duplicates. It reports what it kept, dropped and marked lost.
 //
+// A missing segment. A segment missing between two others leaves a gap in
+// the positions (ErrGap). One missing at either end does not: the oldest
+// segments are removed in the normal course, and a log whose newest
+// segment is gone ends earlier. The segment manifest (ManifestName,
+// manifest.go) names the oldest and the newest segment the log must have,
+// and Repair refuses a log that lacks one (ErrSegmentMissing, naming every
+// file missing); a salvage recovers what the others hold, reports the
+// files missing (RepairReport.SegmentsMissing) and writes the manifest of
+// what is left. A log without a manifest (written by an earlier version)
+// is not checked, and Open gives it one.
+//
 // What cannot be told apart. Damage that leaves nothing after it, a last
-// segment cut short past its header or removed whole, looks like a log
-// that ends there: the records it took are missed without a report. After a power cut
+// segment cut short past its header, looks like a log that ends there:
+// the records it took are missed without a report (so is a newest
+// segment removed after a crash that came between its creation and the
+// manifest's update). After a power cut
 // that also lost the mark written after the last fsync, damage to the last
 // batch of records synced is taken for a torn tail (nothing after it says
 // it was durable). In a version 1 segment, which stores no durable

@@ -135,6 +135,7 @@ type Log struct {
 
 type segmentInfo struct {
 	path  string
+	num   uint64
 	first Pos
 }
 
@@ -233,8 +234,17 @@ func openRepaired(fsys vfs.FS, dir string, opts Options, lock io.Closer, rep Rep
 		if err != nil {
 			return nil, fmt.Errorf("wal: read header of %s: %w", s.path, err)
 		}
-		l.segs = append(l.segs, segmentInfo{path: s.path, first: first})
+		l.segs = append(l.segs, segmentInfo{path: s.path, num: s.num, first: first})
 		lastVersion = v
+	}
+	if len(segs) > 0 {
+		// A log of an earlier version has no manifest: from now on it
+		// names its segments.
+		if m, ok, err := readManifest(fsys, dir); err != nil || !ok || m != manifestOf(segs) {
+			if err := writeManifest(fsys, dir, manifestOf(segs)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if n := len(segs); n > 0 {
 		// The last segment may hold records written but never synced by
@@ -508,6 +518,17 @@ func (l *Log) Close() error {
 func (l *Log) RemoveBefore(pos Pos) error {
 	l.segMu.Lock()
 	defer l.segMu.Unlock()
+	k := 0
+	for k+1 < len(l.segs) && l.segs[k+1].first <= pos {
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	// The manifest stops naming them before they go.
+	if err := writeManifest(l.fsys, l.dir, manifest{first: l.segs[k].num, last: l.segs[len(l.segs)-1].num}); err != nil {
+		return err
+	}
 	removed := 0
 	for len(l.segs) > 1 && l.segs[1].first <= pos {
 		if err := l.fsys.Remove(l.segs[0].path); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,10 @@ type RepairReport struct {
 	// those a salvage wrote anew without their damaged bytes.
 	SegmentsRemoved   []string
 	SegmentsRewritten []string
+	// SegmentsMissing lists the segment files the log's manifest names
+	// that were not there (see ManifestName): a salvage recovered what
+	// the others hold, and their records are lost.
+	SegmentsMissing []string
 	// Cause is the first damage found, a *CorruptionError.
 	Cause error
 
@@ -92,6 +97,75 @@ func Repair(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairR
 
 // repairLog is Repair of the segments alone.
 func repairLog(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairReport, error) {
+	missing, err := checkManifest(fsys, dir, salvage, logger)
+	if err != nil {
+		return RepairReport{}, err
+	}
+	rep, err := repairSegments(fsys, dir, salvage, logger)
+	if err != nil || missing == nil && !rep.Salvaged {
+		return rep, err
+	}
+	if missing != nil {
+		rep.SegmentsMissing = missing.names
+	}
+	if missing != nil && !rep.Cut {
+		rep.Cut, rep.Salvaged = true, true
+		rep.Segment, rep.Offset, rep.Cause = missing.err.Segment, 0, missing.err
+	}
+	// The manifest names what is left.
+	segs, err := listSegments(fsys, dir)
+	if err != nil {
+		return rep, err
+	}
+	if len(segs) == 0 {
+		err := fsys.Remove(filepath.Join(dir, ManifestName))
+		if errors.Is(err, fs.ErrNotExist) {
+			return rep, nil
+		}
+		if err == nil {
+			err = fsys.SyncDir(dir)
+		}
+		return rep, err
+	}
+	return rep, writeManifest(fsys, dir, manifestOf(segs))
+}
+
+// missingReport is what checkManifest found missing.
+type missingReport struct {
+	names []string
+	err   *CorruptionError
+}
+
+// checkManifest checks that every segment the log's manifest names is
+// there. It returns the error unless salvage is set; then it logs it and
+// returns what is missing for the report.
+func checkManifest(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (*missingReport, error) {
+	m, ok, err := readManifest(fsys, dir)
+	if err != nil || !ok {
+		return nil, err
+	}
+	segs, err := listSegments(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	missing := missingSegments(m, segs)
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	ce := missingError(dir, m, segs, missing)
+	if !salvage {
+		return nil, ce
+	}
+	mr := &missingReport{err: ce}
+	for _, n := range missing {
+		mr.names = append(mr.names, filepath.Join(dir, segmentName(n)))
+	}
+	logger.Error("wal: salvaging a log that lacks segments: their records are lost, the rest is kept", "missing", strings.Join(mr.names, ", "), "cause", ce.Err.Error())
+	return mr, nil
+}
+
+// repairSegments is repairLog of the segments present.
+func repairSegments(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairReport, error) {
 	rep, r, err := check(fsys, dir)
 	if r != nil {
 		defer r.Close()
@@ -391,7 +465,7 @@ func removeTemps(fsys vfs.FS, dir string) error {
 	removed := false
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), tempSuffix)
-		if _, seg := parseSegmentName(name); !ok || !seg || e.IsDir() {
+		if _, seg := parseSegmentName(name); !ok || !(seg || name == ManifestName) || e.IsDir() {
 			continue
 		}
 		if err := fsys.Remove(filepath.Join(dir, e.Name())); err != nil {

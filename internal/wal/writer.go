@@ -229,7 +229,8 @@ func (l *Log) newSegment(first Pos) error {
 	}
 	l.seg, l.segNum, l.segSize, l.segEmpty = f, num, segmentHeaderSize, true
 	l.segMu.Lock()
-	l.segs = append(l.segs, segmentInfo{path: path, first: first})
-	l.segMu.Unlock()
-	return nil
+	defer l.segMu.Unlock()
+	l.segs = append(l.segs, segmentInfo{path: path, num: num, first: first})
+	// The segment is durable: the manifest may name it.
+	return writeManifest(l.fsys, l.dir, manifest{first: l.segs[0].num, last: num})
 }
