@@ -7,12 +7,11 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-// The recovery journal, ROOT/_rlrec/journal, holds the markers of the one
+// The recovery journal, journal in the state directory (ROOT/_rlrec), holds the markers of the one
 // group of files a recovery publishes (commit.go): recovery writes no log,
 // so the journal is where those markers are durable before the renames. It
 // is written whole under a temp name, synced, renamed and its directory
@@ -22,16 +21,17 @@ import (
 // on-disk format: do not change it.
 const journalName = "journal"
 
-func journalPath(root string) string { return filepath.Join(root, hive.StateDir, journalName) }
+func journalPath(state string) string { return filepath.Join(state, journalName) }
 
-// writeJournal adds markers to the journal, durably.
-func writeJournal(fsys vfs.FS, root string, markers [][]byte) error {
-	old, err := readJournal(fsys, root)
+// writeJournal adds markers to the journal in the state directory state,
+// durably.
+func writeJournal(fsys vfs.FS, state string, markers [][]byte) error {
+	old, err := readJournal(fsys, state)
 	if err != nil {
 		return err
 	}
 	b := logrec.AppendJournal(nil, append(old, markers...))
-	if err := writeDurable(fsys, filepath.Join(root, hive.StateDir), journalName, b); err != nil {
+	if err := writeDurable(fsys, state, journalName, b); err != nil {
 		return fmt.Errorf("write recovery journal: %w", err)
 	}
 	return nil
@@ -50,8 +50,8 @@ func writeDurable(fsys vfs.FS, dir, name string, b []byte) error {
 }
 
 // readJournal returns the markers of the journal, none when there is none.
-func readJournal(fsys vfs.FS, root string) ([][]byte, error) {
-	name := journalPath(root)
+func readJournal(fsys vfs.FS, state string) ([][]byte, error) {
+	name := journalPath(state)
 	f, err := fsys.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -73,18 +73,17 @@ func readJournal(fsys vfs.FS, root string) ([][]byte, error) {
 
 // removeJournal removes the journal once the log it stands beside is
 // empty.
-func removeJournal(fsys vfs.FS, root string) error {
-	if err := fsys.Remove(journalPath(root)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func removeJournal(fsys vfs.FS, state string) error {
+	if err := fsys.Remove(journalPath(state)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove recovery journal: %w", err)
 	}
-	state := filepath.Join(root, hive.StateDir)
 	if err := fsys.SyncDir(state); err != nil {
 		return fmt.Errorf("sync %s: %w", state, err)
 	}
 	return nil
 }
 
-// The open marker, ROOT/_rlrec/open, exists while a recorder may have
+// The open marker, open in the state directory (ROOT/_rlrec), exists while a recorder may have
 // files under temp names in ROOT: Open creates it (durably) before
 // anything is written and a clean Close removes it last. An Open that
 // finds it knows the previous recorder stopped without closing, and looks
@@ -94,7 +93,7 @@ const openMarkerName = "open"
 
 // markOpen creates the open marker and reports whether it was there.
 func (r *Recorder) markOpen() (bool, error) {
-	state := filepath.Join(r.root, hive.StateDir)
+	state := r.state
 	name := filepath.Join(state, openMarkerName)
 	if _, err := r.fs.Stat(name); err == nil {
 		return true, nil
@@ -114,7 +113,7 @@ func (r *Recorder) markOpen() (bool, error) {
 
 // markClosed removes the open marker after a clean Close.
 func (r *Recorder) markClosed() error {
-	state := filepath.Join(r.root, hive.StateDir)
+	state := r.state
 	if err := r.fs.Remove(filepath.Join(state, openMarkerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", openMarkerName, err)
 	}

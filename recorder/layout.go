@@ -3,13 +3,13 @@ package recorder
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"sync"
 
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -23,24 +23,18 @@ import (
 // refuses a ROOT of another schema version or layout. A ROOT with tables
 // but no layout file was written before schema version 2.
 func (r *Recorder) checkLayout() error {
-	state := filepath.Join(r.root, hive.StateDir)
-	name := filepath.Join(state, hive.LayoutName)
-	// The temp files of the layout file and the recovery journal are
-	// left only by a crash while they were written; neither was renamed,
-	// so neither holds anything.
+	// The temp files of the layout file (a ROOT on disk) and the recovery
+	// journal are left only by a crash while they were written; neither
+	// was renamed, so neither holds anything.
 	for _, tmp := range []string{"." + hive.LayoutName + ".tmp", "." + journalName + ".tmp"} {
-		if err := r.fs.Remove(filepath.Join(state, tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := r.fs.Remove(filepath.Join(r.state, tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("open %s: remove %s: %w", r.root, tmp, err)
 		}
 	}
+	name := r.st.Path(path.Join(hive.StateDir, hive.LayoutName))
 	want := r.opts.layout
-	f, err := r.fs.Open(name)
+	b, err := r.st.ReadState(hive.LayoutName)
 	if err == nil {
-		b, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("open %s: read %s: %w", r.root, name, err)
-		}
 		l, err := hive.ParseLayoutFile(b)
 		switch {
 		case errors.Is(err, hive.ErrSchemaVersion):
@@ -61,7 +55,7 @@ func (r *Recorder) checkLayout() error {
 		// Directories and temp files alone are what a crash of a new
 		// ROOT's first recorder leaves before its first file is
 		// published with the layout file.
-		if r.hasPublished(filepath.Join(r.root, t.Name), 4) {
+		if ok, _ := r.st.HasPart(t.Name, 4); ok {
 			return fmt.Errorf("open %s: %w: it holds a %s table but no %s, so an rlrec before schema version %s wrote it; record into a new ROOT",
 				r.root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion)
 		}
@@ -72,36 +66,18 @@ func (r *Recorder) checkLayout() error {
 		// that a recorder that writes nothing (rlrec recover on a ROOT a
 		// crash left half created) does not choose it.
 		r.layout = hive.LayoutEpisode
-		r.layoutFile = &pendingLayout{fs: r.fs, root: r.root, layout: r.layout, pending: true}
+		r.layoutFile = &pendingLayout{st: r.st, root: r.root, layout: r.layout, pending: true}
 		return nil
 	}
 	r.layout = want
-	return writeLayout(r.fs, r.root, r.layout)
-}
-
-// hasPublished reports whether dir, or a directory up to depth levels
-// below it, holds a published part file.
-func (r *Recorder) hasPublished(dir string, depth int) bool {
-	entries, err := r.fs.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if _, temp, ok := hive.ParsePartName(e.Name()); ok && !temp && !e.IsDir() {
-			return true
-		}
-		if depth > 0 && e.IsDir() && r.hasPublished(filepath.Join(dir, e.Name()), depth-1) {
-			return true
-		}
-	}
-	return false
+	return writeLayout(r.st, r.root, r.layout)
 }
 
 // pendingLayout is the layout file of a new ROOT, written before its first
 // file is published (the committer calls ensure). A ROOT whose layout file
 // exists has one that is not pending: ensure does nothing.
 type pendingLayout struct {
-	fs      vfs.FS
+	st      store.Root
 	root    string
 	layout  hive.Layout
 	pending bool
@@ -113,15 +89,22 @@ type pendingLayout struct {
 func (p *pendingLayout) ensure() error {
 	p.once.Do(func() {
 		if p.pending {
-			p.err = writeLayout(p.fs, p.root, p.layout)
+			p.err = writeLayout(p.st, p.root, p.layout)
 		}
 	})
 	return p.err
 }
 
-// writeLayout writes the layout file of root (writeDurable).
-func writeLayout(fsys vfs.FS, root string, layout hive.Layout) error {
-	if err := writeDurable(fsys, filepath.Join(root, hive.StateDir), hive.LayoutName, hive.LayoutFile(layout)); err != nil {
+// writeLayout writes the layout file of root through its store, never
+// replacing one (store.Root.CreateState): another recorder of the same
+// bucket prefix that created the ROOT first with another layout makes
+// this one fail with ErrLayout.
+func writeLayout(st store.Root, root string, layout hive.Layout) error {
+	err := st.CreateState(hive.LayoutName, hive.LayoutFile(layout))
+	if errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("open %s: %w: another recorder created the ROOT with another layout file than %q's (%w); record into a new ROOT, or leave the layout to the ROOT", root, ErrLayout, layout, err)
+	}
+	if err != nil {
 		return fmt.Errorf("open %s: write the layout file: %w", root, err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"golang.org/x/sync/semaphore"
@@ -32,8 +33,13 @@ type Recorder struct {
 	root string
 	opts options
 	fs   vfs.FS
-	lock interface{ Close() error }
-	log  *wal.Log
+	// st is the store ROOT is written and read through; state is the
+	// local directory of the log, the lock, the journal and the open
+	// marker (ROOT/_rlrec, or WithStore's).
+	st    store.Root
+	state string
+	lock  interface{ Close() error }
+	log   *wal.Log
 
 	// mu guards closed and the queue's lifetime: hooks hold it shared while
 	// they hand an event over; Close takes it exclusively to close the queue.
@@ -150,7 +156,11 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		r.maxEvent = r.budget.maxEvent()
 	}
 	r.bufs.max = r.budget.idleBuffers()
-	state := filepath.Join(root, stateDir)
+	r.st, r.state = o.st, o.stateDir
+	if r.st == nil {
+		r.st, r.state = store.NewFS(o.fs, root), filepath.Join(root, stateDir)
+	}
+	state := r.state
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
 	}
@@ -175,7 +185,7 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 
 func (r *Recorder) start() error {
 	o := &r.opts
-	dir := filepath.Join(r.root, stateDir, logDir)
+	dir := filepath.Join(r.state, logDir)
 	if err := r.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("open %s: create %s: %w", r.root, dir, err)
 	}
@@ -416,7 +426,7 @@ func (r *Recorder) isRefused(rec hive.Recording) bool {
 // holds reports whether any table of ROOT has a published file of rec.
 func (r *Recorder) holds(rec hive.Recording) bool {
 	for _, t := range hive.Tables {
-		if r.hasPublished(hive.RecordingPartition(t.Name, rec).Dir(r.root), 1) {
+		if ok, _ := r.st.HasPart(hive.RecordingPartition(t.Name, rec).Rel(), 1); ok {
 			return true
 		}
 	}
@@ -643,7 +653,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 // clearLog removes the log's segments once everything in them is in
 // Parquet files, so the next Open has nothing to recover.
 func (r *Recorder) clearLog() error {
-	dir := filepath.Join(r.root, stateDir, logDir)
+	dir := filepath.Join(r.state, logDir)
 	entries, err := r.fs.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("clear log: %w", err)

@@ -10,7 +10,6 @@ import (
 	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/store"
-	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -57,7 +56,7 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to drop the damaged records and keep every intact one", r.root, err, r.root)
 	}
 	r.recovered.Damage = rep
-	journal, err := readJournal(r.fs, r.root)
+	journal, err := readJournal(r.fs, r.state)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
@@ -70,18 +69,18 @@ func (r *Recorder) recover() error {
 			if crashed {
 				// A crash before the log's first sync can still leave
 				// temp files: none is named by a marker.
-				return r.settleTemps(newDoneSet(r.fs, r.root))
+				return r.settleTemps(newDoneSet(r.st))
 			}
 			return nil
 		}
 		// A crash after recovery emptied the log, before it removed the
 		// journal: every file the journal names was published.
-		done := newDoneSet(r.fs, r.root)
+		done := newDoneSet(r.st)
 		done.addRecords(r, journal, "journal")
 		if err := r.settleTemps(done); err != nil {
 			return err
 		}
-		return removeJournal(r.fs, r.root)
+		return removeJournal(r.fs, r.state)
 	}
 	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
 
@@ -96,7 +95,7 @@ func (r *Recorder) recover() error {
 	if err := r.settleTemps(done); err != nil {
 		return err
 	}
-	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, root: r.root}, done: done})
+	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, state: r.state}, done: done})
 	var last time.Time
 	var from wal.Pos
 	var cu *catchUp
@@ -163,7 +162,7 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
-	r.w.setPhase(recovered{fs: r.fs, root: r.root})
+	r.w.setPhase(recovered{fs: r.fs, state: r.state})
 	r.asm = newAssembler(r.w, r.asm.episodeBudget)
 	if failed := r.w.recordingErrors(false); len(failed) > 0 {
 		// Failure isolation (failure.go): the others are written; the
@@ -179,7 +178,7 @@ func (r *Recorder) recover() error {
 	if err := r.clearLog(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	if err := removeJournal(r.fs, r.root); err != nil {
+	if err := removeJournal(r.fs, r.state); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.opts.logger.Info("recovered", "root", r.root, "sessions", r.recovered.Sessions, "crashed", r.recovered.Crashed,
@@ -198,15 +197,14 @@ func (r *Recorder) recover() error {
 // during recovery only).
 type doneSet struct {
 	*logrec.Published
-	fs   vfs.FS
-	root string
+	st store.Root
 	// rows caches the episode record ids in each recording's published
 	// episodes files.
 	rows map[hive.Recording]map[string]bool
 }
 
-func newDoneSet(fsys vfs.FS, root string) *doneSet {
-	return &doneSet{Published: logrec.NewPublished(), fs: fsys, root: root, rows: make(map[hive.Recording]map[string]bool)}
+func newDoneSet(st store.Root) *doneSet {
+	return &doneSet{Published: logrec.NewPublished(), st: st, rows: make(map[hive.Recording]map[string]bool)}
 }
 
 // episode reports whether an episode's files are published.
@@ -216,7 +214,7 @@ func (d *doneSet) episode(rec hive.Recording, rid string) bool {
 	}
 	rows, ok := d.rows[rec]
 	if !ok {
-		rows = publishedEpisodes(d.fs, d.root, rec)
+		rows = publishedEpisodes(d.st, rec)
 		d.rows[rec] = rows
 	}
 	return rows[rid]
@@ -231,7 +229,7 @@ func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
 	if !final {
 		return false
 	}
-	n, err := store.NewFS(d.fs, d.root).Next(hive.RecordingPartition(schema.TableSessions, rec))
+	n, err := d.st.Next(hive.RecordingPartition(schema.TableSessions, rec))
 	return err == nil && n > 0
 }
 
@@ -252,6 +250,10 @@ func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
 // under its temp name was removed by someone else: it is logged (verify
 // reports what is missing).
 func (r *Recorder) settleTemps(done *doneSet) error {
+	if up, ok := r.st.(uploader); ok {
+		// Object storage has no temp files.
+		return r.settleUploads(up, done)
+	}
 	l, err := hive.List(r.fs, r.root)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
@@ -323,7 +325,7 @@ func (r *Recorder) failTemp(rel string, err error) error {
 // readMarkers reads the markers of the log in dir, and returns the last
 // snapshot record that a seal follows (nil if none).
 func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
-	done := newDoneSet(r.fs, r.root)
+	done := newDoneSet(r.st)
 	rd, err := wal.NewReader(r.fs, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("recover %s: %w", r.root, err)
@@ -372,18 +374,19 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 // publishedEpisodes returns the episode record ids in the published
 // episodes files of a recording. A file that cannot be read counts for
 // nothing: verify reports it.
-func publishedEpisodes(fsys vfs.FS, root string, rec hive.Recording) map[string]bool {
+func publishedEpisodes(st store.Root, rec hive.Recording) map[string]bool {
 	out := map[string]bool{}
-	dir := hive.RecordingPartition(schema.TableEpisodes, rec).Dir(root)
-	entries, err := fsys.ReadDir(dir)
+	parts, err := st.Parts(hive.RecordingPartition(schema.TableEpisodes, rec).Rel())
 	if err != nil {
 		return out
 	}
-	for _, e := range entries {
-		if _, temp, ok := hive.ParsePartName(e.Name()); !ok || temp {
+	for _, p := range parts {
+		f, err := st.Open(p.Rel, p.Size)
+		if err != nil {
 			continue
 		}
-		ids, err := parquetout.ReadEpisodeRecordIDs(fsys, filepath.Join(dir, e.Name()))
+		ids, err := parquetout.ReadEpisodeRecordIDs(f, f.Size(), st.Path(p.Rel))
+		f.Close()
 		if err != nil {
 			continue
 		}

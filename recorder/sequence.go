@@ -2,16 +2,14 @@ package recorder
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -87,21 +85,13 @@ func (r *Recorder) PublishedSequence(sessionID, envID string) (uint64, error) {
 	rec := hive.Recording{SessionID: sessionID, EnvID: envID}
 	var last uint64
 	for _, table := range publishedTables {
-		dir := hive.RecordingPartition(table, rec).Dir(r.root)
-		entries, err := r.fs.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Nothing of the recording in this table.
-			continue
-		}
+		parts, err := r.st.Parts(hive.RecordingPartition(table, rec).Rel())
 		if err != nil {
 			return 0, fmt.Errorf("recorder: last sequence of %s: %w", rec, err)
 		}
-		for _, e := range entries {
-			if _, temp, ok := hive.ParsePartName(e.Name()); !ok || temp || e.IsDir() {
-				continue
-			}
-			path := filepath.Join(dir, e.Name())
-			v, ok, err := parquetout.ReadKeyValue(r.fs, path, schema.MetaLastSequence)
+		for _, p := range parts {
+			path := r.st.Path(p.Rel)
+			v, ok, err := readKeyValue(r.st, p, schema.MetaLastSequence)
 			if err != nil {
 				return 0, fmt.Errorf("recorder: last sequence of %s: %w", rec, err)
 			}
@@ -116,4 +106,15 @@ func (r *Recorder) PublishedSequence(sessionID, envID string) (uint64, error) {
 		}
 	}
 	return last, nil
+}
+
+// readKeyValue reads the key-value metadata key of the published part p
+// of st (parquetout.ReadKeyValue).
+func readKeyValue(st store.Root, p hive.Object, key string) (string, bool, error) {
+	f, err := st.Open(p.Rel, p.Size)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	return parquetout.ReadKeyValue(f, f.Size(), st.Path(p.Rel), key)
 }
