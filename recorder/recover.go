@@ -50,7 +50,7 @@ func (r *Recorder) Recovered() RecoveryReport { return r.recovered }
 // redone from the log under a new name (commit.go). A crash during
 // recovery is recovered by the next Open: its markers are in the journal.
 func (r *Recorder) recover() error {
-	dir := filepath.Join(r.root, stateDir, logDir)
+	dir := filepath.Join(r.state, logDir)
 	rep, err := wal.Repair(r.fs, dir, r.opts.salvage, r.opts.logger)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to drop the damaged records and keep every intact one", r.root, err, r.root)
@@ -318,7 +318,7 @@ func (r *Recorder) failTemp(rel string, err error) error {
 	// Keyed by the path's own directory: a cut name does not give the
 	// ids back.
 	r.w.failKey(dir, &RecordingError{SessionID: rec.SessionID, EnvID: rec.EnvID,
-		Path: filepath.Join(r.root, filepath.FromSlash(rel)), Err: err})
+		Path: r.st.Path(rel), Err: err})
 	return nil
 }
 
@@ -357,7 +357,7 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 			continue
 		}
 		switch logrec.Of(rec) {
-		case logrec.TypeEpisodeDone, logrec.TypeSessionDone, logrec.TypeSessionWrite:
+		case logrec.TypeEpisodeDone, logrec.TypeSessionDone, logrec.TypeSessionWrite, logrec.TypeUploadBegun:
 		default:
 			continue
 		}

@@ -3,15 +3,23 @@ package recorder
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
@@ -26,13 +34,19 @@ const s3Bucket = "rec"
 // process would have it (its own spool directory).
 func newS3Store(t testing.TB, srv *s3server.Server, prefix string) *store.S3 {
 	t.Helper()
+	return newS3StoreSized(t, srv, prefix, 0)
+}
+
+// newS3StoreSized is newS3Store with a part size (0: the default).
+func newS3StoreSized(t testing.TB, srv *s3server.Server, prefix string, partSize int64) *store.S3 {
+	t.Helper()
 	cfg := aws.Config{
 		Region:       s3server.Region,
 		Credentials:  credentials.NewStaticCredentialsProvider(s3server.AccessKey, s3server.SecretKey, ""),
 		BaseEndpoint: aws.String(srv.Endpoint()),
 	}
 	st, err := store.NewS3(context.Background(), cfg, store.Location{Bucket: s3Bucket, Prefix: prefix},
-		store.S3Options{SpoolDir: t.TempDir(), MaxBackoff: 200 * time.Millisecond, MaxAttempts: 50})
+		store.S3Options{PartSize: partSize, SpoolDir: t.TempDir(), MaxBackoff: 200 * time.Millisecond, MaxAttempts: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +168,226 @@ func TestS3SameFiles(t *testing.T) {
 				req.Total(), req.Ops[store.OpPut], req.Ops[store.OpList], req.Ops[store.OpHead], req.Ops[store.OpGet], req.Attempts)
 		})
 	}
+}
+
+// failingStore is an S3 store whose Sync or Publish fails, after the real
+// Sync in the first case, so that the recorder keeps its log with uploads
+// in flight, as a crash would leave them.
+type failingStore struct {
+	*store.S3
+	failSync bool
+	// failPublish, when set, fails the publishing of the parts it
+	// reports; the others are published.
+	failPublish func(p store.Part) bool
+}
+
+var errInjected = errors.New("injected failure")
+
+func (f *failingStore) Sync(parts []store.Part) error {
+	if err := f.S3.Sync(parts); err != nil || !f.failSync {
+		return err
+	}
+	return errInjected
+}
+
+func (f *failingStore) Publish(parts []store.Part) error {
+	if f.failPublish == nil {
+		return f.S3.Publish(parts)
+	}
+	ge := &store.GroupError{}
+	var rest []store.Part
+	for _, p := range parts {
+		if !f.failPublish(p) {
+			rest = append(rest, p)
+			continue
+		}
+		ge.Parts = append(ge.Parts, &store.PartError{Part: p, Path: p.Name(), Err: errInjected})
+	}
+	if err := f.S3.Publish(rest); err != nil {
+		return err
+	}
+	if len(ge.Parts) == 0 {
+		return nil
+	}
+	return ge
+}
+
+// TestS3RecoverUploads: recovery completes the multipart upload a marker
+// records (a publish that failed after the marker, as a crash would
+// leave it), takes back the small parts of that group and writes them
+// again, and aborts an upload that only an upload-begun record names (a
+// sync that failed before the marker). The bucket then holds what a
+// directory recorded from the same sessions holds, byte for byte, with no
+// upload in flight.
+func TestS3RecoverUploads(t *testing.T) {
+	srv := s3server.Start(t)
+	bucketDir := srv.Bucket(t, s3Bucket)
+	// Image episodes packed into one steps file of more than the least
+	// part size: it goes up in pieces.
+	sessions := []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, TimeLimit: 25, Seed: 3, SessionID: "s3-images"}}
+	opts := []Option{WithLayout(hive.LayoutSession), WithCompression(CompressionNone)}
+	local := filepath.Join(t.TempDir(), "root")
+	r := recordSim(t, local, sessions, opts...)
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := tree(t, local, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+	big := 0
+	for _, b := range want {
+		if len(b) > store.MinPartSize {
+			big++
+		}
+	}
+	if big == 0 {
+		t.Fatalf("no file over %d bytes: nothing would go up in pieces", store.MinPartSize)
+	}
+	all := func(store.Part) bool { return true }
+	table := func(name string) func(store.Part) bool {
+		return func(p store.Part) bool { return strings.HasPrefix(p.Rel(), name+"/") }
+	}
+	for _, tc := range []struct {
+		name                          string
+		failSync                      bool
+		failPublish                   func(store.Part) bool
+		completed, aborted, takenBack int
+	}{
+		// The small parts published, the large ones' uploads left in
+		// flight: completed.
+		{name: "publish-large-fails", failPublish: table("steps"), completed: big},
+		// Nothing published: the group's writes are done again, their
+		// uploads aborted.
+		{name: "publish-fails", failPublish: all, aborted: big},
+		// The session write half published (its logs and telemetry
+		// files, not its sessions file): taken back and done again.
+		{name: "publish-sessions-fails", failPublish: table("sessions"), takenBack: 2},
+		// The uploads made, no marker: aborted by the upload-begun
+		// record.
+		{name: "sync-fails", failSync: true, aborted: big},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := tc.name
+			root := "s3://" + s3Bucket + "/" + prefix
+			state := filepath.Join(t.TempDir(), "state")
+			st := &failingStore{S3: newS3StoreSized(t, srv, prefix, store.MinPartSize), failSync: tc.failSync, failPublish: tc.failPublish}
+			r := recordSim(t, root, sessions, append(opts, WithStore(st, state))...)
+			if err := r.Close(context.Background()); !errors.Is(err, errInjected) {
+				t.Fatalf("close: %v, want the injected failure", err)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(state, logDir)); len(ents) == 0 {
+				t.Fatal("the log was not kept")
+			}
+			if n := uploadsInFlight(t, srv, prefix); n != tc.completed+tc.aborted {
+				t.Fatalf("%d uploads in flight after the failure, want %d", n, tc.completed+tc.aborted)
+			}
+
+			logs := &countingHandler{}
+			st2 := newS3StoreSized(t, srv, prefix, store.MinPartSize)
+			r, err := Open(root, WithStore(st2, state), WithLogger(slog.New(logs)), WithWriters(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := logs.count("completed an upload the crashed recorder had made whole"); got != tc.completed {
+				t.Errorf("%d uploads completed, want %d", got, tc.completed)
+			}
+			if got := logs.count("aborted an upload the crashed recorder left in flight"); got != tc.aborted {
+				t.Errorf("%d uploads aborted, want %d", got, tc.aborted)
+			}
+			if got := logs.count("took back a file of a write a crash left half published; the write is done again whole"); got != tc.takenBack {
+				t.Errorf("%d files taken back, want %d", got, tc.takenBack)
+			}
+			if n := uploadsInFlight(t, srv, prefix); n != 0 {
+				t.Errorf("%d uploads in flight after recovery", n)
+			}
+			got := tree(t, filepath.Join(bucketDir, prefix), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+			sameRows(t, want, got)
+		})
+	}
+}
+
+// sameRows checks that two ROOTs' files hold the same rows, partition
+// by partition (as multisets: recovery may number and group parts
+// otherwise than the recorder that crashed).
+func sameRows(t *testing.T, want, got map[string][]byte) {
+	t.Helper()
+	byDir := func(m map[string][]byte) map[string][]string {
+		out := map[string][]string{}
+		for rel, b := range m {
+			dir := path.Dir(rel)
+			pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatalf("%s: %v", rel, err)
+			}
+			r := parquet.NewReader(pf)
+			for {
+				row := make([]parquet.Row, 1)
+				n, err := r.ReadRows(row)
+				if n == 1 {
+					out[dir] = append(out[dir], fmt.Sprint(row[0]))
+				}
+				if err != nil {
+					break
+				}
+			}
+			r.Close()
+		}
+		for _, v := range out {
+			slices.Sort(v)
+		}
+		return out
+	}
+	w, g := byDir(want), byDir(got)
+	for dir, rows := range w {
+		if !slices.Equal(rows, g[dir]) {
+			t.Errorf("%s: %d rows, want %d, or they differ", dir, len(g[dir]), len(rows))
+			for i := range min(len(rows), len(g[dir])) {
+				if rows[i] != g[dir][i] {
+					t.Logf("first difference:\n got %.600s\nwant %.600s", g[dir][i], rows[i])
+					break
+				}
+			}
+		}
+	}
+	for dir := range g {
+		if _, ok := w[dir]; !ok {
+			t.Errorf("%s: in the bucket only", dir)
+		}
+	}
+}
+
+// uploadsInFlight counts the multipart uploads in flight under prefix.
+func uploadsInFlight(t *testing.T, srv *s3server.Server, prefix string) int {
+	t.Helper()
+	out, err := srv.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(s3Bucket), Prefix: aws.String(prefix + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Uploads)
+}
+
+// countingHandler is a slog handler that counts the messages it is given.
+type countingHandler struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (c *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[r.Message]++
+	return nil
+}
+func (c *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *countingHandler) WithGroup(string) slog.Handler      { return c }
+
+func (c *countingHandler) count(msg string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[msg]
 }

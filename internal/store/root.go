@@ -227,3 +227,47 @@ func (s *S3) CreateState(name string, b []byte) error {
 	}
 	return &NameTakenError{URL: s.url(key), Err: err}
 }
+
+// Multipart reports whether Sync uploads the finished part p in pieces
+// (it is larger than PartSize): a multipart upload then stays in flight,
+// invisible, until Publish completes it, and a crash leaves it there.
+func (s *S3) Multipart(p Part) bool {
+	sp, ok := p.(*s3Part)
+	return ok && sp.s == s && sp.multipart()
+}
+
+// UploadOf returns the Upload of the object rel (relative to ROOT) with
+// the service's upload id and the pieces uploaded, as a caller recorded
+// them, for CompleteUpload or AbortUpload.
+func (s *S3) UploadOf(rel, id string, pieces []Piece) Upload {
+	return Upload{Key: s.loc.Key(rel), ID: id, Pieces: pieces}
+}
+
+// Exists reports whether the object rel (relative to ROOT) is
+// published: one HeadObject.
+func (s *S3) Exists(rel string) (bool, error) {
+	key := s.loc.Key(rel)
+	s.count(OpHead)
+	_, err := s.client.HeadObject(s.ctx, &s3.HeadObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(key)})
+	switch {
+	case err == nil:
+		return true, nil
+	case notExist(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("store: look up %s: %w", s.url(key), err)
+}
+
+// Delete removes the object rel (relative to ROOT); a missing one is no
+// error. Recovery alone calls it, to take back the files of a write a
+// crash left half published before the write is done again whole: a
+// store never replaces an object, and publishes nothing by copy.
+func (s *S3) Delete(rel string) error {
+	key := s.loc.Key(rel)
+	s.count(OpDelete)
+	_, err := s.client.DeleteObject(s.ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(key)})
+	if err != nil && !notExist(err) {
+		return fmt.Errorf("store: delete %s: %w", s.url(key), err)
+	}
+	return nil
+}
