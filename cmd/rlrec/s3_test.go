@@ -3,11 +3,14 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
 )
 
@@ -46,13 +49,25 @@ func TestReadCommandsS3(t *testing.T) {
 			if code != lcode || lcode != 0 {
 				t.Fatalf("exit %d (stderr %q), on disk %d (%q)", code, errOut, lcode, lerr)
 			}
-			norm := func(s, root string) string { return strings.ReplaceAll(s, root, "ROOT") }
+			norm := func(s, root string) string {
+				// The bucket's inspect names the log directory on this
+				// machine (TestRecordCommandsS3 checks it).
+				s = logDirLine.ReplaceAllString(s, "")
+				s = logDirJSON.ReplaceAllString(s, "")
+				return strings.ReplaceAll(s, root, "ROOT")
+			}
 			if g, w := norm(out, url), norm(lout, goldenRoot); g != w {
 				t.Errorf("output differs from the ROOT on disk:\n got %s\nwant %s", g, w)
 			}
 		})
 	}
 }
+
+// The log directory in inspect's text and JSON.
+var (
+	logDirLine = regexp.MustCompile(`(?m)^log and lock on this machine: .*\n`)
+	logDirJSON = regexp.MustCompile(`(?m)^  "log_dir": .*\n`)
+)
 
 // TestCopyExportFromS3: copy and export read a bucket's ROOT as they read
 // the same ROOT on disk: the copies inspect alike, the exports hold the
@@ -93,4 +108,109 @@ func TestCopyExportFromS3(t *testing.T) {
 	if a, b := tree(filepath.Join(dir, "export0")), tree(filepath.Join(dir, "export1")); !reflect.DeepEqual(a, b) || len(a) == 0 {
 		t.Errorf("the export from the bucket differs:\n%v\nwant\n%v", b, a)
 	}
+}
+
+// TestRecordCommandsS3: ingest, demo, recover and inspect with an s3://
+// ROOT and --log-dir. The same stream ingested into a directory and into
+// the bucket gives the same table files byte for byte (versitygw keeps
+// objects as files), in both layouts; inspect prints what it prints for
+// the directory plus the log directory; verify is clean; ingesting it
+// again is refused; recover of a closed ROOT has nothing to do, and of a
+// missing log directory says where the log is.
+func TestRecordCommandsS3(t *testing.T) {
+	srv := s3server.Start(t)
+	bucketDir := srv.Bucket(t, "rec")
+	srv.SetEnv(t)
+	dir := t.TempDir()
+	stream := filepath.Join(dir, "cartpole.events")
+	if code, _, errOut := runReadCmd(t, "simulate", "--env", "cartpole", "--envs", "4", "--episodes", "40", "--reproducible", "-o", stream); code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errOut)
+	}
+	for _, layout := range []string{"episode", "session"} {
+		t.Run(layout, func(t *testing.T) {
+			local := filepath.Join(dir, "local-"+layout)
+			url := "s3://rec/ingest-" + layout
+			logDir := filepath.Join(dir, "log-"+layout)
+			if code, _, errOut := runReadCmd(t, "ingest", "--layout", layout, "-o", local, stream); code != 0 {
+				t.Fatalf("ingest into %s: exit %d: %s", local, code, errOut)
+			}
+			code, out, errOut := runReadCmd(t, "ingest", "--layout", layout, "-o", url, "--log-dir", logDir, stream)
+			if code != 0 {
+				t.Fatalf("ingest into %s: exit %d: %s", url, code, errOut)
+			}
+			if !strings.Contains(out, url) {
+				t.Errorf("ingest output does not name %s:\n%s", url, out)
+			}
+			want := treeBytes(t, local, hive.StateDir)
+			got := treeBytes(t, filepath.Join(bucketDir, "ingest-"+layout), hive.StateDir)
+			if len(want) == 0 || !reflect.DeepEqual(got, want) {
+				t.Errorf("the bucket holds %d table files, the directory %d, or their bytes differ", len(got), len(want))
+			}
+
+			_, lout, _ := runReadCmd(t, "inspect", local)
+			code, bout, errOut := runReadCmd(t, "inspect", "--log-dir", logDir, url)
+			if code != 0 {
+				t.Fatalf("inspect: exit %d: %s", code, errOut)
+			}
+			wantOut := strings.Replace(strings.ReplaceAll(lout, local, url), "\n\n", "\nlog and lock on this machine: "+logDir+"\n\n", 1)
+			if bout != wantOut {
+				t.Errorf("inspect of the bucket:\n%s\nwant\n%s", bout, wantOut)
+			}
+			_, jout, _ := runReadCmd(t, "inspect", "--json", "--log-dir", logDir, url)
+			if !strings.Contains(jout, `"log_dir": "`+logDir+`"`) {
+				t.Errorf("inspect --json lacks the log directory:\n%.400s", jout)
+			}
+			if code, vout, errOut := runReadCmd(t, "verify", url); code != 0 {
+				t.Errorf("verify: exit %d: %s%s", code, vout, errOut)
+			}
+			code, _, errOut = runReadCmd(t, "ingest", "-o", url, "--log-dir", logDir, stream)
+			if code != 1 || !strings.Contains(errOut, "already holds") {
+				t.Errorf("ingest again: exit %d, want 1 naming the recordings already held: %s", code, errOut)
+			}
+			if !reflect.DeepEqual(treeBytes(t, filepath.Join(bucketDir, "ingest-"+layout), hive.StateDir), got) {
+				t.Errorf("ingesting again changed the bucket")
+			}
+			code, out, errOut = runReadCmd(t, "recover", "--log-dir", logDir, url)
+			if code != 0 || !strings.Contains(out, "nothing to recover") {
+				t.Errorf("recover: exit %d: %s%s", code, out, errOut)
+			}
+		})
+	}
+	code, _, errOut := runReadCmd(t, "recover", "--log-dir", filepath.Join(dir, "nowhere"), "s3://rec/ingest-episode")
+	if code != 1 || !strings.Contains(errOut, "no log of s3://rec/ingest-episode in "+filepath.Join(dir, "nowhere")) {
+		t.Errorf("recover with a missing log directory: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runReadCmd(t, "ingest", "-o", filepath.Join(dir, "x"), "--log-dir", dir, stream); code != 2 || !strings.Contains(errOut, "--log-dir is for an s3:// ROOT") {
+		t.Errorf("--log-dir with a directory ROOT: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runReadCmd(t, "demo", "-o", "s3://rec/demo", "--log-dir", filepath.Join(dir, "demo-log"))
+	if code != 0 || !strings.Contains(out, "s3://rec/demo") {
+		t.Fatalf("demo: exit %d: %s%s", code, out, errOut)
+	}
+	if code, vout, errOut := runReadCmd(t, "verify", "s3://rec/demo"); code != 0 {
+		t.Errorf("verify the demo: exit %d: %s%s", code, vout, errOut)
+	}
+}
+
+// treeBytes returns the files under root by relative path, but those
+// under the top directory skip.
+func treeBytes(t *testing.T, root, skip string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if strings.HasPrefix(rel, skip+string(filepath.Separator)) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
