@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -169,13 +170,13 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 // applyClocked is apply of an event whose time is the recorder's own
 // clock reading when recClock is set (or its log record says so).
 func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recClock bool) {
-	ev, seq, logged := unsequence(ev)
+	ev, seq, logged := logrec.Unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
 	s.seq = max(s.seq, seq)
-	if e, ok := ev.(*invalidEvent); ok {
+	if e, ok := ev.(*logrec.InvalidEvent); ok {
 		// A message of the stream that was no valid event: counted, and
 		// nothing of it applied.
-		a.problem(s, probInvalidEvent, "%s; skipped", e.detail)
+		a.problem(s, probInvalidEvent, "%s; skipped", e.Detail)
 		return
 	}
 	if recClock || logged {

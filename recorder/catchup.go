@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logreplay"
 )
 
 // catchUp rebuilds the rows of the episodes a snapshot left to the log
@@ -65,12 +66,12 @@ func newCatchUp(w *writer, budget int, sessions []*session, log *slog.Logger) *c
 }
 
 // apply replays one event at or before the snapshot's as_of.
-func (c *catchUp) apply(d replayed) {
-	id, route := d.ev.Header()
+func (c *catchUp) apply(d logreplay.Event) {
+	id, route := d.Ev.Header()
 	if c.scratch.sessions[hive.Recording{SessionID: id, EnvID: route.EnvID}] == nil {
 		return
 	}
-	c.scratch.apply(d.ev, d.at, uint64(d.pos))
+	c.scratch.apply(d.Ev, d.At, uint64(d.Pos))
 }
 
 // finish ends the catch-up once the replay is past as_of: every target

@@ -35,8 +35,8 @@ import (
 // "Figures behind design choices").
 //
 // During recovery there is no log to append to: the markers of its one
-// group go to a journal file under _rlrec (journal.go), made durable
-// before the renames and removed once the log is emptied.
+// group go to a journal file under _rlrec (internal/store.WriteJournal),
+// made durable before the renames and removed once the log is emptied.
 //
 // The committer gathers what is handed to it for up to commitWindow after
 // the first write of a group, or until commitMaxParts files, or until
@@ -186,7 +186,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 		group = w.dropFailed(group, nil)
 		parts = groupParts(group, parts[:0])
 	}
-	if err := w.layoutFile.ensure(); err != nil {
+	if err := w.layoutFile.Ensure(); err != nil {
 		abortParts(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return

@@ -56,8 +56,8 @@
 // published, any other removed), then replays the log from its last
 // sealed snapshot, skipping the writes the markers name, and writes the
 // rest under new part numbers: completed episodes, open ones with status
-// "incomplete", their recordings with status "crashed" (recover.go,
-// replay.go). A torn log tail is cut and reported; corruption inside a
+// "incomplete", their recordings with status "crashed" (recover.go; the
+// log is read back by internal/logreplay). A torn log tail is cut and reported; corruption inside a
 // sealed segment stops Open unless WithSalvage is set. Snapshots
 // (checkpoint.go, snapshot.go) keep the log of a long-running session
 // bounded: it holds at most what the oldest open episode logged, plus a
@@ -108,4 +108,23 @@
 // handed over in order (the runtime calls hooks one at a time per session);
 // telemetry may interleave. Only one Recorder can hold a ROOT: Open takes an
 // exclusive lock under ROOT/_rlrec that also excludes other processes.
+//
+// # Where the parts live
+//
+// The recorder holds the pipeline, the assembly, the writers and
+// recovery's decisions. Its formats and the code that reads or writes
+// them without the recorder's state are in internal packages:
+//
+//   - internal/logrec: the log's records (events, invalid events and
+//     their decoding into events.Event, markers, seals, the snapshot,
+//     the recovery journal's bytes);
+//   - internal/logreplay: reading the log back for recovery, its markers
+//     and its events in order;
+//   - internal/store: the part files, and the state files under _rlrec
+//     (the layout file, OpenLayout; the recovery journal; the open
+//     marker);
+//   - internal/published: what a ROOT's published files say of one
+//     recording (PublishedSequence, and the episodes recovery finds
+//     published when a damaged log lost their markers);
+//   - internal/wal: the log's framing, segments and group commit.
 package recorder

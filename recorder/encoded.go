@@ -54,7 +54,7 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 	// charged to the queue's budget.
 	payload := payloadBytes(ev)
 	if seq != 0 {
-		ev = &sequenced{Event: ev, seq: seq}
+		ev = &logrec.Sequenced{Event: ev, Seq: seq}
 	}
 	return r.handOverDecoded(ctx, bp, nil, ev, t, payload, false)
 }

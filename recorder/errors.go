@@ -1,6 +1,10 @@
 package recorder
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/rlrec/rlrec/internal/store"
+)
 
 // Sentinel errors of package recorder; match them with errors.Is.
 var (
@@ -35,9 +39,9 @@ var (
 	// recorded, and the recorder goes on with the others.
 	ErrRecordingExists = errors.New("recorder: recording already in ROOT")
 	// ErrCorruptJournal is returned by Open for a recovery journal
-	// (_rlrec/journal) that is damaged.
-	ErrCorruptJournal = errors.New("recorder: damaged recovery journal")
+	// (_rlrec/journal) that is damaged (internal/store.ReadJournal).
+	ErrCorruptJournal = store.ErrCorruptJournal
 	// ErrLayout is returned by Open for a ROOT of another schema version
-	// or steps layout (see layout.go).
-	ErrLayout = errors.New("recorder: ROOT of another schema version or layout")
+	// or steps layout (internal/store.OpenLayout).
+	ErrLayout = store.ErrLayout
 )

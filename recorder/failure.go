@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"slices"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/rlrec/rlrec/events"
@@ -47,6 +49,39 @@ import (
 // the log for the next recovery, and Open goes on (its Close returns the
 // error, so that 'rlrec recover' exits non-zero); while such a log is
 // kept, the ROOT's log grows until a recovery succeeds.
+
+// The whole recorder's failure (ErrFailed).
+
+// err returns the error that failed the recorder, or nil.
+func (r *Recorder) err() error { return r.fatal.get() }
+
+// fail records the first write or sync error (fatal.set).
+func (r *Recorder) fail(err error) { r.fatal.set(err) }
+
+// fatal holds the error that failed a recorder: the first write or sync
+// error, after which it refuses further events, since what it was handed
+// can no longer be made durable. The Recorder and its writer share it.
+type fatal struct {
+	err  atomic.Pointer[error]
+	root string
+	log  *slog.Logger
+}
+
+// get returns the error that failed the recorder, or nil.
+func (f *fatal) get() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// set records err, wrapped in ErrFailed, unless an error came first.
+func (f *fatal) set(err error) {
+	err = fmt.Errorf("%w: %w", ErrFailed, err)
+	if f.err.CompareAndSwap(nil, &err) {
+		f.log.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", f.root, "err", err)
+	}
+}
 
 // RecordingError is the failure of one recording's files: its events are
 // durable in the log but not all in Parquet files; 'rlrec recover' writes

@@ -2,10 +2,11 @@ package recorder
 
 import (
 	"fmt"
-	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/store"
 	"log/slog"
 	"time"
+
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
@@ -140,6 +141,10 @@ func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.sync
 // the default, or hive.LayoutSession); Open refuses a ROOT created with
 // the other one. Without it, a recorder takes the ROOT's layout.
 func WithLayout(l hive.Layout) Option { return func(o *options) { o.layout = l } }
+
+// Layout returns the ROOT's steps layout: the one its layout file names,
+// or for a new ROOT the one WithLayout asked for (LayoutEpisode without).
+func (r *Recorder) Layout() hive.Layout { return r.layout }
 
 // WithEpisodeBatchDelay bounds how long a finished episode waits before
 // its row (and its steps file) is published: the rows of the episodes of

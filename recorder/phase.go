@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 )
@@ -86,7 +87,7 @@ func (p recovered) logMarkers(markers [][]byte) error {
 	if len(markers) == 0 {
 		return nil
 	}
-	return writeJournal(p.fs, p.state, markers)
+	return store.WriteJournal(p.fs, p.state, markers)
 }
 
 func (recovered) sessionWrite(hive.Recording, int) error     { return nil }

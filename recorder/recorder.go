@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -85,11 +84,11 @@ type Recorder struct {
 
 	recovered RecoveryReport
 
-	// layout is the ROOT's steps layout (layout.go); layoutFile is
-	// pending while a new ROOT's layout file is to be written with its
-	// first file.
+	// layout is the ROOT's steps layout; layoutFile
+	// (internal/store.OpenLayout) is pending while a new ROOT's layout
+	// file is to be written with its first file.
 	layout     hive.Layout
-	layoutFile *pendingLayout
+	layoutFile *store.LayoutFile
 
 	// resume mode (resume.go): the recordings Open resumed and their
 	// sequence numbers, and whether Close leaves the log for the next Open.
@@ -149,17 +148,17 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	r := &Recorder{root: root, opts: o, fs: o.fs, fatal: &fatal{root: root, log: o.logger}, layoutFile: &pendingLayout{}}
+	r := &Recorder{root: root, opts: o, fs: o.fs, fatal: &fatal{root: root, log: o.logger}}
+	r.st, r.state = o.st, o.stateDir
+	if r.st == nil {
+		r.st, r.state = store.NewFS(o.fs, root), filepath.Join(root, stateDir)
+	}
 	r.budget = memoryBudget(o.memoryBudget)
 	r.maxEvent = o.maxEvent
 	if r.maxEvent == 0 {
 		r.maxEvent = r.budget.maxEvent()
 	}
 	r.bufs.max = r.budget.idleBuffers()
-	r.st, r.state = o.st, o.stateDir
-	if r.st == nil {
-		r.st, r.state = store.NewFS(o.fs, root), filepath.Join(root, stateDir)
-	}
 	state := r.state
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
@@ -172,10 +171,11 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		return nil, fmt.Errorf("open %s: lock: %w", root, err)
 	}
 	r.lock = lock
-	if err := r.checkLayout(); err != nil {
+	if r.layoutFile, err = store.OpenLayout(r.fs, r.state, r.st, o.layout); err != nil {
 		lock.Close()
 		return nil, err
 	}
+	r.layout = r.layoutFile.Layout()
 	if err := r.start(); err != nil {
 		lock.Close()
 		return nil, err
@@ -219,37 +219,6 @@ func (r *Recorder) start() error {
 	go r.logging()
 	go r.assembly()
 	return nil
-}
-
-// err returns the error that failed the recorder, or nil.
-func (r *Recorder) err() error { return r.fatal.get() }
-
-// fail records the first write or sync error (fatal.set).
-func (r *Recorder) fail(err error) { r.fatal.set(err) }
-
-// fatal holds the error that failed a recorder: the first write or sync
-// error, after which it refuses further events, since what it was handed
-// can no longer be made durable. The Recorder and its writer share it.
-type fatal struct {
-	err  atomic.Pointer[error]
-	root string
-	log  *slog.Logger
-}
-
-// get returns the error that failed the recorder, or nil.
-func (f *fatal) get() error {
-	if p := f.err.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// set records err, wrapped in ErrFailed, unless an error came first.
-func (f *fatal) set(err error) {
-	err = fmt.Errorf("%w: %w", ErrFailed, err)
-	if f.err.CompareAndSwap(nil, &err) {
-		f.log.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", f.root, "err", err)
-	}
 }
 
 // submit is the hook path: the event carries no time, so the recorder
@@ -539,7 +508,7 @@ func (r *Recorder) logAndDecode(rec []byte, logged wal.Pos, cp *events.StepCopy,
 	if ev != nil {
 		return decodedItem{ev: ev, at: t, pos: pos}, nil
 	}
-	ev, t, err := decodeRecord(&r.dec, rec)
+	ev, t, err := logrec.DecodeEvent(&r.dec, rec)
 	if err != nil {
 		// The hook encoded it a moment ago: this is a bug, not bad input.
 		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)
@@ -634,7 +603,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		if errs[len(errs)-1] == nil && !r.keepLog && len(failed) == 0 {
 			errs = append(errs, r.clearLog())
 			if errs[len(errs)-1] == nil {
-				errs = append(errs, r.markClosed())
+				errs = append(errs, store.MarkClosed(r.fs, r.state))
 			}
 		}
 	} else {

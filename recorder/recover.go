@@ -8,7 +8,8 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
-	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/logreplay"
+	"github.com/rlrec/rlrec/internal/published"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
@@ -56,13 +57,13 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w; run 'rlrec recover --salvage %s' to drop the damaged records and keep every intact one", r.root, err, r.root)
 	}
 	r.recovered.Damage = rep
-	journal, err := readJournal(r.fs, r.state)
+	journal, err := store.ReadJournal(r.fs, r.state)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	crashed, err := r.markOpen()
+	crashed, err := store.MarkOpen(r.fs, r.state)
 	if err != nil {
-		return err
+		return fmt.Errorf("open %s: %w", r.root, err)
 	}
 	if rep.Records == 0 {
 		if journal == nil {
@@ -80,7 +81,7 @@ func (r *Recorder) recover() error {
 		if err := r.settleTemps(done); err != nil {
 			return err
 		}
-		return removeJournal(r.fs, r.state)
+		return store.RemoveJournal(r.fs, r.state)
 	}
 	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
 
@@ -122,18 +123,18 @@ func (r *Recorder) recover() error {
 	// Pass 2: rebuild the sessions from their events (after the snapshot,
 	// and before it only the episodes it left to the log).
 	var cuErr error
-	n, err := replayEvents(r.fs, dir, from, r.opts.logger.With("root", r.root), func(d replayed) {
-		if d.at.After(last) {
-			last = d.at
+	n, err := logreplay.Events(r.fs, dir, from, r.opts.logger.With("root", r.root), func(d logreplay.Event) {
+		if d.At.After(last) {
+			last = d.At
 		}
 		if cu != nil {
-			if uint64(d.pos) <= catchUpTo {
+			if uint64(d.Pos) <= catchUpTo {
 				cu.apply(d)
 				return
 			}
 			cuErr, cu = cu.finish(), nil
 		}
-		r.asm.apply(d.ev, d.at, uint64(d.pos))
+		r.asm.apply(d.Ev, d.At, uint64(d.Pos))
 	})
 	if cu != nil {
 		cuErr = cu.finish()
@@ -178,7 +179,7 @@ func (r *Recorder) recover() error {
 	if err := r.clearLog(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	if err := removeJournal(r.fs, r.state); err != nil {
+	if err := store.RemoveJournal(r.fs, r.state); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.opts.logger.Info("recovered", "root", r.root, "sessions", r.recovered.Sessions, "crashed", r.recovered.Crashed,
@@ -214,7 +215,7 @@ func (d *doneSet) episode(rec hive.Recording, rid string) bool {
 	}
 	rows, ok := d.rows[rec]
 	if !ok {
-		rows = publishedEpisodes(d.st, rec)
+		rows = published.EpisodeIDs(d.st, rec)
 		d.rows[rec] = rows
 	}
 	return rows[rid]
@@ -323,76 +324,13 @@ func (r *Recorder) failTemp(rel string, err error) error {
 }
 
 // readMarkers reads the markers of the log in dir, and returns the last
-// snapshot record that a seal follows (nil if none).
+// snapshot record that a seal follows (nil if none): logreplay.Markers.
 func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
-	done := newDoneSet(r.st)
-	rd, err := wal.NewReader(r.fs, dir)
+	pub, sealed, err := logreplay.Markers(r.fs, dir, r.opts.logger.With("root", r.root))
 	if err != nil {
 		return nil, nil, fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	defer rd.Close()
-	// Markers are small and few; events, most of the log, are checked
-	// but not decompressed.
-	rd.Filter(func(first byte) bool { return !logrec.Type(first).IsEvent() })
-	var snap, sealed []byte
-	var snapAsOf uint64
-	for rd.Next() {
-		rec := rd.Record()
-		switch logrec.Of(rec) {
-		case logrec.TypeSnapshot:
-			asOf, err := logrec.SnapshotAsOf(rec[1:])
-			if err != nil {
-				r.opts.logger.Error("skipping a malformed snapshot record", "root", r.root, "pos", rd.Pos(), "err", err)
-				continue
-			}
-			snap, snapAsOf = append(snap[:0], rec...), asOf
-			continue
-		case logrec.TypeSealed:
-			asOf, err := logrec.ParseSealed(rec[1:])
-			if err != nil {
-				r.opts.logger.Error("skipping a malformed seal record", "root", r.root, "pos", rd.Pos(), "err", err)
-			} else if snap != nil && asOf == snapAsOf {
-				sealed = append(sealed[:0], snap...)
-			}
-			continue
-		}
-		switch logrec.Of(rec) {
-		case logrec.TypeEpisodeDone, logrec.TypeSessionDone, logrec.TypeSessionWrite, logrec.TypeUploadBegun:
-		default:
-			continue
-		}
-		if err := done.Add(rec); err != nil {
-			r.opts.logger.Error("skipping a malformed marker record", "root", r.root, "pos", rd.Pos(), "err", err)
-		}
-	}
-	if err := rd.Err(); err != nil {
-		return nil, nil, fmt.Errorf("recover %s: read log: %w", r.root, err)
-	}
+	done := newDoneSet(r.st)
+	done.Published = pub
 	return done, sealed, nil
-}
-
-// publishedEpisodes returns the episode record ids in the published
-// episodes files of a recording. A file that cannot be read counts for
-// nothing: verify reports it.
-func publishedEpisodes(st store.Root, rec hive.Recording) map[string]bool {
-	out := map[string]bool{}
-	parts, err := st.Parts(hive.RecordingPartition(schema.TableEpisodes, rec).Rel())
-	if err != nil {
-		return out
-	}
-	for _, p := range parts {
-		f, err := st.Open(p.Rel, p.Size)
-		if err != nil {
-			continue
-		}
-		ids, err := parquetout.ReadEpisodeRecordIDs(f, f.Size(), st.Path(p.Rel))
-		f.Close()
-		if err != nil {
-			continue
-		}
-		for _, id := range ids {
-			out[id] = true
-		}
-	}
-	return out
 }

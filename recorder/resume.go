@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 )
 
 // Resume mode
@@ -80,7 +81,7 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 		if err := r.clearLog(); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}
-		if err := removeJournal(r.fs, r.state); err != nil {
+		if err := store.RemoveJournal(r.fs, r.state); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}
 	}

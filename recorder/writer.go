@@ -34,7 +34,7 @@ type writer struct {
 	// reads; layoutFile is the ROOT's layout file, written with the first
 	// file published.
 	fatal      *fatal
-	layoutFile *pendingLayout
+	layoutFile *store.LayoutFile
 	fs         vfs.FS
 	root       string
 	// st holds the part files: the writer asks it for a part of a

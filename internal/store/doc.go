@@ -113,4 +113,14 @@
 // ReadState of a file under _rlrec, and ReadLayout, the one reader of the
 // layout file (hive.ParseLayoutFile). OpenPath opens one part by the path
 // or URL a Reader names it with.
+//
+// # A recorder's state files
+//
+// A recorder on a file system keeps small files under ROOT/_rlrec beside
+// its log, each written whole (WriteState: temp file, fsync, rename,
+// directory fsync): the layout file (OpenLayout reads it through
+// ReadLayout, or writes it with a new ROOT's first file), the recovery
+// journal (WriteJournal, ReadJournal, RemoveJournal; its bytes are
+// internal/logrec's) and the open marker (MarkOpen, MarkClosed). Their
+// names are part of the on-disk format.
 package store

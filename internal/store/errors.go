@@ -22,6 +22,16 @@ var (
 	errForeign = errors.New("store: part of another store")
 )
 
+// Sentinel errors of a recorder's state files (OpenLayout, ReadJournal).
+var (
+	// ErrCorruptJournal is returned by ReadJournal for a recovery journal
+	// (_rlrec/journal) that is damaged.
+	ErrCorruptJournal = errors.New("store: damaged recovery journal")
+	// ErrLayout is returned by OpenLayout for a ROOT of another schema
+	// version or steps layout.
+	ErrLayout = errors.New("store: ROOT of another schema version or layout")
+)
+
 // More sentinel errors of the S3 store.
 var (
 	// ErrBadURL is returned for a ROOT URL that is not s3://bucket/prefix.

@@ -1,4 +1,4 @@
-package recorder
+package logreplay
 
 import (
 	"fmt"
@@ -11,9 +11,10 @@ import (
 	"github.com/rlrec/rlrec/internal/wal"
 )
 
-// Recovery replays the log in three stages on their own goroutines, so
+// Events replays the log in three stages on their own goroutines, so
 // that reading (file reads, checksums, decompression), decoding and
-// assembly, each about a third of the work, run on both cores:
+// the caller's assembly, each about a third of the work, run on both
+// cores:
 //
 //	reader ──record batches──▶ decoder ──event batches──▶ caller (assembly)
 //
@@ -36,21 +37,23 @@ const (
 	replayQueue        = 4 // batches in flight between two stages
 )
 
-// replayed is one decoded event of the log.
-type replayed struct {
-	ev  events.Event
-	at  time.Time
-	pos wal.Pos
+// Event is one decoded event of the log: the event (a logrec.Sequenced
+// or *logrec.InvalidEvent where its record says so), its time and its
+// position in the log.
+type Event struct {
+	Ev  events.Event
+	At  time.Time
+	Pos wal.Pos
 }
 
-// replayEvents reads the event records of the log in dir from position
-// from (0: the first) in order and
-// calls apply for each one that decodes, from the calling goroutine. A
+// Events reads the event records of the log in dir from position from
+// (0: the first) in order and calls apply for each one that decodes
+// (logrec.DecodeEvent), from the calling goroutine. A
 // record that passed its checksum but does not decode (written by a
 // different version) is logged and skipped. It returns the number of
 // event records read, decodable or not, and the error that stopped the
 // reader, if any; apply has then seen everything before it.
-func replayEvents(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply func(replayed)) (records int64, err error) {
+func Events(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply func(Event)) (records int64, err error) {
 	rd, err := wal.NewReaderFrom(fsys, dir, from)
 	if err != nil {
 		return 0, err
@@ -59,7 +62,7 @@ func replayEvents(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply
 
 	free := make(chan *replayBatch, replayQueue+2)
 	raw := make(chan *replayBatch, replayQueue)
-	decoded := make(chan []replayed, replayQueue)
+	decoded := make(chan []Event, replayQueue)
 	stop := make(chan struct{})
 	defer close(stop)
 
@@ -101,17 +104,17 @@ func replayEvents(fsys vfs.FS, dir string, from wal.Pos, log *slog.Logger, apply
 		defer close(decoded)
 		var dec events.Decoder
 		for b := range raw {
-			out := make([]replayed, 0, len(b.end))
+			out := make([]Event, 0, len(b.end))
 			start := 0
 			for i, end := range b.end {
 				n++
-				ev, t, err := decodeRecord(&dec, b.arena[start:end])
+				ev, t, err := logrec.DecodeEvent(&dec, b.arena[start:end])
 				start = end
 				if err != nil {
 					log.Error("skipping an undecodable log record", "pos", b.pos[i], "err", err)
 					continue
 				}
-				out = append(out, replayed{ev: ev, at: t, pos: b.pos[i]})
+				out = append(out, Event{Ev: ev, At: t, Pos: b.pos[i]})
 			}
 			select {
 			case free <- b: // events share nothing with the arena

@@ -1,24 +1,24 @@
-package recorder
+package logreplay
 
 import (
 	"fmt"
-	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/logrec"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 )
 
-// TestReplayEvents checks the replay stages end to end on a log of more
+// TestEvents checks the replay stages end to end on a log of more
 // records than a batch holds, with markers, an undecodable event record
 // and large records between them: every decodable event is applied once,
 // in log order, with its position; the count includes the undecodable one.
-func TestReplayEvents(t *testing.T) {
+func TestEvents(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		n       int // event records
@@ -43,7 +43,7 @@ func TestReplayEvents(t *testing.T) {
 			var wantAt []time.Time
 			for i := range tc.n {
 				if i%10 == 3 {
-					if _, err := l.Append(episodeMarker(hive.Recording{SessionID: "s"}, fmt.Sprint(i), nil)); err != nil {
+					if _, err := l.Append(logrec.AppendEpisodeDone(nil, logrec.Marker{Recording: hive.Recording{SessionID: "s"}, Record: fmt.Sprint(i)})); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -73,9 +73,9 @@ func TestReplayEvents(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			var got []replayed
+			var got []Event
 			var logged strings.Builder
-			n, err := replayEvents(fsys, dir, 0, slog.New(slog.NewTextHandler(&logged, nil)), func(d replayed) { got = append(got, d) })
+			n, err := Events(fsys, dir, 0, slog.New(slog.NewTextHandler(&logged, nil)), func(d Event) { got = append(got, d) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,9 +86,9 @@ func TestReplayEvents(t *testing.T) {
 				t.Fatalf("applied %d events, want %d", len(got), len(wantPos))
 			}
 			for i, d := range got {
-				lg, ok := d.ev.(*events.Log)
-				if !ok || d.pos != wantPos[i] || lg.Message != wantMsg[i] || !d.at.Equal(wantAt[i]) {
-					t.Fatalf("event %d: pos %d (want %d), %T", i, d.pos, wantPos[i], d.ev)
+				lg, ok := d.Ev.(*events.Log)
+				if !ok || d.Pos != wantPos[i] || lg.Message != wantMsg[i] || !d.At.Equal(wantAt[i]) {
+					t.Fatalf("event %d: pos %d (want %d), %T", i, d.Pos, wantPos[i], d.Ev)
 				}
 			}
 			if tc.bad >= 0 && !strings.Contains(logged.String(), "undecodable") {

@@ -1,4 +1,4 @@
-package recorder
+package store
 
 import (
 	"errors"
@@ -11,35 +11,36 @@ import (
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-// The recovery journal, journal in the state directory (ROOT/_rlrec), holds the markers of the one
-// group of files a recovery publishes (commit.go): recovery writes no log,
+// The recovery journal, journal in a recorder's state directory
+// (ROOT/_rlrec, or an s3:// ROOT's local log directory), holds the markers of the one
+// group of files a recorder's recovery publishes: recovery writes no log,
 // so the journal is where those markers are durable before the renames. It
 // is written whole under a temp name, synced, renamed and its directory
 // synced, and removed once recovery has emptied the log; an Open that finds
 // it reads its markers with the log's (a crash during recovery). Its
 // format is logrec's (logrec.AppendJournal). Its name is part of the
 // on-disk format: do not change it.
-const journalName = "journal"
+const JournalName = "journal"
 
-func journalPath(state string) string { return filepath.Join(state, journalName) }
+func journalPath(state string) string { return filepath.Join(state, JournalName) }
 
-// writeJournal adds markers to the journal in the state directory state,
-// durably.
-func writeJournal(fsys vfs.FS, state string, markers [][]byte) error {
-	old, err := readJournal(fsys, state)
+// WriteJournal adds markers to the journal in the state directory
+// state, durably.
+func WriteJournal(fsys vfs.FS, state string, markers [][]byte) error {
+	old, err := ReadJournal(fsys, state)
 	if err != nil {
 		return err
 	}
 	b := logrec.AppendJournal(nil, append(old, markers...))
-	if err := writeDurable(fsys, state, journalName, b); err != nil {
+	if err := WriteState(fsys, state, JournalName, b); err != nil {
 		return fmt.Errorf("write recovery journal: %w", err)
 	}
 	return nil
 }
 
-// writeDurable writes a small file of the recorder's state whole: under
+// WriteState writes a small file of a recorder's state whole: under
 // the temp name .NAME.tmp in dir, synced, renamed to name, dir synced.
-func writeDurable(fsys vfs.FS, dir, name string, b []byte) error {
+func WriteState(fsys vfs.FS, dir, name string, b []byte) error {
 	if err := vfs.WriteFile(fsys, filepath.Join(dir, "."+name+".tmp"), filepath.Join(dir, name), b); err != nil {
 		return err
 	}
@@ -49,8 +50,9 @@ func writeDurable(fsys vfs.FS, dir, name string, b []byte) error {
 	return nil
 }
 
-// readJournal returns the markers of the journal, none when there is none.
-func readJournal(fsys vfs.FS, state string) ([][]byte, error) {
+// ReadJournal returns the markers of the journal in the state directory
+// state, none when there is none; a damaged journal is ErrCorruptJournal.
+func ReadJournal(fsys vfs.FS, state string) ([][]byte, error) {
 	name := journalPath(state)
 	f, err := fsys.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -71,9 +73,9 @@ func readJournal(fsys vfs.FS, state string) ([][]byte, error) {
 	return out, nil
 }
 
-// removeJournal removes the journal once the log it stands beside is
-// empty.
-func removeJournal(fsys vfs.FS, state string) error {
+// RemoveJournal removes the journal in the state directory state once
+// the log it stands beside is empty.
+func RemoveJournal(fsys vfs.FS, state string) error {
 	if err := fsys.Remove(journalPath(state)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove recovery journal: %w", err)
 	}
@@ -85,37 +87,38 @@ func removeJournal(fsys vfs.FS, state string) error {
 
 // The open marker, open in the state directory (ROOT/_rlrec), exists while a recorder may have
 // files under temp names in ROOT: Open creates it (durably) before
-// anything is written and a clean Close removes it last. An Open that
+// anything is written (MarkOpen) and a clean Close removes it last
+// (MarkClosed). An Open that
 // finds it knows the previous recorder stopped without closing, and looks
 // for the temp files it left even when its log is empty (a crash before
 // the log's first sync). Part of the on-disk format: do not change it.
-const openMarkerName = "open"
+const OpenMarkerName = "open"
 
-// markOpen creates the open marker and reports whether it was there.
-func (r *Recorder) markOpen() (bool, error) {
-	state := r.state
-	name := filepath.Join(state, openMarkerName)
-	if _, err := r.fs.Stat(name); err == nil {
+// MarkOpen creates the open marker in the state directory state and
+// reports whether it was there.
+func MarkOpen(fsys vfs.FS, state string) (bool, error) {
+	name := filepath.Join(state, OpenMarkerName)
+	if _, err := fsys.Stat(name); err == nil {
 		return true, nil
 	}
-	f, err := r.fs.Create(name)
+	f, err := fsys.Create(name)
 	if err != nil {
-		return false, fmt.Errorf("open %s: create %s: %w", r.root, name, err)
+		return false, fmt.Errorf("create %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("open %s: close %s: %w", r.root, name, err)
+		return false, fmt.Errorf("close %s: %w", name, err)
 	}
-	if err := r.fs.SyncDir(state); err != nil {
-		return false, fmt.Errorf("open %s: sync %s: %w", r.root, state, err)
+	if err := fsys.SyncDir(state); err != nil {
+		return false, fmt.Errorf("sync %s: %w", state, err)
 	}
 	return false, nil
 }
 
-// markClosed removes the open marker after a clean Close.
-func (r *Recorder) markClosed() error {
-	state := r.state
-	if err := r.fs.Remove(filepath.Join(state, openMarkerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", openMarkerName, err)
+// MarkClosed removes the open marker in the state directory state after
+// a clean Close.
+func MarkClosed(fsys vfs.FS, state string) error {
+	if err := fsys.Remove(filepath.Join(state, OpenMarkerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", OpenMarkerName, err)
 	}
-	return r.fs.SyncDir(state)
+	return fsys.SyncDir(state)
 }
