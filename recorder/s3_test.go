@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -21,10 +22,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/sim"
+	"github.com/rlrec/rlrec/verify"
 )
 
 // s3Bucket is the bucket of the recorder's object storage tests.
@@ -390,4 +393,163 @@ func (c *countingHandler) count(msg string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[msg]
+}
+
+// TestS3ManyWriters: recorders with their own stores and state
+// directories, as on different machines, record into one bucket prefix.
+// Different recordings at once: both are there, whole, and verify is
+// clean. The same recording (same session and env ids, other content),
+// one after the other: the second is refused at its SessionStarted. The
+// same recording at once: at least one writer gets an error, and every
+// object holds the bytes one of the two would have written, never a
+// replaced one.
+func TestS3ManyWriters(t *testing.T) {
+	srv := s3server.Start(t)
+	bucketDir := srv.Bucket(t, s3Bucket)
+	ctx := context.Background()
+	cfg := func(sid string, seed uint64) []sim.Config {
+		// The env id is given, so that two seeds record one recording
+		// (the same ids) with other content.
+		return []sim.Config{{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 30, TimeLimit: 20, Seed: seed, SessionID: sid,
+			Route: events.RuntimeEnvContext{EnvID: "env-" + sid, EnvComponentID: "env/cartpole", ModelComponentID: "model/cartpole-policy"}}}
+	}
+	open := func(prefix string) (Option, string) {
+		state := filepath.Join(t.TempDir(), "state")
+		return WithStore(newS3Store(t, srv, prefix), state), state
+	}
+	// recordAsync records cfgs into prefix through a store of its own
+	// and returns the Close error on the channel.
+	recordAsync := func(prefix string, cfgs []sim.Config) <-chan error {
+		done := make(chan error, 1)
+		opt, _ := open(prefix)
+		go func() {
+			r, err := Open("s3://"+s3Bucket+"/"+prefix, opt, WithEpisodeBatchDelay(time.Hour), WithClock(sim.StepClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)))
+			if err != nil {
+				done <- err
+				return
+			}
+			var runErr error
+			for _, c := range cfgs {
+				c.Clock = sim.StepClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
+				if _, err := sim.Run(ctx, r, c); err != nil && runErr == nil {
+					runErr = err
+				}
+			}
+			done <- errors.Join(runErr, r.Close(ctx))
+		}()
+		return done
+	}
+
+	t.Run("different-recordings", func(t *testing.T) {
+		a, b := recordAsync("shared", cfg("writer-a", 1)), recordAsync("shared", cfg("writer-b", 2))
+		if err := errors.Join(<-a, <-b); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := verify.Root(ctx, filepath.Join(bucketDir, "shared"), verify.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() {
+			t.Errorf("verify: %+v", rep.Problems)
+		}
+		for _, sid := range []string{"writer-a", "writer-b"} {
+			if _, err := os.Stat(filepath.Join(bucketDir, "shared", "sessions", "session_id="+sid)); err != nil {
+				t.Errorf("recording %s missing: %v", sid, err)
+			}
+		}
+	})
+
+	t.Run("same-recording-later", func(t *testing.T) {
+		if err := <-recordAsync("later", cfg("same", 1)); err != nil {
+			t.Fatal(err)
+		}
+		before := tree(t, filepath.Join(bucketDir, "later"), nil)
+		err := <-recordAsync("later", cfg("same", 2))
+		if !errors.Is(err, ErrRecordingExists) {
+			t.Errorf("the second writer's error is %v, want ErrRecordingExists", err)
+		}
+		if after := tree(t, filepath.Join(bucketDir, "later"), nil); !reflect.DeepEqual(after, before) {
+			t.Errorf("the second writer changed the bucket")
+		}
+	})
+
+	t.Run("same-recording-at-once", func(t *testing.T) {
+		// What each writer alone writes.
+		want := map[uint64]map[string][]byte{}
+		for _, seed := range []uint64{1, 2} {
+			dir := filepath.Join(t.TempDir(), "root")
+			r, err := Open(dir, WithEpisodeBatchDelay(time.Hour), WithClock(sim.StepClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cfg("race", seed)[0]
+			c.Clock = sim.StepClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
+			if _, err := sim.Run(ctx, r, c); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want[seed] = tree(t, dir, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+		}
+		a, b := recordAsync("race", cfg("race", 1)), recordAsync("race", cfg("race", 2))
+		errA, errB := <-a, <-b
+		t.Logf("writer a: %v; writer b: %v", errA, errB)
+		if errA == nil && errB == nil {
+			t.Fatal("two writers of one recording both succeeded")
+		}
+		for _, err := range []error{errA, errB} {
+			if err != nil && !errors.Is(err, store.ErrExists) && !errors.Is(err, ErrRecordingExists) {
+				t.Errorf("a writer's error is %v, want a name taken or the recording refused", err)
+			}
+		}
+		got := tree(t, filepath.Join(bucketDir, "race"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+		for rel, b := range got {
+			if !bytes.Equal(b, want[1][rel]) && !bytes.Equal(b, want[2][rel]) {
+				t.Errorf("%s holds bytes neither writer alone writes", rel)
+			}
+		}
+	})
+}
+
+// TestS3ServerRestart: the server is stopped for a while and started
+// again (on the same directory) while a recorder writes into it; the
+// store's retries wait it out and nothing is lost: the bucket then holds
+// the rows a directory recorded from the same sessions holds.
+func TestS3ServerRestart(t *testing.T) {
+	srv := s3server.Start(t)
+	bucketDir := srv.Bucket(t, s3Bucket)
+	sessions := []sim.Config{{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1000, TimeLimit: 20, Seed: 5, SessionID: "s3-restart"}}
+	local := filepath.Join(t.TempDir(), "root")
+	r := recordSim(t, local, sessions, WithEpisodeBatchDelay(20*time.Millisecond))
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := tree(t, local, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+
+	st := newS3Store(t, srv, "restart")
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		time.Sleep(150 * time.Millisecond)
+		if err := srv.Stop(); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if err := srv.Restart(); err != nil {
+			t.Error(err)
+		}
+	}()
+	r = recordSim(t, "s3://"+s3Bucket+"/restart", sessions, WithEpisodeBatchDelay(20*time.Millisecond), WithStore(st, filepath.Join(t.TempDir(), "state")))
+	<-stopped
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := st.Requests()
+	t.Logf("%d requests, %d HTTP attempts (retries while the server was down)", req.Total(), req.Attempts)
+	if req.Attempts <= req.Total() {
+		t.Errorf("no request was retried: the server was not stopped while the recorder wrote")
+	}
+	got := tree(t, filepath.Join(bucketDir, "restart"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+	sameRows(t, want, got)
 }
