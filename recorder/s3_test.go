@@ -553,3 +553,42 @@ func TestS3ServerRestart(t *testing.T) {
 	got := tree(t, filepath.Join(bucketDir, "restart"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
 	sameRows(t, want, got)
 }
+
+// TestS3RequestsPerEpisode counts the requests of layout episode: at
+// most 2 per episode, and none that grows with the episodes but the
+// steps files' puts and the batches' episodes files (no listing per
+// episode: a new partition's part 0 needs none).
+func TestS3RequestsPerEpisode(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Bucket(t, s3Bucket)
+	count := func(episodes int64) store.Requests {
+		prefix := fmt.Sprint("count", episodes)
+		st := newS3Store(t, srv, prefix)
+		sessions := []sim.Config{{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: episodes, TimeLimit: 20, Seed: 7, SessionID: prefix}}
+		r := recordSim(t, "s3://"+s3Bucket+"/"+prefix, sessions, WithStore(st, filepath.Join(t.TempDir(), "state")))
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return st.Requests()
+	}
+	small, large := count(100), count(400)
+	for _, c := range []struct {
+		name     string
+		episodes int64
+		req      store.Requests
+	}{{"100 episodes", 100, small}, {"400 episodes", 400, large}} {
+		per := float64(c.req.Total()) / float64(c.episodes)
+		t.Logf("%s: %d requests, %.3f per episode (%d puts, %d lists)", c.name, c.req.Total(), per, c.req.Ops[store.OpPut], c.req.Ops[store.OpList])
+		if per > 2 {
+			t.Errorf("%s: %.3f requests per episode, want at most 2", c.name, per)
+		}
+	}
+	if small.Ops[store.OpList] != large.Ops[store.OpList] {
+		t.Errorf("listings grow with the episodes: %d for 100, %d for 400", small.Ops[store.OpList], large.Ops[store.OpList])
+	}
+	// An episode beyond a recording's fixed requests costs its steps
+	// file's put (its row shares the batch's episodes file).
+	if d := float64(large.Total()-small.Total()) / 300; d > 1.05 {
+		t.Errorf("%.3f requests per added episode, want 1 (its steps file)", d)
+	}
+}

@@ -2,13 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
@@ -213,4 +217,51 @@ func treeBytes(t *testing.T, root, skip string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestServeS3: rlrec serve records what clients send into an s3:// ROOT
+// with --log-dir, and its metrics count the object store's requests:
+// layout episode, at most 2 per episode.
+func TestServeS3(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Bucket(t, "rec")
+	srv.SetEnv(t)
+	logDir := filepath.Join(t.TempDir(), "log")
+	addr, metricsURL, stop := startServeMetrics(t, "--out", "s3://rec/served", "--log-dir", logDir)
+	if code, _, errOut := runCmd(t, "simulate", "--env", "cartpole", "--envs", "4", "--episodes", "100", "--to", addr); code != 0 {
+		t.Fatalf("simulate --to: exit %d: %s", code, errOut)
+	}
+	// The batch delay publishes the episodes file; the recording ended.
+	time.Sleep(2500 * time.Millisecond)
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := string(body)
+	code, errOut := stop()
+	if code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 10"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^rlrec_store_requests_per_episode (\S+)$`).FindStringSubmatch(metrics)
+	if m == nil {
+		t.Fatalf("no rlrec_store_requests_per_episode:\n%s", metrics)
+	}
+	per, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || per <= 0 || per > 2 {
+		t.Errorf("%s requests per episode, want at most 2 (layout episode)", m[1])
+	}
+	t.Logf("%s requests per episode", m[1])
+	if code, out, errOut := runReadCmd(t, "verify", "s3://rec/served"); code != 0 {
+		t.Errorf("verify: exit %d: %s%s", code, out, errOut)
+	}
 }
