@@ -75,7 +75,8 @@ var (
 
 // TestCopyExportFromS3: copy and export read a bucket's ROOT as they read
 // the same ROOT on disk: the copies inspect alike, the exports hold the
-// same files.
+// same files. Copy writes into a bucket too, splits and all, as it writes
+// a directory.
 func TestCopyExportFromS3(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Bucket(t, "rec")
@@ -91,6 +92,29 @@ func TestCopyExportFromS3(t *testing.T) {
 		if code, _, errOut := runReadCmd(t, "export", src, "--format", "lerobot", "-o", out, "--session", "golden-cartpole"); code != 0 {
 			t.Fatalf("export %s: exit %d: %s", src, code, errOut)
 		}
+	}
+	// And into a bucket, with splits: each split a ROOT of its own.
+	logDir := filepath.Join(dir, "copy-log")
+	if code, _, errOut := runReadCmd(t, "copy", goldenRoot, "s3://rec/copied", "--split", "train=0.5,val=0.5", "--log-dir", logDir); code != 0 {
+		t.Fatalf("copy into the bucket: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runReadCmd(t, "copy", goldenRoot, filepath.Join(dir, "copy-local"), "--split", "train=0.5,val=0.5"); code != 0 {
+		t.Fatalf("copy: exit %d: %s", code, errOut)
+	}
+	for _, split := range []string{"train", "val"} {
+		local := filepath.Join(dir, "copy-local", split)
+		url := "s3://rec/copied/" + split
+		_, lout, _ := runReadCmd(t, "inspect", local)
+		code, bout, errOut := runReadCmd(t, "inspect", "--log-dir", filepath.Join(logDir, split), url)
+		if code != 0 || logDirLine.ReplaceAllString(bout, "") != strings.ReplaceAll(lout, local, url) {
+			t.Errorf("the split %s copied into the bucket inspects otherwise (exit %d, %s):\n%s\nwant\n%s", split, code, errOut, bout, lout)
+		}
+		if code, vout, errOut := runReadCmd(t, "verify", url); code != 0 {
+			t.Errorf("verify %s: exit %d: %s%s", url, code, vout, errOut)
+		}
+	}
+	if code, _, errOut := runReadCmd(t, "copy", goldenRoot, "s3://rec/copied/train"); code != 1 || !strings.Contains(errOut, "not empty") {
+		t.Errorf("copy into a prefix that holds tables: exit %d: %s", code, errOut)
 	}
 	_, a, _ := runReadCmd(t, "inspect", filepath.Join(dir, "copy0"))
 	_, b, _ := runReadCmd(t, "inspect", filepath.Join(dir, "copy1"))
