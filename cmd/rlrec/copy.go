@@ -119,7 +119,7 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 			if logDir != "" && root != dst {
 				logDir = filepath.Join(logDir, path.Base(root))
 			}
-			return openRecorder(ctx, root, logDir, ro...)
+			return openRecorder(ctx, env.Logger, root, logDir, ro...)
 		}
 	} else if f.logDir != "" {
 		return usagef("--log-dir is for an s3:// DST; a ROOT directory keeps its log in DST/%s", hive.StateDir)

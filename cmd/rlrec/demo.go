@@ -84,7 +84,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		existed = true
 	}
 	start := time.Now()
-	rec, err := openRecorder(ctx, root, demoFlags.logDir, append(demoFlags.layout.options(), recorder.WithLogger(env.Logger))...)
+	rec, err := openRecorder(ctx, env.Logger, root, demoFlags.logDir, append(demoFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}

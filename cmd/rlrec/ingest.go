@@ -123,7 +123,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%s is not an event stream (length-delimited rlrec.events.v1.Event messages, as 'rlrec simulate -o' "+
 			"and 'rlrec replay --format events' write): its first message %v; %s", src, err, where)
 	}
-	rec, err := openRecorder(ctx, ingestFlags.out, ingestFlags.logDir, append(ingestFlags.layout.options(), recorder.WithLogger(env.Logger))...)
+	rec, err := openRecorder(ctx, env.Logger, ingestFlags.out, ingestFlags.logDir, append(ingestFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}

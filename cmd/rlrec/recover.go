@@ -89,7 +89,7 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 			return fmt.Errorf("no log of %s in %s (%v): recover runs on the machine that recorded, with the --log-dir it recorded with", root, state, err)
 		}
 	}
-	rec, err := openRecorder(ctx, root, recoverFlags.logDir, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
+	rec, err := openRecorder(ctx, env.Logger, root, recoverFlags.logDir, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
 		if errors.As(err, &ce) && !salvage {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,20 +72,24 @@ func checkRoot(root string) error {
 
 // openRecorder opens a recorder on root: a directory, or an s3:// ROOT
 // written through the S3 store (the standard AWS configuration chain)
-// with its log and lock in the local directory logDir (stateDir). A ROOT
+// with its log and lock in the local directory logDir (stateDir), where
+// it removes the spool files a killed recorder left (log says when it
+// cannot). A ROOT
 // another recorder holds is refused with what to do: the holder is
 // another process (or another recorder of this one), whoever the user.
-func openRecorder(ctx context.Context, root, logDir string, opts ...recorder.Option) (*recorder.Recorder, error) {
+func openRecorder(ctx context.Context, log *slog.Logger, root, logDir string, opts ...recorder.Option) (*recorder.Recorder, error) {
 	state, err := stateDir(root, logDir)
 	if err != nil {
 		return nil, err
 	}
+	var st *store.S3
 	if store.IsURL(root) {
 		// The store outlives a cancelled command: Close publishes.
-		st, err := store.OpenRoot(context.WithoutCancel(ctx), vfs.OS(), root, store.S3Options{SpoolDir: filepath.Join(state, spoolDir)})
+		r, err := store.OpenRoot(context.WithoutCancel(ctx), vfs.OS(), root, store.S3Options{SpoolDir: filepath.Join(state, spoolDir)})
 		if err != nil {
 			return nil, err
 		}
+		st = r.(*store.S3)
 		if err := os.MkdirAll(filepath.Join(state, spoolDir), 0o755); err != nil {
 			return nil, fmt.Errorf("create the log directory of %s: %w; give another --log-dir", root, err)
 		}
@@ -94,6 +99,13 @@ func openRecorder(ctx context.Context, root, logDir string, opts ...recorder.Opt
 	if errors.Is(err, recorder.ErrLocked) {
 		return nil, fmt.Errorf("%s is in use: another process is recording into it (it holds the lock %s); "+
 			"wait for it to finish, or choose another directory", root, filepath.Join(state, hive.LockName))
+	}
+	if err == nil && st != nil {
+		// Under the lock: the spool files of a process killed while it
+		// held parts are nobody's.
+		if err := st.RemoveStaleSpool(); err != nil {
+			log.Warn("could not remove the spool files a killed recorder left; remove them by hand", "dir", filepath.Join(state, spoolDir), "err", err)
+		}
 	}
 	return rec, err
 }

@@ -141,7 +141,8 @@ func TestCopyExportFromS3(t *testing.T) {
 // TestRecordCommandsS3: ingest, demo, recover and inspect with an s3://
 // ROOT and --log-dir. The same stream ingested into a directory and into
 // the bucket gives the same table files byte for byte (versitygw keeps
-// objects as files), in both layouts; inspect prints what it prints for
+// objects as files), in both layouts, and removes the spool files a
+// killed recorder left in the log directory; inspect prints what it prints for
 // the directory plus the log directory; verify is clean; ingesting it
 // again is refused; recover of a closed ROOT has nothing to do, and of a
 // missing log directory says where the log is.
@@ -162,9 +163,21 @@ func TestRecordCommandsS3(t *testing.T) {
 			if code, _, errOut := runReadCmd(t, "ingest", "--layout", layout, "-o", local, stream); code != 0 {
 				t.Fatalf("ingest into %s: exit %d: %s", local, code, errOut)
 			}
+			// What a recorder killed while it held parts leaves: removed
+			// under the lock.
+			stale := filepath.Join(logDir, "spool", ".rlrec-0123456789ab-1.spool")
+			if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(stale, []byte("left by a killed recorder"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			code, out, errOut := runReadCmd(t, "ingest", "--layout", layout, "-o", url, "--log-dir", logDir, stream)
 			if code != 0 {
 				t.Fatalf("ingest into %s: exit %d: %s", url, code, errOut)
+			}
+			if _, err := os.Stat(stale); err == nil {
+				t.Errorf("the stale spool file %s is still there", stale)
 			}
 			if !strings.Contains(out, url) {
 				t.Errorf("ingest output does not name %s:\n%s", url, out)

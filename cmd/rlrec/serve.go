@@ -139,7 +139,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		defer ml.Close()
 	}
-	rec, err := openRecorder(ctx, f.out, f.logDir, recorder.WithResume(true), recorder.WithLogger(env.Logger))
+	rec, err := openRecorder(ctx, env.Logger, f.out, f.logDir, recorder.WithResume(true), recorder.WithLogger(env.Logger))
 	if err != nil {
 		return err
 	}

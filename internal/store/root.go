@@ -271,3 +271,26 @@ func (s *S3) Delete(rel string) error {
 	}
 	return nil
 }
+
+// RemoveStaleSpool removes the spool files in SpoolDir that another store
+// made: what a process that was killed while it held parts left. Only
+// for a spool directory that no other live store uses (the recorder's
+// log directory, under its lock).
+func (s *S3) RemoveStaleSpool() error {
+	entries, err := s.opts.FS.ReadDir(s.opts.SpoolDir)
+	if err != nil {
+		return fmt.Errorf("store: list the spool directory %s: %w", s.opts.SpoolDir, err)
+	}
+	mine := ".rlrec-" + s.id + "-"
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, ".rlrec-") || !strings.HasSuffix(name, ".spool") || strings.HasPrefix(name, mine) {
+			continue
+		}
+		if err := s.opts.FS.Remove(filepath.Join(s.opts.SpoolDir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("store: remove the stale spool file %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
