@@ -25,6 +25,9 @@ type Stats struct {
 	// included. Both are zero for a directory ROOT.
 	StoreRequests map[string]int64
 	StoreAttempts int64
+	// Recordings counts the recordings whose SessionStarted this
+	// recorder accepted since Open.
+	Recordings int64
 }
 
 // Stats returns the recorder's running totals. It is safe to call
@@ -36,6 +39,9 @@ func (r *Recorder) Stats() Stats {
 		st.Problems = a.problems.Load()
 		st.Repeated = a.repeats.Load()
 	}
+	r.admitMu.Lock()
+	st.Recordings = int64(len(r.admitted))
+	r.admitMu.Unlock()
 	if c, ok := r.st.(interface{ Requests() store.Requests }); ok {
 		req := c.Requests()
 		st.StoreRequests = make(map[string]int64, len(req.Ops))

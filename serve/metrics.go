@@ -135,6 +135,11 @@ func (s *Server) WriteMetrics(w io.Writer) {
 			perEpisode = float64(total) / float64(st.EpisodesWritten)
 		}
 		fmt.Fprintf(w, "# HELP rlrec_store_requests_per_episode Requests sent to the object store per episode written, since the server started.\n# TYPE rlrec_store_requests_per_episode gauge\nrlrec_store_requests_per_episode %g\n", perEpisode)
+		perRecording := 0.0
+		if st.Recordings > 0 {
+			perRecording = float64(total) / float64(st.Recordings)
+		}
+		fmt.Fprintf(w, "# HELP rlrec_store_requests_per_recording Requests sent to the object store per recording started, since the server started.\n# TYPE rlrec_store_requests_per_recording gauge\nrlrec_store_requests_per_recording %g\n", perRecording)
 	}
 }
 

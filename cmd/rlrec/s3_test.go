@@ -258,7 +258,8 @@ func treeBytes(t *testing.T, root, skip string) map[string]string {
 
 // TestServeS3: rlrec serve records what clients send into an s3:// ROOT
 // with --log-dir, and its metrics count the object store's requests:
-// layout episode, at most 2 per episode.
+// layout episode, at most 2 per episode; per recording (one here), the
+// 100-odd of its episodes and files.
 func TestServeS3(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Bucket(t, "rec")
@@ -284,7 +285,8 @@ func TestServeS3(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("serve: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 10"} {
+	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 10",
+		"rlrec_store_requests_per_recording 1"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)
 		}
