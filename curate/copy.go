@@ -14,6 +14,7 @@ import (
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -36,6 +37,12 @@ type Options struct {
 	// Recorder holds further options of the destination's recorders
 	// (logger, memory budget, compression).
 	Recorder []recorder.Option
+	// Open opens the recorder of each destination ROOT; nil means
+	// recorder.Open. A destination in object storage (s3://bucket/prefix,
+	// DST/<name> with splits) needs one that gives the recorder its
+	// store and local log directory (recorder.WithStore), as rlrec copy
+	// does.
+	Open func(root string, opts ...recorder.Option) (*recorder.Recorder, error)
 	// Progress, when not nil, is called after each recording with the
 	// number done and the total.
 	Progress func(done, total int)
@@ -118,7 +125,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		t := Target{Root: dst}
 		if len(opts.Splits) > 0 {
 			t.Split = opts.Splits[i].Name
-			t.Root = filepath.Join(dst, t.Split)
+			t.Root = joinRoot(dst, t.Split)
 		}
 		rep.Targets = append(rep.Targets, t)
 	}
@@ -177,7 +184,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("%w: no episode of the %s selected matches the filter; nothing was written", ErrNothing, count(len(recs), "recording"))
 		}
 	}
-	if err := checkEmpty(dst); err != nil {
+	if err := checkEmpty(ctx, dst); err != nil {
 		return nil, err
 	}
 	recorders := make([]*recorder.Recorder, nt)
@@ -195,8 +202,12 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 	// The recorders of the splits share the default memory budget.
 	ropts := []recorder.Option{recorder.WithLayout(rep.Layout), recorder.WithMemoryBudget(max(recorder.DefaultMemoryBudget/int64(nt), 32<<20))}
 	ropts = append(ropts, opts.Recorder...)
+	open := opts.Open
+	if open == nil {
+		open = recorder.Open
+	}
 	for t := range rep.Targets {
-		r, err := recorder.Open(rep.Targets[t].Root, ropts...)
+		r, err := open(rep.Targets[t].Root, ropts...)
 		if err != nil {
 			return nil, errors.Join(err, closeAll())
 		}
@@ -404,6 +415,13 @@ func sourceLayout(d *dataset.Dataset) (hive.Layout, error) {
 
 // checkDest refuses a destination that is the source or lies inside it.
 func checkDest(src, dst string) error {
+	if store.IsURL(src) || store.IsURL(dst) {
+		s, d := strings.TrimRight(src, "/"), strings.TrimRight(dst, "/")
+		if d == s || strings.HasPrefix(d, s+"/") {
+			return fmt.Errorf("the destination %s lies inside the source %s: choose a prefix outside it", dst, src)
+		}
+		return nil
+	}
 	as, err := filepath.Abs(src)
 	if err != nil {
 		return err
@@ -418,9 +436,32 @@ func checkDest(src, dst string) error {
 	return nil
 }
 
+// joinRoot names the ROOT name under dst: a directory, or a bucket
+// prefix below an s3:// URL.
+func joinRoot(dst, name string) string {
+	if store.IsURL(dst) {
+		return strings.TrimRight(dst, "/") + "/" + name
+	}
+	return filepath.Join(dst, name)
+}
+
 // checkEmpty refuses a destination ROOT that exists and is not an empty
-// directory.
-func checkEmpty(dir string) error {
+// directory (or, in a bucket, a prefix that holds tables).
+func checkEmpty(ctx context.Context, dir string) error {
+	if store.IsURL(dir) {
+		rd, err := store.OpenReader(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("the destination %s: %w", dir, err)
+		}
+		l, err := rd.List()
+		if err != nil {
+			return fmt.Errorf("the destination %s: %w", dir, err)
+		}
+		if len(l.Files) > 0 || len(l.Strays) > 0 {
+			return fmt.Errorf("the destination %s is not empty: copy into a new or empty prefix (a copy never adds to an existing ROOT)", dir)
+		}
+		return nil
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

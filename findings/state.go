@@ -27,14 +27,28 @@ func (s State) NeedsRecovery() bool { return s.LogRecords && !s.Writing }
 // tried and released at once (as 'rlrec verify' does), and the log is
 // read only up to its first record. A ROOT without a state directory has
 // the zero State.
+//
+// A bucket's ROOT (s3://...) keeps its log and lock on the disk of the
+// machine that records it: ReadState reads those of the default log
+// directory (store.DefaultStateDir), which holds them when this machine
+// recorded without --log-dir; ReadStateDir reads another.
 func ReadState(root string) State {
-	var st State
 	if store.IsURL(root) {
-		// A bucket's log and lock are on the recorder's disk.
-		return st
+		dir, err := store.DefaultStateDir(root)
+		if err != nil {
+			return State{}
+		}
+		return ReadStateDir(dir)
 	}
+	return ReadStateDir(filepath.Join(root, hive.StateDir))
+}
+
+// ReadStateDir is ReadState of the recorder's state directory dir
+// (ROOT/_rlrec, or an s3:// ROOT's log directory).
+func ReadStateDir(dir string) State {
+	var st State
 	fsys := vfs.OS()
-	lock := filepath.Join(root, hive.StateDir, hive.LockName)
+	lock := filepath.Join(dir, hive.LockName)
 	if _, err := fsys.Stat(lock); err == nil {
 		l, err := fsys.Lock(lock)
 		if errors.Is(err, vfs.ErrLocked) {
@@ -43,11 +57,11 @@ func ReadState(root string) State {
 			l.Close()
 		}
 	}
-	dir := filepath.Join(root, hive.StateDir, hive.LogDir)
-	if _, err := fsys.Stat(dir); err != nil {
+	logDir := filepath.Join(dir, hive.LogDir)
+	if _, err := fsys.Stat(logDir); err != nil {
 		return st
 	}
-	r, err := wal.NewReader(fsys, dir)
+	r, err := wal.NewReader(fsys, logDir)
 	if err != nil {
 		st.LogRecords = true // unreadable: recover repairs it
 		return st

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -28,6 +29,23 @@ func readArrow(t *testing.T, path string) (*arrow.Schema, []row, map[string]stri
 	if err != nil {
 		t.Fatalf("arrow-go: open %s: %v", path, err)
 	}
+	return readArrowFile(t, path, pf)
+}
+
+// readArrowFrom is readArrow of the Parquet file r (named path in
+// messages), read through arrow-go's own reader of an io.ReaderAt.
+func readArrowFrom(t *testing.T, path string, r parquet.ReaderAtSeeker) (*arrow.Schema, []row, map[string]string) {
+	t.Helper()
+	pf, err := file.NewParquetReader(r)
+	if err != nil {
+		t.Fatalf("arrow-go: open %s: %v", path, err)
+	}
+	return readArrowFile(t, path, pf)
+}
+
+// readArrowFile is readArrow of the open file pf, which it closes.
+func readArrowFile(t *testing.T, path string, pf *file.Reader) (*arrow.Schema, []row, map[string]string) {
+	t.Helper()
 	defer pf.Close()
 	kv := map[string]string{}
 	for _, e := range pf.MetaData().KeyValueMetadata() {

@@ -191,6 +191,16 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
+	up, isUploader := w.st.(uploader)
+	if isUploader {
+		// Object storage: the uploads about to begin, in the log first
+		// (uploads.go).
+		if err := w.logBegun(up, group); err != nil {
+			abortParts(parts)
+			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			return
+		}
+	}
 	if err := w.st.Sync(parts); err != nil {
 		var ge *store.GroupError
 		if !errors.As(err, &ge) {
@@ -204,6 +214,14 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	var markers [][]byte
 	for _, it := range group {
 		markers = append(markers, it.markers...)
+	}
+	if isUploader {
+		var err error
+		if markers, err = withUploads(up, group, markers); err != nil {
+			abortParts(parts)
+			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			return
+		}
 	}
 	if err := w.now().logMarkers(markers); err != nil {
 		abortParts(parts)

@@ -87,6 +87,10 @@ func TestCrashChild(t *testing.T) {
 		// snapshot leaves them to the log and recovery rebuilds them.
 		opts = append(opts, recorder.WithMemoryBudget(16<<20))
 	}
+	if state := os.Getenv(crashChildState); state != "" {
+		// A ROOT in a bucket (s3_crash_test.go).
+		opts = append(opts, s3ChildStore(root, state))
+	}
 	rec, err := recorder.Open(root, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
@@ -314,12 +318,20 @@ func crashKills(t *testing.T, group bool, roots, killsPerRoot int) {
 // is ready, reading its acknowledgements into acks.
 func killChild(t *testing.T, root, tag string, images, group bool, runtime time.Duration, acks *ackTally) {
 	t.Helper()
+	killChildEnv(t, root, tag, images, group, runtime, acks, nil, nil)
+}
+
+// killChildEnv is killChild with env added to the child's environment;
+// when trigger is set, it is polled every few milliseconds and the child
+// is killed as soon as it reports true (or after runtime).
+func killChildEnv(t *testing.T, root, tag string, images, group bool, runtime time.Duration, acks *ackTally, env []string, trigger func() bool) {
+	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+root, crashChildTag+"="+tag)
+	cmd.Env = append(append(os.Environ(), crashChildEnv+"="+root, crashChildTag+"="+tag), env...)
 	if images {
 		cmd.Env = append(cmd.Env, crashChildImages+"=1")
 	}
@@ -356,6 +368,23 @@ func killChild(t *testing.T, root, tag string, images, group bool, runtime time.
 		t.Fatalf("%s: child did not start: %s", tag, stderr.String())
 	}
 	timer := time.AfterFunc(runtime, func() { cmd.Process.Signal(syscall.SIGKILL) })
+	if trigger != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(3 * time.Millisecond):
+				}
+				if trigger() {
+					cmd.Process.Signal(syscall.SIGKILL)
+					return
+				}
+			}
+		}()
+	}
 	n := 0
 	for l := range lines {
 		acks.apply(t, l)

@@ -65,6 +65,17 @@
 // records in them is published or in a sealed snapshot; a clean Close
 // empties the log.
 //
+// # Object storage
+//
+// WithStore gives the recorder the store.Root it writes ROOT through
+// (store.S3 for an s3://bucket/prefix ROOT) and the local directory of its
+// log, lock, journal and open marker, which cannot live in a bucket. The
+// group commit keeps its order; a bucket has no temp names, so the log
+// also says which multipart uploads a crash may leave in flight and how
+// to complete them, and recovery settles them by exact key, takes back a
+// write a crash left half published, and never replaces an object
+// (uploads.go).
+//
 // # Failure isolation
 //
 // An I/O error on one recording's files fails only that recording

@@ -185,7 +185,7 @@ func (w *writer) failRec(rec hive.Recording, err error) {
 		w.fail(err)
 		return
 	}
-	dir := hive.RecordingPartition(hive.Tables[0].Name, rec).Dir(w.root)
+	dir := w.st.Path(hive.RecordingPartition(hive.Tables[0].Name, rec).Rel())
 	w.failKey(recKey(rec), &RecordingError{SessionID: rec.SessionID, EnvID: rec.EnvID, Path: errPath(err, dir), Err: err})
 }
 

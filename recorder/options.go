@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
@@ -56,6 +57,10 @@ type options struct {
 	// reclaimEvery is how many events the pipeline handles between looks
 	// for log segments it can remove (0: reclaimEvery); tests lower it.
 	reclaimEvery int
+
+	// st and stateDir are WithStore's: nil and "" for ROOT's own.
+	st       store.Root
+	stateDir string
 }
 
 // DefaultMemoryBudget is the memory budget of a Recorder opened without
@@ -117,6 +122,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("typed column threshold %d bytes must be positive: %w", o.typedThreshold, ErrInvalidOption)
 	case o.clock == nil || o.logger == nil || o.fs == nil:
 		return fmt.Errorf("nil clock, logger or file system: %w", ErrInvalidOption)
+	case o.st != nil && o.stateDir == "":
+		return fmt.Errorf("a store without a local state directory: %w", ErrInvalidOption)
 	case o.workers <= 0:
 		return fmt.Errorf("%d writer workers: %w", o.workers, ErrInvalidOption)
 	}
@@ -183,6 +190,23 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithFS sets the file system all files are written through (default the
 // operating system's).
 func WithFS(fsys vfs.FS) Option { return func(o *options) { o.fs = fsys } }
+
+// WithStore makes the recorder write ROOT's part files, and read what
+// it reads of ROOT (the layout file, whether ROOT holds a recording, a
+// recording's published files), through st, and keep its own state (the
+// log, the lock, the recovery journal and the open marker) in the local
+// directory stateDir, made when missing. It is how a recorder writes an
+// s3:// ROOT (store.OpenRoot), whose state cannot live in the bucket: a
+// lock needs a file system, and the log a local disk's syncs. Two
+// recorders with different state directories may record into one bucket
+// prefix at once; their recordings must differ (a collision is an error
+// of the recording, never an overwrite). ROOT names the store in messages.
+//
+// Without it the recorder writes the directory ROOT through
+// store.NewFS on WithFS's file system, with its state in ROOT/_rlrec.
+func WithStore(st store.Root, stateDir string) Option {
+	return func(o *options) { o.st, o.stateDir = st, stateDir }
+}
 
 // WithSalvage lets recovery cut a log at corruption inside a sealed segment,
 // losing what follows it, instead of refusing to open.

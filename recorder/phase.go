@@ -79,15 +79,15 @@ func (live) replays() bool                              { return false }
 // recovered is the phase of a recovery after its replay: its markers go
 // to the journal.
 type recovered struct {
-	fs   vfs.FS
-	root string
+	fs    vfs.FS
+	state string // the state directory, which holds the journal
 }
 
 func (p recovered) logMarkers(markers [][]byte) error {
 	if len(markers) == 0 {
 		return nil
 	}
-	return store.WriteJournal(p.fs, p.root, markers)
+	return store.WriteJournal(p.fs, p.state, markers)
 }
 
 func (recovered) sessionWrite(hive.Recording, int) error     { return nil }

@@ -33,8 +33,13 @@ type Recorder struct {
 	root string
 	opts options
 	fs   vfs.FS
-	lock interface{ Close() error }
-	log  *wal.Log
+	// st is the store ROOT is written and read through; state is the
+	// local directory of the log, the lock, the journal and the open
+	// marker (ROOT/_rlrec, or WithStore's).
+	st    store.Root
+	state string
+	lock  interface{ Close() error }
+	log   *wal.Log
 
 	// mu guards closed and the queue's lifetime: hooks hold it shared while
 	// they hand an event over; Close takes it exclusively to close the queue.
@@ -145,13 +150,17 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{root: root, opts: o, fs: o.fs, fatal: &fatal{root: root, log: o.logger}}
+	r.st, r.state = o.st, o.stateDir
+	if r.st == nil {
+		r.st, r.state = store.NewFS(o.fs, root), filepath.Join(root, stateDir)
+	}
 	r.budget = memoryBudget(o.memoryBudget)
 	r.maxEvent = o.maxEvent
 	if r.maxEvent == 0 {
 		r.maxEvent = r.budget.maxEvent()
 	}
 	r.bufs.max = r.budget.idleBuffers()
-	state := filepath.Join(root, stateDir)
+	state := r.state
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
 	}
@@ -163,7 +172,7 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		return nil, fmt.Errorf("open %s: lock: %w", root, err)
 	}
 	r.lock = lock
-	if r.layoutFile, err = store.OpenLayout(r.fs, root, o.layout); err != nil {
+	if r.layoutFile, err = store.OpenLayout(r.fs, r.state, r.st, o.layout); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -177,7 +186,7 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 
 func (r *Recorder) start() error {
 	o := &r.opts
-	dir := filepath.Join(r.root, stateDir, logDir)
+	dir := filepath.Join(r.state, logDir)
 	if err := r.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("open %s: create %s: %w", r.root, dir, err)
 	}
@@ -390,7 +399,7 @@ func (r *Recorder) isRefused(rec hive.Recording) bool {
 // holds reports whether any table of ROOT has a published file of rec.
 func (r *Recorder) holds(rec hive.Recording) bool {
 	for _, t := range hive.Tables {
-		if store.HasPublished(r.fs, hive.RecordingPartition(t.Name, rec).Dir(r.root), 1) {
+		if ok, _ := r.st.HasPart(hive.RecordingPartition(t.Name, rec).Rel(), 1); ok {
 			return true
 		}
 	}
@@ -598,7 +607,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		if errs[len(errs)-1] == nil && !r.keepLog && len(failed) == 0 {
 			errs = append(errs, r.clearLog())
 			if errs[len(errs)-1] == nil {
-				errs = append(errs, store.MarkClosed(r.fs, r.root))
+				errs = append(errs, store.MarkClosed(r.fs, r.state))
 			}
 		}
 	} else {
@@ -617,7 +626,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 // clearLog removes the log's segments once everything in them is in
 // Parquet files, so the next Open has nothing to recover.
 func (r *Recorder) clearLog() error {
-	dir := filepath.Join(r.root, stateDir, logDir)
+	dir := filepath.Join(r.state, logDir)
 	// The manifest first: it must never name a segment that is gone.
 	if err := r.fs.Remove(filepath.Join(dir, wal.ManifestName)); err == nil {
 		if err := r.fs.SyncDir(dir); err != nil {

@@ -305,6 +305,12 @@ func simEvents(t testing.TB, cfgs []sim.Config) []events.Event {
 // ---- reading the tables back ----
 
 // stepCheck is the part of a steps row the tests look at.
+// packedStepCheck is a row of a packed steps file (layout session).
+type packedStepCheck struct {
+	stepCheck
+	EpisodeRecordID string `parquet:"episode_record_id"`
+}
+
 type stepCheck struct {
 	EpisodeID  string  `parquet:"episode_id"`
 	Step       int64   `parquet:"step"`
@@ -443,6 +449,14 @@ func readTables(t testing.TB, fsys vfs.FS, root string) *tables {
 				t.Errorf("%s: an episode's steps file is part 0", rel)
 			}
 			tb.steps[key] = append(tb.steps[key], readRows[stepCheck](t, fsys, path)...)
+		case table == schema.TableSteps && len(segs) == 4:
+			// A packed steps file (layout session): its rows name their
+			// episodes.
+			sid := partValue(t, segs[1], schema.ColSessionID)
+			for _, row := range readRows[packedStepCheck](t, fsys, path) {
+				key := [2]string{sid, row.EpisodeRecordID}
+				tb.steps[key] = append(tb.steps[key], row.stepCheck)
+			}
 		case table == schema.TableEpisodes && len(segs) == 4:
 			sid := partValue(t, segs[1], schema.ColSessionID)
 			for _, row := range readRows[schema.EpisodeRow](t, fsys, path) {

@@ -12,7 +12,6 @@ import (
 	"github.com/rlrec/rlrec/internal/logreplay"
 	"github.com/rlrec/rlrec/internal/published"
 	"github.com/rlrec/rlrec/internal/store"
-	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -57,7 +56,7 @@ func (r *Recorder) Recovered() RecoveryReport { return r.recovered }
 // redone from the log under a new name (commit.go). A crash during
 // recovery is recovered by the next Open: its markers are in the journal.
 func (r *Recorder) recover() error {
-	dir := filepath.Join(r.root, stateDir, logDir)
+	dir := filepath.Join(r.state, logDir)
 	rep, err := wal.Repair(r.fs, dir, r.opts.salvage, r.opts.logger)
 	if err != nil {
 		if errors.Is(err, wal.ErrCorrupt) {
@@ -66,13 +65,13 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Damage = rep
-	journal, err := store.ReadJournal(r.fs, r.root)
+	journal, err := store.ReadJournal(r.fs, r.state)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	crashed, err := store.MarkOpen(r.fs, r.root)
+	crashed, err := store.MarkOpen(r.fs, r.state)
 	if err != nil {
-		return err
+		return fmt.Errorf("open %s: %w", r.root, err)
 	}
 	r.recovered.Unclean = crashed
 	if rep.Records == 0 {
@@ -80,18 +79,18 @@ func (r *Recorder) recover() error {
 			if crashed {
 				// A crash before the log's first sync can still leave
 				// temp files: none is named by a marker.
-				return r.settleTemps(newDoneSet(r.fs, r.root))
+				return r.settleTemps(newDoneSet(r.st))
 			}
 			return nil
 		}
 		// A crash after recovery emptied the log, before it removed the
 		// journal: every file the journal names was published.
-		done := newDoneSet(r.fs, r.root)
+		done := newDoneSet(r.st)
 		done.addRecords(r, journal, "journal")
 		if err := r.settleTemps(done); err != nil {
 			return err
 		}
-		return store.RemoveJournal(r.fs, r.root)
+		return store.RemoveJournal(r.fs, r.state)
 	}
 	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
 
@@ -106,7 +105,7 @@ func (r *Recorder) recover() error {
 	if err := r.settleTemps(done); err != nil {
 		return err
 	}
-	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, root: r.root}, done: done})
+	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, state: r.state}, done: done})
 	var last time.Time
 	var from wal.Pos
 	var cu *catchUp
@@ -173,7 +172,7 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
-	r.w.setPhase(recovered{fs: r.fs, root: r.root})
+	r.w.setPhase(recovered{fs: r.fs, state: r.state})
 	r.asm = newAssembler(r.w, r.asm.episodeBudget)
 	if failed := r.w.recordingErrors(false); len(failed) > 0 {
 		// Failure isolation (failure.go): the others are written; the
@@ -189,7 +188,7 @@ func (r *Recorder) recover() error {
 	if err := r.clearLog(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	if err := store.RemoveJournal(r.fs, r.root); err != nil {
+	if err := store.RemoveJournal(r.fs, r.state); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.opts.logger.Info("recovered", "root", r.root, "sessions", r.recovered.Sessions, "crashed", r.recovered.Crashed,
@@ -208,15 +207,14 @@ func (r *Recorder) recover() error {
 // during recovery only).
 type doneSet struct {
 	*logrec.Published
-	fs   vfs.FS
-	root string
+	st store.Root
 	// rows caches the episode record ids in each recording's published
 	// episodes files.
 	rows map[hive.Recording]map[string]bool
 }
 
-func newDoneSet(fsys vfs.FS, root string) *doneSet {
-	return &doneSet{Published: logrec.NewPublished(), fs: fsys, root: root, rows: make(map[hive.Recording]map[string]bool)}
+func newDoneSet(st store.Root) *doneSet {
+	return &doneSet{Published: logrec.NewPublished(), st: st, rows: make(map[hive.Recording]map[string]bool)}
 }
 
 // episode reports whether an episode's files are published.
@@ -226,7 +224,7 @@ func (d *doneSet) episode(rec hive.Recording, rid string) bool {
 	}
 	rows, ok := d.rows[rec]
 	if !ok {
-		rows = published.EpisodeIDs(d.fs, d.root, rec)
+		rows = published.EpisodeIDs(d.st, rec)
 		d.rows[rec] = rows
 	}
 	return rows[rid]
@@ -241,7 +239,7 @@ func (d *doneSet) session(rec hive.Recording, k int, final bool) bool {
 	if !final {
 		return false
 	}
-	n, err := store.NewFS(d.fs, d.root).Next(hive.RecordingPartition(schema.TableSessions, rec))
+	n, err := d.st.Next(hive.RecordingPartition(schema.TableSessions, rec))
 	return err == nil && n > 0
 }
 
@@ -262,6 +260,10 @@ func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
 // under its temp name was removed by someone else: it is logged (verify
 // reports what is missing).
 func (r *Recorder) settleTemps(done *doneSet) error {
+	if up, ok := r.st.(uploader); ok {
+		// Object storage has no temp files.
+		return r.settleUploads(up, done)
+	}
 	l, err := hive.List(r.fs, r.root)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
@@ -326,7 +328,7 @@ func (r *Recorder) failTemp(rel string, err error) error {
 	// Keyed by the path's own directory: a cut name does not give the
 	// ids back.
 	r.w.failKey(dir, &RecordingError{SessionID: rec.SessionID, EnvID: rec.EnvID,
-		Path: filepath.Join(r.root, filepath.FromSlash(rel)), Err: err})
+		Path: r.st.Path(rel), Err: err})
 	return nil
 }
 
@@ -337,7 +339,7 @@ func (r *Recorder) readMarkers(dir string) (*doneSet, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	done := newDoneSet(r.fs, r.root)
+	done := newDoneSet(r.st)
 	done.Published = pub
 	return done, sealed, nil
 }

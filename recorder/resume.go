@@ -67,7 +67,7 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
-	r.w.setPhase(recovered{fs: r.fs, root: r.root})
+	r.w.setPhase(recovered{fs: r.fs, state: r.state})
 	if r.resumed == 0 {
 		r.asm = newAssembler(r.w, r.asm.episodeBudget)
 	}
@@ -81,7 +81,7 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 		if err := r.clearLog(); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}
-		if err := store.RemoveJournal(r.fs, r.root); err != nil {
+		if err := store.RemoveJournal(r.fs, r.state); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}
 	}

@@ -58,5 +58,5 @@ func (r *Recorder) RecoveredSequence(sessionID, envID string) uint64 {
 // (internal/published.LastSequence); an error names the file that could
 // not be read.
 func (r *Recorder) PublishedSequence(sessionID, envID string) (uint64, error) {
-	return published.LastSequence(r.fs, r.root, hive.Recording{SessionID: sessionID, EnvID: envID})
+	return published.LastSequence(r.st, hive.Recording{SessionID: sessionID, EnvID: envID})
 }

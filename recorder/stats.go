@@ -1,5 +1,7 @@
 package recorder
 
+import "github.com/rlrec/rlrec/internal/store"
+
 // Stats are running totals of a Recorder, for monitoring (rlrec serve's
 // /metrics).
 type Stats struct {
@@ -16,6 +18,16 @@ type Stats struct {
 	Repeated int64
 	// Failed is set once a write or sync error stopped the recorder.
 	Failed bool
+	// StoreRequests counts the requests an object store ROOT (WithStore
+	// with an s3:// ROOT) sent since Open, by kind ("put",
+	// "upload_part", "list", ...: store.Op), each once however often it
+	// was retried; StoreAttempts counts the HTTP requests, retries
+	// included. Both are zero for a directory ROOT.
+	StoreRequests map[string]int64
+	StoreAttempts int64
+	// Recordings counts the recordings whose SessionStarted this
+	// recorder accepted since Open.
+	Recordings int64
 }
 
 // Stats returns the recorder's running totals. It is safe to call
@@ -26,6 +38,17 @@ func (r *Recorder) Stats() Stats {
 	if a := r.asm; a != nil {
 		st.Problems = a.problems.Load()
 		st.Repeated = a.repeats.Load()
+	}
+	r.admitMu.Lock()
+	st.Recordings = int64(len(r.admitted))
+	r.admitMu.Unlock()
+	if c, ok := r.st.(interface{ Requests() store.Requests }); ok {
+		req := c.Requests()
+		st.StoreRequests = make(map[string]int64, len(req.Ops))
+		for op, n := range req.Ops {
+			st.StoreRequests[store.Op(op).String()] = n
+		}
+		st.StoreAttempts = req.Attempts
 	}
 	return st
 }

@@ -42,7 +42,7 @@ type writer struct {
 	root       string
 	// st holds the part files: the writer asks it for a part of a
 	// partition and hands the part's writer to an encoder.
-	st   store.Store
+	st   store.Root
 	cfg  parquetout.Config
 	log  *slog.Logger
 	pool *serial.Pool
@@ -99,7 +99,7 @@ func newWriter(r *Recorder) *writer {
 		layoutFile: r.layoutFile,
 		fs:         r.fs,
 		root:       r.root,
-		st:         store.NewFS(r.fs, r.root),
+		st:         r.st,
 		cfg: parquetout.Config{
 			Compression:     string(r.opts.compression),
 			RowGroupRows:    int64(r.opts.rowGroupRows),
@@ -120,7 +120,7 @@ func newWriter(r *Recorder) *writer {
 		live:       make(map[any]liveWrite),
 		failed:     make(map[string]*recFailure),
 	}
-	w.setPhase(recovered{fs: r.fs, root: r.root})
+	w.setPhase(recovered{fs: r.fs, state: r.state})
 	go w.commitLoop()
 	return w
 }

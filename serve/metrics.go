@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -115,6 +116,31 @@ func (s *Server) WriteMetrics(w io.Writer) {
 		failed = 1
 	}
 	one("rlrec_recorder_failed", "gauge", "1 once a write or sync error stopped the recorder.", failed)
+	if st.StoreRequests != nil {
+		// A ROOT in object storage.
+		ops := make([]string, 0, len(st.StoreRequests))
+		var total int64
+		for op, n := range st.StoreRequests {
+			ops = append(ops, op)
+			total += n
+		}
+		slices.Sort(ops)
+		fmt.Fprintf(w, "# HELP rlrec_store_requests_total Requests sent to the object store, by kind, each once however often it was retried.\n# TYPE rlrec_store_requests_total counter\n")
+		for _, op := range ops {
+			fmt.Fprintf(w, "rlrec_store_requests_total{op=%q} %d\n", op, st.StoreRequests[op])
+		}
+		one("rlrec_store_http_attempts_total", "counter", "HTTP requests sent to the object store, retries included.", st.StoreAttempts)
+		perEpisode := 0.0
+		if st.EpisodesWritten > 0 {
+			perEpisode = float64(total) / float64(st.EpisodesWritten)
+		}
+		fmt.Fprintf(w, "# HELP rlrec_store_requests_per_episode Requests sent to the object store per episode written, since the server started.\n# TYPE rlrec_store_requests_per_episode gauge\nrlrec_store_requests_per_episode %g\n", perEpisode)
+		perRecording := 0.0
+		if st.Recordings > 0 {
+			perRecording = float64(total) / float64(st.Recordings)
+		}
+		fmt.Fprintf(w, "# HELP rlrec_store_requests_per_recording Requests sent to the object store per recording started, since the server started.\n# TYPE rlrec_store_requests_per_recording gauge\nrlrec_store_requests_per_recording %g\n", perRecording)
+	}
 }
 
 func refusalLabel(r ingestv1.RefusalReason) string {

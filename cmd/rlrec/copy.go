@@ -5,12 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"github.com/rlrec/rlrec/dataset"
+	"path"
+	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/rlrec/rlrec/curate"
 	"github.com/rlrec/rlrec/curate/where"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -24,13 +28,14 @@ type copyOptions struct {
 	split     string
 	seed      uint64
 	seedSet   bool
+	logDir    string
 }
 
 var copyFlags copyOptions
 
 var cmdCopy = &Command{
 	Name:      "copy",
-	UsageLine: "copy SRC DST [--session ID [--env ENV]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]] [--published]",
+	UsageLine: "copy SRC DST [--session ID [--env ENV]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]] [--published] [--log-dir DIR]",
 	Short:     "build a dataset: copy selected episodes into a new ROOT",
 	Long: `Copy builds a new ROOT, DST, from the recordings of the ROOT SRC: all of
 them, or those of one session id (--session, and --env for one run of it),
@@ -42,6 +47,10 @@ the episodes column steps_file, and where episode_record_id lives, follow
 the layout). DST must be new or an empty directory. On a terminal the
 copy shows the steps copied so far; it ends with a summary line on
 standard error.
+
+SRC and DST may be s3://bucket/prefix ROOTs. A DST in a bucket must hold
+no table yet; its log and lock are in --log-dir (DIR/NAME for split NAME),
+by default one directory per ROOT URL under the user's cache directory.
 
 --where FILTER selects episodes by their episodes-table columns, in a small
 SQL-like language: comparisons of a column with a literal (= != <> < <= > >=),
@@ -73,6 +82,7 @@ Example:
 		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session `ID` only")
 		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of `ENV` only (an env id or component name)")
 		publishedFlag(fs, &copyFlags.published)
+		logDirFlag(fs, &copyFlags.logDir)
 		fs.StringVar(&copyFlags.where, "where", "", "copy the episodes that `FILTER` selects (see above)")
 		fs.Var(&copyFlags.layout, "layout", "steps layout of DST: episode (a partition per episode) or session (episodes packed per recording); default: SRC's")
 		fs.StringVar(&copyFlags.split, "split", "", "split the episodes into ROOTs DST/NAME by `FRACTIONS` such as train=0.9,val=0.1")
@@ -103,6 +113,19 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	}
 	opts := curate.Options{Session: f.session, Env: f.env, Layout: f.layout.l, Seed: f.seed,
 		Recorder: []recorder.Option{recorder.WithLogger(env.Logger)}}
+	if store.IsURL(dst) {
+		// A bucket's ROOT: its log in --log-dir (DIR/NAME for split
+		// NAME), or the default of its URL.
+		opts.Open = func(root string, ro ...recorder.Option) (*recorder.Recorder, error) {
+			logDir := f.logDir
+			if logDir != "" && root != dst {
+				logDir = filepath.Join(logDir, path.Base(root))
+			}
+			return openRecorder(ctx, env.Logger, root, logDir, ro...)
+		}
+	} else if f.logDir != "" {
+		return usagef("--log-dir is for an s3:// DST; a ROOT directory keeps its log in DST/%s", hive.StateDir)
+	}
 	if f.where != "" {
 		flt, err := where.Parse(f.where)
 		if err != nil {

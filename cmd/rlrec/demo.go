@@ -17,6 +17,7 @@ import (
 // demoOptions are the demo command's flags.
 type demoOptions struct {
 	out    string
+	logDir string
 	seed   uint64
 	layout layoutValue
 }
@@ -26,7 +27,7 @@ var demoFlags demoOptions
 var cmdDemo = &Command{
 	Records:   true,
 	Name:      "demo",
-	UsageLine: "demo [-o DIR] [--layout episode|session] [--seed N]",
+	UsageLine: "demo [-o DIR|s3://BUCKET/PREFIX] [--log-dir DIR] [--layout episode|session] [--seed N]",
 	Short:     "record simulated sessions and show how to open them",
 	Long: `Demo runs four simulated rlmesh sessions at once into one recorder:
 cartpole and pick-place (84x84x3 camera images and a text instruction),
@@ -45,7 +46,8 @@ Example:
 	SetFlags: func(fs *flag.FlagSet) {
 		demoFlags = demoOptions{}
 		demoFlags.out = "rlrec-demo"
-		outFlag(fs, &demoFlags.out, "the ROOT `DIR` to record into")
+		outFlag(fs, &demoFlags.out, "the ROOT `DIR` (or s3://bucket/prefix) to record into")
+		logDirFlag(fs, &demoFlags.logDir)
 		fs.Uint64Var(&demoFlags.seed, "seed", 1, "base seed `N` of the simulated sessions")
 		bindLayout(fs, &demoFlags.layout)
 	},
@@ -82,7 +84,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		existed = true
 	}
 	start := time.Now()
-	rec, err := openRecorder(root, append(demoFlags.layout.options(), recorder.WithLogger(env.Logger))...)
+	rec, err := openRecorder(ctx, env.Logger, root, demoFlags.logDir, append(demoFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 // ingestOptions are the ingest command's flags.
 type ingestOptions struct {
 	out        string
+	logDir     string
 	maxMessage int
 	layout     layoutValue
 }
@@ -31,7 +32,7 @@ var ingestFlags ingestOptions
 var cmdIngest = &Command{
 	Records:   true,
 	Name:      "ingest",
-	UsageLine: "ingest [-o DIR] [--layout episode|session] [--max-message BYTES] [FILE|-]",
+	UsageLine: "ingest [-o DIR|s3://BUCKET/PREFIX] [--log-dir DIR] [--layout episode|session] [--max-message BYTES] [FILE|-]",
 	Short:     "record a length-delimited protobuf event stream",
 	Long: `Ingest records an event stream (length-delimited rlrec.events.v1.Event
 protobuf messages, as 'rlrec simulate' and 'rlrec replay --format events'
@@ -59,7 +60,8 @@ Example:
 	SetFlags: func(fs *flag.FlagSet) {
 		ingestFlags = ingestOptions{}
 		ingestFlags.out = "rlrec-data"
-		outFlag(fs, &ingestFlags.out, "the ROOT `DIR` to record into")
+		outFlag(fs, &ingestFlags.out, "the ROOT `DIR` (or s3://bucket/prefix) to record into")
+		logDirFlag(fs, &ingestFlags.logDir)
 		fs.IntVar(&ingestFlags.maxMessage, "max-message", events.DefaultMaxMessageBytes, "largest event message accepted, in `BYTES`")
 		bindLayout(fs, &ingestFlags.layout)
 	},
@@ -121,7 +123,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%s is not an event stream (length-delimited rlrec.events.v1.Event messages, as 'rlrec simulate -o' "+
 			"and 'rlrec replay --format events' write): its first message %v; %s", src, err, where)
 	}
-	rec, err := openRecorder(ingestFlags.out, append(ingestFlags.layout.options(), recorder.WithLogger(env.Logger))...)
+	rec, err := openRecorder(ctx, env.Logger, ingestFlags.out, ingestFlags.logDir, append(ingestFlags.layout.options(), recorder.WithLogger(env.Logger))...)
 	if err != nil {
 		return err
 	}

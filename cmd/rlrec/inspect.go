@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,11 +17,14 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/findings"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
 // inspectOptions are the inspect command's flags.
 type inspectOptions struct {
+	logDir    string
 	published bool
 	session   string
 	env       string
@@ -32,7 +36,7 @@ var inspectFlags inspectOptions
 
 var cmdInspect = &Command{
 	Name:      "inspect",
-	UsageLine: "inspect ROOT [--session ID [--env ENV]] [--episode RECORD_ID] [--json] [--published]",
+	UsageLine: "inspect ROOT [--session ID [--env ENV]] [--episode RECORD_ID] [--json] [--published] [--log-dir DIR]",
 	Short:     "summarise the sessions, episodes, spaces and files of a ROOT",
 	Long: `Inspect summarises a ROOT: its tables (files and bytes), its sessions
 (status, environment, episodes, steps, reward, dropped steps and the input
@@ -117,6 +121,7 @@ func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
 	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `RECORD_ID`")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
 	publishedFlag(fs, &f.published)
+	logDirFlag(fs, &f.logDir)
 }
 
 // inspectReport is the --json output. Field names are the documented
@@ -127,10 +132,14 @@ type inspectReport struct {
 	// recorder holds the lock: a recorder crashed or was killed.
 	NeedsRecovery bool `json:"needs_recovery"`
 	// RecorderWriting is set when a recorder holds ROOT's lock.
-	RecorderWriting bool             `json:"recorder_writing"`
-	Tables          []inspectTable   `json:"tables"`
-	Strays          []inspectStray   `json:"strays"`
-	Sessions        []inspectSession `json:"sessions"`
+	RecorderWriting bool `json:"recorder_writing"`
+	// LogDir is the local directory of the log and lock of an s3://
+	// ROOT (--log-dir, or its default); empty for a ROOT directory,
+	// whose are in ROOT/_rlrec.
+	LogDir   string           `json:"log_dir,omitempty"`
+	Tables   []inspectTable   `json:"tables"`
+	Strays   []inspectStray   `json:"strays"`
+	Sessions []inspectSession `json:"sessions"`
 }
 
 type inspectTable struct {
@@ -234,6 +243,16 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	st := findings.ReadState(args[0])
+	if store.IsURL(args[0]) {
+		// The log and lock of a bucket's ROOT are on the disk of the
+		// machine that records it: this one's, when it is that machine.
+		if rep.LogDir, err = stateDir(args[0], f.logDir); err != nil {
+			return err
+		}
+		st = findings.ReadStateDir(rep.LogDir)
+	} else if f.logDir != "" {
+		return usagef("--log-dir is for an s3:// ROOT; the ROOT directory %s keeps its log in %s", args[0], filepath.Join(args[0], hive.StateDir))
+	}
 	rep.NeedsRecovery, rep.RecorderWriting = st.NeedsRecovery(), st.Writing
 	if f.json {
 		enc := json.NewEncoder(env.Stdout)
@@ -383,7 +402,11 @@ type inspectDisplay struct {
 }
 
 func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspectDisplay) error {
-	fmt.Fprintf(w, "ROOT %s\n\n", rep.Root)
+	fmt.Fprintf(w, "ROOT %s\n", rep.Root)
+	if rep.LogDir != "" {
+		fmt.Fprintf(w, "log and lock on this machine: %s\n", rep.LogDir)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "TABLE\tFILES\tBYTES\n")
 	for _, t := range rep.Tables {

@@ -6,8 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder"
 )
@@ -15,6 +19,7 @@ import (
 // recoverOptions are the recover command's flags.
 type recoverOptions struct {
 	salvage bool
+	logDir  string
 }
 
 var recoverFlags recoverOptions
@@ -22,7 +27,7 @@ var recoverFlags recoverOptions
 var cmdRecover = &Command{
 	Records:   true,
 	Name:      "recover",
-	UsageLine: "recover [--salvage] ROOT",
+	UsageLine: "recover [--salvage] [--log-dir DIR] ROOT",
 	Short:     "rebuild what a crashed recorder left in ROOT's log",
 	Long: `Recover runs the recorder's crash recovery on ROOT explicitly (opening ROOT
 with a recorder does the same) and reports what it rebuilt: the log records
@@ -48,13 +53,22 @@ segment and offset, and --salvage repairs the log instead: it drops the
 damaged records and keeps every intact record after them. The flag may
 come before or after ROOT.
 
+A ROOT in object storage (s3://bucket/prefix) keeps its log on the disk
+of the machine that recorded it, in --log-dir (the same default as the
+recording command's): recover runs there. It completes the multipart
+uploads the log says are whole, takes back (deletes and writes again) the
+files of a write the crash left half published, and aborts every other
+upload the log names.
+
 Example:
 
   rlrec recover rlrec-data && rlrec verify rlrec-data
+  rlrec recover --log-dir /var/lib/rlrec/run1 s3://datasets/run1
   rlrec recover --salvage rlrec-data`,
 	SetFlags: func(fs *flag.FlagSet) {
 		recoverFlags = recoverOptions{}
 		fs.BoolVar(&recoverFlags.salvage, "salvage", false, "repair a corrupt log: drop the damaged records, keep every intact one")
+		logDirFlag(fs, &recoverFlags.logDir)
 	},
 	Run: runRecover,
 }
@@ -69,7 +83,18 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 	if err := checkRoot(root); err != nil {
 		return err
 	}
-	rec, err := openRecorder(root, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
+	if store.IsURL(root) {
+		// The log of a bucket's ROOT is on the disk of the machine that
+		// recorded: a missing one is no log to recover, not one to make.
+		state, err := stateDir(root, recoverFlags.logDir)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(state, hive.LogDir)); err != nil {
+			return fmt.Errorf("no log of %s in %s (%v): recover runs on the machine that recorded, with the --log-dir it recorded with", root, state, err)
+		}
+	}
+	rec, err := openRecorder(ctx, env.Logger, root, recoverFlags.logDir, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
 		if errors.As(err, &ce) && !salvage && errors.Is(err, wal.ErrSegmentMissing) {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/rlrec/rlrec/findings"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -67,16 +70,71 @@ func checkRoot(root string) error {
 	return fmt.Errorf("%s %s (%s)", root, what, whatIsRoot)
 }
 
-// openRecorder opens a recorder on root. A ROOT another recorder holds is
-// refused with what to do: the holder is another process (or another
-// recorder of this one), whoever the user.
-func openRecorder(root string, opts ...recorder.Option) (*recorder.Recorder, error) {
+// openRecorder opens a recorder on root: a directory, or an s3:// ROOT
+// written through the S3 store (the standard AWS configuration chain)
+// with its log and lock in the local directory logDir (stateDir), where
+// it removes the spool files a killed recorder left (log says when it
+// cannot). A ROOT
+// another recorder holds is refused with what to do: the holder is
+// another process (or another recorder of this one), whoever the user.
+func openRecorder(ctx context.Context, log *slog.Logger, root, logDir string, opts ...recorder.Option) (*recorder.Recorder, error) {
+	state, err := stateDir(root, logDir)
+	if err != nil {
+		return nil, err
+	}
+	var st *store.S3
+	if store.IsURL(root) {
+		// The store outlives a cancelled command: Close publishes.
+		r, err := store.OpenRoot(context.WithoutCancel(ctx), vfs.OS(), root, store.S3Options{SpoolDir: filepath.Join(state, spoolDir)})
+		if err != nil {
+			return nil, err
+		}
+		st = r.(*store.S3)
+		if err := os.MkdirAll(filepath.Join(state, spoolDir), 0o755); err != nil {
+			return nil, fmt.Errorf("create the log directory of %s: %w; give another --log-dir", root, err)
+		}
+		opts = append(opts, recorder.WithStore(st, state))
+	}
 	rec, err := recorder.Open(root, opts...)
 	if errors.Is(err, recorder.ErrLocked) {
 		return nil, fmt.Errorf("%s is in use: another process is recording into it (it holds the lock %s); "+
-			"wait for it to finish, or choose another directory", root, filepath.Join(root, hive.StateDir, hive.LockName))
+			"wait for it to finish, or choose another directory", root, filepath.Join(state, hive.LockName))
+	}
+	if err == nil && st != nil {
+		// Under the lock: the spool files of a process killed while it
+		// held parts are nobody's.
+		if err := st.RemoveStaleSpool(); err != nil {
+			log.Warn("could not remove the spool files a killed recorder left; remove them by hand", "dir", filepath.Join(state, spoolDir), "err", err)
+		}
 	}
 	return rec, err
+}
+
+// spoolDir is where, under an s3:// ROOT's log directory, the parts too
+// large for memory wait for their upload.
+const spoolDir = "spool"
+
+// logDirFlag defines --log-dir, the local directory of an s3:// ROOT's
+// log and lock.
+func logDirFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "log-dir", *p, "the local `DIR` of the log and lock of an s3:// ROOT (default: one per ROOT URL under the user's cache directory, as 'rlrec inspect' shows it); a ROOT directory keeps them in ROOT/"+hive.StateDir)
+}
+
+// stateDir returns the directory of root's log and lock: ROOT/_rlrec for
+// a directory, and for an s3:// ROOT logDir, or when it is empty the
+// default of the ROOT's URL (store.DefaultStateDir). --log-dir with a
+// directory ROOT is a usage error.
+func stateDir(root, logDir string) (string, error) {
+	if !store.IsURL(root) {
+		if logDir != "" {
+			return "", usagef("--log-dir is for an s3:// ROOT; the ROOT directory %s keeps its log in %s", root, filepath.Join(root, hive.StateDir))
+		}
+		return filepath.Join(root, hive.StateDir), nil
+	}
+	if logDir != "" {
+		return logDir, nil
+	}
+	return store.DefaultStateDir(root)
 }
 
 // openRecordings opens the ROOT root and selects its recordings: all of
@@ -209,7 +267,13 @@ func checkRecovered(root string, published bool) error {
 // needsRecoveryText says what a ROOT that needs recovery lacks and what
 // to do, the same words in every command.
 func needsRecoveryText(root string) string {
+	logDir := filepath.Join(root, hive.StateDir, hive.LogDir)
+	if store.IsURL(root) {
+		if d, err := store.DefaultStateDir(root); err == nil {
+			logDir = filepath.Join(d, hive.LogDir)
+		}
+	}
 	return fmt.Sprintf("its log %s holds records a recorder never wrote out (it crashed or was killed), so sessions and episodes are missing or unfinished; "+
 		"run 'rlrec recover %s' first, or give --published to read only what its files hold now",
-		filepath.Join(root, hive.StateDir, hive.LogDir), root)
+		logDir, root)
 }

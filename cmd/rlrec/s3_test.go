@@ -2,12 +2,23 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
+	"os"
+	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
 )
 
@@ -46,7 +57,13 @@ func TestReadCommandsS3(t *testing.T) {
 			if code != lcode || lcode != 0 {
 				t.Fatalf("exit %d (stderr %q), on disk %d (%q)", code, errOut, lcode, lerr)
 			}
-			norm := func(s, root string) string { return strings.ReplaceAll(s, root, "ROOT") }
+			norm := func(s, root string) string {
+				// The bucket's inspect names the log directory on this
+				// machine (TestRecordCommandsS3 checks it).
+				s = logDirLine.ReplaceAllString(s, "")
+				s = logDirJSON.ReplaceAllString(s, "")
+				return strings.ReplaceAll(s, root, "ROOT")
+			}
 			if g, w := norm(out, url), norm(lout, goldenRoot); g != w {
 				t.Errorf("output differs from the ROOT on disk:\n got %s\nwant %s", g, w)
 			}
@@ -54,9 +71,16 @@ func TestReadCommandsS3(t *testing.T) {
 	}
 }
 
+// The log directory in inspect's text and JSON.
+var (
+	logDirLine = regexp.MustCompile(`(?m)^log and lock on this machine: .*\n`)
+	logDirJSON = regexp.MustCompile(`(?m)^  "log_dir": .*\n`)
+)
+
 // TestCopyExportFromS3: copy and export read a bucket's ROOT as they read
 // the same ROOT on disk: the copies inspect alike, the exports hold the
-// same files.
+// same files. Copy writes into a bucket too, splits and all, as it writes
+// a directory.
 func TestCopyExportFromS3(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Bucket(t, "rec")
@@ -72,6 +96,31 @@ func TestCopyExportFromS3(t *testing.T) {
 		if code, _, errOut := runReadCmd(t, "export", src, "--format", "lerobot", "-o", out, "--session", "golden-cartpole"); code != 0 {
 			t.Fatalf("export %s: exit %d: %s", src, code, errOut)
 		}
+	}
+	// And into a bucket, with splits: each split a ROOT of its own.
+	logDir := filepath.Join(dir, "copy-log")
+	if code, _, errOut := runReadCmd(t, "copy", goldenRoot, "s3://rec/copied", "--split", "train=0.5,val=0.5", "--log-dir", logDir); code != 0 {
+		t.Fatalf("copy into the bucket: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runReadCmd(t, "copy", goldenRoot, filepath.Join(dir, "copy-local"), "--split", "train=0.5,val=0.5"); code != 0 {
+		t.Fatalf("copy: exit %d: %s", code, errOut)
+	}
+	for _, split := range []string{"train", "val"} {
+		local := filepath.Join(dir, "copy-local", split)
+		url := "s3://rec/copied/" + split
+		_, lout, _ := runReadCmd(t, "inspect", local)
+		code, bout, errOut := runReadCmd(t, "inspect", "--log-dir", filepath.Join(logDir, split), url)
+		// (How episodes rows were batched into files depends on timing.)
+		norm := func(s string) string { return tableSizes.ReplaceAllString(logDirLine.ReplaceAllString(s, ""), "") }
+		if code != 0 || norm(bout) != norm(strings.ReplaceAll(lout, local, url)) {
+			t.Errorf("the split %s copied into the bucket inspects otherwise (exit %d, %s):\n%s\nwant\n%s", split, code, errOut, bout, lout)
+		}
+		if code, vout, errOut := runReadCmd(t, "verify", url); code != 0 {
+			t.Errorf("verify %s: exit %d: %s%s", url, code, vout, errOut)
+		}
+	}
+	if code, _, errOut := runReadCmd(t, "copy", goldenRoot, "s3://rec/copied/train"); code != 1 || !strings.Contains(errOut, "not empty") {
+		t.Errorf("copy into a prefix that holds tables: exit %d: %s", code, errOut)
 	}
 	_, a, _ := runReadCmd(t, "inspect", filepath.Join(dir, "copy0"))
 	_, b, _ := runReadCmd(t, "inspect", filepath.Join(dir, "copy1"))
@@ -92,5 +141,208 @@ func TestCopyExportFromS3(t *testing.T) {
 	}
 	if a, b := tree(filepath.Join(dir, "export0")), tree(filepath.Join(dir, "export1")); !reflect.DeepEqual(a, b) || len(a) == 0 {
 		t.Errorf("the export from the bucket differs:\n%v\nwant\n%v", b, a)
+	}
+}
+
+// TestRecordCommandsS3: ingest, demo, recover and inspect with an s3://
+// ROOT and --log-dir. The same stream ingested into a directory and into
+// the bucket gives tables of the same rows, partition by partition
+// (versitygw keeps objects as files), in both layouts, and removes the spool files a
+// killed recorder left in the log directory; inspect prints what it prints for
+// the directory plus the log directory; verify is clean; ingesting it
+// again is refused; recover of a closed ROOT has nothing to do, and of a
+// missing log directory says where the log is.
+func TestRecordCommandsS3(t *testing.T) {
+	srv := s3server.Start(t)
+	bucketDir := srv.Bucket(t, "rec")
+	srv.SetEnv(t)
+	dir := t.TempDir()
+	stream := filepath.Join(dir, "cartpole.events")
+	if code, _, errOut := runReadCmd(t, "simulate", "--env", "cartpole", "--envs", "4", "--episodes", "40", "--reproducible", "-o", stream); code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errOut)
+	}
+	for _, layout := range []string{"episode", "session"} {
+		t.Run(layout, func(t *testing.T) {
+			local := filepath.Join(dir, "local-"+layout)
+			url := "s3://rec/ingest-" + layout
+			logDir := filepath.Join(dir, "log-"+layout)
+			if code, _, errOut := runReadCmd(t, "ingest", "--layout", layout, "-o", local, stream); code != 0 {
+				t.Fatalf("ingest into %s: exit %d: %s", local, code, errOut)
+			}
+			// What a recorder killed while it held parts leaves: removed
+			// under the lock.
+			stale := filepath.Join(logDir, "spool", ".rlrec-0123456789ab-1.spool")
+			if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(stale, []byte("left by a killed recorder"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runReadCmd(t, "ingest", "--layout", layout, "-o", url, "--log-dir", logDir, stream)
+			if code != 0 {
+				t.Fatalf("ingest into %s: exit %d: %s", url, code, errOut)
+			}
+			if _, err := os.Stat(stale); err == nil {
+				t.Errorf("the stale spool file %s is still there", stale)
+			}
+			if !strings.Contains(out, url) {
+				t.Errorf("ingest output does not name %s:\n%s", url, out)
+			}
+			// The rows, partition by partition: how a recording's episodes
+			// rows are batched into files depends on timing (the batch
+			// delay), not on where they go.
+			want := rowsByPartition(t, local)
+			if len(want) == 0 || !reflect.DeepEqual(rowsByPartition(t, filepath.Join(bucketDir, "ingest-"+layout)), want) {
+				t.Errorf("the bucket's tables hold other rows than the directory's")
+			}
+			got := treeBytes(t, filepath.Join(bucketDir, "ingest-"+layout), hive.StateDir)
+
+			_, lout, _ := runReadCmd(t, "inspect", local)
+			code, bout, errOut := runReadCmd(t, "inspect", "--log-dir", logDir, url)
+			if code != 0 {
+				t.Fatalf("inspect: exit %d: %s", code, errOut)
+			}
+			wantOut := strings.Replace(strings.ReplaceAll(lout, local, url), "\n\n", "\nlog and lock on this machine: "+logDir+"\n\n", 1)
+			if tableSizes.ReplaceAllString(bout, "") != tableSizes.ReplaceAllString(wantOut, "") {
+				t.Errorf("inspect of the bucket:\n%s\nwant\n%s", bout, wantOut)
+			}
+			_, jout, _ := runReadCmd(t, "inspect", "--json", "--log-dir", logDir, url)
+			if !strings.Contains(jout, `"log_dir": "`+logDir+`"`) {
+				t.Errorf("inspect --json lacks the log directory:\n%.400s", jout)
+			}
+			if code, vout, errOut := runReadCmd(t, "verify", url); code != 0 {
+				t.Errorf("verify: exit %d: %s%s", code, vout, errOut)
+			}
+			code, _, errOut = runReadCmd(t, "ingest", "-o", url, "--log-dir", logDir, stream)
+			if code != 1 || !strings.Contains(errOut, "already holds") {
+				t.Errorf("ingest again: exit %d, want 1 naming the recordings already held: %s", code, errOut)
+			}
+			if !reflect.DeepEqual(treeBytes(t, filepath.Join(bucketDir, "ingest-"+layout), hive.StateDir), got) {
+				t.Errorf("ingesting again changed the bucket")
+			}
+			code, out, errOut = runReadCmd(t, "recover", "--log-dir", logDir, url)
+			if code != 0 || !strings.Contains(out, "nothing to recover") {
+				t.Errorf("recover: exit %d: %s%s", code, out, errOut)
+			}
+		})
+	}
+	code, _, errOut := runReadCmd(t, "recover", "--log-dir", filepath.Join(dir, "nowhere"), "s3://rec/ingest-episode")
+	if code != 1 || !strings.Contains(errOut, "no log of s3://rec/ingest-episode in "+filepath.Join(dir, "nowhere")) {
+		t.Errorf("recover with a missing log directory: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runReadCmd(t, "ingest", "-o", filepath.Join(dir, "x"), "--log-dir", dir, stream); code != 2 || !strings.Contains(errOut, "--log-dir is for an s3:// ROOT") {
+		t.Errorf("--log-dir with a directory ROOT: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runReadCmd(t, "demo", "-o", "s3://rec/demo", "--log-dir", filepath.Join(dir, "demo-log"))
+	if code != 0 || !strings.Contains(out, "s3://rec/demo") {
+		t.Fatalf("demo: exit %d: %s%s", code, out, errOut)
+	}
+	if code, vout, errOut := runReadCmd(t, "verify", "s3://rec/demo"); code != 0 {
+		t.Errorf("verify the demo: exit %d: %s%s", code, vout, errOut)
+	}
+}
+
+// tableSizes is the table of files and bytes in inspect's output, which
+// depends on how episodes rows were batched into files.
+var tableSizes = regexp.MustCompile(`(?s)TABLE +FILES +BYTES\n.*?\n\n`)
+
+// rowsByPartition returns the rows of every part file under root (its
+// _rlrec state left out), printed, sorted, by partition directory.
+func rowsByPartition(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for rel, b := range treeBytes(t, root, hive.StateDir) {
+		pf, err := parquet.OpenFile(strings.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		r := parquet.NewReader(pf)
+		rows := make([]parquet.Row, 64)
+		for {
+			n, err := r.ReadRows(rows)
+			for _, row := range rows[:n] {
+				out[path.Dir(rel)] = append(out[path.Dir(rel)], fmt.Sprint(row))
+			}
+			if err != nil {
+				break
+			}
+		}
+		r.Close()
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+// treeBytes returns the files under root by relative path, but those
+// under the top directory skip.
+func treeBytes(t *testing.T, root, skip string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if strings.HasPrefix(rel, skip+string(filepath.Separator)) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestServeS3: rlrec serve records what clients send into an s3:// ROOT
+// with --log-dir, and its metrics count the object store's requests:
+// layout episode, at most 2 per episode; per recording (one here), the
+// 100-odd of its episodes and files.
+func TestServeS3(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Bucket(t, "rec")
+	srv.SetEnv(t)
+	logDir := filepath.Join(t.TempDir(), "log")
+	addr, metricsURL, stop := startServeMetrics(t, "--out", "s3://rec/served", "--log-dir", logDir)
+	if code, _, errOut := runCmd(t, "simulate", "--env", "cartpole", "--envs", "4", "--episodes", "100", "--to", addr); code != 0 {
+		t.Fatalf("simulate --to: exit %d: %s", code, errOut)
+	}
+	// The batch delay publishes the episodes file; the recording ended.
+	time.Sleep(2500 * time.Millisecond)
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := string(body)
+	code, errOut := stop()
+	if code != 0 {
+		t.Fatalf("serve: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 10",
+		"rlrec_store_requests_per_recording 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^rlrec_store_requests_per_episode (\S+)$`).FindStringSubmatch(metrics)
+	if m == nil {
+		t.Fatalf("no rlrec_store_requests_per_episode:\n%s", metrics)
+	}
+	per, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || per <= 0 || per > 2 {
+		t.Errorf("%s requests per episode, want at most 2 (layout episode)", m[1])
+	}
+	t.Logf("%s requests per episode", m[1])
+	if code, out, errOut := runReadCmd(t, "verify", "s3://rec/served"); code != 0 {
+		t.Errorf("verify: exit %d: %s%s", code, out, errOut)
 	}
 }

@@ -20,6 +20,7 @@ import (
 // serveOptions are the serve command's flags.
 type serveOptions struct {
 	out          string
+	logDir       string
 	listen       string
 	metrics      string
 	tokenFile    string
@@ -34,7 +35,7 @@ var serveFlags serveOptions
 var cmdServe = &Command{
 	Records:   true,
 	Name:      "serve",
-	UsageLine: "serve -o DIR [--listen ADDR] [--metrics-listen ADDR] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--max-message BYTES] [--drain-timeout DURATION]",
+	UsageLine: "serve -o DIR|s3://BUCKET/PREFIX [--log-dir DIR] [--listen ADDR] [--metrics-listen ADDR] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--max-message BYTES] [--drain-timeout DURATION]",
 	Short:     "record events that other processes send over gRPC",
 	Long: `Serve runs a recorder on ROOT and takes events from other processes over
 gRPC (service rlrec.ingest.v1.Ingest, see ingest/ingestv1/ingest.proto): any
@@ -72,7 +73,8 @@ Example:
 		f := &serveFlags
 		*f = serveOptions{}
 		f.out = "rlrec-data"
-		outFlag(fs, &f.out, "the ROOT `DIR` to record into")
+		outFlag(fs, &f.out, "the ROOT `DIR` (or s3://bucket/prefix) to record into")
+		logDirFlag(fs, &f.logDir)
 		fs.StringVar(&f.listen, "listen", "127.0.0.1:7465", "gRPC listen `ADDR` (host:port)")
 		fs.StringVar(&f.metrics, "metrics-listen", "127.0.0.1:7466", "HTTP `ADDR` of /metrics (empty: none)")
 		fs.StringVar(&f.tokenFile, "token-file", "", "require the token in `FILE` of every client")
@@ -137,7 +139,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		defer ml.Close()
 	}
-	rec, err := recorder.Open(f.out, recorder.WithResume(true), recorder.WithLogger(env.Logger))
+	rec, err := openRecorder(ctx, env.Logger, f.out, f.logDir, recorder.WithResume(true), recorder.WithLogger(env.Logger))
 	if err != nil {
 		return err
 	}

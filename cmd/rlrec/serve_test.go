@@ -20,6 +20,14 @@ import (
 // stop is called (as SIGTERM would), and returns its gRPC address.
 func startServe(t *testing.T, args ...string) (addr string, stop func() (int, string)) {
 	t.Helper()
+	addr, _, stop = startServeMetrics(t, args...)
+	return addr, stop
+}
+
+// startServeMetrics is startServe that also returns the URL of the
+// server's metrics.
+func startServeMetrics(t *testing.T, args ...string) (addr, metrics string, stop func() (int, string)) {
+	t.Helper()
 	var errb roottest.SyncBuffer
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -27,11 +35,11 @@ func startServe(t *testing.T, args ...string) (addr string, stop func() (int, st
 	go func() {
 		code <- run(ctx, env, append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, args...))
 	}()
-	re := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+	re := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+), metrics on (\S+)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(errb.String()); m != nil {
-			addr = m[1]
+			addr, metrics = m[1], m[2]
 			break
 		}
 		select {
@@ -44,7 +52,7 @@ func startServe(t *testing.T, args ...string) (addr string, stop func() (int, st
 			t.Fatalf("serve not listening after 30 s: %s", errb.String())
 		}
 	}
-	return addr, func() (int, string) {
+	return addr, metrics, func() (int, string) {
 		cancel()
 		return <-code, errb.String()
 	}

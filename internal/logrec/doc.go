@@ -16,6 +16,7 @@
 //	5 TypeSnapshot      Snapshot (snapshot.proto): the assembly state
 //	6 TypeSealed        as_of: the snapshot as of that position is safe
 //	7 TypeInvalid       Invalid: an ingested message that was no event
+//	8 TypeUploadBegun   Marker: multipart uploads of its files begin
 //
 // The type numbers, the field numbers of every body and the journal's
 // layout are part of the on-disk format: do not change them. A new record
@@ -36,7 +37,11 @@
 // # Markers and seals
 //
 // Markers let recovery skip work already done and name the files a write
-// published (Marker); they carry no data of their own. A seal says that
+// published (Marker); they carry no data of their own. In object storage
+// a marker also holds the multipart uploads (Upload: id and pieces'
+// ETags) that publish its large files, and TypeUploadBegun names the files
+// whose uploads are about to be created, so that recovery completes the
+// uploads the log says are whole and aborts the rest, by exact key. A seal says that
 // every write handed to the writer before a snapshot was taken is
 // durable, so recovery may restore that snapshot and skip the events up
 // to its as_of.

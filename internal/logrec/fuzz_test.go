@@ -73,14 +73,17 @@ func FuzzMarker(f *testing.F) {
 		}
 		body := b[1:]
 		if m, err := ParseMarker(body); err == nil {
-			for _, enc := range [][]byte{AppendEpisodeDone(nil, m), AppendSessionMarker(nil, TypeSessionDone, m)} {
+			for _, enc := range [][]byte{AppendEpisodeDone(nil, m), AppendSessionMarker(nil, TypeSessionDone, m), AppendUploadBegun(nil, m)} {
 				again, err := ParseMarker(enc[1:])
 				if err != nil {
 					t.Fatalf("re-encoded marker does not parse: %v", err)
 				}
-				if enc[0] == byte(TypeEpisodeDone) {
+				switch Type(enc[0]) {
+				case TypeEpisodeDone:
 					again.Write = m.Write
-				} else {
+				case TypeUploadBegun:
+					again.Write, again.Record, again.Uploads = m.Write, m.Record, m.Uploads
+				default:
 					again.Record = m.Record
 				}
 				if !reflect.DeepEqual(again, m) {

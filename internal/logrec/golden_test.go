@@ -35,6 +35,10 @@ func golden(t *testing.T, name string, b []byte) []byte {
 var (
 	goldenRec     = hive.Recording{SessionID: "s/1 ü", EnvID: "env-0"}
 	goldenFiles   = []string{"steps/a.parquet", "episodes/b.parquet"}
+	goldenUploads = []Upload{{File: "steps/a.parquet", ID: "upload/1 ü", Pieces: []Piece{
+		{Number: 1, ETag: `"0123456789abcdef0123456789abcdef"`, Size: 64 << 20},
+		{Number: 2, ETag: `"fedcba9876543210fedcba9876543210"`, Size: 12345},
+	}}}
 	goldenInvalid = &Invalid{SessionID: "s/1 ü", Route: events.RuntimeEnvContext{EnvID: "env-0", ModelComponentID: "model"},
 		At: time.Unix(1700000000, 123456789).UTC(), Kind: events.KindActionReceived, Detail: "action: no slab"}
 	goldenJournal = [][]byte{
@@ -85,6 +89,12 @@ func TestGolden(t *testing.T) {
 			marker(TypeEpisodeDone, Marker{Recording: goldenRec, Record: "ep-000007", Files: goldenFiles})},
 		{"session-done.bin", AppendSessionMarker(nil, TypeSessionDone, Marker{Recording: goldenRec, Write: 3, Files: goldenFiles}),
 			marker(TypeSessionDone, Marker{Recording: goldenRec, Write: 3, Files: goldenFiles})},
+		{"episode-done-upload.bin", AppendEpisodeDone(nil, Marker{Recording: goldenRec, Record: "ep-000007", Files: goldenFiles, Uploads: goldenUploads}),
+			marker(TypeEpisodeDone, Marker{Recording: goldenRec, Record: "ep-000007", Files: goldenFiles, Uploads: goldenUploads})},
+		{"session-done-upload.bin", AppendSessionMarker(nil, TypeSessionDone, Marker{Recording: goldenRec, Write: 3, Files: goldenFiles, Uploads: goldenUploads}),
+			marker(TypeSessionDone, Marker{Recording: goldenRec, Write: 3, Files: goldenFiles, Uploads: goldenUploads})},
+		{"upload-begun.bin", AppendUploadBegun(nil, Marker{Recording: goldenRec, Files: goldenFiles}),
+			marker(TypeUploadBegun, Marker{Recording: goldenRec, Files: goldenFiles})},
 		{"session-write.bin", AppendSessionMarker(nil, TypeSessionWrite, Marker{Recording: hive.Recording{EnvID: "e"}, Write: 1}),
 			marker(TypeSessionWrite, Marker{Recording: hive.Recording{EnvID: "e"}, Write: 1})},
 		{"sealed.bin", AppendSealed(nil, 1<<40+5), func(t *testing.T, b []byte) {
@@ -186,6 +196,9 @@ func TestPublished(t *testing.T) {
 		AppendSessionMarker(nil, TypeSessionWrite, Marker{Recording: rec, Write: 2}),
 		AppendSessionMarker(nil, TypeSessionWrite, Marker{Recording: rec, Write: 3}),
 		AppendSessionMarker(nil, TypeSessionDone, Marker{Recording: rec, Write: 2, Files: []string{"c"}}),
+		AppendUploadBegun(nil, Marker{Recording: rec, Files: []string{"u"}}),
+		AppendSessionMarker(nil, TypeSessionDone, Marker{Recording: rec, Write: 4, Files: []string{"b", "u"},
+			Uploads: []Upload{{File: "u", ID: "id", Pieces: []Piece{{Number: 1, ETag: "e", Size: 5}}}}}),
 		AppendSealed(nil, 7),
 		{byte(TypeEvent), 1, 2},
 	} {
@@ -211,6 +224,22 @@ func TestPublished(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+	if !p.Begun()["u"] || len(p.Begun()) != 1 {
+		t.Errorf("begun uploads %v, want u", p.Begun())
+	}
+	if ws := p.Writes(); len(ws) != 3 || ws[0].Record != "ep-000001" || ws[1].Marker.Write != 2 || len(ws[2].Uploads) != 1 {
+		t.Fatalf("writes %+v", ws)
+	}
+	// Forgetting a write drops it and the files no other write names.
+	p.Forget(p.Writes()[0])
+	if p.Episode(rec, "ep-000001") || p.File("a") || !p.File("b") || len(p.Writes()) != 2 {
+		t.Errorf("after forgetting ep-000001: episode %v, file a %v, file b %v (also session write 4's), %d writes",
+			p.Episode(rec, "ep-000001"), p.File("a"), p.File("b"), len(p.Writes()))
+	}
+	p.Forget(p.Writes()[0])
+	if p.Session(rec, 2) || p.File("c") || !p.Session(rec, 4) {
+		t.Errorf("after forgetting session write 2: %v, file c %v, write 4 %v", p.Session(rec, 2), p.File("c"), p.Session(rec, 4))
 	}
 	if k, ok := p.FirstWrite(rec); !ok || k != 2 {
 		t.Errorf("first write %d, %v; want 2", k, ok)

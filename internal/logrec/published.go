@@ -12,6 +12,17 @@ type Published struct {
 	sessions   map[sessionKey]bool
 	files      map[string]bool
 	firstWrite map[hive.Recording]int
+	// writes are the episode and session markers, in order; begun the
+	// files TypeUploadBegun records name.
+	writes []Write
+	begun  map[string]bool
+}
+
+// Write is a write a marker (TypeEpisodeDone or TypeSessionDone) says is
+// published.
+type Write struct {
+	Type Type
+	Marker
 }
 
 type episodeKey struct {
@@ -27,7 +38,7 @@ type sessionKey struct {
 // NewPublished returns an empty set.
 func NewPublished() *Published {
 	return &Published{episodes: make(map[episodeKey]bool), sessions: make(map[sessionKey]bool),
-		files: make(map[string]bool), firstWrite: make(map[hive.Recording]int)}
+		files: make(map[string]bool), firstWrite: make(map[hive.Recording]int), begun: make(map[string]bool)}
 }
 
 // Add notes one marker record (type byte first); other records are
@@ -35,7 +46,7 @@ func NewPublished() *Published {
 // and notes nothing of it.
 func (p *Published) Add(rec []byte) error {
 	typ := Of(rec)
-	if typ != TypeEpisodeDone && typ != TypeSessionDone && typ != TypeSessionWrite {
+	if typ != TypeEpisodeDone && typ != TypeSessionDone && typ != TypeSessionWrite && typ != TypeUploadBegun {
 		return nil
 	}
 	m, err := ParseMarker(rec[1:])
@@ -43,10 +54,17 @@ func (p *Published) Add(rec []byte) error {
 		return err
 	}
 	switch typ {
+	case TypeUploadBegun:
+		for _, f := range m.Files {
+			p.begun[f] = true
+		}
+		return nil
 	case TypeEpisodeDone:
 		p.episodes[episodeKey{m.Recording, m.Record}] = true
+		p.writes = append(p.writes, Write{Type: typ, Marker: m})
 	case TypeSessionDone:
 		p.sessions[sessionKey{m.Recording, m.Write}] = true
+		p.writes = append(p.writes, Write{Type: typ, Marker: m})
 	case TypeSessionWrite:
 		if _, ok := p.firstWrite[m.Recording]; !ok {
 			p.firstWrite[m.Recording] = m.Write
@@ -76,4 +94,45 @@ func (p *Published) File(file string) bool { return p.files[file] }
 func (p *Published) FirstWrite(rec hive.Recording) (int, bool) {
 	k, ok := p.firstWrite[rec]
 	return k, ok
+}
+
+// Writes returns the writes the markers name, in the order they were
+// noted (a write noted twice, from the log and the journal, twice).
+func (p *Published) Writes() []Write { return p.writes }
+
+// Begun returns the files TypeUploadBegun records name: each may have a
+// multipart upload in flight.
+func (p *Published) Begun() map[string]bool { return p.begun }
+
+// Forget drops a write: its marker no longer counts, and the files only
+// it named are no longer published. Recovery forgets a write whose files
+// object storage does not all hold (a crash while they were published),
+// so that the write is done again.
+func (p *Published) Forget(w Write) {
+	switch w.Type {
+	case TypeEpisodeDone:
+		delete(p.episodes, episodeKey{w.Recording, w.Record})
+	case TypeSessionDone:
+		delete(p.sessions, sessionKey{w.Recording, w.Write})
+	}
+	gone := map[string]bool{}
+	for _, f := range w.Files {
+		gone[f] = true
+	}
+	kept := p.writes[:0]
+	for _, o := range p.writes {
+		if o.Type == w.Type && o.Recording == w.Recording && o.Record == w.Record && o.Marker.Write == w.Marker.Write {
+			continue
+		}
+		kept = append(kept, o)
+	}
+	p.writes = kept
+	for _, o := range p.writes {
+		for _, f := range o.Files {
+			delete(gone, f)
+		}
+	}
+	for f := range gone {
+		delete(p.files, f)
+	}
 }

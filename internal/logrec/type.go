@@ -31,6 +31,11 @@ const (
 	// TypeInvalid: a message of an ingested stream that was well-formed
 	// but no valid event (Invalid).
 	TypeInvalid Type = 7
+	// TypeUploadBegun: multipart uploads of the files it names (a Marker
+	// with files only) are about to begin, in object storage: logged and
+	// synced before the uploads are created, so that recovery finds
+	// every upload a crash left in flight by its exact key.
+	TypeUploadBegun Type = 8
 )
 
 var typeNames = [...]string{
@@ -41,6 +46,7 @@ var typeNames = [...]string{
 	TypeSnapshot:     "snapshot",
 	TypeSealed:       "sealed",
 	TypeInvalid:      "invalid",
+	TypeUploadBegun:  "upload-begun",
 }
 
 // String returns the type's name, or "type(N)" for one this version does

@@ -10,7 +10,7 @@ import (
 )
 
 // Markers reads the markers of the log in dir (logrec.TypeEpisodeDone,
-// TypeSessionDone, TypeSessionWrite) into a logrec.Published, and returns
+// TypeSessionDone, TypeSessionWrite, TypeUploadBegun) into a logrec.Published, and returns
 // the last snapshot record that a seal follows (nil if none), with its
 // type byte. Malformed markers, snapshots and seals are logged and
 // skipped. Markers are small and few; events, most of the log, are
@@ -46,7 +46,7 @@ func Markers(fsys vfs.FS, dir string, log *slog.Logger) (*logrec.Published, []by
 			continue
 		}
 		switch logrec.Of(rec) {
-		case logrec.TypeEpisodeDone, logrec.TypeSessionDone, logrec.TypeSessionWrite:
+		case logrec.TypeEpisodeDone, logrec.TypeSessionDone, logrec.TypeSessionWrite, logrec.TypeUploadBegun:
 		default:
 			continue
 		}

@@ -6,52 +6,39 @@ import (
 	"io"
 
 	"github.com/parquet-go/parquet-go"
-
-	"github.com/rlrec/rlrec/internal/vfs"
 )
 
 // ReadKeyValue returns the value of the key-value metadata key of the
-// Parquet file at path, and whether the file has it; it reads the footer
-// only.
-func ReadKeyValue(fsys vfs.FS, path, key string) (string, bool, error) {
-	pf, closeFile, err := openFooter(fsys, path)
+// Parquet file f of size bytes (named name in errors: a path or an
+// object's URL), and whether the file has it; it reads the footer only.
+func ReadKeyValue(f io.ReaderAt, size int64, name, key string) (string, bool, error) {
+	pf, err := openFooter(f, size, name)
 	if err != nil {
 		return "", false, err
 	}
-	defer closeFile()
 	v, ok := pf.Lookup(key)
 	return v, ok, nil
 }
 
-// openFooter opens the Parquet file at path, reading its footer but not
-// its page indexes or bloom filters; the caller closes it.
-func openFooter(fsys vfs.FS, path string) (*parquet.File, func() error, error) {
-	f, err := fsys.Open(path)
+// openFooter opens the Parquet file f, reading its footer but not its
+// page indexes or bloom filters.
+func openFooter(f io.ReaderAt, size int64, name string) (*parquet.File, error) {
+	pf, err := parquet.OpenFile(f, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
-		return nil, nil, fmt.Errorf("parquetout: open %s: %w", path, err)
+		return nil, fmt.Errorf("parquetout: open %s: %w", name, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("parquetout: stat %s: %w", path, err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("parquetout: open %s: %w", path, err)
-	}
-	return pf, f.Close, nil
+	return pf, nil
 }
 
 // ReadEpisodeRecordIDs returns the episode_record_id column of an episodes
-// file, in row order. Recovery uses it to tell which episodes a ROOT
-// already holds when a damaged log lost their markers.
-func ReadEpisodeRecordIDs(fsys vfs.FS, path string) ([]string, error) {
-	pf, closeFile, err := openFooter(fsys, path)
+// file f of size bytes (named name in errors), in row order. Recovery
+// uses it to tell which episodes a ROOT already holds when a damaged log
+// lost their markers.
+func ReadEpisodeRecordIDs(f io.ReaderAt, size int64, name string) ([]string, error) {
+	pf, err := openFooter(f, size, name)
 	if err != nil {
 		return nil, err
 	}
-	defer closeFile()
 	type idRow struct {
 		EpisodeRecordID string `parquet:"episode_record_id"`
 	}
@@ -66,7 +53,7 @@ func ReadEpisodeRecordIDs(fsys vfs.FS, path string) ([]string, error) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return nil, fmt.Errorf("parquetout: read %s: %w", path, err)
+			return nil, fmt.Errorf("parquetout: read %s: %w", name, err)
 		}
 		if k == 0 {
 			break

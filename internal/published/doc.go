@@ -6,7 +6,8 @@
 // (EpisodeIDs, for a recovery whose damaged log lost the markers of
 // published episodes).
 //
-// It reads a ROOT on a file system (vfs.FS), published part files only
+// It reads a ROOT through its store (store.Root: a directory, or an s3://
+// bucket prefix), published part files only
 // (hive.ParsePartName, no temp files), each file's footer or one column
 // (internal/parquetout's readers); it writes nothing.
 package published

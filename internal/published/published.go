@@ -1,15 +1,12 @@
 package published
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
-	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -17,30 +14,22 @@ import (
 var sequenceTables = []string{schema.TableSessions, schema.TableLogs, schema.TableTelemetry}
 
 // LastSequence returns the highest sequence number that the published
-// sessions, logs and telemetry files of the recording rec in root record
-// under rlrec.last_sequence (schema.MetaLastSequence): every event of the
-// recording up to that number is in root's published files. It is 0 when
-// root holds none of the recording's files, or only files of unnumbered
-// events. It reads the files' footers on every call; an error names the
-// file that could not be read.
-func LastSequence(fsys vfs.FS, root string, rec hive.Recording) (uint64, error) {
+// sessions, logs and telemetry files of the recording rec in the ROOT st
+// record under rlrec.last_sequence (schema.MetaLastSequence): every
+// event of the recording up to that number is in the ROOT's published
+// files. It is 0 when the ROOT holds none of the recording's files, or
+// only files of unnumbered events. It reads the files' footers on every
+// call (in a bucket, a listing per table and a ranged GET or two per
+// file); an error names the file that could not be read.
+func LastSequence(st store.Root, rec hive.Recording) (uint64, error) {
 	var last uint64
 	for _, table := range sequenceTables {
-		dir := hive.RecordingPartition(table, rec).Dir(root)
-		entries, err := fsys.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Nothing of the recording in this table.
-			continue
-		}
+		parts, err := st.Parts(hive.RecordingPartition(table, rec).Rel())
 		if err != nil {
 			return 0, fmt.Errorf("published: last sequence of %s: %w", rec, err)
 		}
-		for _, e := range entries {
-			if _, temp, ok := hive.ParsePartName(e.Name()); !ok || temp || e.IsDir() {
-				continue
-			}
-			path := filepath.Join(dir, e.Name())
-			v, ok, err := parquetout.ReadKeyValue(fsys, path, schema.MetaLastSequence)
+		for _, p := range parts {
+			v, ok, err := readKeyValue(st, p, schema.MetaLastSequence)
 			if err != nil {
 				return 0, fmt.Errorf("published: last sequence of %s: %w", rec, err)
 			}
@@ -49,7 +38,7 @@ func LastSequence(fsys vfs.FS, root string, rec hive.Recording) (uint64, error) 
 			}
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("published: last sequence of %s: %s has %s %q, not a number", rec, path, schema.MetaLastSequence, v)
+				return 0, fmt.Errorf("published: last sequence of %s: %s has %s %q, not a number", rec, st.Path(p.Rel), schema.MetaLastSequence, v)
 			}
 			last = max(last, n)
 		}
@@ -57,21 +46,33 @@ func LastSequence(fsys vfs.FS, root string, rec hive.Recording) (uint64, error) 
 	return last, nil
 }
 
+// readKeyValue reads the key-value metadata key of the published part p
+// of st (parquetout.ReadKeyValue).
+func readKeyValue(st store.Root, p hive.Object, key string) (string, bool, error) {
+	f, err := st.Open(p.Rel, p.Size)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	return parquetout.ReadKeyValue(f, f.Size(), st.Path(p.Rel), key)
+}
+
 // EpisodeIDs returns the episode record ids in the published episodes
-// files of the recording rec in root. A file that cannot be read counts
-// for nothing: verify reports it.
-func EpisodeIDs(fsys vfs.FS, root string, rec hive.Recording) map[string]bool {
+// files of the recording rec in the ROOT st. A file that cannot be read
+// counts for nothing: verify reports it.
+func EpisodeIDs(st store.Root, rec hive.Recording) map[string]bool {
 	out := map[string]bool{}
-	dir := hive.RecordingPartition(schema.TableEpisodes, rec).Dir(root)
-	entries, err := fsys.ReadDir(dir)
+	parts, err := st.Parts(hive.RecordingPartition(schema.TableEpisodes, rec).Rel())
 	if err != nil {
 		return out
 	}
-	for _, e := range entries {
-		if _, temp, ok := hive.ParsePartName(e.Name()); !ok || temp {
+	for _, p := range parts {
+		f, err := st.Open(p.Rel, p.Size)
+		if err != nil {
 			continue
 		}
-		ids, err := parquetout.ReadEpisodeRecordIDs(fsys, filepath.Join(dir, e.Name()))
+		ids, err := parquetout.ReadEpisodeRecordIDs(f, f.Size(), st.Path(p.Rel))
+		f.Close()
 		if err != nil {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -47,7 +48,7 @@ func put[T parquetout.Row](t *testing.T, fsys vfs.FS, table string, n int, temp 
 // naming it.
 func TestLastSequence(t *testing.T) {
 	fsys := vfs.NewMem()
-	if got, err := LastSequence(fsys, root, rec); err != nil || got != 0 {
+	if got, err := LastSequence(store.NewFS(fsys, root), rec); err != nil || got != 0 {
 		t.Fatalf("an empty ROOT: %d, %v; want 0", got, err)
 	}
 	logs := []schema.LogRow{{Time: time.Unix(1, 0).UTC(), Level: "info", Message: "m"}}
@@ -55,10 +56,10 @@ func TestLastSequence(t *testing.T) {
 	put(t, fsys, schema.TableLogs, 1, false, 0, logs)
 	put(t, fsys, schema.TableTelemetry, 0, false, 12, []schema.TelemetryRow{{}})
 	put(t, fsys, schema.TableLogs, 2, true, 99, logs) // a temp file: not published
-	if got, err := LastSequence(fsys, root, rec); err != nil || got != 12 {
+	if got, err := LastSequence(store.NewFS(fsys, root), rec); err != nil || got != 12 {
 		t.Fatalf("LastSequence = %d, %v; want 12", got, err)
 	}
-	if got, err := LastSequence(fsys, root, hive.Recording{SessionID: "other", EnvID: "e"}); err != nil || got != 0 {
+	if got, err := LastSequence(store.NewFS(fsys, root), hive.Recording{SessionID: "other", EnvID: "e"}); err != nil || got != 0 {
 		t.Fatalf("another recording: %d, %v; want 0", got, err)
 	}
 	bad := filepath.Join(hive.RecordingPartition(schema.TableSessions, rec).Dir(root), hive.PartName(0))
@@ -68,7 +69,7 @@ func TestLastSequence(t *testing.T) {
 	if err := vfs.WriteFile(fsys, bad+".w", bad, []byte("not parquet")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LastSequence(fsys, root, rec); err == nil || !strings.Contains(err.Error(), bad) {
+	if _, err := LastSequence(store.NewFS(fsys, root), rec); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("over an unreadable file: %v, want an error naming %s", err, bad)
 	}
 }
@@ -80,11 +81,11 @@ func TestEpisodeIDs(t *testing.T) {
 	put(t, fsys, schema.TableEpisodes, 0, false, 0, []schema.EpisodeRow{{EpisodeRecordID: "a"}, {EpisodeRecordID: "b"}})
 	put(t, fsys, schema.TableEpisodes, 1, false, 0, []schema.EpisodeRow{{EpisodeRecordID: "c"}})
 	put(t, fsys, schema.TableEpisodes, 2, true, 0, []schema.EpisodeRow{{EpisodeRecordID: "tmp"}})
-	got := EpisodeIDs(fsys, root, rec)
+	got := EpisodeIDs(store.NewFS(fsys, root), rec)
 	if len(got) != 3 || !got["a"] || !got["b"] || !got["c"] {
 		t.Fatalf("EpisodeIDs = %v, want a, b and c", got)
 	}
-	if got := EpisodeIDs(fsys, root, hive.Recording{SessionID: "none", EnvID: "e"}); len(got) != 0 {
+	if got := EpisodeIDs(store.NewFS(fsys, root), hive.Recording{SessionID: "none", EnvID: "e"}); len(got) != 0 {
 		t.Fatalf("a recording without files: %v", got)
 	}
 }

@@ -102,6 +102,25 @@
 // waited out. Any other error fails the part it belongs to, as a local
 // I/O error does. Requests counts the operations by kind and the HTTP
 // attempts, retries included.//
+// # Recording (Root)
+//
+// A recorder writes a ROOT through a Root: the Store, the Reader, and
+// what a writer asks of the ROOT besides: the published parts of a
+// partition (Parts), whether a table or recording holds any (HasPart, one
+// listing that stops at the first part in a bucket) and the ROOT's state
+// files under _rlrec (CreateState: the layout file, never replacing one;
+// in a bucket a PutObject with If-None-Match: *, where the same bytes
+// again are not an error, so two recorders starting one prefix agree).
+// OpenRoot picks FS or S3 from the ROOT. The recorder's own state (log,
+// lock, recovery journal, open marker) stays in a local state directory:
+// ROOT/_rlrec on disk, the --log-dir of a bucket (DefaultStateDir); the
+// journal and marker functions (journal.go) take that directory. An S3
+// store also tells the recorder which parts go up in pieces (Multipart),
+// the upload to record (PendingUpload), and lets recovery complete or
+// abort an upload by exact key, look an object up (Exists) and take back
+// the objects of a write a crash left half published (Delete, recovery's
+// only delete).
+//
 // # Reading
 //
 // Readers go through a Reader (OpenReader picks the backend from the

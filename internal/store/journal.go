@@ -7,12 +7,12 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-// The recovery journal, ROOT/_rlrec/journal, holds the markers of the one
+// The recovery journal, journal in a recorder's state directory
+// (ROOT/_rlrec, or an s3:// ROOT's local log directory), holds the markers of the one
 // group of files a recorder's recovery publishes: recovery writes no log,
 // so the journal is where those markers are durable before the renames. It
 // is written whole under a temp name, synced, renamed and its directory
@@ -22,16 +22,17 @@ import (
 // on-disk format: do not change it.
 const JournalName = "journal"
 
-func journalPath(root string) string { return filepath.Join(root, hive.StateDir, JournalName) }
+func journalPath(state string) string { return filepath.Join(state, JournalName) }
 
-// WriteJournal adds markers to the journal of root, durably.
-func WriteJournal(fsys vfs.FS, root string, markers [][]byte) error {
-	old, err := ReadJournal(fsys, root)
+// WriteJournal adds markers to the journal in the state directory
+// state, durably.
+func WriteJournal(fsys vfs.FS, state string, markers [][]byte) error {
+	old, err := ReadJournal(fsys, state)
 	if err != nil {
 		return err
 	}
 	b := logrec.AppendJournal(nil, append(old, markers...))
-	if err := WriteState(fsys, filepath.Join(root, hive.StateDir), JournalName, b); err != nil {
+	if err := WriteState(fsys, state, JournalName, b); err != nil {
 		return fmt.Errorf("write recovery journal: %w", err)
 	}
 	return nil
@@ -49,10 +50,10 @@ func WriteState(fsys vfs.FS, dir, name string, b []byte) error {
 	return nil
 }
 
-// ReadJournal returns the markers of the journal of root, none when
-// there is none; a damaged journal is ErrCorruptJournal.
-func ReadJournal(fsys vfs.FS, root string) ([][]byte, error) {
-	name := journalPath(root)
+// ReadJournal returns the markers of the journal in the state directory
+// state, none when there is none; a damaged journal is ErrCorruptJournal.
+func ReadJournal(fsys vfs.FS, state string) ([][]byte, error) {
+	name := journalPath(state)
 	f, err := fsys.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -72,20 +73,19 @@ func ReadJournal(fsys vfs.FS, root string) ([][]byte, error) {
 	return out, nil
 }
 
-// RemoveJournal removes the journal of root once the log it stands
-// beside is empty.
-func RemoveJournal(fsys vfs.FS, root string) error {
-	if err := fsys.Remove(journalPath(root)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// RemoveJournal removes the journal in the state directory state once
+// the log it stands beside is empty.
+func RemoveJournal(fsys vfs.FS, state string) error {
+	if err := fsys.Remove(journalPath(state)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove recovery journal: %w", err)
 	}
-	state := filepath.Join(root, hive.StateDir)
 	if err := fsys.SyncDir(state); err != nil {
 		return fmt.Errorf("sync %s: %w", state, err)
 	}
 	return nil
 }
 
-// The open marker, ROOT/_rlrec/open, exists while a recorder may have
+// The open marker, open in the state directory (ROOT/_rlrec), exists while a recorder may have
 // files under temp names in ROOT: Open creates it (durably) before
 // anything is written (MarkOpen) and a clean Close removes it last
 // (MarkClosed). An Open that
@@ -94,30 +94,29 @@ func RemoveJournal(fsys vfs.FS, root string) error {
 // the log's first sync). Part of the on-disk format: do not change it.
 const OpenMarkerName = "open"
 
-// MarkOpen creates the open marker of root and reports whether it was
-// there.
-func MarkOpen(fsys vfs.FS, root string) (bool, error) {
-	state := filepath.Join(root, hive.StateDir)
+// MarkOpen creates the open marker in the state directory state and
+// reports whether it was there.
+func MarkOpen(fsys vfs.FS, state string) (bool, error) {
 	name := filepath.Join(state, OpenMarkerName)
 	if _, err := fsys.Stat(name); err == nil {
 		return true, nil
 	}
 	f, err := fsys.Create(name)
 	if err != nil {
-		return false, fmt.Errorf("open %s: create %s: %w", root, name, err)
+		return false, fmt.Errorf("create %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("open %s: close %s: %w", root, name, err)
+		return false, fmt.Errorf("close %s: %w", name, err)
 	}
 	if err := fsys.SyncDir(state); err != nil {
-		return false, fmt.Errorf("open %s: sync %s: %w", root, state, err)
+		return false, fmt.Errorf("sync %s: %w", state, err)
 	}
 	return false, nil
 }
 
-// MarkClosed removes the open marker of root after a clean Close.
-func MarkClosed(fsys vfs.FS, root string) error {
-	state := filepath.Join(root, hive.StateDir)
+// MarkClosed removes the open marker in the state directory state after
+// a clean Close.
+func MarkClosed(fsys vfs.FS, state string) error {
 	if err := fsys.Remove(filepath.Join(state, OpenMarkerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", OpenMarkerName, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"sync"
 
@@ -19,15 +20,17 @@ import (
 // version or layout to a ROOT. Readers read it with ReadLayout; a
 // recorder opens it with OpenLayout.
 //
-// OpenLayout reads root's layout file (ReadLayout), or prepares it for a
-// new ROOT, and refuses a ROOT of another schema version or layout
-// (ErrLayout). A ROOT with tables but no layout file was written before
-// schema version 2. want is the layout asked for, "" for the ROOT's own.
-// It first removes the temp files of the layout file and the recovery
+// OpenLayout reads the layout file of the ROOT st (ReadLayout), or
+// prepares it for a new ROOT, and refuses a ROOT of another schema
+// version or layout (ErrLayout). A ROOT with tables but no layout file
+// was written before schema version 2. want is the layout asked for, ""
+// for the ROOT's own. It first removes, from the recorder's local state
+// directory state on fsys, the temp files of the layout file (a ROOT on
+// disk, whose state directory is ROOT/_rlrec) and of the recovery
 // journal, which only a crash while they were written leaves.
-func OpenLayout(fsys vfs.FS, root string, want hive.Layout) (*LayoutFile, error) {
-	state := filepath.Join(root, hive.StateDir)
-	name := filepath.Join(state, hive.LayoutName)
+func OpenLayout(fsys vfs.FS, state string, st Root, want hive.Layout) (*LayoutFile, error) {
+	root := st.Root()
+	name := st.Path(path.Join(hive.StateDir, hive.LayoutName))
 	// The temp files of the layout file and the recovery journal are
 	// left only by a crash while they were written; neither was renamed,
 	// so neither holds anything. Only one that is there is removed: on a
@@ -41,7 +44,7 @@ func OpenLayout(fsys vfs.FS, root string, want hive.Layout) (*LayoutFile, error)
 			return nil, fmt.Errorf("open %s: the temp file %s that a crash left cannot be removed: %w; a recorder needs ROOT writable", root, p, err)
 		}
 	}
-	l, err := ReadLayout(NewFS(fsys, root))
+	l, err := ReadLayout(st)
 	switch {
 	case err == nil:
 		if want != "" && l != want {
@@ -59,7 +62,7 @@ func OpenLayout(fsys vfs.FS, root string, want hive.Layout) (*LayoutFile, error)
 		// Directories and temp files alone are what a crash of a new
 		// ROOT's first recorder leaves before its first file is
 		// published with the layout file.
-		if HasPublished(fsys, filepath.Join(root, t.Name), 4) {
+		if ok, _ := st.HasPart(t.Name, 4); ok {
 			return nil, fmt.Errorf("open %s: %w: it holds a %s table but no %s, so an rlrec before schema version %s wrote it; record into a new ROOT",
 				root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion)
 		}
@@ -69,30 +72,12 @@ func OpenLayout(fsys vfs.FS, root string, want hive.Layout) (*LayoutFile, error)
 		// gets the default layout with its first file (Ensure), so
 		// that a recorder that writes nothing (rlrec recover on a ROOT a
 		// crash left half created) does not choose it.
-		return &LayoutFile{fs: fsys, root: root, layout: hive.LayoutEpisode, pending: true}, nil
+		return &LayoutFile{st: st, layout: hive.LayoutEpisode, pending: true}, nil
 	}
-	if err := writeLayout(fsys, root, want); err != nil {
+	if err := writeLayout(st, want); err != nil {
 		return nil, err
 	}
 	return &LayoutFile{layout: want}, nil
-}
-
-// HasPublished reports whether dir, or a directory up to depth levels
-// below it, holds a published part file.
-func HasPublished(fsys vfs.FS, dir string, depth int) bool {
-	entries, err := fsys.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if _, temp, ok := hive.ParsePartName(e.Name()); ok && !temp && !e.IsDir() {
-			return true
-		}
-		if depth > 0 && e.IsDir() && HasPublished(fsys, filepath.Join(dir, e.Name()), depth-1) {
-			return true
-		}
-	}
-	return false
 }
 
 // LayoutFile is the layout file of a ROOT a recorder opened: its layout,
@@ -100,8 +85,7 @@ func HasPublished(fsys vfs.FS, dir string, depth int) bool {
 // published (the recorder's committer calls Ensure). A ROOT whose layout
 // file exists has one that is not pending: Ensure does nothing.
 type LayoutFile struct {
-	fs      vfs.FS
-	root    string
+	st      Root
 	layout  hive.Layout
 	pending bool
 	once    sync.Once
@@ -116,16 +100,23 @@ func (p *LayoutFile) Layout() hive.Layout { return p.layout }
 func (p *LayoutFile) Ensure() error {
 	p.once.Do(func() {
 		if p.pending {
-			p.err = writeLayout(p.fs, p.root, p.layout)
+			p.err = writeLayout(p.st, p.layout)
 		}
 	})
 	return p.err
 }
 
-// writeLayout writes the layout file of root (WriteState).
-func writeLayout(fsys vfs.FS, root string, layout hive.Layout) error {
-	if err := WriteState(fsys, filepath.Join(root, hive.StateDir), hive.LayoutName, hive.LayoutFile(layout)); err != nil {
-		return fmt.Errorf("open %s: write the layout file: %w", root, err)
+// writeLayout writes the layout file of the ROOT st, never replacing one
+// (Root.CreateState): another recorder of the same bucket prefix that
+// created the ROOT first with another layout makes this one fail with
+// ErrLayout.
+func writeLayout(st Root, layout hive.Layout) error {
+	err := st.CreateState(hive.LayoutName, hive.LayoutFile(layout))
+	if errors.Is(err, ErrExists) {
+		return fmt.Errorf("open %s: %w: another recorder created the ROOT with another layout file than %q's (%w); record into a new ROOT, or leave the layout to the ROOT", st.Root(), ErrLayout, layout, err)
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: write the layout file: %w", st.Root(), err)
 	}
 	return nil
 }

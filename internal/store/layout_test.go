@@ -19,14 +19,14 @@ func TestOpenLayoutReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	noRemove := vfs.WithErrors(mem, vfs.FailFrom(1, vfs.OpRemove))
-	if _, err := OpenLayout(noRemove, root, ""); err != nil {
+	if _, err := OpenLayout(noRemove, filepath.Join(root, hive.StateDir), NewFS(noRemove, root), ""); err != nil {
 		t.Fatalf("OpenLayout with no temp file to remove: %v", err)
 	}
 	tmp := filepath.Join(root, hive.StateDir, "."+hive.LayoutName+".tmp")
 	if err := vfs.WriteFile(mem, tmp+"2", tmp, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenLayout(noRemove, root, "")
+	_, err := OpenLayout(noRemove, filepath.Join(root, hive.StateDir), NewFS(noRemove, root), "")
 	if !errors.Is(err, vfs.ErrInjected) || !strings.Contains(err.Error(), "a crash left cannot be removed") || !strings.Contains(err.Error(), "writable") {
 		t.Fatalf("OpenLayout with a temp file it cannot remove: %v", err)
 	}

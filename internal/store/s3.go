@@ -158,10 +158,11 @@ const (
 	OpListUploads
 	OpHead
 	OpGet
+	OpDelete
 	numOps
 )
 
-var opNames = [numOps]string{"put", "create_upload", "upload_part", "complete_upload", "abort_upload", "list", "list_uploads", "head", "get"}
+var opNames = [numOps]string{"put", "create_upload", "upload_part", "complete_upload", "abort_upload", "list", "list_uploads", "head", "get", "delete"}
 
 // String is the op's name in metrics: put, upload_part, ...
 func (o Op) String() string {

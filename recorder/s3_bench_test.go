@@ -1,0 +1,123 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/s3server"
+	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/sim"
+)
+
+// benchPrefix numbers the prefixes of BenchmarkS3LayoutSession: every op
+// writes new keys.
+var benchPrefix atomic.Int64
+
+// BenchmarkS3LayoutSession records one event stream (a pick-place
+// session: images, 4 lanes, 60 episodes, as rlrec ingest reads it) with
+// layout session into a new prefix of a versitygw bucket on loopback
+// (recorder-bucket: decoding, the log, assembly, Parquet, the uploads)
+// and into a directory (recorder-directory), and puts the objects the
+// bucket's recording published, the same bytes under the same keys, with
+// the bare SDK, one PutObject each (sdk). Each reports MB/s of the
+// objects' bytes; compare them within one run. req/op counts the
+// recorder's requests. Uncompressed Parquet (none) is the case where the
+// bytes uploaded are the bytes recorded; zstd is the default.
+//
+//	go test -run '^$' -bench S3LayoutSession -benchtime 5x -count 5 ./recorder
+func BenchmarkS3LayoutSession(b *testing.B) {
+	srv := s3server.Start(b)
+	bucketDir := srv.Bucket(b, s3Bucket)
+	var stream bytes.Buffer
+	sw := events.NewStreamWriter(&stream)
+	cfg := sim.Config{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 60, TimeLimit: 25, Seed: 9, SessionID: "bench"}
+	if _, err := sim.Run(context.Background(), sim.NewStreamHooks(sw), cfg); err != nil {
+		b.Fatal(err)
+	}
+	for _, codec := range []Compression{CompressionNone, CompressionZstd} {
+		b.Run(string(codec), func(b *testing.B) { benchS3Layout(b, srv, bucketDir, stream.Bytes(), codec) })
+	}
+}
+
+func benchS3Layout(b *testing.B, srv *s3server.Server, bucketDir string, stream []byte, codec Compression) {
+	// record records the stream into root (an s3:// ROOT when st is
+	// set), and returns the store's requests.
+	record := func(b *testing.B, root string, st *store.S3) store.Requests {
+		opts := []Option{WithLayout(hive.LayoutSession), WithCompression(codec)}
+		if st != nil {
+			opts = append(opts, WithStore(st, filepath.Join(b.TempDir(), "state")))
+		}
+		r, err := Open(root, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sr := events.NewStreamReader(bytes.NewReader(stream), events.DefaultMaxMessageBytes)
+		for sr.Next() {
+			if err := r.RecordAt(context.Background(), sr.Event(), sr.Time()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := sr.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if st == nil {
+			return store.Requests{}
+		}
+		return st.Requests()
+	}
+	toBucket := func(b *testing.B) (string, store.Requests) {
+		prefix := fmt.Sprint("bench-", benchPrefix.Add(1))
+		return prefix, record(b, "s3://"+s3Bucket+"/"+prefix, newS3Store(b, srv, prefix))
+	}
+	prefix, _ := toBucket(b)
+	objs := tree(b, filepath.Join(bucketDir, prefix), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+	var size int64
+	for _, o := range objs {
+		size += int64(len(o))
+	}
+	b.Logf("%d objects, %d bytes", len(objs), size)
+
+	b.Run("recorder-bucket", func(b *testing.B) {
+		b.SetBytes(size)
+		var reqs int64
+		for b.Loop() {
+			_, req := toBucket(b)
+			reqs += req.Total()
+		}
+		b.ReportMetric(float64(reqs)/float64(b.N), "req/op")
+	})
+	b.Run("recorder-directory", func(b *testing.B) {
+		b.SetBytes(size)
+		for i := 0; b.Loop(); i++ {
+			record(b, filepath.Join(b.TempDir(), fmt.Sprint(i)), nil)
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.SetBytes(size)
+		c := srv.Client()
+		for b.Loop() {
+			prefix := fmt.Sprint("bench-", benchPrefix.Add(1))
+			for rel, body := range objs {
+				if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{
+					Bucket: aws.String(s3Bucket), Key: aws.String(prefix + "/" + rel),
+					Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
