@@ -185,6 +185,10 @@ type ackTally struct {
 	pending map[string][]*ackEp
 }
 
+func newAckTally() *ackTally {
+	return &ackTally{eps: map[[2]string]*ackEp{}, open: map[string]bool{}, ended: map[string]bool{}, sessions: map[string]bool{}, pending: map[string][]*ackEp{}}
+}
+
 type ackEp struct {
 	steps     int64
 	completed bool
@@ -276,7 +280,7 @@ func crashKills(t *testing.T, group bool, roots, killsPerRoot int) {
 		t.Run(fmt.Sprintf("root%d", r), func(t *testing.T) {
 			t.Parallel()
 			root := filepath.Join(base, fmt.Sprintf("root%d", r))
-			acks := &ackTally{eps: make(map[[2]string]*ackEp), open: map[string]bool{}, ended: map[string]bool{}, sessions: map[string]bool{}, pending: map[string][]*ackEp{}}
+			acks := newAckTally()
 			for k := range killsPerRoot {
 				tag := fmt.Sprintf("r%dk%d", r, k)
 				runtime := time.Duration(30+rng.IntN(270)) * time.Millisecond
