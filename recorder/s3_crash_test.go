@@ -117,7 +117,7 @@ func TestS3CrashKill(t *testing.T) {
 			if err := rec.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			acks := &ackTally{eps: make(map[[2]string]*ackEp), open: map[string]bool{}, ended: map[string]bool{}, sessions: map[string]bool{}}
+			acks := &ackTally{eps: make(map[[2]string]*ackEp), open: map[string]bool{}, ended: map[string]bool{}, sessions: map[string]bool{}, pending: map[string][]*ackEp{}}
 			seen := map[string][32]byte{}
 			for k := range perRoot {
 				tag := fmt.Sprintf("r%dk%d", r, k)
