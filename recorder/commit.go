@@ -191,7 +191,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	up, isUploader := w.st.(uploader)
+	up, isUploader := w.st.(store.Uploader)
 	if isUploader {
 		// Object storage: the uploads about to begin, in the log first
 		// (uploads.go).
@@ -217,7 +217,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	}
 	if isUploader {
 		var err error
-		if markers, err = withUploads(up, group, markers); err != nil {
+		if markers, err = store.MarkUploads(up, parts, markers); err != nil {
 			abortParts(parts)
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
