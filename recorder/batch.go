@@ -407,7 +407,7 @@ func (w *writer) finishPackedFile(b *batch) {
 		return
 	}
 	p, err := f.finish()
-	w.files.open.Add(-1)
+	w.files.Closed()
 	if err != nil {
 		w.failRec(b.rec, fmt.Errorf("packed steps of %s: %w", b.rec, err))
 		return

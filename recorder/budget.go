@@ -10,7 +10,7 @@ package recorder
 //	rows buffered by open episodes          1/4    at most 1 GiB; beyond it rows stream to steps files
 //	log bytes appended, not yet written     1/8    at most 64 MiB
 //	rows in flight to the writers           1/16   at least 1 MiB
-//	steps files open at once                1/16   at least 1 MiB, divided among them (filemem.go)
+//	steps files open at once                1/16   at least 1 MiB, divided among them (parquetout.FileShare)
 //	one snapshot                            1/32   1 to 8 MiB
 //
 // That is 11/16 of B; the rest is headroom for what the shares do not

@@ -93,8 +93,8 @@
 // never loss), the hooks' idle buffers, the rows buffered by open episodes
 // (beyond it their rows stream to their steps files), the log's unwritten
 // bytes, the rows in flight to the writers, the steps files open at once
-// (divided among them, filemem.go) and one snapshot. An event larger than
-// a sixteenth of the budget is refused (ErrEventTooLarge;
+// (divided among them by parquetout.FileShare) and one snapshot. An event
+// larger than a sixteenth of the budget is refused (ErrEventTooLarge;
 // WithMaxEventSize), since one event costs several times its size while
 // it is logged, assembled and written. The recorder's share of the peak
 // RSS stays within the budget plus 64 MiB, plus the log's mapped pending
