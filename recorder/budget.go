@@ -34,7 +34,7 @@ type memoryBudget int64
 // queue bounds the bytes of events queued for the pipeline.
 func (b memoryBudget) queue() int64 { return max(int64(b)/8, 1<<20) }
 
-// idleBuffers bounds the idle buffers of the hooks' pool (bufpool.go).
+// idleBuffers bounds the idle buffers of the hooks' pool (logrec.BufPool).
 func (b memoryBudget) idleBuffers() int64 { return max(int64(b)/32, 1<<20) }
 
 // episodes bounds the rows all open episodes buffer together.

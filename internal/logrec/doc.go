@@ -34,6 +34,13 @@
 // the body (the record after its type byte) and return errors wrapping
 // the sentinels of errors.go.
 //
+// # Record buffers
+//
+// BufPool recycles the buffers event records are encoded into, keeping at
+// most Max bytes of idle ones (bufpool.go); PayloadBytes is the size of
+// an event's payload slabs, most of its record's size, by which a buffer
+// is chosen.
+//
 // # Markers and seals
 //
 // Markers let recovery skip work already done and name the files a write
