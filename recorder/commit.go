@@ -194,8 +194,15 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	up, isUploader := w.st.(store.Uploader)
 	if isUploader {
 		// Object storage: the uploads about to begin, in the log first
-		// (uploads.go).
-		if err := w.logBegun(up, group); err != nil {
+		// (internal/store, settle.go), then each write's marker with its
+		// uploads (store.MarkUploads below).
+		var begun [][]byte
+		for _, it := range group {
+			if rec := store.BegunMarker(up, it.rec, it.parts); rec != nil {
+				begun = append(begun, rec)
+			}
+		}
+		if err := w.now().logMarkers(begun); err != nil {
 			abortParts(parts)
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return

@@ -74,7 +74,7 @@
 // also says which multipart uploads a crash may leave in flight and how
 // to complete them, and recovery settles them by exact key, takes back a
 // write a crash left half published, and never replaces an object
-// (internal/store's MarkUploads and SettleUploads; uploads.go).
+// (internal/store's BegunMarker, MarkUploads and SettleUploads).
 //
 // # Failure isolation
 //

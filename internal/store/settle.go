@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
 )
 
@@ -20,8 +21,9 @@ import (
 //
 //  1. the files of the group that go up in pieces (larger than the
 //     store's part size, Multipart) are named in a logrec.TypeUploadBegun
-//     record, synced before their uploads are created, so that no upload
-//     is in flight that the log cannot name by its exact key;
+//     record (BegunMarker), synced before their uploads are created, so
+//     that no upload is in flight that the log cannot name by its exact
+//     key;
 //  2. Sync uploads their pieces: durable on the service, invisible;
 //  3. each write's marker names its files and, for those uploaded in
 //     pieces, the upload id and the pieces' ETags (MarkUploads), synced
@@ -53,6 +55,22 @@ type Uploader interface {
 }
 
 var _ Uploader = (*S3)(nil)
+
+// BegunMarker returns the logrec.TypeUploadBegun record of a write of
+// recording rec naming those of its parts that go up in pieces (step 1
+// above), or nil when none does.
+func BegunMarker(up Uploader, rec hive.Recording, parts []Part) []byte {
+	var files []string
+	for _, p := range parts {
+		if up.Multipart(p) {
+			files = append(files, p.Rel())
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return logrec.AppendUploadBegun(nil, logrec.Marker{Recording: rec, Files: files})
+}
 
 // MarkUploads adds to the marker records (type byte first) of a synced
 // group the uploads in flight of the files they name (step 3 above);
