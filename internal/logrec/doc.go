@@ -65,6 +65,14 @@
 // the generated code. as_of is always the first field written, so that
 // SnapshotAsOf reads it without decoding the rest.
 //
+// How a field holds a Go value is written once, in snapshotfields.go:
+// times as optional Unix nanoseconds (UnixNanos, TimeOf), a space as its
+// deterministic wire form (SpecBytes), an optional bytes field that is
+// present but empty (Present), the route (RouteOf, Route.Context), a step
+// row's flag bits (RowFlags, RowFirst...), log and telemetry rows (LogOf,
+// Log.SourceOf, TelemetryOf, Telemetry.Row). The recorder fills and reads
+// the message with them.
+//
 // # The recovery journal
 //
 // ROOT/_rlrec/journal holds the markers of the one group of files a
