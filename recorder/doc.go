@@ -136,8 +136,15 @@
 // them without the recorder's state are in internal packages:
 //
 //   - internal/logrec: the log's records (events, invalid events and
-//     their decoding into events.Event, markers, seals, the snapshot,
-//     the recovery journal's bytes);
+//     their decoding into events.Event, markers, seals, the snapshot and
+//     its field conversions, the recovery journal's bytes) and the
+//     bounded pool of buffers event records are encoded into (BufPool).
+//     Every event goes into the log as a TypeEvent record (or
+//     TypeInvalid) before anything else happens to it; the committer
+//     adds markers (TypeEpisodeDone, TypeSessionDone) once a write's
+//     files are durable, the writer TypeSessionWrite as it hands a
+//     session write over, and the checkpointer snapshots and their seals
+//     (checkpoint.go);
 //   - internal/logreplay: reading the log back for recovery, its markers
 //     and its events in order;
 //   - internal/store: the part files, and the state files under _rlrec
