@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
@@ -316,7 +317,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 		if e.row.StepsFile != nil {
 			files = append(files, *e.row.StepsFile)
 		}
-		it.markers = append(it.markers, episodeMarker(rec, e.rid, files))
+		it.markers = append(it.markers, logrec.AppendEpisodeDone(nil, logrec.Marker{Recording: rec, Record: e.rid, Files: files}))
 		it.live = append(it.live, e.ep)
 	}
 	it.parts = append(append(it.parts, packed...), part)
@@ -407,7 +408,7 @@ func (w *writer) finishPackedFile(b *batch) {
 		return
 	}
 	p, err := f.finish()
-	w.files.open.Add(-1)
+	w.files.Closed()
 	if err != nil {
 		w.failRec(b.rec, fmt.Errorf("packed steps of %s: %w", b.rec, err))
 		return

@@ -10,7 +10,7 @@ package recorder
 //	rows buffered by open episodes          1/4    at most 1 GiB; beyond it rows stream to steps files
 //	log bytes appended, not yet written     1/8    at most 64 MiB
 //	rows in flight to the writers           1/16   at least 1 MiB
-//	steps files open at once                1/16   at least 1 MiB, divided among them (filemem.go)
+//	steps files open at once                1/16   at least 1 MiB, divided among them (parquetout.FileShare)
 //	one snapshot                            1/32   1 to 8 MiB
 //
 // That is 11/16 of B; the rest is headroom for what the shares do not
@@ -34,7 +34,7 @@ type memoryBudget int64
 // queue bounds the bytes of events queued for the pipeline.
 func (b memoryBudget) queue() int64 { return max(int64(b)/8, 1<<20) }
 
-// idleBuffers bounds the idle buffers of the hooks' pool (bufpool.go).
+// idleBuffers bounds the idle buffers of the hooks' pool (logrec.BufPool).
 func (b memoryBudget) idleBuffers() int64 { return max(int64(b)/32, 1<<20) }
 
 // episodes bounds the rows all open episodes buffer together.

@@ -191,11 +191,18 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	up, isUploader := w.st.(uploader)
+	up, isUploader := w.st.(store.Uploader)
 	if isUploader {
 		// Object storage: the uploads about to begin, in the log first
-		// (uploads.go).
-		if err := w.logBegun(up, group); err != nil {
+		// (internal/store, settle.go), then each write's marker with its
+		// uploads (store.MarkUploads below).
+		var begun [][]byte
+		for _, it := range group {
+			if rec := store.BegunMarker(up, it.rec, it.parts); rec != nil {
+				begun = append(begun, rec)
+			}
+		}
+		if err := w.now().logMarkers(begun); err != nil {
 			abortParts(parts)
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
@@ -217,7 +224,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	}
 	if isUploader {
 		var err error
-		if markers, err = withUploads(up, group, markers); err != nil {
+		if markers, err = store.MarkUploads(up, parts, markers); err != nil {
 			abortParts(parts)
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return

@@ -74,7 +74,7 @@
 // also says which multipart uploads a crash may leave in flight and how
 // to complete them, and recovery settles them by exact key, takes back a
 // write a crash left half published, and never replaces an object
-// (uploads.go).
+// (internal/store's BegunMarker, MarkUploads and SettleUploads).
 //
 // # Failure isolation
 //
@@ -93,8 +93,8 @@
 // never loss), the hooks' idle buffers, the rows buffered by open episodes
 // (beyond it their rows stream to their steps files), the log's unwritten
 // bytes, the rows in flight to the writers, the steps files open at once
-// (divided among them, filemem.go) and one snapshot. An event larger than
-// a sixteenth of the budget is refused (ErrEventTooLarge;
+// (divided among them by parquetout.FileShare) and one snapshot. An event
+// larger than a sixteenth of the budget is refused (ErrEventTooLarge;
 // WithMaxEventSize), since one event costs several times its size while
 // it is logged, assembled and written. The recorder's share of the peak
 // RSS stays within the budget plus 64 MiB, plus the log's mapped pending
@@ -136,8 +136,15 @@
 // them without the recorder's state are in internal packages:
 //
 //   - internal/logrec: the log's records (events, invalid events and
-//     their decoding into events.Event, markers, seals, the snapshot,
-//     the recovery journal's bytes);
+//     their decoding into events.Event, markers, seals, the snapshot and
+//     its field conversions, the recovery journal's bytes) and the
+//     bounded pool of buffers event records are encoded into (BufPool).
+//     Every event goes into the log as a TypeEvent record (or
+//     TypeInvalid) before anything else happens to it; the committer
+//     adds markers (TypeEpisodeDone, TypeSessionDone) once a write's
+//     files are durable, the writer TypeSessionWrite as it hands a
+//     session write over, and the checkpointer snapshots and their seals
+//     (checkpoint.go);
 //   - internal/logreplay: reading the log back for recovery, its markers
 //     and its events in order;
 //   - internal/store: the part files, and the state files under _rlrec

@@ -48,11 +48,11 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 			return err
 		}
 	}
-	bp := r.bufs.get(len(msg))
+	bp := r.bufs.Get(len(msg))
 	*bp = append(append((*bp)[:0], byte(logrec.TypeEvent)), msg...)
 	// The decoded event waits in the queue beside its record: both are
 	// charged to the queue's budget.
-	payload := payloadBytes(ev)
+	payload := logrec.PayloadBytes(ev)
 	if seq != 0 {
 		ev = &logrec.Sequenced{Event: ev, Seq: seq}
 	}

@@ -122,7 +122,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		return nil
 	}
 	if f.steps == nil {
-		format, err := w.format(j.obs, j.act, w.files.pageClass())
+		format, err := w.format(j.obs, j.act, w.files.PageClass())
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
@@ -147,14 +147,14 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		f.file, f.steps = file, format.NewEncoder(file, file.Name(), meta)
-		w.files.open.Add(1)
+		w.files.Opened()
 		f.format, f.obs, f.act = format, j.obs, j.act
 		if f.packed {
 			// Many episodes: a row group ends only between two.
 			f.steps.SetEpisodeBoundaries(true)
 		}
 	}
-	f.steps.SetRowGroupBytes(w.files.rowGroupBytes(w.cfg.RowGroupBytes))
+	f.steps.SetRowGroupBytes(w.files.RowGroupBytes(w.cfg.RowGroupBytes))
 	row := &f.row
 	row.EpisodeRecordID, row.EpisodeID, row.EpisodeIndex, row.EnvIndex = m.rid, m.id, m.index, m.env
 	for i := range j.rows {
@@ -206,7 +206,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 			w.pool.Submit(&f.q, func() {
 				if f.steps != nil {
 					f.abort()
-					w.files.open.Add(-1)
+					w.files.Closed()
 				}
 			})
 			w.mu.Lock()
@@ -265,7 +265,7 @@ func (w *writer) finishSteps(f *episodeFile, m episodeMeta, j rowsJob) (store.Pa
 	if err := w.writeRows(f, m, j); err != nil {
 		if f.steps != nil {
 			f.abort()
-			w.files.open.Add(-1)
+			w.files.Closed()
 		}
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func (w *writer) finishSteps(f *episodeFile, m episodeMeta, j rowsJob) (store.Pa
 		return nil, nil
 	}
 	p, err := f.finish()
-	w.files.open.Add(-1)
+	w.files.Closed()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m, err)
 	}

@@ -28,10 +28,10 @@ func hookOnly(t *testing.T, budget int64) (r *Recorder, recycle func()) {
 	r = &Recorder{opts: defaultOptions(), fs: mem, st: store.NewFS(mem, "/hook-only"), root: "/hook-only", log: l, queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget),
 		maxEvent: wal.MaxRecordSize, fatal: &fatal{log: slog.New(slog.DiscardHandler)}}
 	r.queue.items = make([]item, 0, 1024)
-	r.bufs.max = budget
+	r.bufs.Max = budget
 	return r, func() {
 		for _, it := range r.queue.items {
-			r.bufs.put(it.buf)
+			r.bufs.Put(it.buf)
 			if it.copy != nil {
 				r.copies.Recycle(it.copy)
 			}

@@ -39,11 +39,11 @@ func (r *Recorder) RecordInvalid(ctx context.Context, err error, t time.Time) er
 		return fmt.Errorf("invalid event of %s: %w in %s (its SessionStarted was refused)", rec, ErrRecordingExists, r.root)
 	}
 	ev := &logrec.InvalidEvent{SessionID: bad.SessionID, Route: bad.Route, EventKind: bad.Kind, Detail: err.Error()}
-	bp := r.bufs.get(len(ev.Detail))
+	bp := r.bufs.Get(len(ev.Detail))
 	b := logrec.AppendInvalidEvent((*bp)[:0], ev, t)
 	*bp = b
 	if err := r.checkSize(ev, len(b)); err != nil {
-		r.bufs.put(bp)
+		r.bufs.Put(bp)
 		return err
 	}
 	return r.handOver(ctx, bp, nil)

@@ -65,7 +65,7 @@ func (p live) logMarkers(markers [][]byte) error {
 }
 
 func (p live) sessionWrite(rec hive.Recording, k int) error {
-	if _, err := p.log.Append(sessionMarker(logrec.TypeSessionWrite, rec, k, nil)); err != nil {
+	if _, err := p.log.Append(logrec.AppendSessionMarker(nil, logrec.TypeSessionWrite, logrec.Marker{Recording: rec, Write: k})); err != nil {
 		return fmt.Errorf("append session write record: %w", err)
 	}
 	return nil

@@ -53,7 +53,7 @@ type Recorder struct {
 	// is the largest encoded event a hook accepts.
 	budget   memoryBudget
 	maxEvent int64
-	bufs     bufPool
+	bufs     logrec.BufPool
 
 	// The pipeline is two goroutines: logging (log append and decode) and
 	// assembly, connected by decoded. assemblyDone closes when both ended.
@@ -159,7 +159,7 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 	if r.maxEvent == 0 {
 		r.maxEvent = r.budget.maxEvent()
 	}
-	r.bufs.max = r.budget.idleBuffers()
+	r.bufs.Max = r.budget.idleBuffers()
 	state := r.state
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
@@ -269,11 +269,11 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 	if t.IsZero() {
 		t, recClock = r.opts.clock(), true
 	}
-	payload := payloadBytes(ev)
-	bp := r.bufs.get(payload)
+	payload := logrec.PayloadBytes(ev)
+	bp := r.bufs.Get(payload)
 	b, err := events.AppendMarshal(append((*bp)[:0], byte(logrec.TypeEvent)), ev, t)
 	if err != nil {
-		r.bufs.put(bp)
+		r.bufs.Put(bp)
 		sid, _ := ev.Header()
 		return fmt.Errorf("record %s of session %q: %w", ev.Kind(), sid, err)
 	}
@@ -283,7 +283,7 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 	}
 	*bp = b
 	if err := r.checkSize(ev, len(b)); err != nil {
-		r.bufs.put(bp)
+		r.bufs.Put(bp)
 		return err
 	}
 	var cp *events.StepCopy
@@ -324,11 +324,11 @@ func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.S
 	// that comes with it: what they hold in memory.
 	held := cap(b) + evBytes
 	if cp != nil {
-		held += payloadBytes(cp.Event)
+		held += logrec.PayloadBytes(cp.Event)
 	}
 	charge := min(int64(held), r.queueMax)
 	drop := func() {
-		r.bufs.put(bp)
+		r.bufs.Put(bp)
 		if cp != nil {
 			r.copies.Recycle(cp)
 		}
@@ -473,7 +473,7 @@ func (r *Recorder) logItem(it item) {
 	}
 	d, err := r.logAndDecode(*it.buf, it.pos, it.copy, it.ev, it.at)
 	d.recClock = it.recClock
-	r.bufs.put(it.buf)
+	r.bufs.Put(it.buf)
 	d.charge = it.charge
 	if it.wait != nil {
 		// A hook waiting under SyncEach needs only the position.

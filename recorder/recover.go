@@ -260,9 +260,12 @@ func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
 // under its temp name was removed by someone else: it is logged (verify
 // reports what is missing).
 func (r *Recorder) settleTemps(done *doneSet) error {
-	if up, ok := r.st.(uploader); ok {
+	if up, ok := r.st.(store.Uploader); ok {
 		// Object storage has no temp files.
-		return r.settleUploads(up, done)
+		if err := store.SettleUploads(up, done.Published, r.failTemp, r.opts.logger.With("root", r.root)); err != nil {
+			return fmt.Errorf("recover %s: %w", r.root, err)
+		}
+		return nil
 	}
 	l, err := hive.List(r.fs, r.root)
 	if err != nil {
@@ -276,7 +279,7 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 			// then skip: its recording waits for a recovery that can list
 			// it (one above any recording fails the recovery).
 			if err := r.failTemp(st.Rel, fmt.Errorf("list %s for a crashed write's temp files: %w", st.Rel, st.Err)); err != nil {
-				return err
+				return fmt.Errorf("recover %s: %w", r.root, err)
 			}
 			continue
 		}
@@ -290,7 +293,7 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 			if _, err := r.fs.Stat(filepath.Join(r.root, filepath.FromSlash(final))); err != nil {
 				if err := r.w.st.PublishTemp(dir, n); err != nil {
 					if err := r.failTemp(st.Rel, fmt.Errorf("publish a file the crashed recorder had made durable: %w", err)); err != nil {
-						return err
+						return fmt.Errorf("recover %s: %w", r.root, err)
 					}
 					continue
 				}
@@ -301,7 +304,7 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 		}
 		if err := r.w.st.RemoveTemp(st.Rel); err != nil {
 			if err := r.failTemp(st.Rel, fmt.Errorf("remove a crashed write's temp file %s: %w", st.Rel, err)); err != nil {
-				return err
+				return fmt.Errorf("recover %s: %w", r.root, err)
 			}
 			continue
 		}
@@ -319,11 +322,11 @@ func (r *Recorder) settleTemps(done *doneSet) error {
 // failTemp charges a temp file that could not be settled to the recording
 // whose partition holds it (failure.go): recovery then writes nothing of
 // that recording, whose records stay in the log. An error that is not one
-// recording's is returned.
+// recording's is returned as it is.
 func (r *Recorder) failTemp(rel string, err error) error {
 	dir, rec, ok := hive.RecordingOf(rel)
 	if rootWide(err) || !ok {
-		return fmt.Errorf("recover %s: %w", r.root, err)
+		return err
 	}
 	// Keyed by the path's own directory: a cut name does not give the
 	// ids back.

@@ -108,8 +108,8 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 			return
 		}
 	}
-	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{sessionMarker(logrec.TypeSessionDone, rec, job.k, files)},
-		live: []any{job.token}, hold: w.now().replays()})
+	marker := logrec.AppendSessionMarker(nil, logrec.TypeSessionDone, logrec.Marker{Recording: rec, Write: job.k, Files: files})
+	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{marker}, live: []any{job.token}, hold: w.now().replays()})
 }
 
 func sessionRow(s *session) *schema.SessionRow {

@@ -92,41 +92,13 @@ func (a *assembler) appendSnapshot(dst []byte, asOf uint64) ([]byte, error) {
 	return logrec.AppendSnapshot(dst, snap)
 }
 
-// unixNanos is t in Unix nanoseconds, nil for the zero time.
-func unixNanos(t time.Time) *int64 {
-	if t.IsZero() {
-		return nil
-	}
-	v := t.UnixNano()
-	return &v
-}
-
-// timeOf is the time of unixNanos's value.
-func timeOf(v *int64) time.Time {
-	if v == nil {
-		return time.Time{}
-	}
-	return time.Unix(0, *v).UTC()
-}
-
-func specBytes(spec *spacesv1.SpaceSpec) ([]byte, error) {
-	if spec == nil {
-		return nil, nil
-	}
-	wire, err := proto.MarshalOptions{Deterministic: true}.Marshal(spec)
-	if wire == nil && err == nil {
-		wire = []byte{}
-	}
-	return wire, err
-}
-
 // snapshotSession is s as a snapshot holds it. Its byte fields alias s's
 // buffers: it must be encoded before s changes.
 func snapshotSession(s *session) (*logrec.Session, error) {
 	m := &logrec.Session{
 		Id: []byte(s.id), EnvId: []byte(s.envID), Status: []byte(s.status), Reason: []byte(s.reason),
 		Started:   s.started,
-		StartedAt: unixNanos(s.startedAt), EndedAt: unixNanos(s.endedAt), LastAt: unixNanos(s.lastAt),
+		StartedAt: logrec.UnixNanos(s.startedAt), EndedAt: logrec.UnixNanos(s.endedAt), LastAt: logrec.UnixNanos(s.lastAt),
 		TotalSteps: s.totalSteps, TotalEpisodes: s.totalEpisodes, HasTotals: s.hasTotals,
 		Ended: s.ended, FinalTelemetry: s.finalTelemetry, SawFinalTelemetry: s.sawFinalTelemetry,
 		HavePending:      s.havePending,
@@ -135,10 +107,7 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 		RowDone: s.rowDone, LogRows: s.logRows, TelemetryRows: s.teleRows,
 		Sequence: s.seq, Clocks: uint32(s.clocks),
 	}
-	if s.route != (events.RuntimeEnvContext{}) {
-		m.Route = &logrec.Route{EnvId: []byte(s.route.EnvID), EnvComponentId: []byte(s.route.EnvComponentID),
-			ModelComponentId: []byte(s.route.ModelComponentID)}
-	}
+	m.Route = logrec.RouteOf(s.route)
 	for _, ep := range sortedOpen(s) {
 		e, err := snapshotEpisode(ep)
 		if err != nil {
@@ -153,7 +122,7 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 	for _, l := range s.lanes {
 		ml := &logrec.Lane{RecordId: []byte(l.obsRecord)}
 		if l.hasObs {
-			ml.Observation = present(l.obs)
+			ml.Observation = logrec.Present(l.obs)
 		}
 		m.Lanes = append(m.Lanes, ml)
 	}
@@ -167,10 +136,10 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 		}
 	}
 	var err error
-	if m.ObservationSpace, err = specBytes(s.obsSpec); err != nil {
+	if m.ObservationSpace, err = logrec.SpecBytes(s.obsSpec); err != nil {
 		return nil, err
 	}
-	if m.ActionSpace, err = specBytes(s.actSpec); err != nil {
+	if m.ActionSpace, err = logrec.SpecBytes(s.actSpec); err != nil {
 		return nil, err
 	}
 	for k, n := range s.problems {
@@ -178,28 +147,12 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 	}
 	slices.SortFunc(m.Problems, func(a, b *logrec.Problem) int { return bytes.Compare(a.Kind, b.Kind) })
 	for _, l := range s.logs {
-		ml := &logrec.Log{Time: unixNanos(l.time), Level: []byte(l.level), Message: []byte(l.message)}
-		if l.source != nil {
-			ml.Source = present([]byte(*l.source))
-		}
-		m.Logs = append(m.Logs, ml)
+		m.Logs = append(m.Logs, logrec.LogOf(l.time, l.level, l.message, l.source))
 	}
 	for _, t := range s.telemetry {
-		r := t.row
-		m.Telemetry = append(m.Telemetry, &logrec.Telemetry{Time: unixNanos(t.time), Horizon: []byte(t.horizon),
-			Op: []byte(r.Op), Component: []byte(r.Component), Metric: []byte(r.Metric),
-			Kind: int64(r.Kind), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99})
+		m.Telemetry = append(m.Telemetry, logrec.TelemetryOf(t.time, t.horizon, t.row))
 	}
 	return m, nil
-}
-
-// present returns b, non-nil even when empty: an optional bytes field
-// that is present.
-func present(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
 
 func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
@@ -207,7 +160,7 @@ func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 		return nil, fmt.Errorf("episode %s is completed: snapshots hold open episodes only", ep.recordID)
 	}
 	m := &logrec.Episode{Id: []byte(ep.id), RecordId: []byte(ep.recordID), Index: ep.index, EnvIndex: int64(ep.envIndex),
-		AutoReset: ep.autoReset, StartedAt: unixNanos(ep.startedAt), LastAt: unixNanos(ep.lastAt),
+		AutoReset: ep.autoReset, StartedAt: logrec.UnixNanos(ep.startedAt), LastAt: logrec.UnixNanos(ep.lastAt),
 		NextStep: ep.nextStep, StepsRecorded: ep.stepsRecorded, RewardSum: ep.rewardSum}
 	if external(ep) {
 		from := ep.firstPos
@@ -220,15 +173,11 @@ func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 		mr := &rows[i]
 		mr.Step, mr.SessionStep = r.step, r.sessionStep
 		if r.obsLen >= 0 {
-			mr.Observation = present(ep.arena[r.obsOff : r.obsOff+r.obsLen])
+			mr.Observation = logrec.Present(ep.arena[r.obsOff : r.obsOff+r.obsLen])
 		}
 		mr.Action = ep.arena[r.actOff : r.actOff+r.actLen]
 		mr.Reward = r.reward
-		for j, f := range []bool{r.isFirst, r.isLast, r.terminated, r.truncated} {
-			if f {
-				mr.Flags |= 1 << j
-			}
-		}
+		mr.Flags = logrec.RowFlags(r.isFirst, r.isLast, r.terminated, r.truncated)
 		mr.RecordedAt = r.recordedAt.time().UnixNano()
 		m.Rows[i] = mr
 	}
@@ -261,7 +210,7 @@ func restoreSession(m *logrec.Session) (*session, error) {
 	s := &session{
 		id: string(m.Id), envID: string(m.EnvId), status: statusOpen, reason: string(m.Reason),
 		started:   m.Started,
-		startedAt: timeOf(m.StartedAt), endedAt: timeOf(m.EndedAt), lastAt: timeOf(m.LastAt),
+		startedAt: logrec.TimeOf(m.StartedAt), endedAt: logrec.TimeOf(m.EndedAt), lastAt: logrec.TimeOf(m.LastAt),
 		totalSteps: m.TotalSteps, totalEpisodes: m.TotalEpisodes, hasTotals: m.HasTotals,
 		ended: m.Ended, finalTelemetry: m.FinalTelemetry, sawFinalTelemetry: m.SawFinalTelemetry,
 		havePending:      m.HavePending,
@@ -277,10 +226,7 @@ func restoreSession(m *logrec.Session) (*session, error) {
 	if len(m.Status) > 0 {
 		s.status = string(m.Status)
 	}
-	if r := m.Route; r != nil {
-		s.route = events.RuntimeEnvContext{EnvID: string(r.EnvId), EnvComponentID: string(r.EnvComponentId),
-			ModelComponentID: string(r.ModelComponentId)}
-	}
+	s.route = m.Route.Context()
 	for _, e := range m.Episodes {
 		ep, err := restoreEpisode(e)
 		if err != nil {
@@ -298,18 +244,12 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		s.problems[problemKind(p.Kind)] = p.Count
 	}
 	for _, l := range m.Logs {
-		row := logRow{time: timeOf(l.Time), level: string(l.Level), message: string(l.Message)}
-		if l.Source != nil {
-			src := string(l.Source)
-			row.source = &src
-		}
+		row := logRow{time: logrec.TimeOf(l.Time), level: string(l.Level), message: string(l.Message), source: l.SourceOf()}
 		s.logs = append(s.logs, row)
 		s.logBytes += logRowBytes + len(row.message)
 	}
 	for _, t := range m.Telemetry {
-		s.telemetry = append(s.telemetry, telemetryRow{time: timeOf(t.Time), horizon: string(t.Horizon),
-			row: events.TelemetryRow{Op: string(t.Op), Component: string(t.Component), Metric: string(t.Metric),
-				Kind: events.MetricKind(t.Kind), Count: uint64(t.Count), Avg: t.Avg, P50: t.P50, P95: t.P95, P99: t.P99}})
+		s.telemetry = append(s.telemetry, telemetryRow{time: logrec.TimeOf(t.Time), horizon: string(t.Horizon), row: t.Row()})
 	}
 	s.logBytes += logRowBytes * len(s.telemetry)
 	if s.havePending {
@@ -344,7 +284,7 @@ func restoreSession(m *logrec.Session) (*session, error) {
 // restoreEpisode is the open episode a snapshot's m holds.
 func restoreEpisode(m *logrec.Episode) (*episode, error) {
 	ep := &episode{id: string(m.Id), recordID: string(m.RecordId), index: m.Index, envIndex: int32(m.EnvIndex),
-		autoReset: m.AutoReset, startedAt: timeOf(m.StartedAt), lastAt: timeOf(m.LastAt),
+		autoReset: m.AutoReset, startedAt: logrec.TimeOf(m.StartedAt), lastAt: logrec.TimeOf(m.LastAt),
 		nextStep: m.NextStep, stepsRecorded: m.StepsRecorded, rewardSum: m.RewardSum}
 	if m.ReplayFrom != nil {
 		if ep.replayFrom = *m.ReplayFrom; ep.replayFrom == 0 {
@@ -360,7 +300,8 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 	}
 	for _, r := range m.Rows {
 		row := stepRow{step: r.Step, sessionStep: r.SessionStep, obsLen: -1, reward: r.Reward,
-			isFirst: r.Flags&1 != 0, isLast: r.Flags&2 != 0, terminated: r.Flags&4 != 0, truncated: r.Flags&8 != 0,
+			isFirst: r.Flags&logrec.RowFirst != 0, isLast: r.Flags&logrec.RowLast != 0,
+			terminated: r.Flags&logrec.RowTerminated != 0, truncated: r.Flags&logrec.RowTruncated != 0,
 			recordedAt: stampOf(time.Unix(0, r.RecordedAt).UTC())}
 		if r.Observation != nil {
 			row.obsOff, row.obsLen = len(ep.arena), len(r.Observation)

@@ -122,7 +122,7 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 		if ep.completed {
 			// An observation after completion is the terminal observation.
 			if ep.finalObs == nil {
-				ep.finalObs = blob.Append(make([]byte, 0, blobSize(lanes[i])), lanes[i])
+				ep.finalObs = blob.Append(make([]byte, 0, blob.Size(lanes[i])), lanes[i])
 			}
 			continue
 		}
@@ -132,14 +132,6 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 		l.hasObs = true
 		ep.lastAt = at
 	}
-}
-
-func blobSize(leaves [][]byte) int {
-	n := 0
-	for _, l := range leaves {
-		n += len(l) + 11
-	}
-	return n
 }
 
 func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {

@@ -60,7 +60,7 @@ type writer struct {
 	phase atomic.Pointer[phaseOf]
 
 	// files shares a sixteenth of the budget among the open steps files.
-	files fileShare
+	files *parquetout.FileShare
 
 	// layout is the ROOT's steps layout.
 	layout hive.Layout
@@ -111,7 +111,7 @@ func newWriter(r *Recorder) *writer {
 		com:        newCommitter(),
 		rows:       semaphore.NewWeighted(rowsMax),
 		rowsMax:    rowsMax,
-		files:      fileShare{share: r.budget.stepsFiles()},
+		files:      parquetout.NewFileShare(r.budget.stepsFiles()),
 		formats:    make(map[formatKey]*parquetout.StepsFormat),
 		batches:    make(map[hive.Recording]*batch),
 		layout:     r.layout,
@@ -211,7 +211,7 @@ func (w *writer) format(obs, act *schema.Layout, class int) (*parquetout.StepsFo
 		return f, nil
 	}
 	newFormat := parquetout.NewStepsFormat
-	cfg := pageClassConfig(w.cfg, class)
+	cfg := parquetout.PageClassConfig(w.cfg, class)
 	if w.layout == hive.LayoutSession {
 		newFormat = parquetout.NewPackedStepsFormat
 		// A reader of one episode reads its row groups whole: they are

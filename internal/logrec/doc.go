@@ -34,6 +34,13 @@
 // the body (the record after its type byte) and return errors wrapping
 // the sentinels of errors.go.
 //
+// # Record buffers
+//
+// BufPool recycles the buffers event records are encoded into, keeping at
+// most Max bytes of idle ones (bufpool.go); PayloadBytes is the size of
+// an event's payload slabs, most of its record's size, by which a buffer
+// is chosen.
+//
 // # Markers and seals
 //
 // Markers let recovery skip work already done and name the files a write
@@ -57,6 +64,14 @@
 // and wire types; testdata/snapshot-inline.bin is one, and it parses with
 // the generated code. as_of is always the first field written, so that
 // SnapshotAsOf reads it without decoding the rest.
+//
+// How a field holds a Go value is written once, in snapshotfields.go:
+// times as optional Unix nanoseconds (UnixNanos, TimeOf), a space as its
+// deterministic wire form (SpecBytes), an optional bytes field that is
+// present but empty (Present), the route (RouteOf, Route.Context), a step
+// row's flag bits (RowFlags, RowFirst...), log and telemetry rows (LogOf,
+// Log.SourceOf, TelemetryOf, Telemetry.Row). The recorder fills and reads
+// the message with them.
 //
 // # The recovery journal
 //

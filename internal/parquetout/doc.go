@@ -49,7 +49,9 @@
 //
 // A StepsWriter buffers at most one row group, bounded by Config.RowGroupRows
 // and Config.RowGroupBytes (or its own SetRowGroupBytes, for callers that
-// share one budget among many open files), so an episode of any length
+// share one budget among many open files: FileShare divides it, choosing
+// each new file's page size and each open one's row group bound, share.go),
+// so an episode of any length
 // streams through bounded memory. Besides its row group, an open writer
 // holds about one Config.PageBufferSize per non-nullable column
 // (parquet-go preallocates each column's buffer from it) and a

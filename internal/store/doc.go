@@ -121,6 +121,15 @@
 // the objects of a write a crash left half published (Delete, recovery's
 // only delete).
 //
+// What the recorder's log says of its uploads, and what recovery does
+// with it, is settle.go's (Uploader): BegunMarker names the parts about to
+// go up in pieces, MarkUploads adds each upload's id and pieces to the
+// markers, and SettleUploads, given the markers a crashed writer's log
+// holds (logrec.Published), completes the recorded uploads of missing
+// objects, takes back the writes the bucket does not hold whole and
+// forgets them (so that they are done again from the log), and aborts
+// every upload still in flight of a file the log names, by exact key.
+//
 // # Reading
 //
 // Readers go through a Reader (OpenReader picks the backend from the

@@ -2,34 +2,6 @@ package recorder
 
 import "testing"
 
-func TestFileSharePageClass(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		share     int64
-		open      int64
-		wantPage  int
-		wantGroup int64 // rowGroupBytes(32 MiB) with open files
-	}{
-		{"first file of a 256 MiB budget", 16 << 20, 0, 256 << 10, 8 << 20},
-		{"one open already", 16 << 20, 1, 256 << 10, 8 << 20},
-		{"eight open", 16 << 20, 8, 64 << 10, 1 << 20},
-		{"32 open", 16 << 20, 32, 16 << 10, minRowGroupBytes},
-		{"256 open", 16 << 20, 256, 4 << 10, minRowGroupBytes},
-		{"small budget", 1 << 20, 0, 16 << 10, minRowGroupBytes},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &fileShare{share: tc.share}
-			s.open.Store(tc.open)
-			if got := pageClasses[s.pageClass()]; got != tc.wantPage {
-				t.Errorf("page size %d, want %d", got, tc.wantPage)
-			}
-			if got := s.rowGroupBytes(32 << 20); got != tc.wantGroup {
-				t.Errorf("row group bound %d, want %d", got, tc.wantGroup)
-			}
-		})
-	}
-}
-
 // streamingOutput takes an episode's rows the way the writer does.
 type streamingOutput struct {
 	capture

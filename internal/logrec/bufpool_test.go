@@ -1,4 +1,4 @@
-package recorder
+package logrec
 
 import "testing"
 
@@ -18,14 +18,14 @@ func TestBufPoolGet(t *testing.T) {
 		{"empty pool", nil, 0, 0, minBuf},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &bufPool{max: 64 << 20}
+			p := &BufPool{Max: 64 << 20}
 			var freed []*[]byte
 			for _, c := range tc.free {
 				b := buf(c)
 				freed = append(freed, b)
-				p.put(b)
+				p.Put(b)
 			}
-			got := p.get(tc.size)
+			got := p.Get(tc.size)
 			reused := false
 			for _, b := range freed {
 				reused = reused || b == got
@@ -56,10 +56,10 @@ func repeatCap(c, n int) []int {
 }
 
 func TestBufPoolBound(t *testing.T) {
-	p := &bufPool{max: 10 << 10}
+	p := &BufPool{Max: 10 << 10}
 	for range 5 {
 		b := make([]byte, 0, 4096)
-		p.put(&b)
+		p.Put(&b)
 	}
 	if len(p.free) != 2 || p.bytes != 8192 {
 		t.Fatalf("%d idle buffers, %d bytes; want 2 and 8192 under a 10 KiB bound", len(p.free), p.bytes)

@@ -1,12 +1,8 @@
-package recorder
+package parquetout
 
-import (
-	"sync/atomic"
+import "sync/atomic"
 
-	"github.com/rlrec/rlrec/internal/parquetout"
-)
-
-// fileShare divides one memory share among the steps files open at once.
+// FileShare divides one memory share among the steps files open at once.
 //
 // An open steps file holds a parquet-go writer, which keeps its current row
 // group's pages in memory and preallocates about one page buffer for each
@@ -15,11 +11,17 @@ import (
 // that is about 4 MiB per file before any row group, so 256 episodes
 // streaming at once held over 1 GiB with a 256 MiB budget. Each file is
 // therefore given share/open bytes: a page size class chosen when the file
-// is created, and a row group bound updated before every batch of rows.
-type fileShare struct {
+// is created (PageClass, PageClassConfig), and a row group bound updated
+// before every batch of rows (RowGroupBytes, for SetRowGroupBytes). The
+// caller counts the open files (Opened, Closed). It is safe for
+// concurrent use.
+type FileShare struct {
 	share int64
 	open  atomic.Int64
 }
+
+// NewFileShare returns a FileShare of share bytes with no file open.
+func NewFileShare(share int64) *FileShare { return &FileShare{share: share} }
 
 // Page size classes (bytes): the page buffer size of a new steps file is
 // the largest class whose pagesPerFile pages fit its part of the share.
@@ -37,9 +39,15 @@ const pagesPerFile = 24
 // are open: smaller row groups would make the files slow to scan.
 const minRowGroupBytes = 1 << 20
 
+// Opened counts a file opened; Closed one finished or aborted.
+func (s *FileShare) Opened() { s.open.Add(1) }
+
+// Closed counts a file finished or aborted.
+func (s *FileShare) Closed() { s.open.Add(-1) }
+
 // perFile is each open file's part of the share, counting one more file
 // about to open when opening is true.
-func (s *fileShare) perFile(opening bool) int64 {
+func (s *FileShare) perFile(opening bool) int64 {
 	n := s.open.Load()
 	if opening {
 		n++
@@ -47,8 +55,9 @@ func (s *fileShare) perFile(opening bool) int64 {
 	return s.share / max(n, 1)
 }
 
-// pageClass returns the index into pageClasses for a file about to open.
-func (s *fileShare) pageClass() int {
+// PageClass returns the page size class of a file about to open, for
+// PageClassConfig (and as part of a cache key: there are few).
+func (s *FileShare) PageClass() int {
 	per := s.perFile(true)
 	for i, p := range pageClasses {
 		if int64(p)*pagesPerFile <= per {
@@ -58,15 +67,15 @@ func (s *fileShare) pageClass() int {
 	return len(pageClasses) - 1
 }
 
-// pageClassConfig returns the writer settings of page class c.
-func pageClassConfig(cfg parquetout.Config, c int) parquetout.Config {
+// PageClassConfig returns cfg with the writer settings of page class c.
+func PageClassConfig(cfg Config, c int) Config {
 	cfg.PageBufferSize = pageClasses[c]
 	cfg.WriteBufferSize = max(pageClasses[c], 16<<10)
 	return cfg
 }
 
-// rowGroupBytes is the row group bound of an open file now: half its part
-// of the share, within [minRowGroupBytes, limit].
-func (s *fileShare) rowGroupBytes(limit int64) int64 {
+// RowGroupBytes is the row group bound of an open file now: half its part
+// of the share, within [1 MiB, limit].
+func (s *FileShare) RowGroupBytes(limit int64) int64 {
 	return max(min(s.perFile(false)/2, limit), minRowGroupBytes)
 }
