@@ -370,19 +370,28 @@ func (r *Recorder) admit(ev events.Event) error {
 	// A recording whose files this recorder wrote itself, from events
 	// that came before their SessionStarted (a stream out of order), is
 	// not one that ROOT already held: the assembler counts it.
+	refusal := fmt.Errorf("SessionStarted of %s: %w in %s; nothing of it is recorded again (record into another ROOT to keep both)", rec, ErrRecordingExists, r.root)
 	if _, ok := r.admitted[rec]; ok || !r.holds(rec) || r.w.own.has(rec) {
-		if r.admitted == nil {
-			r.admitted = make(map[hive.Recording]struct{})
+		// On a shared ROOT, a recording another writer claimed is refused
+		// as one ROOT holds: nothing of it is logged.
+		err := store.Claim(r.fs, r.state, r.st, rec, ok)
+		if err == nil {
+			if r.admitted == nil {
+				r.admitted = make(map[hive.Recording]struct{})
+			}
+			r.admitted[rec] = struct{}{}
+			return nil
+		} else if !errors.Is(err, store.ErrExists) {
+			return fmt.Errorf("SessionStarted of %s in %s: %w", rec, r.root, err)
 		}
-		r.admitted[rec] = struct{}{}
-		return nil
+		refusal = fmt.Errorf("SessionStarted of %s in %s: %w: %w", rec, r.root, ErrRecordingExists, err)
 	}
 	if r.refused == nil {
 		r.refused = make(map[hive.Recording]struct{})
 	}
 	r.refused[rec] = struct{}{}
 	r.refusedN.Add(1)
-	return fmt.Errorf("SessionStarted of %s: %w in %s; nothing of it is recorded again (record into another ROOT to keep both)", rec, ErrRecordingExists, r.root)
+	return refusal
 }
 
 // isRefused reports whether rec's SessionStarted was refused (admit).

@@ -139,6 +139,24 @@ func TestS3SameFiles(t *testing.T) {
 				t.Errorf("the bucket's %s holds %q, want %q", layoutRel, got[layoutRel], hive.LayoutFile(layout))
 			}
 			delete(got, layoutRel)
+			// Each recording's claim holds the state directory's writer id.
+			id, err := os.ReadFile(filepath.Join(state, store.WriterIDName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			claims := 0
+			for rel, b := range got {
+				if strings.HasPrefix(rel, hive.StateDir+"/claims/") {
+					claims++
+					if !bytes.Equal(b, id) {
+						t.Errorf("%s holds %q, want the writer id %q", rel, b, id)
+					}
+					delete(got, rel)
+				}
+			}
+			if claims != len(s3Sessions) {
+				t.Errorf("%d claims in the bucket, want one per recording (%d)", claims, len(s3Sessions))
+			}
 			if len(got) != len(want) {
 				t.Errorf("the bucket holds %d table files, the directory %d", len(got), len(want))
 			}
@@ -503,11 +521,17 @@ func TestS3ManyWriters(t *testing.T) {
 				t.Errorf("a writer's error is %v, want a name taken or the recording refused", err)
 			}
 		}
+		// The loser is refused at SessionStarted, by the winner's claim,
+		// before any file of its own is published: the bucket holds the
+		// winner's recording alone, not files of both.
 		got := tree(t, filepath.Join(bucketDir, "race"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
-		for rel, b := range got {
-			if !bytes.Equal(b, want[1][rel]) && !bytes.Equal(b, want[2][rel]) {
-				t.Errorf("%s holds bytes neither writer alone writes", rel)
+		if !reflect.DeepEqual(got, want[1]) && !reflect.DeepEqual(got, want[2]) {
+			for rel, b := range got {
+				if !bytes.Equal(b, want[1][rel]) && !bytes.Equal(b, want[2][rel]) {
+					t.Errorf("%s holds bytes neither writer alone writes", rel)
+				}
 			}
+			t.Errorf("the bucket holds files of both writers (%d files), not one writer's recording", len(got))
 		}
 	})
 }

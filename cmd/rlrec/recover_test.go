@@ -206,7 +206,7 @@ func TestRecover(t *testing.T) {
 		{name: "oldest-segment-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
 			want: []string{"missing:             1 segment file", "0000000000000001.wal", "whose records are lost"}, root: segmentDeleted(stream, 0)},
 		{name: "middle-segment-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
-			want: []string{"cut by --salvage", "damaged records lost"}, root: segmentDeleted(stream, 1)},
+			want: []string{"cut by --salvage", "damaged record"}, root: segmentDeleted(stream, 1)},
 		{name: "newest-segment-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
 			want: []string{"missing:             1 segment file", "whose records are lost"}, root: segmentDeleted(stream, -1)},
 	}
