@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
@@ -26,7 +27,8 @@ func hookOnly(t *testing.T, budget int64) (r *Recorder, recycle func()) {
 	t.Cleanup(func() { l.Close() })
 	mem := vfs.NewMem()
 	r = &Recorder{opts: defaultOptions(), fs: mem, st: store.NewFS(mem, "/hook-only"), root: "/hook-only", log: l, queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget),
-		maxEvent: wal.MaxRecordSize, fatal: &fatal{log: slog.New(slog.DiscardHandler)}}
+		maxEvent: wal.MaxRecordSize, fatal: &fatal{log: slog.New(slog.DiscardHandler)},
+		refused: map[hive.Recording]struct{}{}, admitted: map[hive.Recording]struct{}{}}
 	r.queue.items = make([]item, 0, 1024)
 	r.bufs.Max = budget
 	return r, func() {

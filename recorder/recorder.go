@@ -149,7 +149,8 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	r := &Recorder{root: root, opts: o, fs: o.fs, fatal: &fatal{root: root, log: o.logger}}
+	r := &Recorder{root: root, opts: o, fs: o.fs, fatal: &fatal{root: root, log: o.logger},
+		refused: map[hive.Recording]struct{}{}, admitted: map[hive.Recording]struct{}{}}
 	r.st, r.state = o.st, o.stateDir
 	if r.st == nil {
 		r.st, r.state = store.NewFS(o.fs, root), filepath.Join(root, stateDir)
@@ -348,71 +349,6 @@ func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.S
 		return r.log.WaitSynced(ctx, pos)
 	}
 	return nil
-}
-
-// admit refuses a SessionStarted for a recording that ROOT already holds
-// (a stream ingested twice, or a prefix of it), and every later event of a
-// refused recording, before anything is logged: nothing recorded changes
-// and nothing is duplicated. A second SessionStarted for a recording this
-// recorder is still recording is not refused; the assembler counts it as
-// a duplicate.
-func (r *Recorder) admit(ev events.Event) error {
-	sid, route := ev.Header()
-	rec := hive.Recording{SessionID: sid, EnvID: route.EnvID}
-	r.admitMu.Lock()
-	defer r.admitMu.Unlock()
-	if _, ok := r.refused[rec]; ok {
-		return fmt.Errorf("%s of %s: %w in %s (its SessionStarted was refused)", ev.Kind(), rec, ErrRecordingExists, r.root)
-	}
-	if ev.Kind() != events.KindSessionStarted {
-		return nil
-	}
-	// A recording whose files this recorder wrote itself, from events
-	// that came before their SessionStarted (a stream out of order), is
-	// not one that ROOT already held: the assembler counts it.
-	refusal := fmt.Errorf("SessionStarted of %s: %w in %s; nothing of it is recorded again (record into another ROOT to keep both)", rec, ErrRecordingExists, r.root)
-	if _, ok := r.admitted[rec]; ok || !r.holds(rec) || r.w.own.has(rec) {
-		// On a shared ROOT, a recording another writer claimed is refused
-		// as one ROOT holds: nothing of it is logged.
-		err := store.Claim(r.fs, r.state, r.st, rec, ok)
-		if err == nil {
-			if r.admitted == nil {
-				r.admitted = make(map[hive.Recording]struct{})
-			}
-			r.admitted[rec] = struct{}{}
-			return nil
-		} else if !errors.Is(err, store.ErrExists) {
-			return fmt.Errorf("SessionStarted of %s in %s: %w", rec, r.root, err)
-		}
-		refusal = fmt.Errorf("SessionStarted of %s in %s: %w: %w", rec, r.root, ErrRecordingExists, err)
-	}
-	if r.refused == nil {
-		r.refused = make(map[hive.Recording]struct{})
-	}
-	r.refused[rec] = struct{}{}
-	r.refusedN.Add(1)
-	return refusal
-}
-
-// isRefused reports whether rec's SessionStarted was refused (admit).
-func (r *Recorder) isRefused(rec hive.Recording) bool {
-	if r.refusedN.Load() == 0 {
-		return false
-	}
-	r.admitMu.Lock()
-	defer r.admitMu.Unlock()
-	_, ok := r.refused[rec]
-	return ok
-}
-
-// holds reports whether any table of ROOT has a published file of rec.
-func (r *Recorder) holds(rec hive.Recording) bool {
-	for _, t := range hive.Tables {
-		if ok, _ := r.st.HasPart(hive.RecordingPartition(t.Name, rec).Rel(), 1); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // enqueue hands an item to the pipeline.

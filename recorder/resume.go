@@ -58,9 +58,6 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 		r.resumed++
 		// A SessionStarted sent again is a duplicate, not a recording
 		// already in ROOT (admit).
-		if r.admitted == nil {
-			r.admitted = make(map[hive.Recording]struct{})
-		}
 		r.admitted[s.rec()] = struct{}{}
 	}
 	if err := r.w.wait(); err != nil {
