@@ -29,18 +29,20 @@ func (r *Recorder) admit(ev events.Event) error {
 	// A recording whose files this recorder wrote itself, from events
 	// that came before their SessionStarted (a stream out of order), is
 	// not one that ROOT already held: the assembler counts it.
-	refusal := fmt.Errorf("SessionStarted of %s: %w in %s; nothing of it is recorded again (record into another ROOT to keep both)", rec, ErrRecordingExists, r.root)
+	var refusal error
 	if _, ok := r.admitted[rec]; ok || !r.holds(rec) || r.w.own.has(rec) {
-		// On a shared ROOT, a recording another writer claimed is refused
-		// as one ROOT holds: nothing of it is logged.
+		// On a shared ROOT, another writer's claim refuses it (store.Claim).
 		err := store.Claim(r.fs, r.state, r.st, rec, ok)
 		if err == nil {
 			r.admitted[rec] = struct{}{}
 			return nil
-		} else if !errors.Is(err, store.ErrExists) {
+		}
+		if !errors.Is(err, store.ErrExists) {
 			return fmt.Errorf("SessionStarted of %s in %s: %w", rec, r.root, err)
 		}
 		refusal = fmt.Errorf("SessionStarted of %s in %s: %w: %w", rec, r.root, ErrRecordingExists, err)
+	} else {
+		refusal = fmt.Errorf("SessionStarted of %s: %w in %s; nothing of it is recorded again (record into another ROOT to keep both)", rec, ErrRecordingExists, r.root)
 	}
 	r.refused[rec] = struct{}{}
 	r.refusedN.Add(1)
