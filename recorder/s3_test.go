@@ -552,23 +552,38 @@ func TestS3ServerRestart(t *testing.T) {
 	want := tree(t, local, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
 
 	st := newS3Store(t, srv, "restart")
+	// The server is stopped once the recording has made some requests
+	// (so it is mid-recording, however slow the machine), kept down until
+	// a request has failed against it and been retried (or 5 s), then
+	// started again: timing the stop by the clock let a loaded machine
+	// stop it before the first request and restart it before the next.
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		time.Sleep(150 * time.Millisecond)
+		deadline := time.Now().Add(2 * time.Minute)
+		for st.Requests().Total() < 10 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if err := srv.Stop(); err != nil {
 			t.Error(err)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		down := time.Now().Add(5 * time.Second)
+		for time.Now().Before(down) {
+			if req := st.Requests(); req.Attempts > req.Total() {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond)
 		if err := srv.Restart(); err != nil {
 			t.Error(err)
 		}
 	}()
 	r = recordSim(t, "s3://"+s3Bucket+"/restart", sessions, WithEpisodeBatchDelay(20*time.Millisecond), WithStore(st, filepath.Join(t.TempDir(), "state")))
-	<-stopped
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	<-stopped
 	req := st.Requests()
 	t.Logf("%d requests, %d HTTP attempts (retries while the server was down)", req.Total(), req.Attempts)
 	if req.Attempts <= req.Total() {
