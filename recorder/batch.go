@@ -280,11 +280,11 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 				e.steps.Abort()
 			}
 		}
-		abortParts(packed)
+		store.AbortAll(packed)
 	}
 	if len(ok) == 0 {
 		// A packed file holds only rows of episodes in run.
-		abortParts(packed)
+		store.AbortAll(packed)
 		return
 	}
 	if err := w.blocked(rec); err != nil {

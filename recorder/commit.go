@@ -178,7 +178,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	if err := w.err(); err != nil {
 		// An earlier write failed: commit nothing more (its episode or
 		// session write may depend on what failed).
-		abortParts(parts)
+		store.AbortAll(parts)
 		return
 	}
 	// A write of a recording that failed since it was handed over.
@@ -187,7 +187,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 		parts = groupParts(group, parts[:0])
 	}
 	if err := w.layoutFile.Ensure(); err != nil {
-		abortParts(parts)
+		store.AbortAll(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
@@ -203,7 +203,7 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 			}
 		}
 		if err := w.now().logMarkers(begun); err != nil {
-			abortParts(parts)
+			store.AbortAll(parts)
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
 		}
@@ -225,13 +225,13 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	if isUploader {
 		var err error
 		if markers, err = store.MarkUploads(up, parts, markers); err != nil {
-			abortParts(parts)
+			store.AbortAll(parts)
 			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
 		}
 	}
 	if err := w.now().logMarkers(markers); err != nil {
-		abortParts(parts)
+		store.AbortAll(parts)
 		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
@@ -300,7 +300,7 @@ func (w *writer) dropFailed(group []commitItem, ge *store.GroupError) []commitIt
 			continue
 		}
 		if ge == nil {
-			abortParts(it.parts)
+			store.AbortAll(it.parts)
 		}
 	}
 	clear(group[len(keep):])

@@ -78,7 +78,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		n := w.nextPart(p)
 		part, err := finish(p, n)
 		if err != nil {
-			abortParts(parts)
+			store.AbortAll(parts)
 			w.failRec(rec, fmt.Errorf("%s of %s: %w", what, rec, err))
 			return false
 		}

@@ -56,6 +56,14 @@ type Part interface {
 	Abort() error
 }
 
+// AbortAll aborts every part of a group that will not be committed;
+// what an abort fails to remove is settled by the next recovery.
+func AbortAll(parts []Part) {
+	for _, p := range parts {
+		p.Abort()
+	}
+}
+
 // Commit makes a group of finished parts durable and published: Sync,
 // then Publish. When only some parts fail (a *GroupError), the others are
 // committed all the same, and the error names the failed ones of both
