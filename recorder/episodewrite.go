@@ -146,6 +146,9 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
+		if ph, ok := w.now().(live); ok {
+			store.StreamLogged(w.st, file, m.rec, ph.logMarkers)
+		}
 		f.file, f.steps = file, format.NewEncoder(file, file.Name(), meta)
 		w.files.Opened()
 		f.format, f.obs, f.act = format, j.obs, j.act
@@ -319,12 +322,6 @@ func finishTable[T parquetout.Row](st store.Store, p hive.Partition, n int, meta
 		return nil, err
 	}
 	return part, nil
-}
-
-func abortParts(parts []store.Part) {
-	for _, p := range parts {
-		p.Abort()
-	}
 }
 
 func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {

@@ -37,10 +37,11 @@ const (
 	s3CrashKillsEnv = "RLREC_S3_CRASH_KILLS"
 )
 
-// s3PartSize is the part size of the crash test's stores, the least S3
+// s3PartSize is the part size of the crash test's stores, and the size of
+// the pieces a steps file streams while it is written, the least S3
 // allows, so that image episodes (layout episode) and packed files
-// (layout session) go up in pieces and kills land among multipart
-// uploads too.
+// (layout session) go up in pieces, the packed ones while they are
+// written, and kills land among multipart uploads too.
 const s3PartSize = store.MinPartSize
 
 // s3ChildStore is the WithStore of the crash child: the store of root
@@ -48,7 +49,7 @@ const s3PartSize = store.MinPartSize
 // environment), spooling to the state directory.
 func s3ChildStore(root, state string) recorder.Option {
 	st, err := store.OpenRoot(context.Background(), vfs.OS(), root, store.S3Options{
-		PartSize: s3PartSize, SpoolDir: state, MaxBackoff: 200 * time.Millisecond, MaxAttempts: 50})
+		PartSize: s3PartSize, StreamPieceSize: s3PartSize, SpoolDir: state, MaxBackoff: 200 * time.Millisecond, MaxAttempts: 50})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child store:", err)
 		os.Exit(2)

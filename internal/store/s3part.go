@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -34,6 +33,14 @@ type s3Part struct {
 
 	upload *Upload // the multipart upload of a large part, once created
 
+	// Streaming (s3stream.go): begin is set when the part may upload
+	// its pieces while written; stream is its uploading goroutine once
+	// started; base counts the bytes handed to it, which mem and the
+	// spool file no longer hold (they hold [base, size)).
+	begin  func() error
+	stream *streamer
+	base   int64
+
 	finished bool // Finish returned
 	synced   bool // Sync went through
 	done     bool // published or aborted
@@ -48,6 +55,9 @@ func (p *s3Part) Write(b []byte) (int, error) {
 			p.mem.write(b)
 			p.held += int64(len(b))
 			p.size += int64(len(b))
+			if p.begin != nil {
+				p.streamPieces()
+			}
 			return len(b), nil
 		}
 		if err := p.spill(); err != nil {
@@ -87,8 +97,10 @@ func (p *s3Part) releaseMem() {
 	p.mem, p.held = nil, 0
 }
 
-// release drops the part's bytes: its memory and its spool file.
+// release drops the part's bytes: its memory and its spool file, once
+// its uploading goroutine, if any, is done.
 func (p *s3Part) release() error {
+	p.stopStream()
 	p.releaseMem()
 	if p.f != nil {
 		p.f.Close()
@@ -102,7 +114,8 @@ func (p *s3Part) release() error {
 	return nil
 }
 
-// body returns the part's bytes for reading, and what closes it.
+// body returns the part's bytes not yet in a piece ([base, size), at
+// offset 0) for reading, and what closes it.
 func (p *s3Part) body() (io.ReaderAt, func(), error) {
 	if p.spool == "" {
 		return p.mem, func() {}, nil
@@ -132,7 +145,7 @@ func (p *s3Part) Finish() error {
 			return fmt.Errorf("store: close the spool file %s of %s: %w", p.spool, p.Name(), err)
 		}
 	}
-	if n := (p.size + p.s.opts.PartSize - 1) / p.s.opts.PartSize; n > maxPieces {
+	if n := p.pieces(); n > maxPieces {
 		p.done = true
 		p.release()
 		return fmt.Errorf("store: %s: %d bytes would take %d pieces of %d bytes, more than S3's %d: raise the part size", p.Name(), p.size, n, p.s.opts.PartSize, maxPieces)
@@ -149,7 +162,8 @@ func (p *s3Part) Abort() error {
 	}
 	p.done = true
 	var errs []error
-	if p.upload != nil {
+	p.stopStream()
+	if p.upload != nil && p.upload.ID != "" {
 		if err := p.s.AbortUpload(*p.upload); err != nil {
 			errs = append(errs, err)
 		}
@@ -160,57 +174,39 @@ func (p *s3Part) Abort() error {
 	return errors.Join(errs...)
 }
 
-// multipart reports whether the part is uploaded in pieces.
-func (p *s3Part) multipart() bool { return p.size > p.s.opts.PartSize }
+// multipart reports whether the part is uploaded in pieces: it is larger
+// than PartSize, or it streams them.
+func (p *s3Part) multipart() bool { return p.size > p.s.opts.PartSize || p.stream != nil }
 
-// uploadPieces begins the multipart upload of a large part and uploads
-// every piece, Concurrency at a time. A small part needs nothing.
-func (p *s3Part) uploadPieces() error {
-	if !p.multipart() {
-		return nil
+// pieces is the number of requests its bytes take: its streamed pieces
+// and those of the rest, or 1.
+func (p *s3Part) pieces() int64 {
+	var n int64
+	if p.stream != nil {
+		n = int64(p.stream.n)
 	}
-	s := p.s
-	f, done, err := p.body()
-	if err != nil {
+	return n + max(1, (p.size-p.base+p.s.opts.PartSize-1)/p.s.opts.PartSize)
+}
+
+// uploadPieces uploads the pieces of a large part: those streamed while
+// it was written are waited for, then the multipart upload is begun if
+// it was not, and the rest is uploaded (uploadRest). A small part needs
+// nothing.
+func (p *s3Part) uploadPieces() error {
+	if err := p.stopStream(); err != nil {
 		return err
 	}
-	defer done()
-	s.count(OpCreateUpload)
-	out, err := s.client.CreateMultipartUpload(s.ctx, &s3.CreateMultipartUploadInput{
-		Bucket: aws.String(s.loc.Bucket), Key: aws.String(p.key),
-	})
-	if err != nil {
-		return fmt.Errorf("store: begin the upload of %s: %w", p.Name(), err)
+	if p.upload == nil {
+		if !p.multipart() {
+			return nil
+		}
+		up := &Upload{Key: p.key}
+		if err := p.s.createUpload(up); err != nil {
+			return err
+		}
+		p.upload = up
 	}
-	up := &Upload{Key: p.key, ID: aws.ToString(out.UploadId)}
-	p.upload = up
-	n := int((p.size + s.opts.PartSize - 1) / s.opts.PartSize)
-	up.Pieces = make([]Piece, n)
-	errs := make([]error, n)
-	sem := make(chan struct{}, s.opts.Concurrency)
-	var wg sync.WaitGroup
-	for i := range n {
-		off := int64(i) * s.opts.PartSize
-		size := min(s.opts.PartSize, p.size-off)
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			num := int32(i + 1)
-			s.count(OpUploadPiece)
-			out, err := s.client.UploadPart(s.ctx, &s3.UploadPartInput{
-				Bucket: aws.String(s.loc.Bucket), Key: aws.String(p.key), UploadId: aws.String(up.ID),
-				PartNumber: aws.Int32(num), Body: io.NewSectionReader(f, off, size), ContentLength: aws.Int64(size),
-			})
-			if err != nil {
-				errs[i] = fmt.Errorf("store: upload piece %d of %s: %w", num, p.Name(), err)
-				return
-			}
-			up.Pieces[i] = Piece{Number: num, ETag: aws.ToString(out.ETag), Size: size}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return p.uploadRest()
 }
 
 // publish makes the part visible, never replacing an object.
@@ -230,7 +226,7 @@ func (p *s3Part) publish() error {
 	_, err = s.client.PutObject(s.ctx, &s3.PutObjectInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(p.key), IfNoneMatch: aws.String("*"),
 		Body: io.NewSectionReader(f, 0, p.size), ContentLength: aws.Int64(p.size),
-	})
+	}, s.bodyOpts...)
 	if err == nil {
 		return nil
 	}

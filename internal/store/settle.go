@@ -24,7 +24,9 @@ import (
 //     record (BegunMarker), synced before their uploads are created, so
 //     that no upload is in flight that the log cannot name by its exact
 //     key;
-//  2. Sync uploads their pieces: durable on the service, invisible;
+//  2. Sync uploads their pieces: durable on the service, invisible (a
+//     part let stream, StreamLogged, logs its record and begins its
+//     upload while it is written, and Sync uploads the rest);
 //  3. each write's marker names its files and, for those uploaded in
 //     pieces, the upload id and the pieces' ETags (MarkUploads), synced
 //     as before;
@@ -70,6 +72,20 @@ func BegunMarker(up Uploader, rec hive.Recording, parts []Part) []byte {
 		return nil
 	}
 	return logrec.AppendUploadBegun(nil, logrec.Marker{Recording: rec, Files: files})
+}
+
+// StreamLogged lets part p of recording rec upload its pieces while it
+// is written, when st streams (Streamer): its upload begins only once
+// logMarkers has made a logrec.TypeUploadBegun record naming it durable
+// (step 1 above, taken before the part is finished).
+func StreamLogged(st Store, p Part, rec hive.Recording, logMarkers func([][]byte) error) {
+	sw, ok := st.(Streamer)
+	if !ok {
+		return
+	}
+	sw.Stream(p, func() error {
+		return logMarkers([][]byte{logrec.AppendUploadBegun(nil, logrec.Marker{Recording: rec, Files: []string{p.Rel()}})})
+	})
 }
 
 // MarkUploads adds to the marker records (type byte first) of a synced

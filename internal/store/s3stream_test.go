@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/rlrec/rlrec/internal/s3server"
+)
+
+// newStreamS3 is a store whose streamed parts go up in pieces of
+// MinPartSize, with a memory budget mem (0: the default).
+func newStreamS3(t *testing.T, srv *s3server.Server, prefix string, mem int64) *S3 {
+	t.Helper()
+	s, err := NewS3(context.Background(), srvConfig(srv), Location{Bucket: testBucket, Prefix: prefix}, S3Options{
+		StreamPieceSize: MinPartSize, SpoolDir: t.TempDir(), MaxBackoff: 500 * time.Millisecond, MaxAttempts: 40,
+		MemoryBytes: mem,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// inFlight returns the uploads in flight of the object key.
+func inFlight(t *testing.T, srv *s3server.Server, key string) int {
+	t.Helper()
+	out, err := srv.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(testBucket), Prefix: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Uploads)
+}
+
+// TestS3Stream: a part let stream begins its upload while it is written,
+// once it holds two pieces, and only after begin returned; its object is
+// its bytes; the pieces uploaded while it was written are not uploaded
+// again; its memory goes back to the budget, and a spill midway, a
+// failing begin and an abort leave no upload in flight.
+func TestS3Stream(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Bucket(t, testBucket)
+	const size = 4*MinPartSize + 12345
+	cases := []struct {
+		name     string
+		mem      int64
+		beginErr error
+		abort    bool
+		// streamed is the least number of pieces up before Finish.
+		streamed int
+	}{
+		{name: "in memory", streamed: 2},
+		{name: "spilled midway", mem: 3 * MinPartSize, streamed: 1},
+		{name: "begin fails", beginErr: errors.New("the log is full")},
+		{name: "aborted", abort: true, streamed: 1},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStreamS3(t, srv, "stream"+string(rune('a'+i)), c.mem)
+			body := payload(size, uint64(i+1))
+			part, err := s.Create(stepsP, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := s.loc.Key(part.Rel())
+			var begun int
+			var mu sync.Mutex
+			s.Stream(part, func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				begun++
+				if n := inFlight(t, srv, key); n != 0 {
+					t.Errorf("%d uploads in flight before begin returned", n)
+				}
+				return c.beginErr
+			})
+			for off := 0; off < len(body); off += 256 << 10 {
+				if _, err := part.Write(body[off:min(off+256<<10, len(body))]); err != nil {
+					t.Fatal(err)
+				}
+				if off == 2*MinPartSize+256<<10 && c.beginErr == nil {
+					// Two pieces written: the upload is in flight before
+					// the part is finished.
+					deadline := time.Now().Add(30 * time.Second)
+					for inFlight(t, srv, key) == 0 && time.Now().Before(deadline) {
+						time.Sleep(10 * time.Millisecond)
+					}
+					if inFlight(t, srv, key) != 1 {
+						t.Fatal("no upload in flight while the part was written")
+					}
+				}
+			}
+			if c.abort {
+				if err := part.Abort(); err != nil {
+					t.Fatal(err)
+				}
+				if n := inFlight(t, srv, key); n != 0 {
+					t.Errorf("%d uploads in flight after the abort", n)
+				}
+				if used := s.memUsed.Load(); used != 0 {
+					t.Errorf("%d bytes of the budget held after the abort", used)
+				}
+				spoolEmpty(t, s)
+				return
+			}
+			if err := part.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			err = Commit(s, []Part{part})
+			mu.Lock()
+			if begun != 1 {
+				t.Errorf("begin called %d times, want 1", begun)
+			}
+			mu.Unlock()
+			if used := s.memUsed.Load(); used != 0 {
+				t.Errorf("%d bytes of the budget held after the commit", used)
+			}
+			spoolEmpty(t, s)
+			if c.beginErr != nil {
+				var ge *GroupError
+				if !errors.As(err, &ge) || len(ge.Parts) != 1 || !errors.Is(ge.Parts[0].Err, c.beginErr) {
+					t.Fatalf("commit after a failed begin: %v, want a GroupError with the begin's error", err)
+				}
+				if n := inFlight(t, srv, key); n != 0 {
+					t.Errorf("%d uploads in flight after a failed begin", n)
+				}
+				if _, err := srv.Object(testBucket, key); err == nil {
+					t.Error("the part was published after its begin failed")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !srv.Equal(testBucket, key, body) {
+				t.Fatal("the object does not hold the part's bytes")
+			}
+			// Pieces handed over while it was written (at least
+			// c.streamed: the test waited for two), then the rest at Sync
+			// in pieces of PartSize (one, here): never more than the
+			// part's pieces, never a byte twice (the object is equal).
+			r := s.Requests()
+			most := int64((size + MinPartSize - 1) / MinPartSize)
+			if r.Ops[OpCreateUpload] != 1 || r.Ops[OpComplete] != 1 || r.Ops[OpPut] != 0 ||
+				r.Ops[OpUploadPiece] < int64(c.streamed)+1 || r.Ops[OpUploadPiece] > most {
+				t.Errorf("requests %v, want 1 create, %d to %d pieces, 1 complete, no put", r.Ops, c.streamed+1, most)
+			}
+		})
+	}
+}
+
+// TestS3StreamSmall: a part let stream that stays under two pieces is
+// published by one put, as any small part.
+func TestS3StreamSmall(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Bucket(t, testBucket)
+	s := newStreamS3(t, srv, "small", 0)
+	part, err := s.Create(stepsP, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Stream(part, func() error { t.Error("begin called for a small part"); return nil })
+	body := payload(2*MinPartSize-1, 9)
+	if _, err := part.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := part.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Commit(s, []Part{part}); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Requests(); r.Total() != 1 || r.Ops[OpPut] != 1 {
+		t.Errorf("requests %v, want one put", r.Ops)
+	}
+	if !srv.Equal(testBucket, s.loc.Key(part.Rel()), body) {
+		t.Error("the object does not hold the part's bytes")
+	}
+}
+
+// headerClient records the headers of the requests that carry a body.
+type headerClient struct {
+	next aws.HTTPClient
+	mu   sync.Mutex
+	puts []http.Header
+}
+
+func (c *headerClient) Do(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut {
+		c.mu.Lock()
+		c.puts = append(c.puts, r.Header.Clone())
+		c.mu.Unlock()
+	}
+	return c.next.Do(r)
+}
+
+// TestS3UnsignedPayload: on loopback the bytes of a part are sent
+// unsigned (the signature covers the headers), for one put and for
+// pieces, and the server takes both.
+func TestS3UnsignedPayload(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Bucket(t, testBucket)
+	cfg := srvConfig(srv)
+	hc := &headerClient{next: http.DefaultClient}
+	cfg.HTTPClient = hc
+	s, err := NewS3(context.Background(), cfg, Location{Bucket: testBucket, Prefix: "unsigned"}, S3Options{PartSize: MinPartSize, SpoolDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := [][]byte{payload(1000, 1), payload(MinPartSize+10, 2)}
+	small := writePart(t, s, stepsP, 0, bodies[0])
+	large := writePart(t, s, episodesP, 0, bodies[1])
+	if err := Commit(s, []Part{small, large}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []Part{small, large} {
+		if !srv.Equal(testBucket, s.loc.Key(p.Rel()), bodies[i]) {
+			t.Errorf("%s does not hold its bytes", p.Rel())
+		}
+	}
+	if len(hc.puts) != 3 {
+		t.Fatalf("%d PUT requests, want 3 (a put, two pieces)", len(hc.puts))
+	}
+	for i, h := range hc.puts {
+		if got := h.Get("X-Amz-Content-Sha256"); got != "UNSIGNED-PAYLOAD" {
+			t.Errorf("PUT %d: x-amz-content-sha256 %q, want UNSIGNED-PAYLOAD", i, got)
+		}
+	}
+}
+
+func TestUnsignedPayloadSafe(t *testing.T) {
+	for _, c := range []struct {
+		endpoint string
+		want     bool
+	}{
+		{"https://s3.example.com", true},
+		{"https://10.0.0.5:9000", true},
+		{"http://127.0.0.1:7070", true},
+		{"http://[::1]:7070", true},
+		{"http://localhost:9000", true},
+		{"http://10.0.0.5:9000", false},
+		{"http://minio.lan:9000", false},
+		{"http://localhost.example.com", false},
+		{"::not a url", false},
+	} {
+		t.Run(c.endpoint, func(t *testing.T) {
+			if got := unsignedPayloadSafe(c.endpoint); got != c.want {
+				t.Errorf("unsignedPayloadSafe(%q) = %v, want %v", c.endpoint, got, c.want)
+			}
+		})
+	}
+	if opts := payloadOptions(nil); len(opts) != 1 {
+		t.Errorf("AWS itself (no endpoint): %d options, want the unsigned payload", len(opts))
+	}
+}
