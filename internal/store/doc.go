@@ -65,7 +65,10 @@
 // local directory (SpoolDir, not synced: a buffer, not a copy), so memory
 // does not grow with the parts. Sync uploads the pieces of a part larger
 // than PartSize (default 64 MiB) as a multipart upload, Concurrency at a
-// time; the upload is durable on the service and invisible, and
+// time (a part a caller let stream, Stream, began its upload once it
+// held two StreamPieceSize pieces, uploaded them while it was written,
+// and Sync uploads the rest: s3stream.go); the upload is durable on the
+// service and invisible, and
 // PendingUpload returns its key, upload id and piece ETags for the caller
 // to record. A part of PartSize or less needs no request at Sync: it is
 // durable only once published, and a caller that must survive a crash
@@ -101,7 +104,9 @@
 // no client-side retry quota, so an outage of about half a minute is
 // waited out. Any other error fails the part it belongs to, as a local
 // I/O error does. Requests counts the operations by kind and the HTTP
-// attempts, retries included.//
+// attempts, retries included. Over TLS and to a loopback endpoint the
+// bytes of a part go as UNSIGNED-PAYLOAD (payloadOptions); to another
+// plain-HTTP endpoint they are signed.//
 // # Recording (Root)
 //
 // A recorder writes a ROOT through a Root: the Store, the Reader, and
