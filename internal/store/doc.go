@@ -49,7 +49,8 @@
 // was not theirs). Publish renames the rest of a group past a failed
 // rename, and retries a failed sync directory by directory, in the same
 // way. A failure no one part owns (the ROOT or a table directory, shared
-// by every recording) is returned as a plain error.//
+// by every recording) is returned as a plain error.
+//
 // # Contract (S3)
 //
 // A ROOT s3://bucket/prefix (ParseURL, LoadS3) keeps the same keys as a
@@ -106,7 +107,8 @@
 // I/O error does. Requests counts the operations by kind and the HTTP
 // attempts, retries included. Over TLS and to a loopback endpoint the
 // bytes of a part go as UNSIGNED-PAYLOAD (payloadOptions); to another
-// plain-HTTP endpoint they are signed.//
+// plain-HTTP endpoint they are signed.
+//
 // # Recording (Root)
 //
 // A recorder writes a ROOT through a Root: the Store, the Reader, and
