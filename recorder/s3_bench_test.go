@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -31,7 +32,8 @@ var benchPrefix atomic.Int64
 // bucket's recording published, the same bytes under the same keys, with
 // the bare SDK, one PutObject each (sdk). Each reports MB/s of the
 // objects' bytes; compare them within one run. req/op counts the
-// recorder's requests. Uncompressed Parquet (none) is the case where the
+// recorder's requests, close-ms/op the time Close takes (from the last
+// event to every file published). Uncompressed Parquet (none) is the case where the
 // bytes uploaded are the bytes recorded; zstd is the default.
 //
 //	go test -run '^$' -bench S3LayoutSession -benchtime 5x -count 5 ./recorder
@@ -51,8 +53,9 @@ func BenchmarkS3LayoutSession(b *testing.B) {
 
 func benchS3Layout(b *testing.B, srv *s3server.Server, bucketDir string, stream []byte, codec Compression) {
 	// record records the stream into root (an s3:// ROOT when st is
-	// set), and returns the store's requests.
-	record := func(b *testing.B, root string, st *store.S3) store.Requests {
+	// set), and returns the store's requests and how long Close took
+	// (from the last event to every file published).
+	record := func(b *testing.B, root string, st *store.S3) (store.Requests, time.Duration) {
 		opts := []Option{WithLayout(hive.LayoutSession), WithCompression(codec)}
 		if st != nil {
 			opts = append(opts, WithStore(st, filepath.Join(b.TempDir(), "state")))
@@ -70,19 +73,22 @@ func benchS3Layout(b *testing.B, srv *s3server.Server, bucketDir string, stream 
 		if err := sr.Err(); err != nil {
 			b.Fatal(err)
 		}
+		start := time.Now()
 		if err := r.Close(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+		closing := time.Since(start)
 		if st == nil {
-			return store.Requests{}
+			return store.Requests{}, closing
 		}
-		return st.Requests()
+		return st.Requests(), closing
 	}
-	toBucket := func(b *testing.B) (string, store.Requests) {
+	toBucket := func(b *testing.B) (string, store.Requests, time.Duration) {
 		prefix := fmt.Sprint("bench-", benchPrefix.Add(1))
-		return prefix, record(b, "s3://"+s3Bucket+"/"+prefix, newS3Store(b, srv, prefix))
+		req, closing := record(b, "s3://"+s3Bucket+"/"+prefix, newS3Store(b, srv, prefix))
+		return prefix, req, closing
 	}
-	prefix, _ := toBucket(b)
+	prefix, _, _ := toBucket(b)
 	objs := tree(b, filepath.Join(bucketDir, prefix), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
 	var size int64
 	for _, o := range objs {
@@ -93,17 +99,23 @@ func benchS3Layout(b *testing.B, srv *s3server.Server, bucketDir string, stream 
 	b.Run("recorder-bucket", func(b *testing.B) {
 		b.SetBytes(size)
 		var reqs int64
+		var closing time.Duration
 		for b.Loop() {
-			_, req := toBucket(b)
+			_, req, c := toBucket(b)
 			reqs += req.Total()
+			closing += c
 		}
 		b.ReportMetric(float64(reqs)/float64(b.N), "req/op")
+		b.ReportMetric(float64(closing.Milliseconds())/float64(b.N), "close-ms/op")
 	})
 	b.Run("recorder-directory", func(b *testing.B) {
 		b.SetBytes(size)
+		var closing time.Duration
 		for i := 0; b.Loop(); i++ {
-			record(b, filepath.Join(b.TempDir(), fmt.Sprint(i)), nil)
+			_, c := record(b, filepath.Join(b.TempDir(), fmt.Sprint(i)), nil)
+			closing += c
 		}
+		b.ReportMetric(float64(closing.Milliseconds())/float64(b.N), "close-ms/op")
 	})
 	b.Run("sdk", func(b *testing.B) {
 		b.SetBytes(size)
