@@ -25,29 +25,37 @@ import (
 var benchPrefix atomic.Int64
 
 // BenchmarkS3LayoutSession records one event stream (a pick-place
-// session: images, 4 lanes, 60 episodes, as rlrec ingest reads it) with
-// layout session into a new prefix of a versitygw bucket on loopback
-// (recorder-bucket: decoding, the log, assembly, Parquet, the uploads)
-// and into a directory (recorder-directory), and puts the objects the
-// bucket's recording published, the same bytes under the same keys, with
-// the bare SDK, one PutObject each (sdk). Each reports MB/s of the
-// objects' bytes; compare them within one run. req/op counts the
-// recorder's requests, close-ms/op the time Close takes (from the last
-// event to every file published). Uncompressed Parquet (none) is the case where the
-// bytes uploaded are the bytes recorded; zstd is the default.
+// session: images, 4 lanes, as rlrec ingest reads it) with layout session
+// into a new prefix of a versitygw bucket on loopback (recorder-bucket:
+// decoding, the log, assembly, Parquet, the uploads) and into a directory
+// (recorder-directory), and puts the objects the bucket's recording
+// published, the same bytes under the same keys, with the bare SDK, one
+// PutObject each (sdk). Each reports MB/s of the objects' bytes; compare
+// them within one run. req/op counts the recorder's requests, close-ms/op
+// the time Close takes (from the last event to every file published).
+// Uncompressed Parquet (none) is the case where the bytes uploaded are
+// the bytes recorded; zstd is the default. With 60 episodes the packed
+// steps file (57 MB) fits the store's 64 MiB memory budget and goes up in
+// one put once finished; with 240 (none-240) the packed files outgrow
+// it, and stream their pieces while they are written (internal/store,
+// s3stream.go).
 //
 //	go test -run '^$' -bench S3LayoutSession -benchtime 5x -count 5 ./recorder
 func BenchmarkS3LayoutSession(b *testing.B) {
 	srv := s3server.Start(b)
 	bucketDir := srv.Bucket(b, s3Bucket)
-	var stream bytes.Buffer
-	sw := events.NewStreamWriter(&stream)
-	cfg := sim.Config{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 60, TimeLimit: 25, Seed: 9, SessionID: "bench"}
-	if _, err := sim.Run(context.Background(), sim.NewStreamHooks(sw), cfg); err != nil {
-		b.Fatal(err)
-	}
-	for _, codec := range []Compression{CompressionNone, CompressionZstd} {
-		b.Run(string(codec), func(b *testing.B) { benchS3Layout(b, srv, bucketDir, stream.Bytes(), codec) })
+	for _, c := range []struct {
+		name     string
+		episodes int64
+		codec    Compression
+	}{{"none", 60, CompressionNone}, {"zstd", 60, CompressionZstd}, {"none-240", 240, CompressionNone}} {
+		var stream bytes.Buffer
+		sw := events.NewStreamWriter(&stream)
+		cfg := sim.Config{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: c.episodes, TimeLimit: 25, Seed: 9, SessionID: "bench"}
+		if _, err := sim.Run(context.Background(), sim.NewStreamHooks(sw), cfg); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) { benchS3Layout(b, srv, bucketDir, stream.Bytes(), c.codec) })
 	}
 }
 

@@ -40,8 +40,10 @@ const (
 // s3PartSize is the part size of the crash test's stores, and the size of
 // the pieces a steps file streams while it is written, the least S3
 // allows, so that image episodes (layout episode) and packed files
-// (layout session) go up in pieces, the packed ones while they are
-// written, and kills land among multipart uploads too.
+// (layout session) go up in pieces, and kills land among multipart
+// uploads too. The crash child's memory budget is one piece and a MiB,
+// so that the larger files stream (they go up while written, past the
+// budget) and kills land among those uploads as well.
 const s3PartSize = store.MinPartSize
 
 // s3ChildStore is the WithStore of the crash child: the store of root
@@ -49,7 +51,7 @@ const s3PartSize = store.MinPartSize
 // environment), spooling to the state directory.
 func s3ChildStore(root, state string) recorder.Option {
 	st, err := store.OpenRoot(context.Background(), vfs.OS(), root, store.S3Options{
-		PartSize: s3PartSize, StreamPieceSize: s3PartSize, SpoolDir: state, MaxBackoff: 200 * time.Millisecond, MaxAttempts: 50})
+		PartSize: s3PartSize, StreamPieceSize: s3PartSize, MemoryBytes: s3PartSize + 1<<20, SpoolDir: state, MaxBackoff: 200 * time.Millisecond, MaxAttempts: 50})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child store:", err)
 		os.Exit(2)

@@ -28,9 +28,9 @@ type S3Options struct {
 	// DefaultPartSize.
 	PartSize int64
 	// StreamPieceSize is the size of the pieces a part a caller lets
-	// stream (Stream) uploads while it is written, once it holds two;
-	// rounded up to whole MiB, at least MinPartSize. 0 means
-	// DefaultStreamPieceSize; < 0, no part streams.
+	// stream (Stream) uploads while it is written, once it has outgrown
+	// the memory budget (s3stream.go); rounded up to whole MiB, at least
+	// MinPartSize. 0 means DefaultStreamPieceSize; < 0, no part streams.
 	StreamPieceSize int64
 	// Concurrency bounds the requests one Sync or Publish has in flight;
 	// 0 means 8.
@@ -71,10 +71,8 @@ const (
 	// pieces when it completes: 40 MiB parts went up at 0.65x the
 	// MB/s of one put in 16 MiB pieces (BenchmarkS3Publish).
 	DefaultPartSize = 64 << 20
-	// DefaultStreamPieceSize is S3Options.StreamPieceSize's default: a
-	// part streams once it holds 16 MiB, and the piece left to upload when
-	// it is finished takes about 30 ms on loopback (BenchmarkS3Publish),
-	// where the 64 MiB of a whole part take 0.3 s.
+	// DefaultStreamPieceSize is S3Options.StreamPieceSize's default: the
+	// memory a streaming part holds is about streamAhead+1 of them.
 	DefaultStreamPieceSize = 8 << 20
 	// DefaultMemoryBytes is S3Options.MemoryBytes's default.
 	DefaultMemoryBytes = 64 << 20

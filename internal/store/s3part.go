@@ -50,26 +50,36 @@ func (p *s3Part) Write(b []byte) (int, error) {
 	if p.done || p.finished {
 		return 0, ErrClosed
 	}
-	if p.spool == "" {
-		if p.s.reserve(int64(len(b))) {
-			p.mem.write(b)
-			p.held += int64(len(b))
-			p.size += int64(len(b))
-			if p.begin != nil {
-				p.streamPieces()
+	// A block at a time, so that a large write (a column chunk) fills
+	// the budget before it spills, and a streaming part can hand over its
+	// pieces and wait for memory in between.
+	written := 0
+	for p.spool == "" && len(b) > 0 {
+		k := min(len(b), chunkSize)
+		if !p.reserve(int64(k)) {
+			if err := p.spill(); err != nil {
+				return written, err
 			}
-			return len(b), nil
+			break
 		}
-		if err := p.spill(); err != nil {
-			return 0, err
+		p.mem.write(b[:k])
+		p.held += int64(k)
+		p.size += int64(k)
+		written += k
+		b = b[k:]
+		if p.stream != nil {
+			p.streamPieces()
 		}
+	}
+	if len(b) == 0 {
+		return written, nil
 	}
 	n, err := p.f.Write(b)
 	p.size += int64(n)
 	if err != nil {
-		return n, fmt.Errorf("store: write the spool file %s of %s: %w", p.spool, p.s.url(p.key), err)
+		return written + n, fmt.Errorf("store: write the spool file %s of %s: %w", p.spool, p.s.url(p.key), err)
 	}
-	return n, nil
+	return written + n, nil
 }
 
 // spill moves the bytes held in memory to a new spool file.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -12,17 +13,23 @@ import (
 
 // Streaming: the pieces of a large part go up while it is written.
 //
-// A part uploaded only at Sync puts its whole upload after its encoding:
-// a recording's last packed file (layout session) then waits for both in
-// turn. A part a caller lets stream (Stream) instead begins its multipart
-// upload once it holds StreamPieceSize*2 bytes, and from then on hands
-// each StreamPieceSize of its bytes (whole 1 MiB blocks, never copied) to
-// one goroutine of its own, which uploads them in order while the
-// encoder writes on, and gives their memory back to the budget. Sync then
-// uploads only the rest, and Publish completes the upload as for any
-// multipart part. At most streamAhead pieces wait for that goroutine;
-// past that, bytes stay in memory (or spill, which ends the streaming:
-// the rest goes up from the spool file at Sync).
+// A part's bytes are held in memory while the store's budget has room,
+// and go up in one request (or in pieces, above PartSize) once it is
+// finished. A part a caller lets stream (Stream) that would spill to the
+// spool file because the budget is full, and holds a StreamPieceSize
+// piece, instead begins its multipart upload then and hands each whole
+// piece (its 1 MiB blocks, never copied) to a goroutine of its own, which
+// uploads them in order and gives their memory back; the encoder's write
+// waits for that memory rather than writing the spool file, so a large
+// part costs its pieces in memory and no local disk, and its upload runs
+// while it is encoded. Sync uploads the rest, and Publish completes the
+// upload as for any multipart part. A part that fits is not streamed:
+// multipart costs two more requests, and on a server that keeps objects
+// as files (versitygw) a copy of the pieces when it completes, which made
+// a 57 MB packed file that streamed its 8 MiB pieces slower than one put
+// after it was finished (BENCHMARKS.md). A part with no piece in flight
+// that finds the budget full (held by other parts) spills as before,
+// which ends its streaming: its rest goes up from the spool file at Sync.
 //
 // The upload is created only after begin, the caller's function, returns:
 // the recorder logs a logrec.TypeUploadBegun record naming the part and
@@ -65,24 +72,53 @@ type streamer struct {
 	done chan struct{}
 	err  error // the first failure; read after done
 	n    int32 // pieces handed over
+	// pending counts the pieces handed over and not yet given back;
+	// freed gets a token as each is.
+	pending atomic.Int32
+	freed   chan struct{}
+}
+
+// reserve takes n bytes of the store's memory budget for the part. When
+// the budget is full, a part let stream that holds a piece starts
+// streaming, and a streaming one hands its whole pieces over and waits
+// for those in flight to give memory back; false when there is none to
+// wait for (the part then spills).
+func (p *s3Part) reserve(n int64) bool {
+	for !p.s.reserve(n) {
+		if p.begin == nil {
+			return false
+		}
+		if p.stream == nil && p.size-p.base >= p.s.opts.StreamPieceSize {
+			p.startStream()
+		}
+		if p.stream == nil {
+			return false
+		}
+		p.streamPieces()
+		if p.stream.pending.Load() == 0 {
+			return false
+		}
+		select {
+		case <-p.stream.freed:
+		case <-p.stream.done:
+			return false
+		}
+	}
+	return true
 }
 
 // streamPieces hands the part's whole pieces to its uploading goroutine,
-// starting it when the part first holds two pieces.
+// at most streamAhead waiting.
 func (p *s3Part) streamPieces() {
 	piece := p.s.opts.StreamPieceSize
-	if p.stream == nil && p.size-p.base < 2*piece {
-		return
-	}
-	for p.size-p.base >= piece && (p.stream == nil || p.stream.n < maxPieces/2) {
-		if p.stream == nil {
-			p.startStream()
-		}
+	for p.size-p.base >= piece && p.stream.n < maxPieces/2 {
 		k := int(piece / chunkSize)
 		job := pieceJob{num: p.stream.n + 1, blocks: p.mem[:k:k]}
+		p.stream.pending.Add(1)
 		select {
 		case p.stream.jobs <- job:
 		default:
+			p.stream.pending.Add(-1)
 			return // streamAhead pieces wait: these bytes go later
 		}
 		p.stream.n++
@@ -94,7 +130,7 @@ func (p *s3Part) streamPieces() {
 
 // startStream starts the part's uploading goroutine.
 func (p *s3Part) startStream() {
-	st := &streamer{jobs: make(chan pieceJob, streamAhead), done: make(chan struct{})}
+	st := &streamer{jobs: make(chan pieceJob, streamAhead), done: make(chan struct{}), freed: make(chan struct{}, streamAhead)}
 	p.stream = st
 	p.upload = &Upload{Key: p.key}
 	up := p.upload
@@ -112,6 +148,11 @@ func (p *s3Part) startStream() {
 			}
 			p.s.memUsed.Add(-job.blocks.size())
 			job.blocks.free()
+			st.pending.Add(-1)
+			select {
+			case st.freed <- struct{}{}:
+			default:
+			}
 		}
 		if st.err != nil {
 			st.err = fmt.Errorf("store: upload %s while it was written: %w", p.Name(), st.err)

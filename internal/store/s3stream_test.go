@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -38,31 +40,38 @@ func inFlight(t *testing.T, srv *s3server.Server, key string) int {
 	return len(out.Uploads)
 }
 
-// TestS3Stream: a part let stream begins its upload while it is written,
-// once it holds two pieces, and only after begin returned; its object is
-// its bytes; the pieces uploaded while it was written are not uploaded
-// again; its memory goes back to the budget, and a spill midway, a
-// failing begin and an abort leave no upload in flight.
+// TestS3Stream: a part let stream goes up in one put while it fits the
+// memory budget; past it, it begins its upload while it is written, only
+// after begin returned, and waits for its pieces to go up rather than
+// spilling; its object is its bytes, its memory goes back to the budget,
+// and a budget held by another part (it spills), a failing begin and an
+// abort leave no upload in flight and no spool file.
 func TestS3Stream(t *testing.T) {
 	srv := s3server.Start(t)
 	srv.Bucket(t, testBucket)
 	const size = 4*MinPartSize + 12345
 	cases := []struct {
-		name     string
-		mem      int64
+		name string
+		mem  int64
+		// other is what another unpublished part holds of the budget.
+		other    int
 		beginErr error
 		abort    bool
-		// streamed is the least number of pieces up before Finish.
-		streamed int
+		streams  bool
 	}{
-		{name: "in memory", streamed: 2},
-		{name: "spilled midway", mem: 3 * MinPartSize, streamed: 1},
-		{name: "begin fails", beginErr: errors.New("the log is full")},
-		{name: "aborted", abort: true, streamed: 1},
+		{name: "fits the budget"},
+		{name: "past the budget", mem: 3 * MinPartSize, streams: true},
+		{name: "budget held by another part", mem: 3 * MinPartSize, other: 5 * MinPartSize / 2},
+		{name: "begin fails", mem: 3 * MinPartSize, beginErr: errors.New("the log is full"), streams: true},
+		{name: "aborted", mem: 3 * MinPartSize, abort: true, streams: true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newStreamS3(t, srv, "stream"+string(rune('a'+i)), c.mem)
+			s := newStreamS3(t, srv, fmt.Sprint("stream", i), c.mem)
+			var other Part
+			if c.other > 0 {
+				other = writePart(t, s, episodesP, 0, payload(c.other, 99))
+			}
 			body := payload(size, uint64(i+1))
 			part, err := s.Create(stepsP, 0)
 			if err != nil {
@@ -84,16 +93,22 @@ func TestS3Stream(t *testing.T) {
 				if _, err := part.Write(body[off:min(off+256<<10, len(body))]); err != nil {
 					t.Fatal(err)
 				}
-				if off == 2*MinPartSize+256<<10 && c.beginErr == nil {
-					// Two pieces written: the upload is in flight before
-					// the part is finished.
-					deadline := time.Now().Add(30 * time.Second)
-					for inFlight(t, srv, key) == 0 && time.Now().Before(deadline) {
-						time.Sleep(10 * time.Millisecond)
-					}
-					if inFlight(t, srv, key) != 1 {
-						t.Fatal("no upload in flight while the part was written")
-					}
+			}
+			spooled := spoolFiles(t, s)
+			if c.streams && spooled != 0 {
+				t.Errorf("%d spool files: the part spilled rather than streamed", spooled)
+			}
+			if !c.streams && c.other > 0 && spooled != 1 {
+				t.Errorf("%d spool files, want 1: a part with no piece in flight spills", spooled)
+			}
+			if c.streams && c.beginErr == nil {
+				// The upload is in flight before the part is finished.
+				deadline := time.Now().Add(30 * time.Second)
+				for inFlight(t, srv, key) == 0 && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if inFlight(t, srv, key) != 1 {
+					t.Fatal("no upload in flight while the part was written")
 				}
 			}
 			if c.abort {
@@ -112,10 +127,14 @@ func TestS3Stream(t *testing.T) {
 			if err := part.Finish(); err != nil {
 				t.Fatal(err)
 			}
-			err = Commit(s, []Part{part})
+			parts := []Part{part}
+			if other != nil {
+				parts = append(parts, other)
+			}
+			err = Commit(s, parts)
 			mu.Lock()
-			if begun != 1 {
-				t.Errorf("begin called %d times, want 1", begun)
+			if want := map[bool]int{true: 1}[c.streams]; begun != want {
+				t.Errorf("begin called %d times, want %d", begun, want)
 			}
 			mu.Unlock()
 			if used := s.memUsed.Load(); used != 0 {
@@ -141,47 +160,33 @@ func TestS3Stream(t *testing.T) {
 			if !srv.Equal(testBucket, key, body) {
 				t.Fatal("the object does not hold the part's bytes")
 			}
-			// Pieces handed over while it was written (at least
-			// c.streamed: the test waited for two), then the rest at Sync
-			// in pieces of PartSize (one, here): never more than the
-			// part's pieces, never a byte twice (the object is equal).
 			r := s.Requests()
+			if !c.streams {
+				if r.Ops[OpCreateUpload] != 0 || r.Ops[OpPut] != int64(len(parts)) {
+					t.Errorf("requests %v, want one put per part", r.Ops)
+				}
+				return
+			}
+			// Pieces handed over while it was written, then the rest at
+			// Sync in pieces of PartSize: never more than the part's
+			// pieces, never a byte twice (the object is equal).
 			most := int64((size + MinPartSize - 1) / MinPartSize)
 			if r.Ops[OpCreateUpload] != 1 || r.Ops[OpComplete] != 1 || r.Ops[OpPut] != 0 ||
-				r.Ops[OpUploadPiece] < int64(c.streamed)+1 || r.Ops[OpUploadPiece] > most {
-				t.Errorf("requests %v, want 1 create, %d to %d pieces, 1 complete, no put", r.Ops, c.streamed+1, most)
+				r.Ops[OpUploadPiece] < 2 || r.Ops[OpUploadPiece] > most {
+				t.Errorf("requests %v, want 1 create, 2 to %d pieces, 1 complete, no put", r.Ops, most)
 			}
 		})
 	}
 }
 
-// TestS3StreamSmall: a part let stream that stays under two pieces is
-// published by one put, as any small part.
-func TestS3StreamSmall(t *testing.T) {
-	srv := s3server.Start(t)
-	srv.Bucket(t, testBucket)
-	s := newStreamS3(t, srv, "small", 0)
-	part, err := s.Create(stepsP, 0)
+// spoolFiles counts the files in the store's spool directory.
+func spoolFiles(t *testing.T, s *S3) int {
+	t.Helper()
+	entries, err := os.ReadDir(s.opts.SpoolDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Stream(part, func() error { t.Error("begin called for a small part"); return nil })
-	body := payload(2*MinPartSize-1, 9)
-	if _, err := part.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := part.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if err := Commit(s, []Part{part}); err != nil {
-		t.Fatal(err)
-	}
-	if r := s.Requests(); r.Total() != 1 || r.Ops[OpPut] != 1 {
-		t.Errorf("requests %v, want one put", r.Ops)
-	}
-	if !srv.Equal(testBucket, s.loc.Key(part.Rel()), body) {
-		t.Error("the object does not hold the part's bytes")
-	}
+	return len(entries)
 }
 
 // headerClient records the headers of the requests that carry a body.
