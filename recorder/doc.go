@@ -71,10 +71,12 @@
 // (store.S3 for an s3://bucket/prefix ROOT) and the local directory of its
 // log, lock, journal and open marker, which cannot live in a bucket. The
 // group commit keeps its order; a bucket has no temp names, so the log
-// also says which multipart uploads a crash may leave in flight and how
-// to complete them, and recovery settles them by exact key, takes back a
-// write a crash left half published, and never replaces an object
-// (internal/store's BegunMarker, MarkUploads and SettleUploads).
+// also says which multipart uploads a crash may leave in flight (a steps
+// file past the store's memory budget begins its own while written,
+// StreamLogged) and how to complete them, and recovery settles them by
+// exact key, takes back a write a crash left half published, and never
+// replaces an object (internal/store's BegunMarker, MarkUploads and
+// SettleUploads).
 //
 // # Failure isolation
 //
