@@ -88,6 +88,16 @@ func (r Requests) Total() int64 {
 	return n
 }
 
+// ByOp returns the count of every op by its name (Op.String), those of
+// ops not sent included: the label values of a metric by op.
+func (r Requests) ByOp() map[string]int64 {
+	m := make(map[string]int64, len(r.Ops))
+	for op, n := range r.Ops {
+		m[Op(op).String()] = n
+	}
+	return m
+}
+
 // Add returns the sum of r and o.
 func (r Requests) Add(o Requests) Requests {
 	for i := range r.Ops {

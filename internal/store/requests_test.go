@@ -194,3 +194,14 @@ func BenchmarkCount(b *testing.B) {
 		})
 	}
 }
+
+func TestRequestsByOp(t *testing.T) {
+	r := Requests{Ops: [numOps]int64{OpPut: 4, OpGet: 2}, Attempts: 9}
+	m := r.ByOp()
+	if len(m) != int(numOps) || m["put"] != 4 || m["get"] != 2 || m["upload_part"] != 0 {
+		t.Errorf("ByOp = %v, want every op by name, put 4 and get 2", m)
+	}
+	if _, ok := m["upload_part"]; !ok {
+		t.Error("ByOp leaves out an op not sent; metrics want every label value")
+	}
+}
