@@ -103,6 +103,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		if !write(schema.TableSessions, "session row", func(p hive.Partition, n int) (store.Part, error) {
 			m := meta
 			m.LogRows, m.TelemetryRows = &job.logRows, &job.teleRows
+			m.StoreRequests = store.RecordingRequests(w.st, rec) // before this write's puts
 			return finishTable(w.st, p, n, m, w.cfg, []schema.SessionRow{*job.row})
 		}) {
 			return

@@ -206,6 +206,18 @@ func (s *S3) RequestsOf(rec hive.Recording) Requests {
 	return c.load()
 }
 
+// RecordingRequests returns the requests st has sent for rec so far
+// (RequestsOf) when st is a store in object storage (S3, or a type that
+// embeds it), and nil for a ROOT on disk, which sends none.
+func RecordingRequests(st Root, rec hive.Recording) *Requests {
+	s, ok := st.(interface{ RequestsOf(hive.Recording) Requests })
+	if !ok {
+		return nil
+	}
+	r := s.RequestsOf(rec)
+	return &r
+}
+
 // count counts an operation of kind o on key (an object's key, or the
 // prefix a listing lists).
 func (s *S3) count(o Op, key string) {
