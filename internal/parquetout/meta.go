@@ -34,10 +34,11 @@ type Metadata struct {
 	// files, when not nil, as store.Requests writes JSON: the requests
 	// of the recording to its object store when its row was written
 	// (its claim, listings, the puts of the files published before),
-	// the puts of the files published with the sessions file (itself,
-	// the logs and telemetry, the episodes of the last batch) not among
-	// them (schema.MetaStoreRequests). Nil for a ROOT on disk, so that
-	// its files' bytes do not change.
+	// the puts of the files not yet published then (the sessions file
+	// itself, the logs and telemetry written with it, the episodes
+	// still waiting for their batch) not among them
+	// (schema.MetaStoreRequests). Nil for a ROOT on disk, so that its
+	// files' bytes do not change.
 	StoreRequests *store.Requests
 	// ObservationSpace and ActionSpace are stored as protojson under
 	// rlrec.observation_space and rlrec.action_space in steps and episodes
