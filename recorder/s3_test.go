@@ -768,7 +768,7 @@ func TestS3ServerRestart(t *testing.T) {
 // episode: a new partition's part 0 needs none).
 func TestS3RequestsPerEpisode(t *testing.T) {
 	srv := s3server.Start(t)
-	srv.Bucket(t, s3Bucket)
+	bucketDir := srv.Bucket(t, s3Bucket)
 	count := func(episodes int64) store.Requests {
 		prefix := fmt.Sprint("count", episodes)
 		st := newS3Store(t, srv, prefix)
@@ -776,6 +776,14 @@ func TestS3RequestsPerEpisode(t *testing.T) {
 		r := recordSim(t, "s3://"+s3Bucket+"/"+prefix, sessions, WithStore(st, filepath.Join(t.TempDir(), "state")))
 		if err := r.Close(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		// What inspect shows: the sessions file's count, which the
+		// puts of the files published with it are not in.
+		files := tree(t, filepath.Join(bucketDir, prefix, schema.TableSessions), nil)
+		for rel := range files {
+			if got, ok := storeRequestsOf(t, filepath.Join(bucketDir, prefix, schema.TableSessions, filepath.FromSlash(rel))); ok {
+				t.Logf("%d episodes: the sessions file counts %d requests, %.3f per episode (%s)", episodes, got.Total(), float64(got.Total())/float64(episodes), mustJSON(t, got))
+			}
 		}
 		return st.Requests()
 	}
