@@ -53,10 +53,10 @@ const (
 	// object of the count by op ("put", "upload_part", "list", ...; the
 	// ops not sent left out), then "total" and "attempts" (HTTP
 	// requests, retries included): {"put":12,"list":4,"total":16,
-	// "attempts":16}. The puts of the files not yet published when the
-	// row was written (the sessions file itself, the logs and telemetry
-	// files written with it, the episodes still waiting for their batch)
-	// come after and are not in it. A recording
+	// "attempts":16}. The writer publishes the recording's earlier files
+	// before it counts; the puts of the final write itself (the sessions
+	// file and the logs and telemetry files written with it) come after
+	// and are not in it. A recording
 	// finished by recovery counts the recovering process's requests
 	// only. Absent in a ROOT on disk and in files written before rlrec
 	// kept it.

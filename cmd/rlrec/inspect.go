@@ -95,16 +95,15 @@ rlmesh's behaviour, recorded as it came: inspect explains it under notes.
 "store_requests" are the requests a recording written into an s3://
 ROOT had sent to the object store when its sessions row was written, as
 its sessions file keeps them: its claim, its listings and the puts of
-the files published before, by kind ("put", "list", "upload_part", ...),
-with their "total" and the HTTP "attempts" (retries included); the puts
-of the files not yet published then (the sessions file itself, the logs
-and telemetry written with it, the episodes still waiting for their
-batch) come after and are not among them. "store_requests_per_episode"
-is that total over the recording's episodes recorded. At the top they
-are summed over the recordings that have them
-("store_requests_recordings" of them). They are absent, not zero, for a
-ROOT directory and for files written before rlrec kept them; inspect
-then prints no "object store requests" table.
+every file before, by kind ("put", "list", "upload_part", ...), with
+their "total" and the HTTP "attempts" (retries included); the puts of
+the final write itself (the sessions file, the logs and telemetry files
+written with it) come after and are not among them.
+"store_requests_per_episode" is that total over the recording's
+episodes recorded. At the top they are summed over the recordings that
+have them ("store_requests_recordings" of them). They are absent, not
+zero, for a ROOT directory and for files written before rlrec kept
+them; inspect then prints no "object store requests" table.
 
 "needs_recovery" is true when the recorder's log holds records and no
 recorder is writing ROOT ("recorder_writing"): run 'rlrec recover ROOT'.

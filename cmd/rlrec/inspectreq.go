@@ -11,11 +11,10 @@ import (
 
 // Object store requests in inspect. A recording written into a bucket
 // keeps in its sessions file the requests it had sent when its row was
-// written (rlrec.store_requests: its claim, its listings, the puts of the
-// files published before; the puts of the files not yet published then,
-// the sessions file itself, the logs and telemetry written with it and
-// the episodes still waiting for their batch, come after and are not
-// counted).
+// written (rlrec.store_requests: its claim, its listings, the puts of
+// every file before; the puts of the final write itself, the sessions
+// file and the logs and telemetry written with it, come after and are
+// not counted).
 // inspect shows them per recording, with the requests per episode (that
 // total over the recording's episodes recorded), and their sum over the
 // recordings that have them. A recording without them (a directory ROOT,

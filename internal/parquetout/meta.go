@@ -33,12 +33,10 @@ type Metadata struct {
 	// StoreRequests is stored under rlrec.store_requests in sessions
 	// files, when not nil, as store.Requests writes JSON: the requests
 	// of the recording to its object store when its row was written
-	// (its claim, listings, the puts of the files published before),
-	// the puts of the files not yet published then (the sessions file
-	// itself, the logs and telemetry written with it, the episodes
-	// still waiting for their batch) not among them
-	// (schema.MetaStoreRequests). Nil for a ROOT on disk, so that its
-	// files' bytes do not change.
+	// (its claim, listings, the puts of every file before), the puts of
+	// the final write itself (the sessions file, the logs and telemetry
+	// written with it) not among them (schema.MetaStoreRequests). Nil
+	// for a ROOT on disk, so that its files' bytes do not change.
 	StoreRequests *store.Requests
 	// ObservationSpace and ActionSpace are stored as protojson under
 	// rlrec.observation_space and rlrec.action_space in steps and episodes
