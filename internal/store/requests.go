@@ -32,10 +32,14 @@ import (
 // An operation is attributed where it is counted (count, with its key);
 // its HTTP attempts by the key or prefix of its input, which a
 // middleware of the client reads once per operation and hands to the
-// HTTP client in the request's context. Counting costs a lock and a map
-// lookup per request and allocates nothing but the first time a
-// recording is seen; the store keeps one entry (about 150 bytes) per
-// recording it has sent a request for, for as long as it lives.
+// HTTP client in the request's context. Counting an operation costs a
+// lock and a map lookup (about 130 ns, BenchmarkCount) and allocates
+// nothing but the first time a recording is seen; the context value
+// costs one small allocation per operation of a recording, beside the
+// SDK's own. The store keeps one entry (about 200 bytes) per recording
+// it has sent a request for, for as long as it lives: a process that
+// records a million recordings through one store holds about 200 MB of
+// them.
 
 // Op is a kind of request the store sends, counted by Requests. The
 // numbers index Requests.Ops and are not persisted; the names (String)
