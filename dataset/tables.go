@@ -28,6 +28,11 @@ type Session struct {
 	// when its row was never written (a recording still open, or crashed
 	// before recovery).
 	Rows []schema.SessionRow
+	// StoreRequests counts the requests the recording had sent to its
+	// object store when its row was written, as the first sessions file
+	// that has them keeps them (schema.MetaStoreRequests): nil for a
+	// recording written to a directory, or before rlrec kept them.
+	StoreRequests *store.Requests
 }
 
 // Row returns the session's first row, or nil when it has none.
@@ -158,11 +163,23 @@ func (d *Dataset) Session(rec Recording) (*Session, error) {
 	if !d.HasRecording(rec) {
 		return nil, d.notFound(rec)
 	}
-	rows, err := readTable[schema.SessionRow](d, schema.TableSessions, rec)
-	if err != nil {
-		return nil, err
+	s := &Session{Recording: rec}
+	for _, file := range d.byPartition[partKey{table: schema.TableSessions, rec: rec}] {
+		rows, f, err := readRows[schema.SessionRow](file.Path)
+		if err != nil {
+			return nil, err
+		}
+		v, ok := f.pf.Lookup(schema.MetaStoreRequests)
+		f.Close()
+		if ok && s.StoreRequests == nil {
+			s.StoreRequests = new(store.Requests)
+			if err := s.StoreRequests.UnmarshalJSON([]byte(v)); err != nil {
+				return nil, fileErr(file.Path, -1, fmt.Errorf("metadata %s: %w", schema.MetaStoreRequests, err))
+			}
+		}
+		s.Rows = append(s.Rows, rows...)
 	}
-	return &Session{Recording: rec, Rows: rows}, nil
+	return s, nil
 }
 
 // Sessions reads the rows of every recording, in Recordings order.

@@ -26,6 +26,7 @@ import (
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
 	"github.com/rlrec/rlrec/verify"
 )
@@ -157,6 +158,17 @@ func TestS3SameFiles(t *testing.T) {
 			if claims != len(s3Sessions) {
 				t.Errorf("%d claims in the bucket, want one per recording (%d)", claims, len(s3Sessions))
 			}
+			// A sessions file in the bucket counts its recording's
+			// requests (TestS3StoreRequests); but for that key it is
+			// the directory's.
+			for rel, b := range got {
+				if strings.HasPrefix(rel, schema.TableSessions+"/") {
+					if _, ok := sessionsFileMeta(t, rel, b); !ok {
+						t.Errorf("%s: no %s in the bucket's sessions file", rel, schema.MetaStoreRequests)
+					}
+				}
+			}
+			got, want = canonicalSessions(t, got), canonicalSessions(t, want)
 			if len(got) != len(want) {
 				t.Errorf("the bucket holds %d table files, the directory %d", len(got), len(want))
 			}
@@ -189,6 +201,175 @@ func TestS3SameFiles(t *testing.T) {
 				req.Total(), req.Ops[store.OpPut], req.Ops[store.OpList], req.Ops[store.OpHead], req.Ops[store.OpGet], req.Attempts)
 		})
 	}
+}
+
+// sessionsFileMeta returns a sessions file's key-value metadata but
+// rlrec.store_requests, and whether it has that key.
+func sessionsFileMeta(t *testing.T, rel string, b []byte) (map[string]string, bool) {
+	t.Helper()
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	kv := map[string]string{}
+	has := false
+	for _, e := range pf.Metadata().KeyValueMetadata {
+		if e.Key == schema.MetaStoreRequests {
+			has = true
+			continue
+		}
+		kv[e.Key] = e.Value
+	}
+	return kv, has
+}
+
+// canonicalSessions returns the files m with each sessions file's bytes
+// replaced by its key-value metadata but rlrec.store_requests and its
+// rows, as text: the same for a sessions file written into a bucket,
+// which counts its recording's requests, as for one written into a
+// directory.
+func canonicalSessions(t *testing.T, m map[string][]byte) map[string][]byte {
+	t.Helper()
+	out := make(map[string][]byte, len(m))
+	for rel, b := range m {
+		if strings.HasPrefix(rel, schema.TableSessions+"/") {
+			kv, _ := sessionsFileMeta(t, rel, b)
+			b = fmt.Appendf(nil, "%v\n%q", kv, fileRows(t, rel, b))
+		}
+		out[rel] = b
+	}
+	return out
+}
+
+// fileRows returns the rows of a Parquet file, as text, in file order.
+func fileRows(t *testing.T, rel string, b []byte) []string {
+	t.Helper()
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	r := parquet.NewReader(pf)
+	defer r.Close()
+	var out []string
+	for {
+		row := make([]parquet.Row, 1)
+		n, err := r.ReadRows(row)
+		if n == 1 {
+			out = append(out, fmt.Sprint(row[0]))
+		}
+		if err != nil {
+			return out
+		}
+	}
+}
+
+// storeRequestsOf returns the rlrec.store_requests of a sessions file,
+// and whether it has one.
+func storeRequestsOf(t *testing.T, file string) (store.Requests, bool) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	v, ok := pf.Lookup(schema.MetaStoreRequests)
+	if !ok {
+		return store.Requests{}, false
+	}
+	var r store.Requests
+	if err := r.UnmarshalJSON([]byte(v)); err != nil {
+		t.Fatalf("%s: %s: %v", file, schema.MetaStoreRequests, err)
+	}
+	return r, true
+}
+
+// TestS3StoreRequests records sessions into a bucket, in both layouts,
+// and reads each recording's sessions file: its rlrec.store_requests is
+// what the store counted for the recording (RequestsOf) but the puts of
+// its final write, its logs, telemetry and sessions files, exactly (the
+// recorder publishes the recording's earlier files before it counts).
+// On a server that does not fail, each of a recording's requests is its
+// claim's put, a listing, or the one put of one of its table files. The
+// recordings' counts and the store's own add up to the store's total; a
+// directory ROOT's sessions files count nothing.
+func TestS3StoreRequests(t *testing.T) {
+	srv := s3server.Start(t)
+	bucketDir := srv.Bucket(t, s3Bucket)
+	for _, layout := range []hive.Layout{hive.LayoutEpisode, hive.LayoutSession} {
+		t.Run(string(layout), func(t *testing.T) {
+			prefix := "requests/" + string(layout)
+			st := newS3Store(t, srv, prefix)
+			r := recordSim(t, "s3://"+s3Bucket+"/"+prefix, s3Sessions, WithLayout(layout), WithStore(st, filepath.Join(t.TempDir(), "state")))
+			if err := r.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			root := filepath.Join(bucketDir, filepath.FromSlash(prefix))
+			files := map[hive.Recording]int64{}
+			var sessions []string
+			for rel := range tree(t, root, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") }) {
+				_, rec, ok := hive.RecordingOf(rel)
+				if !ok {
+					t.Fatalf("%s: no recording's", rel)
+				}
+				files[rec]++
+				if strings.HasPrefix(rel, schema.TableSessions+"/") {
+					sessions = append(sessions, rel)
+				}
+			}
+			if len(sessions) != len(s3Sessions) {
+				t.Errorf("%d sessions files, want %d", len(sessions), len(s3Sessions))
+			}
+			sum := st.OwnRequests()
+			for _, rel := range sessions {
+				_, rec, _ := hive.RecordingOf(rel)
+				got, ok := storeRequestsOf(t, filepath.Join(root, filepath.FromSlash(rel)))
+				if !ok {
+					t.Errorf("%s: no %s", rel, schema.MetaStoreRequests)
+					continue
+				}
+				all := st.RequestsOf(rec)
+				sum = sum.Add(all)
+				n := files[rec]
+				if all.Ops[store.OpPut] != n+1 || all.Total() != n+1+all.Ops[store.OpList] || all.Attempts != all.Total() {
+					t.Errorf("%s: the store counted %+v, want a put for its claim and for each of its %d files, listings, and no retry", rec, all, n)
+				}
+				var final store.Requests
+				final.Ops[store.OpPut], final.Attempts = 3, 3
+				if gap := all.Sub(got); gap != final {
+					t.Errorf("%s: %s %+v, the store counted %+v: a gap of %+v, want the puts of the logs, telemetry and sessions files %+v",
+						rel, schema.MetaStoreRequests, got, all, gap, final)
+				}
+				t.Logf("%s: %s %s, %d requests in all", rec, schema.MetaStoreRequests, mustJSON(t, got), all.Total())
+			}
+			if all := st.Requests(); sum != all {
+				t.Errorf("the recordings' and the store's own requests add up to %+v, the store sent %+v", sum, all)
+			}
+		})
+	}
+	t.Run("directory", func(t *testing.T) {
+		local := filepath.Join(t.TempDir(), "root")
+		r := recordSim(t, local, s3Sessions)
+		if err := r.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for rel := range tree(t, local, func(rel string) bool { return !strings.HasPrefix(rel, schema.TableSessions+"/") }) {
+			if got, ok := storeRequestsOf(t, filepath.Join(local, filepath.FromSlash(rel))); ok {
+				t.Errorf("%s: %s %+v in a directory ROOT", rel, schema.MetaStoreRequests, got)
+			}
+		}
+	})
+}
+
+func mustJSON(t *testing.T, r store.Requests) string {
+	t.Helper()
+	b, err := r.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // failingStore is an S3 store whose Sync or Publish fails, after the real
@@ -337,22 +518,7 @@ func sameRows(t *testing.T, want, got map[string][]byte) {
 		out := map[string][]string{}
 		for rel, b := range m {
 			dir := path.Dir(rel)
-			pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-			if err != nil {
-				t.Fatalf("%s: %v", rel, err)
-			}
-			r := parquet.NewReader(pf)
-			for {
-				row := make([]parquet.Row, 1)
-				n, err := r.ReadRows(row)
-				if n == 1 {
-					out[dir] = append(out[dir], fmt.Sprint(row[0]))
-				}
-				if err != nil {
-					break
-				}
-			}
-			r.Close()
+			out[dir] = append(out[dir], fileRows(t, rel, b)...)
 		}
 		for _, v := range out {
 			slices.Sort(v)
@@ -508,7 +674,7 @@ func TestS3ManyWriters(t *testing.T) {
 			if err := r.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			want[seed] = tree(t, dir, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+			want[seed] = canonicalSessions(t, tree(t, dir, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") }))
 		}
 		a, b := recordAsync("race", cfg("race", 1)), recordAsync("race", cfg("race", 2))
 		errA, errB := <-a, <-b
@@ -524,7 +690,7 @@ func TestS3ManyWriters(t *testing.T) {
 		// The loser is refused at SessionStarted, by the winner's claim,
 		// before any file of its own is published: the bucket holds the
 		// winner's recording alone, not files of both.
-		got := tree(t, filepath.Join(bucketDir, "race"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+		got := canonicalSessions(t, tree(t, filepath.Join(bucketDir, "race"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") }))
 		if !reflect.DeepEqual(got, want[1]) && !reflect.DeepEqual(got, want[2]) {
 			for rel, b := range got {
 				if !bytes.Equal(b, want[1][rel]) && !bytes.Equal(b, want[2][rel]) {
@@ -599,7 +765,7 @@ func TestS3ServerRestart(t *testing.T) {
 // episode: a new partition's part 0 needs none).
 func TestS3RequestsPerEpisode(t *testing.T) {
 	srv := s3server.Start(t)
-	srv.Bucket(t, s3Bucket)
+	bucketDir := srv.Bucket(t, s3Bucket)
 	count := func(episodes int64) store.Requests {
 		prefix := fmt.Sprint("count", episodes)
 		st := newS3Store(t, srv, prefix)
@@ -607,6 +773,14 @@ func TestS3RequestsPerEpisode(t *testing.T) {
 		r := recordSim(t, "s3://"+s3Bucket+"/"+prefix, sessions, WithStore(st, filepath.Join(t.TempDir(), "state")))
 		if err := r.Close(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		// What inspect shows: the sessions file's count, which the
+		// puts of its final write are not in.
+		files := tree(t, filepath.Join(bucketDir, prefix, schema.TableSessions), nil)
+		for rel := range files {
+			if got, ok := storeRequestsOf(t, filepath.Join(bucketDir, prefix, schema.TableSessions, filepath.FromSlash(rel))); ok {
+				t.Logf("%d episodes: the sessions file counts %d requests, %.3f per episode (%s)", episodes, got.Total(), float64(got.Total())/float64(episodes), mustJSON(t, got))
+			}
 		}
 		return st.Requests()
 	}

@@ -44,11 +44,7 @@ func (r *Recorder) Stats() Stats {
 	r.admitMu.Unlock()
 	if c, ok := r.st.(interface{ Requests() store.Requests }); ok {
 		req := c.Requests()
-		st.StoreRequests = make(map[string]int64, len(req.Ops))
-		for op, n := range req.Ops {
-			st.StoreRequests[store.Op(op).String()] = n
-		}
-		st.StoreAttempts = req.Attempts
+		st.StoreRequests, st.StoreAttempts = req.ByOp(), req.Attempts
 	}
 	return st
 }

@@ -44,7 +44,23 @@ const (
 	// started on the ROOT later drops resent events up to it. Optional:
 	// files of unnumbered events have none, and readers that do not know
 	// it ignore it.
-	MetaLastSequence     = "rlrec.last_sequence"
+	MetaLastSequence = "rlrec.last_sequence"
+	// MetaStoreRequests, in a sessions file of a ROOT in object storage,
+	// counts the requests the writer had sent for the recording when it
+	// wrote the file's row: its claim, its listings, the puts of the
+	// files published before, each once however often it was retried,
+	// as one JSON
+	// object of the count by op ("put", "upload_part", "list", ...; the
+	// ops not sent left out), then "total" and "attempts" (HTTP
+	// requests, retries included): {"put":12,"list":4,"total":16,
+	// "attempts":16}. The writer publishes the recording's earlier files
+	// before it counts; the puts of the final write itself (the sessions
+	// file and the logs and telemetry files written with it) come after
+	// and are not in it. A recording
+	// finished by recovery counts the recovering process's requests
+	// only. Absent in a ROOT on disk and in files written before rlrec
+	// kept it.
+	MetaStoreRequests    = "rlrec.store_requests"
 	MetaObservationSpace = "rlrec.observation_space" // steps and episodes files: protojson SpaceSpec
 	MetaActionSpace      = "rlrec.action_space"      // steps and episodes files: protojson SpaceSpec
 )

@@ -59,7 +59,9 @@ count (episodes still running on other lanes then).
 --json prints the same as one JSON object with fixed field names, sorted
 sessions and episodes, and null for values the tables hold as null:
 
-  {"root", "needs_recovery", "recorder_writing",
+  {"root", "needs_recovery", "recorder_writing", "log_dir",
+   "store_requests", "store_requests_per_episode",
+   "store_requests_recordings",
    "tables": [{"table", "files", "bytes"}],
    "strays": [{"path", "reason"}],
    "sessions": [{"session_id", "status", "reason", "env_id",
@@ -68,6 +70,7 @@ sessions and episodes, and null for values the tables hold as null:
      "episodes_completed", "episodes_incomplete", "steps_recorded",
      "dropped_steps", "problems", "problem_summary", "clock",
      "repeated_completions", "reward_sum", "mean_return",
+     "store_requests", "store_requests_per_episode",
      "spaces": {"observation": [{"path", "space"}], "action": [...]},
      "episodes": [{"episode_record_id", "episode_id", "episode_index",
        "env_index", "status", "started_from_auto_reset", "step_count",
@@ -88,6 +91,19 @@ resets the lane while the env server still holds the episode, so the
 server reports it as interrupted on the next step, and from then on each
 episode of the lane lasts one step and completes one step late. This is
 rlmesh's behaviour, recorded as it came: inspect explains it under notes.
+
+"store_requests" are the requests a recording written into an s3://
+ROOT had sent to the object store when its sessions row was written, as
+its sessions file keeps them: its claim, its listings and the puts of
+every file before, by kind ("put", "list", "upload_part", ...), with
+their "total" and the HTTP "attempts" (retries included); the puts of
+the final write itself (the sessions file, the logs and telemetry files
+written with it) come after and are not among them.
+"store_requests_per_episode" is that total over the recording's
+episodes recorded. At the top they are summed over the recordings that
+have them ("store_requests_recordings" of them). They are absent, not
+zero, for a ROOT directory and for files written before rlrec kept
+them; inspect then prints no "object store requests" table.
 
 "needs_recovery" is true when the recorder's log holds records and no
 recorder is writing ROOT ("recorder_writing"): run 'rlrec recover ROOT'.
@@ -136,10 +152,17 @@ type inspectReport struct {
 	// LogDir is the local directory of the log and lock of an s3://
 	// ROOT (--log-dir, or its default); empty for a ROOT directory,
 	// whose are in ROOT/_rlrec.
-	LogDir   string           `json:"log_dir,omitempty"`
-	Tables   []inspectTable   `json:"tables"`
-	Strays   []inspectStray   `json:"strays"`
-	Sessions []inspectSession `json:"sessions"`
+	LogDir string `json:"log_dir,omitempty"`
+	// StoreRequests sums the object store requests of the recordings
+	// whose sessions files count them (StoreRequestsRecordings of them);
+	// StoreRequestsPerEpisode is its total over their episodes. Absent
+	// when no recording has them (inspectreq.go).
+	StoreRequests           *store.Requests  `json:"store_requests,omitempty"`
+	StoreRequestsPerEpisode *jsonFloat       `json:"store_requests_per_episode,omitempty"`
+	StoreRequestsRecordings int              `json:"store_requests_recordings,omitempty"`
+	Tables                  []inspectTable   `json:"tables"`
+	Strays                  []inspectStray   `json:"strays"`
+	Sessions                []inspectSession `json:"sessions"`
 }
 
 type inspectTable struct {
@@ -179,11 +202,17 @@ type inspectSession struct {
 	// UnfinishedActions are the record ids of the episodes whose last
 	// action no StepCompleted followed (logs rows of source
 	// schema.SourceEvent), one per action and lane.
-	UnfinishedActions []string         `json:"unfinished_actions"`
-	RewardSum         jsonFloat        `json:"reward_sum"`
-	MeanReturn        *jsonFloat       `json:"mean_return"`
-	Spaces            *inspectSpaces   `json:"spaces,omitempty"`
-	Episodes          []inspectEpisode `json:"episodes,omitempty"`
+	UnfinishedActions []string   `json:"unfinished_actions"`
+	RewardSum         jsonFloat  `json:"reward_sum"`
+	MeanReturn        *jsonFloat `json:"mean_return"`
+	// StoreRequests are the recording's object store requests as its
+	// sessions file counts them, by kind, "total" and "attempts";
+	// StoreRequestsPerEpisode is that total over its episodes recorded.
+	// Absent for a recording whose files do not count them.
+	StoreRequests           *store.Requests  `json:"store_requests,omitempty"`
+	StoreRequestsPerEpisode *jsonFloat       `json:"store_requests_per_episode,omitempty"`
+	Spaces                  *inspectSpaces   `json:"spaces,omitempty"`
+	Episodes                []inspectEpisode `json:"episodes,omitempty"`
 
 	returns []float64
 	// hasRow: the recording has a sessions row (Status is its status).
@@ -320,6 +349,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			if clock := row.Clock; clock != "" { // "": written before the column
 				is.Clock = &clock
 			}
+			is.StoreRequests, is.StoreRequestsPerEpisode = requestsOf(s.StoreRequests, row.EpisodesRecorded)
 		}
 		logs, err := d.Logs(rec)
 		if err != nil {
@@ -379,6 +409,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		}
 		rep.Sessions = append(rep.Sessions, is)
 	}
+	sumRequests(rep)
 	return rep, nil
 }
 
@@ -429,6 +460,7 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 			s.EpisodesRecorded, s.EpisodesIncomplete, s.StepsRecorded, s.DroppedSteps, fmtFloat(float64(s.RewardSum)), mean, s.Problems)
 	}
 	tw.Flush()
+	printRequests(w, rep)
 	if disp.sparklines {
 		width := disp.width
 		if width <= 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
+	"github.com/rlrec/rlrec/schema"
 )
 
 // TestReadCommandsS3 runs the read commands on the golden ROOT uploaded
@@ -111,7 +113,9 @@ func TestCopyExportFromS3(t *testing.T) {
 		_, lout, _ := runReadCmd(t, "inspect", local)
 		code, bout, errOut := runReadCmd(t, "inspect", "--log-dir", filepath.Join(logDir, split), url)
 		// (How episodes rows were batched into files depends on timing.)
-		norm := func(s string) string { return tableSizes.ReplaceAllString(logDirLine.ReplaceAllString(s, ""), "") }
+		norm := func(s string) string {
+			return requestsTable.ReplaceAllString(tableSizes.ReplaceAllString(logDirLine.ReplaceAllString(s, ""), ""), "")
+		}
 		if code != 0 || norm(bout) != norm(strings.ReplaceAll(lout, local, url)) {
 			t.Errorf("the split %s copied into the bucket inspects otherwise (exit %d, %s):\n%s\nwant\n%s", split, code, errOut, bout, lout)
 		}
@@ -202,13 +206,21 @@ func TestRecordCommandsS3(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("inspect: exit %d: %s", code, errOut)
 			}
+			// The same, and the recording's requests.
 			wantOut := strings.Replace(strings.ReplaceAll(lout, local, url), "\n\n", "\nlog and lock on this machine: "+logDir+"\n\n", 1)
-			if tableSizes.ReplaceAllString(bout, "") != tableSizes.ReplaceAllString(wantOut, "") {
+			if norm := tableSizes.ReplaceAllString(requestsTable.ReplaceAllString(bout, ""), ""); norm != tableSizes.ReplaceAllString(wantOut, "") {
 				t.Errorf("inspect of the bucket:\n%s\nwant\n%s", bout, wantOut)
+			}
+			if requestsTable.MatchString(lout) {
+				t.Errorf("inspect of a directory ROOT shows object store requests:\n%s", lout)
 			}
 			_, jout, _ := runReadCmd(t, "inspect", "--json", "--log-dir", logDir, url)
 			if !strings.Contains(jout, `"log_dir": "`+logDir+`"`) {
 				t.Errorf("inspect --json lacks the log directory:\n%.400s", jout)
+			}
+			checkInspectRequests(t, filepath.Join(bucketDir, "ingest-"+layout), bout, jout)
+			if _, ljout, _ := runReadCmd(t, "inspect", "--json", local); strings.Contains(ljout, "store_requests") {
+				t.Errorf("inspect --json of a directory ROOT has store_requests:\n%.600s", ljout)
 			}
 			if code, vout, errOut := runReadCmd(t, "verify", url); code != 0 {
 				t.Errorf("verify: exit %d: %s%s", code, vout, errOut)
@@ -245,6 +257,78 @@ func TestRecordCommandsS3(t *testing.T) {
 // tableSizes is the table of files and bytes in inspect's output, which
 // depends on how episodes rows were batched into files.
 var tableSizes = regexp.MustCompile(`(?s)TABLE +FILES +BYTES\n.*?\n\n`)
+
+// requestsTable is the table of object store requests in inspect's
+// output, there for a bucket's recordings only.
+var requestsTable = regexp.MustCompile(`\nobject store requests \(.*\n(?:.+\n)*`)
+
+// checkInspectRequests checks inspect's text (out) and JSON (jout) of
+// the ROOT that the bucket's directory root holds: each recording's
+// store_requests are its sessions file's rlrec.store_requests, per
+// episode over its episodes recorded, summed at the top, and printed.
+func checkInspectRequests(t *testing.T, root, out, jout string) {
+	t.Helper()
+	var rep struct {
+		StoreRequests           map[string]int64 `json:"store_requests"`
+		StoreRequestsPerEpisode float64          `json:"store_requests_per_episode"`
+		StoreRequestsRecordings int              `json:"store_requests_recordings"`
+		Sessions                []struct {
+			SessionID               string           `json:"session_id"`
+			EnvID                   string           `json:"env_id"`
+			EpisodesRecorded        int64            `json:"episodes_recorded"`
+			StoreRequests           map[string]int64 `json:"store_requests"`
+			StoreRequestsPerEpisode float64          `json:"store_requests_per_episode"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(jout), &rep); err != nil {
+		t.Fatalf("inspect --json: %v", err)
+	}
+	if len(rep.Sessions) == 0 || rep.StoreRequestsRecordings != len(rep.Sessions) {
+		t.Fatalf("inspect --json: %d recordings with requests of %d", rep.StoreRequestsRecordings, len(rep.Sessions))
+	}
+	sum := map[string]int64{}
+	var episodes int64
+	for _, s := range rep.Sessions {
+		rec := hive.Recording{SessionID: s.SessionID, EnvID: s.EnvID}
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(hive.RecordingPartition(schema.TableSessions, rec).File(0))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := parquet.OpenFile(strings.NewReader(string(b)), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := pf.Lookup(schema.MetaStoreRequests)
+		var want map[string]int64
+		if err := json.Unmarshal([]byte(v), &want); err != nil {
+			t.Fatalf("%s: %s %q: %v", rec, schema.MetaStoreRequests, v, err)
+		}
+		if !reflect.DeepEqual(s.StoreRequests, want) || want["total"] == 0 {
+			t.Errorf("%s: inspect --json store_requests %v, its sessions file %v", rec, s.StoreRequests, want)
+		}
+		if per := float64(want["total"]) / float64(s.EpisodesRecorded); s.StoreRequestsPerEpisode != per {
+			t.Errorf("%s: store_requests_per_episode %v, want %v (%d over %d episodes)", rec, s.StoreRequestsPerEpisode, per, want["total"], s.EpisodesRecorded)
+		}
+		line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(s.SessionID) + ` +` + regexp.QuoteMeta(s.EnvID) +
+			fmt.Sprintf(` +%d +%.2f +%d +put %d, `, want["total"], float64(want["total"])/float64(s.EpisodesRecorded), want["attempts"], want["put"]))
+		if !line.MatchString(requestsTable.FindString(out)) {
+			t.Errorf("%s: inspect prints no line %s in\n%s", rec, line, out)
+		}
+		for k, n := range want {
+			sum[k] += n
+		}
+		episodes += s.EpisodesRecorded
+	}
+	if !reflect.DeepEqual(rep.StoreRequests, sum) {
+		t.Errorf("inspect --json store_requests %v, the recordings' sum %v", rep.StoreRequests, sum)
+	}
+	if per := float64(sum["total"]) / float64(episodes); rep.StoreRequestsPerEpisode != per {
+		t.Errorf("store_requests_per_episode %v, want %v", rep.StoreRequestsPerEpisode, per)
+	}
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^all +\(\d+ recordings?\) +%d +%.2f `, sum["total"], float64(sum["total"])/float64(episodes))).MatchString(out) {
+		t.Errorf("inspect prints no line of all the recordings' %d requests:\n%s", sum["total"], out)
+	}
+}
 
 // rowsByPartition returns the rows of every part file under root (its
 // _rlrec state left out), printed, sorted, by partition directory.

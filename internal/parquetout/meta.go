@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
@@ -29,6 +30,14 @@ type Metadata struct {
 	// LastSequence is stored under rlrec.last_sequence in sessions, logs
 	// and telemetry files, when not 0.
 	LastSequence uint64
+	// StoreRequests is stored under rlrec.store_requests in sessions
+	// files, when not nil, as store.Requests writes JSON: the requests
+	// of the recording to its object store when its row was written
+	// (its claim, listings, the puts of every file before), the puts of
+	// the final write itself (the sessions file, the logs and telemetry
+	// written with it) not among them (schema.MetaStoreRequests). Nil
+	// for a ROOT on disk, so that its files' bytes do not change.
+	StoreRequests *store.Requests
 	// ObservationSpace and ActionSpace are stored as protojson under
 	// rlrec.observation_space and rlrec.action_space in steps and episodes
 	// files, when not nil.
@@ -85,6 +94,10 @@ func keyValues(table string, meta Metadata, spaces spaceJSON) []kvPair {
 		}
 		if meta.TelemetryRows != nil {
 			kv = append(kv, kvPair{schema.MetaTelemetryRows, strconv.FormatInt(*meta.TelemetryRows, 10)})
+		}
+		if meta.StoreRequests != nil {
+			b, _ := meta.StoreRequests.MarshalJSON() // never fails
+			kv = append(kv, kvPair{schema.MetaStoreRequests, string(b)})
 		}
 	}
 	if meta.LastSequence != 0 && (table == schema.TableSessions || table == schema.TableLogs || table == schema.TableTelemetry) {

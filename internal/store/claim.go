@@ -21,20 +21,17 @@ import (
 // would each find it absent and publish their files beside the other's:
 // a recording spliced from two runs. So a writer of a bucket claims a
 // recording before it logs any of its events: it creates the state file
-// _rlrec/claims/session_id=S/env_id=E (escaped as hive escapes
-// partitions) holding its writer id, never replacing one. The writer id
-// is the file WriterIDName in the writer's local state directory, made
-// once: recovery and every later recorder of that log directory write the
-// same bytes, which CreateState accepts, so a resumed recording keeps its
-// claim. A claim is never removed; a recording claimed by another log
-// directory is refused.
+// _rlrec/claims/session_id=S/env_id=E (hive.ClaimName, escaped as hive
+// escapes partitions) holding its writer id, never replacing one. The
+// writer id is the file WriterIDName in the writer's local state
+// directory, made once: recovery and every later recorder of that log
+// directory write the same bytes, which CreateState accepts, so a resumed
+// recording keeps its claim. A claim is never removed; a recording
+// claimed by another log directory is refused.
 
 // WriterIDName is the writer id's file in a recorder's local state
 // directory. Do not change: existing log directories hold it.
 const WriterIDName = "writer-id"
-
-// claimsDir is the claims' directory under hive.StateDir. Do not change.
-const claimsDir = "claims"
 
 // WriterID returns the writer id of the local state directory state,
 // making it (16 random bytes, hex) the first time.
@@ -72,10 +69,10 @@ func Claim(fsys vfs.FS, state string, st Root, rec hive.Recording, done bool) er
 	if err != nil {
 		return err
 	}
-	rel := strings.TrimPrefix(hive.RecordingPartition(claimsDir, rec).Rel(), claimsDir+"/")
-	if err := st.CreateState(path.Join(claimsDir, rel), []byte(id+"\n")); err != nil {
+	name := hive.ClaimName(rec)
+	if err := st.CreateState(name, []byte(id+"\n")); err != nil {
 		if errors.Is(err, ErrExists) {
-			return fmt.Errorf("store: another writer, with another log directory, is recording %s (its claim is %s): %w", rec, path.Join(hive.StateDir, claimsDir, rel), err)
+			return fmt.Errorf("store: another writer, with another log directory, is recording %s (its claim is %s): %w", rec, path.Join(hive.StateDir, name), err)
 		}
 		return fmt.Errorf("store: claim %s: %w", rec, err)
 	}

@@ -105,9 +105,12 @@
 // no client-side retry quota, so an outage of about half a minute is
 // waited out. Any other error fails the part it belongs to, as a local
 // I/O error does. Requests counts the operations by kind and the HTTP
-// attempts, retries included. Over TLS and to a loopback endpoint the
-// bytes of a part go as UNSIGNED-PAYLOAD (payloadOptions); to another
-// plain-HTTP endpoint they are signed.
+// attempts, retries included; RequestsOf counts those of one recording
+// (the requests whose key or listing prefix lies under its partitions or
+// names its claim), OwnRequests the rest (the layout file, listings of
+// ROOT), so that the two add up to Requests (requests.go). Over TLS and
+// to a loopback endpoint the bytes of a part go as UNSIGNED-PAYLOAD
+// (payloadOptions); to another plain-HTTP endpoint they are signed.
 //
 // # Recording (Root)
 //

@@ -187,7 +187,7 @@ func (s *S3) list(prefix, delimiter string, max int32, f func(key string, size i
 		in.MaxKeys = aws.Int32(max)
 	}
 	for {
-		s.count(OpList)
+		s.count(OpList, prefix)
 		out, err := s.client.ListObjectsV2(s.ctx, in)
 		if err != nil {
 			return fmt.Errorf("store: list %s: %w", s.url(prefix), err)
@@ -210,7 +210,7 @@ func (s *S3) list(prefix, delimiter string, max int32, f func(key string, size i
 // the prefix that wrote the same state.
 func (s *S3) CreateState(name string, b []byte) error {
 	key := s.loc.Key(path.Join(hive.StateDir, name))
-	s.count(OpPut)
+	s.count(OpPut, key)
 	_, err := s.client.PutObject(s.ctx, &s3.PutObjectInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(key), IfNoneMatch: aws.String("*"),
 		Body: strings.NewReader(string(b)), ContentLength: aws.Int64(int64(len(b))),
@@ -247,7 +247,7 @@ func (s *S3) UploadOf(rel, id string, pieces []Piece) Upload {
 // published: one HeadObject.
 func (s *S3) Exists(rel string) (bool, error) {
 	key := s.loc.Key(rel)
-	s.count(OpHead)
+	s.count(OpHead, key)
 	_, err := s.client.HeadObject(s.ctx, &s3.HeadObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(key)})
 	switch {
 	case err == nil:
@@ -264,7 +264,7 @@ func (s *S3) Exists(rel string) (bool, error) {
 // store never replaces an object, and publishes nothing by copy.
 func (s *S3) Delete(rel string) error {
 	key := s.loc.Key(rel)
-	s.count(OpDelete)
+	s.count(OpDelete, key)
 	_, err := s.client.DeleteObject(s.ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(key)})
 	if err != nil && !notExist(err) {
 		return fmt.Errorf("store: delete %s: %w", s.url(key), err)

@@ -133,10 +133,13 @@ type S3 struct {
 	id       string // names this store's spool files
 	root     string // as OpenReader was given it, for Root
 
-	seq      atomic.Int64
-	memUsed  atomic.Int64 // bytes of parts held in memory
-	attempts atomic.Int64
-	ops      [numOps]atomic.Int64
+	seq     atomic.Int64
+	memUsed atomic.Int64 // bytes of parts held in memory
+	// all counts every request; mine those of no single recording, recs
+	// those of each recording, by its hive directory (see requests.go).
+	all, mine counts
+	recMu     sync.Mutex
+	recs      map[string]*counts
 
 	mu   sync.Mutex
 	made map[string]bool // partitions this store started a part in
@@ -152,73 +155,14 @@ func NewS3(ctx context.Context, cfg aws.Config, loc Location, opts S3Options) (*
 	}
 	var id [6]byte
 	rand.Read(id[:])
-	s := &S3{loc: loc, opts: opts, ctx: ctx, id: hex.EncodeToString(id[:]), made: map[string]bool{}}
-	s.client = newClient(cfg, opts, &s.attempts)
+	s := &S3{loc: loc, opts: opts, ctx: ctx, id: hex.EncodeToString(id[:]), made: map[string]bool{}, recs: map[string]*counts{}}
+	s.client = newClient(cfg, opts, s)
 	s.bodyOpts = payloadOptions(cfg.BaseEndpoint)
 	return s, nil
 }
 
 // Location returns the bucket and prefix of the store.
 func (s *S3) Location() Location { return s.loc }
-
-// Op is a kind of request the store sends, counted by Requests. The
-// numbers index Requests.Ops; they are not persisted.
-type Op int
-
-// The requests the store sends.
-const (
-	OpPut Op = iota
-	OpCreateUpload
-	OpUploadPiece
-	OpComplete
-	OpAbort
-	OpList
-	OpListUploads
-	OpHead
-	OpGet
-	OpDelete
-	numOps
-)
-
-var opNames = [numOps]string{"put", "create_upload", "upload_part", "complete_upload", "abort_upload", "list", "list_uploads", "head", "get", "delete"}
-
-// String is the op's name in metrics: put, upload_part, ...
-func (o Op) String() string {
-	if o < 0 || o >= numOps {
-		return fmt.Sprintf("op(%d)", int(o))
-	}
-	return opNames[o]
-}
-
-// Requests counts what a store sent since it was made.
-type Requests struct {
-	// Ops counts operations by kind, each once however often it was
-	// retried.
-	Ops [numOps]int64
-	// Attempts counts HTTP requests, retries included.
-	Attempts int64
-}
-
-// Total is the number of operations of every kind.
-func (r Requests) Total() int64 {
-	var n int64
-	for _, v := range r.Ops {
-		n += v
-	}
-	return n
-}
-
-// Requests returns the counts so far.
-func (s *S3) Requests() Requests {
-	var r Requests
-	for i := range s.ops {
-		r.Ops[i] = s.ops[i].Load()
-	}
-	r.Attempts = s.attempts.Load()
-	return r
-}
-
-func (s *S3) count(o Op) { s.ops[o].Add(1) }
 
 // url names a key for messages.
 func (s *S3) url(key string) string { return URLScheme + s.loc.Bucket + "/" + key }
@@ -233,7 +177,7 @@ func (s *S3) Next(p hive.Partition) (int, error) {
 	next := 0
 	var token *string
 	for {
-		s.count(OpList)
+		s.count(OpList, prefix)
 		out, err := s.client.ListObjectsV2(s.ctx, &s3.ListObjectsV2Input{
 			Bucket: aws.String(s.loc.Bucket), Prefix: aws.String(prefix),
 			Delimiter: aws.String("/"), ContinuationToken: token,

@@ -308,6 +308,10 @@ func TestS3ServerRestart(t *testing.T) {
 	if r := s.Requests(); r.Attempts <= r.Total() {
 		t.Errorf("%d attempts for %d requests: nothing was retried while the server was down", r.Attempts, r.Total())
 	}
+	// Every request was the recording's, and so every retry.
+	if got, all := s.RequestsOf(rec), s.Requests(); got != all {
+		t.Errorf("RequestsOf(%s) = %+v, want every request the store sent, retries included: %+v", rec, got, all)
+	}
 	spoolEmpty(t, s)
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -108,9 +107,9 @@ func LoadS3(ctx context.Context, root string, opts S3Options) (*S3, error) {
 	return NewS3(ctx, cfg, loc, opts)
 }
 
-// newClient makes the S3 client of a store: the store's retry policy,
-// every HTTP attempt counted in n.
-func newClient(cfg aws.Config, opts S3Options, n *atomic.Int64) *s3.Client {
+// newClient makes the S3 client of store s: the store's retry policy,
+// every operation's HTTP attempts counted in s (see requests.go).
+func newClient(cfg aws.Config, opts S3Options, s *S3) *s3.Client {
 	var hc aws.HTTPClient = awshttp.NewBuildableClient().WithTimeout(attemptTimeout)
 	if cfg.HTTPClient != nil {
 		hc = cfg.HTTPClient
@@ -119,7 +118,8 @@ func newClient(cfg aws.Config, opts S3Options, n *atomic.Int64) *s3.Client {
 		cfg.Region = "us-east-1"
 	}
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.HTTPClient = countingClient{next: hc, n: n}
+		o.HTTPClient = countingClient{next: hc, s: s}
+		o.APIOptions = append(o.APIOptions, s.attribute)
 		// Library code writes nothing to stderr: errors are returned.
 		o.Logger = logging.Nop{}
 		o.Retryer = newRetryer(opts)
@@ -187,17 +187,6 @@ func unsignedPayloadSafe(endpoint string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// countingClient counts every HTTP request it sends, retries included.
-type countingClient struct {
-	next aws.HTTPClient
-	n    *atomic.Int64
-}
-
-func (c countingClient) Do(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.next.Do(r)
 }
 
 // DefaultStateDir returns the local directory that holds the recorder's

@@ -232,7 +232,7 @@ func (p *s3Part) publish() error {
 		return err
 	}
 	defer done()
-	s.count(OpPut)
+	s.count(OpPut, p.key)
 	_, err = s.client.PutObject(s.ctx, &s3.PutObjectInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(p.key), IfNoneMatch: aws.String("*"),
 		Body: io.NewSectionReader(f, 0, p.size), ContentLength: aws.Int64(p.size),
@@ -255,7 +255,7 @@ func (p *s3Part) publish() error {
 // hasETag reports whether the object key exists with the ETag etag (its
 // MD5 for a single put, as S3 and versitygw compute it).
 func (s *S3) hasETag(key, etag string) bool {
-	s.count(OpHead)
+	s.count(OpHead, key)
 	out, err := s.client.HeadObject(s.ctx, &s3.HeadObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(key)})
 	return err == nil && strings.Trim(aws.ToString(out.ETag), `"`) == etag
 }
@@ -298,7 +298,7 @@ func (s *S3) CompleteUpload(u Upload) error {
 	for i, pc := range u.Pieces {
 		parts[i] = types.CompletedPart{PartNumber: aws.Int32(pc.Number), ETag: aws.String(pc.ETag)}
 	}
-	s.count(OpComplete)
+	s.count(OpComplete, u.Key)
 	_, err := s.client.CompleteMultipartUpload(s.ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(u.Key), UploadId: aws.String(u.ID),
 		IfNoneMatch: aws.String("*"), MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
@@ -340,7 +340,7 @@ func (u Upload) ETag() string {
 
 // AbortUpload aborts u; an upload already gone is not an error.
 func (s *S3) AbortUpload(u Upload) error {
-	s.count(OpAbort)
+	s.count(OpAbort, u.Key)
 	_, err := s.client.AbortMultipartUpload(s.ctx, &s3.AbortMultipartUploadInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(u.Key), UploadId: aws.String(u.ID),
 	})
@@ -359,7 +359,7 @@ func (s *S3) Uploads(rel string) ([]Upload, error) {
 	var ups []Upload
 	var keyMarker, idMarker *string
 	for {
-		s.count(OpListUploads)
+		s.count(OpListUploads, key)
 		out, err := s.client.ListMultipartUploads(s.ctx, &s3.ListMultipartUploadsInput{
 			Bucket: aws.String(s.loc.Bucket), Prefix: aws.String(key),
 			KeyMarker: keyMarker, UploadIdMarker: idMarker,

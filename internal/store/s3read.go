@@ -37,7 +37,7 @@ func (s *S3) List() (*hive.Listing, error) {
 	var objs []hive.Object
 	var token *string
 	for {
-		s.count(OpList)
+		s.count(OpList, prefix)
 		out, err := s.client.ListObjectsV2(s.ctx, &s3.ListObjectsV2Input{
 			Bucket: aws.String(s.loc.Bucket), Prefix: aws.String(prefix), ContinuationToken: token,
 		})
@@ -60,7 +60,7 @@ func (s *S3) List() (*hive.Listing, error) {
 // ReadState implements Reader: one GetObject of prefix/_rlrec/name.
 func (s *S3) ReadState(name string) ([]byte, error) {
 	key := s.loc.Key(path.Join(hive.StateDir, name))
-	s.count(OpGet)
+	s.count(OpGet, key)
 	out, err := s.client.GetObject(s.ctx, &s3.GetObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(key)})
 	if err != nil {
 		if notExist(err) {
@@ -81,7 +81,7 @@ func (s *S3) ReadState(name string) ([]byte, error) {
 func (s *S3) Open(rel string, size int64) (Object, error) {
 	key := s.loc.Key(rel)
 	if size < 0 {
-		s.count(OpHead)
+		s.count(OpHead, key)
 		out, err := s.client.HeadObject(s.ctx, &s3.HeadObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(key)})
 		if err != nil {
 			if notExist(err) {
@@ -191,7 +191,7 @@ func (o *object) block(off int64) (block, error) {
 // get reads p at off with one ranged GET (retried by the client).
 func (o *object) get(p []byte, off int64) (int, error) {
 	s := o.s
-	s.count(OpGet)
+	s.count(OpGet, o.key)
 	out, err := s.client.GetObject(s.ctx, &s3.GetObjectInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(o.key),
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1)),

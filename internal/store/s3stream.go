@@ -178,7 +178,7 @@ func (p *s3Part) stopStream() error {
 
 // createUpload begins the multipart upload up of up.Key.
 func (s *S3) createUpload(up *Upload) error {
-	s.count(OpCreateUpload)
+	s.count(OpCreateUpload, up.Key)
 	out, err := s.client.CreateMultipartUpload(s.ctx, &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(up.Key),
 	})
@@ -191,7 +191,7 @@ func (s *S3) createUpload(up *Upload) error {
 
 // uploadPiece uploads piece num of up: size bytes of body.
 func (s *S3) uploadPiece(up *Upload, num int32, body io.ReaderAt, size int64) (Piece, error) {
-	s.count(OpUploadPiece)
+	s.count(OpUploadPiece, up.Key)
 	out, err := s.client.UploadPart(s.ctx, &s3.UploadPartInput{
 		Bucket: aws.String(s.loc.Bucket), Key: aws.String(up.Key), UploadId: aws.String(up.ID),
 		PartNumber: aws.Int32(num), Body: io.NewSectionReader(body, 0, size), ContentLength: aws.Int64(size),
