@@ -35,10 +35,15 @@ func newS3(t *testing.T, srv *s3server.Server, prefix string) *S3 {
 // newS3Mem is newS3 with a memory budget (S3Options.MemoryBytes).
 func newS3Mem(t *testing.T, srv *s3server.Server, prefix string, mem int64) *S3 {
 	t.Helper()
-	s, err := NewS3(context.Background(), srvConfig(srv), Location{Bucket: testBucket, Prefix: prefix}, S3Options{
-		PartSize: MinPartSize, SpoolDir: t.TempDir(), MaxBackoff: 500 * time.Millisecond, MaxAttempts: 40,
-		MemoryBytes: mem,
-	})
+	return newS3Opts(t, srv, prefix, S3Options{PartSize: MinPartSize, MemoryBytes: mem})
+}
+
+// newS3Opts returns a store of s3://rec/prefix on srv with opts, a spool
+// directory of its own and a quick retry policy.
+func newS3Opts(t *testing.T, srv *s3server.Server, prefix string, opts S3Options) *S3 {
+	t.Helper()
+	opts.SpoolDir, opts.MaxBackoff, opts.MaxAttempts = t.TempDir(), 500*time.Millisecond, 40
+	s, err := NewS3(context.Background(), srvConfig(srv), Location{Bucket: testBucket, Prefix: prefix}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,14 +20,7 @@ import (
 // MinPartSize, with a memory budget mem (0: the default).
 func newStreamS3(t *testing.T, srv *s3server.Server, prefix string, mem int64) *S3 {
 	t.Helper()
-	s, err := NewS3(context.Background(), srvConfig(srv), Location{Bucket: testBucket, Prefix: prefix}, S3Options{
-		StreamPieceSize: MinPartSize, SpoolDir: t.TempDir(), MaxBackoff: 500 * time.Millisecond, MaxAttempts: 40,
-		MemoryBytes: mem,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return newS3Opts(t, srv, prefix, S3Options{StreamPieceSize: MinPartSize, MemoryBytes: mem})
 }
 
 // inFlight returns the uploads in flight of the object key.
