@@ -257,3 +257,56 @@ func TestUnsignedPayloadSafe(t *testing.T) {
 		t.Errorf("AWS itself (no endpoint): %d options, want the unsigned payload", len(opts))
 	}
 }
+
+// TestS3StreamThenSpill: a streaming part that finds the budget full
+// with no piece of its own in flight (other parts hold the memory) spills
+// the rest to the spool file, and the rest goes up from there at Sync:
+// the object is the part's bytes.
+func TestS3StreamThenSpill(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.Bucket(t, testBucket)
+	s := newStreamS3(t, srv, "spill", 3*MinPartSize)
+	part, err := s.Create(stepsP, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Stream(part, func() error { return nil })
+	body := payload(4*MinPartSize+3<<20+17, 5)
+	streamed := 4 * MinPartSize
+	for off := 0; off < streamed; off += 256 << 10 {
+		if _, err := part.Write(body[off : off+256<<10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := part.(*s3Part)
+	if sp.stream == nil {
+		t.Fatal("the part did not stream past the budget")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for sp.stream.pending.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Other parts take the whole budget.
+	const others = 3 * MinPartSize
+	s.memUsed.Add(others)
+	if _, err := part.Write(body[streamed:]); err != nil {
+		t.Fatal(err)
+	}
+	if n := spoolFiles(t, s); n != 1 {
+		t.Fatalf("%d spool files, want 1: the rest spills", n)
+	}
+	s.memUsed.Add(-others)
+	if err := part.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Commit(s, []Part{part}); err != nil {
+		t.Fatal(err)
+	}
+	if !srv.Equal(testBucket, s.loc.Key(part.Rel()), body) {
+		t.Fatal("the object does not hold the part's bytes")
+	}
+	if used := s.memUsed.Load(); used != 0 {
+		t.Errorf("%d bytes of the budget held after the commit", used)
+	}
+	spoolEmpty(t, s)
+}
