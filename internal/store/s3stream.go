@@ -22,7 +22,9 @@ import (
 // uploads them in order and gives their memory back; the encoder's write
 // waits for that memory rather than writing the spool file, so a large
 // part costs its pieces in memory and no local disk, and its upload runs
-// while it is encoded. Sync uploads the rest, and Publish completes the
+// while it is encoded. That wait is backpressure on the encoder: while
+// the service is down it lasts as long as a piece's retries (about half a
+// minute by default), then the piece fails and the part with it. Sync uploads the rest, and Publish completes the
 // upload as for any multipart part. A part that fits is not streamed:
 // multipart costs two more requests, and on a server that keeps objects
 // as files (versitygw) a copy of the pieces when it completes, which made
