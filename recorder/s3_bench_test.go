@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/filetree"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/s3server"
 	"github.com/rlrec/rlrec/internal/store"
@@ -97,7 +97,7 @@ func benchS3Layout(b *testing.B, srv *s3server.Server, bucketDir string, stream 
 		return prefix, req, closing
 	}
 	prefix, _, _ := toBucket(b)
-	objs := tree(b, filepath.Join(bucketDir, prefix), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+	objs := tree(b, filepath.Join(bucketDir, prefix), filetree.State)
 	var size int64
 	for _, o := range objs {
 		size += int64(len(o))

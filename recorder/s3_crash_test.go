@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logcount"
 	"github.com/rlrec/rlrec/internal/s3server"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
@@ -93,11 +93,11 @@ func TestS3CrashKill(t *testing.T) {
 	var acked, objects, takenBack, pieces atomic.Int64
 	const roots = 2
 	perRoot := (kills + roots - 1) / roots
-	settled := &messageCounter{}
+	settled := &logcount.Handler{}
 	t.Cleanup(func() {
 		t.Logf("%d kills; %d steps acknowledged, all found; %d objects published (%d uploaded in pieces), none replaced; %d taken back by recovery; "+
 			"recovery completed %d uploads, aborted %d",
-			roots*perRoot, acked.Load(), objects.Load(), pieces.Load(), takenBack.Load(), settled.count(completedUpload), settled.count(abortedUpload))
+			roots*perRoot, acked.Load(), objects.Load(), pieces.Load(), takenBack.Load(), settled.Count(completedUpload), settled.Count(abortedUpload))
 	})
 	for r := range roots {
 		rng := rand.New(rand.NewPCG(seed, uint64(r)))
@@ -273,28 +273,3 @@ const (
 	completedUpload = "completed an upload the crashed recorder had made whole"
 	abortedUpload   = "aborted an upload the crashed recorder left in flight"
 )
-
-// messageCounter is a slog handler that counts the messages it is given.
-type messageCounter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *messageCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (c *messageCounter) Handle(_ context.Context, r slog.Record) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[r.Message]++
-	return nil
-}
-func (c *messageCounter) WithAttrs([]slog.Attr) slog.Handler { return c }
-func (c *messageCounter) WithGroup(string) slog.Handler      { return c }
-
-func (c *messageCounter) count(msg string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[msg]
-}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -13,7 +12,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +21,9 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/filetree"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/logcount"
 	"github.com/rlrec/rlrec/internal/s3server"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
@@ -88,22 +88,7 @@ var s3Sessions = []sim.Config{
 // separators), skipping those skip reports.
 func tree(t testing.TB, dir string, skip func(rel string) bool) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if skip != nil && skip(rel) {
-			return nil
-		}
-		out[rel], err = os.ReadFile(p)
-		return err
-	})
+	out, err := filetree.Read(dir, skip)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +118,7 @@ func TestS3SameFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			want := tree(t, local, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+			want := tree(t, local, filetree.State)
 			got := tree(t, filepath.Join(bucketDir, filepath.FromSlash(prefix)), nil)
 			layoutRel := hive.StateDir + "/" + hive.LayoutName
 			if !bytes.Equal(got[layoutRel], hive.LayoutFile(layout)) {
@@ -309,7 +294,7 @@ func TestS3StoreRequests(t *testing.T) {
 			root := filepath.Join(bucketDir, filepath.FromSlash(prefix))
 			files := map[hive.Recording]int64{}
 			var sessions []string
-			for rel := range tree(t, root, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") }) {
+			for rel := range tree(t, root, filetree.State) {
 				_, rec, ok := hive.RecordingOf(rel)
 				if !ok {
 					t.Fatalf("%s: no recording's", rel)
@@ -433,7 +418,7 @@ func TestS3RecoverUploads(t *testing.T) {
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := tree(t, local, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+	want := tree(t, local, filetree.State)
 	big := 0
 	for _, b := range want {
 		if len(b) > store.MinPartSize {
@@ -482,7 +467,7 @@ func TestS3RecoverUploads(t *testing.T) {
 				t.Fatalf("%d uploads in flight after the failure, want %d", n, tc.completed+tc.aborted)
 			}
 
-			logs := &countingHandler{}
+			logs := &logcount.Handler{}
 			st2 := newS3StoreSized(t, srv, prefix, store.MinPartSize)
 			r, err := Open(root, WithStore(st2, state), WithLogger(slog.New(logs)), WithWriters(1))
 			if err != nil {
@@ -491,19 +476,19 @@ func TestS3RecoverUploads(t *testing.T) {
 			if err := r.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := logs.count("completed an upload the crashed recorder had made whole"); got != tc.completed {
+			if got := logs.Count("completed an upload the crashed recorder had made whole"); got != tc.completed {
 				t.Errorf("%d uploads completed, want %d", got, tc.completed)
 			}
-			if got := logs.count("aborted an upload the crashed recorder left in flight"); got != tc.aborted {
+			if got := logs.Count("aborted an upload the crashed recorder left in flight"); got != tc.aborted {
 				t.Errorf("%d uploads aborted, want %d", got, tc.aborted)
 			}
-			if got := logs.count("took back a file of a write a crash left half published; the write is done again whole"); got != tc.takenBack {
+			if got := logs.Count("took back a file of a write a crash left half published; the write is done again whole"); got != tc.takenBack {
 				t.Errorf("%d files taken back, want %d", got, tc.takenBack)
 			}
 			if n := uploadsInFlight(t, srv, prefix); n != 0 {
 				t.Errorf("%d uploads in flight after recovery", n)
 			}
-			got := tree(t, filepath.Join(bucketDir, prefix), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+			got := tree(t, filepath.Join(bucketDir, prefix), filetree.State)
 			sameRows(t, want, got)
 		})
 	}
@@ -552,31 +537,6 @@ func uploadsInFlight(t *testing.T, srv *s3server.Server, prefix string) int {
 		t.Fatal(err)
 	}
 	return len(out.Uploads)
-}
-
-// countingHandler is a slog handler that counts the messages it is given.
-type countingHandler struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (c *countingHandler) Handle(_ context.Context, r slog.Record) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[r.Message]++
-	return nil
-}
-func (c *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return c }
-func (c *countingHandler) WithGroup(string) slog.Handler      { return c }
-
-func (c *countingHandler) count(msg string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[msg]
 }
 
 // TestS3ManyWriters: recorders with their own stores and state
@@ -674,7 +634,7 @@ func TestS3ManyWriters(t *testing.T) {
 			if err := r.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			want[seed] = canonicalSessions(t, tree(t, dir, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") }))
+			want[seed] = canonicalSessions(t, tree(t, dir, filetree.State))
 		}
 		a, b := recordAsync("race", cfg("race", 1)), recordAsync("race", cfg("race", 2))
 		errA, errB := <-a, <-b
@@ -690,7 +650,7 @@ func TestS3ManyWriters(t *testing.T) {
 		// The loser is refused at SessionStarted, by the winner's claim,
 		// before any file of its own is published: the bucket holds the
 		// winner's recording alone, not files of both.
-		got := canonicalSessions(t, tree(t, filepath.Join(bucketDir, "race"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") }))
+		got := canonicalSessions(t, tree(t, filepath.Join(bucketDir, "race"), filetree.State))
 		if !reflect.DeepEqual(got, want[1]) && !reflect.DeepEqual(got, want[2]) {
 			for rel, b := range got {
 				if !bytes.Equal(b, want[1][rel]) && !bytes.Equal(b, want[2][rel]) {
@@ -715,7 +675,7 @@ func TestS3ServerRestart(t *testing.T) {
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := tree(t, local, func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+	want := tree(t, local, filetree.State)
 
 	st := newS3Store(t, srv, "restart")
 	// The server is stopped once the recording has made some requests
@@ -755,7 +715,7 @@ func TestS3ServerRestart(t *testing.T) {
 	if req.Attempts <= req.Total() {
 		t.Errorf("no request was retried: the server was not stopped while the recorder wrote")
 	}
-	got := tree(t, filepath.Join(bucketDir, "restart"), func(rel string) bool { return strings.HasPrefix(rel, hive.StateDir+"/") })
+	got := tree(t, filepath.Join(bucketDir, "restart"), filetree.State)
 	sameRows(t, want, got)
 }
 

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/filetree"
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
@@ -181,7 +182,11 @@ func TestCappedDisabledAsRlmesh(t *testing.T) {
 	rootRun, rootWant := filepath.Join(dir, "run"), filepath.Join(dir, "want")
 	record(t, rootRun, got, c.times)
 	record(t, rootWant, built, c.times)
-	filesRun, filesWant := tableFiles(t, rootRun), tableFiles(t, rootWant)
+	filesRun, errRun := filetree.Read(rootRun, filetree.State)
+	filesWant, errWant := filetree.Read(rootWant, filetree.State)
+	if err := errors.Join(errRun, errWant); err != nil {
+		t.Fatal(err)
+	}
 	if len(filesRun) == 0 || len(filesRun) != len(filesWant) {
 		t.Fatalf("the run recorded %d files, the expected sequence %d", len(filesRun), len(filesWant))
 	}
@@ -296,29 +301,4 @@ func record(t *testing.T, root string, evs []events.Event, times []time.Time) {
 	if err := rec.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// tableFiles reads the table files of a ROOT by relative path.
-func tableFiles(t *testing.T, root string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == "_rlrec" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		out[rel] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -7,7 +7,8 @@
 //
 // It imports recorder and sim, so the tests inside those packages, and
 // inside the packages they import (internal/parquetout among them),
-// cannot use it: an import cycle. They keep their own few lines (sim's
-// table-file reader, parquetout's footer edit on bytes) or use the
-// standard library (os.CopyFS).
+// cannot use it: an import cycle. They use the leaf packages it builds
+// on (internal/filetree to read a tree, internal/logcount to count what
+// was logged), keep their own few lines (parquetout's footer edit on
+// bytes) or use the standard library (os.CopyFS).
 package roottest

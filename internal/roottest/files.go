@@ -1,10 +1,10 @@
 package roottest
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/rlrec/rlrec/internal/filetree"
 )
 
 // CopyDir copies the tree src into dst (os.CopyFS), creating dst if
@@ -20,22 +20,7 @@ func CopyDir(t testing.TB, src, dst string) {
 // recorder's state under _rlrec), by path relative to the ROOT.
 func TableFiles(t testing.TB, root string) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			if rel == "_rlrec" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		out[rel] = b
-		return err
-	})
+	out, err := filetree.Read(root, filetree.State)
 	if err != nil {
 		t.Fatal(err)
 	}
