@@ -188,14 +188,121 @@ func (MetricKind) EnumDescriptor() ([]byte, []int) {
 	return file_events_eventsv1_events_proto_rawDescGZIP(), []int{2}
 }
 
+// RelayLeg values are wire values: do not renumber.
+type RelayLeg int32
+
+const (
+	RelayLeg_RELAY_LEG_UNSPECIFIED RelayLeg = 0
+	// The env contract or an observation, on its way to the model.
+	RelayLeg_RELAY_LEG_ENV_TO_MODEL RelayLeg = 1
+	// An action, on its way to the env.
+	RelayLeg_RELAY_LEG_MODEL_TO_ENV RelayLeg = 2
+)
+
+// Enum value maps for RelayLeg.
+var (
+	RelayLeg_name = map[int32]string{
+		0: "RELAY_LEG_UNSPECIFIED",
+		1: "RELAY_LEG_ENV_TO_MODEL",
+		2: "RELAY_LEG_MODEL_TO_ENV",
+	}
+	RelayLeg_value = map[string]int32{
+		"RELAY_LEG_UNSPECIFIED":  0,
+		"RELAY_LEG_ENV_TO_MODEL": 1,
+		"RELAY_LEG_MODEL_TO_ENV": 2,
+	}
+)
+
+func (x RelayLeg) Enum() *RelayLeg {
+	p := new(RelayLeg)
+	*p = x
+	return p
+}
+
+func (x RelayLeg) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RelayLeg) Descriptor() protoreflect.EnumDescriptor {
+	return file_events_eventsv1_events_proto_enumTypes[3].Descriptor()
+}
+
+func (RelayLeg) Type() protoreflect.EnumType {
+	return &file_events_eventsv1_events_proto_enumTypes[3]
+}
+
+func (x RelayLeg) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RelayLeg.Descriptor instead.
+func (RelayLeg) EnumDescriptor() ([]byte, []int) {
+	return file_events_eventsv1_events_proto_rawDescGZIP(), []int{3}
+}
+
+// AdvisorySeverity values are wire values: do not renumber.
+type AdvisorySeverity int32
+
+const (
+	AdvisorySeverity_ADVISORY_SEVERITY_UNSPECIFIED AdvisorySeverity = 0
+	AdvisorySeverity_ADVISORY_SEVERITY_INFO        AdvisorySeverity = 1
+	AdvisorySeverity_ADVISORY_SEVERITY_CAUTION     AdvisorySeverity = 2
+)
+
+// Enum value maps for AdvisorySeverity.
+var (
+	AdvisorySeverity_name = map[int32]string{
+		0: "ADVISORY_SEVERITY_UNSPECIFIED",
+		1: "ADVISORY_SEVERITY_INFO",
+		2: "ADVISORY_SEVERITY_CAUTION",
+	}
+	AdvisorySeverity_value = map[string]int32{
+		"ADVISORY_SEVERITY_UNSPECIFIED": 0,
+		"ADVISORY_SEVERITY_INFO":        1,
+		"ADVISORY_SEVERITY_CAUTION":     2,
+	}
+)
+
+func (x AdvisorySeverity) Enum() *AdvisorySeverity {
+	p := new(AdvisorySeverity)
+	*p = x
+	return p
+}
+
+func (x AdvisorySeverity) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AdvisorySeverity) Descriptor() protoreflect.EnumDescriptor {
+	return file_events_eventsv1_events_proto_enumTypes[4].Descriptor()
+}
+
+func (AdvisorySeverity) Type() protoreflect.EnumType {
+	return &file_events_eventsv1_events_proto_enumTypes[4]
+}
+
+func (x AdvisorySeverity) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AdvisorySeverity.Descriptor instead.
+func (AdvisorySeverity) EnumDescriptor() ([]byte, []int) {
+	return file_events_eventsv1_events_proto_rawDescGZIP(), []int{4}
+}
+
 // RuntimeEnvContext names a route.
 type RuntimeEnvContext struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	EnvId            string                 `protobuf:"bytes,1,opt,name=env_id,json=envId,proto3" json:"env_id,omitempty"`
 	EnvComponentId   string                 `protobuf:"bytes,2,opt,name=env_component_id,json=envComponentId,proto3" json:"env_component_id,omitempty"`
 	ModelComponentId string                 `protobuf:"bytes,3,opt,name=model_component_id,json=modelComponentId,proto3" json:"model_component_id,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The lane a per-lane event of a lane-served env belongs to (rlmesh 0.1:
+	// each lane of an env that serves lanes is its own group with its own
+	// reset/predict/step loop); absent on session-level events, on telemetry
+	// and for a whole-env route.
+	Lane          *uint32 `protobuf:"varint,4,opt,name=lane,proto3,oneof" json:"lane,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RuntimeEnvContext) Reset() {
@@ -249,6 +356,13 @@ func (x *RuntimeEnvContext) GetModelComponentId() string {
 	return ""
 }
 
+func (x *RuntimeEnvContext) GetLane() uint32 {
+	if x != nil && x.Lane != nil {
+		return *x.Lane
+	}
+	return 0
+}
+
 // Event is one hook event with its session and route.
 type Event struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -272,6 +386,14 @@ type Event struct {
 	// the events of a recording whose clock was the recorder's, so that a
 	// copy keeps its sessions row's clock. Producers leave it unset.
 	RecorderClock bool `protobuf:"varint,5,opt,name=recorder_clock,json=recorderClock,proto3" json:"recorder_clock,omitempty"`
+	// A nonce the producing run minted at its start (16 random bytes from a
+	// client, capture or forwarder): the run's identity, so that a second
+	// run given an open recording's session and env ids is told apart from a
+	// resend of the first, also after a recorder restart. Producers set it
+	// on every event of the run; empty when the producer has none (older
+	// producers, files), and recorders then derive one (see the recorder's
+	// docs for what such a stream can and cannot be protected from).
+	RunNonce []byte `protobuf:"bytes,6,opt,name=run_nonce,json=runNonce,proto3" json:"run_nonce,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Event_EnvConnected
@@ -286,6 +408,7 @@ type Event struct {
 	//	*Event_StepCompleted
 	//	*Event_ObservationEmitted
 	//	*Event_TelemetrySnapshot
+	//	*Event_RelayAdvisory
 	Kind          isEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -354,6 +477,13 @@ func (x *Event) GetRecorderClock() bool {
 		return x.RecorderClock
 	}
 	return false
+}
+
+func (x *Event) GetRunNonce() []byte {
+	if x != nil {
+		return x.RunNonce
+	}
+	return nil
 }
 
 func (x *Event) GetKind() isEvent_Kind {
@@ -471,6 +601,15 @@ func (x *Event) GetTelemetrySnapshot() *TelemetrySnapshot {
 	return nil
 }
 
+func (x *Event) GetRelayAdvisory() *RelayAdvisory {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_RelayAdvisory); ok {
+			return x.RelayAdvisory
+		}
+	}
+	return nil
+}
+
 type isEvent_Kind interface {
 	isEvent_Kind()
 }
@@ -523,6 +662,10 @@ type Event_TelemetrySnapshot struct {
 	TelemetrySnapshot *TelemetrySnapshot `protobuf:"bytes,21,opt,name=telemetry_snapshot,json=telemetrySnapshot,proto3,oneof"`
 }
 
+type Event_RelayAdvisory struct {
+	RelayAdvisory *RelayAdvisory `protobuf:"bytes,22,opt,name=relay_advisory,json=relayAdvisory,proto3,oneof"`
+}
+
 func (*Event_EnvConnected) isEvent_Kind() {}
 
 func (*Event_ModelConnected) isEvent_Kind() {}
@@ -546,6 +689,8 @@ func (*Event_StepCompleted) isEvent_Kind() {}
 func (*Event_ObservationEmitted) isEvent_Kind() {}
 
 func (*Event_TelemetrySnapshot) isEvent_Kind() {}
+
+func (*Event_RelayAdvisory) isEvent_Kind() {}
 
 type EnvConnected struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -842,8 +987,13 @@ type EpisodeStarted struct {
 	EpisodeIndex         int64                  `protobuf:"varint,3,opt,name=episode_index,json=episodeIndex,proto3" json:"episode_index,omitempty"`
 	EnvIndex             int32                  `protobuf:"varint,4,opt,name=env_index,json=envIndex,proto3" json:"env_index,omitempty"`
 	StartedFromAutoReset bool                   `protobuf:"varint,5,opt,name=started_from_auto_reset,json=startedFromAutoReset,proto3" json:"started_from_auto_reset,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// rlmesh 0.1: the episode's reset seed, when the runtime sent one.
+	Seed *int64 `protobuf:"varint,6,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
+	// rlmesh 0.1: the trial ordinal the episode walks; absent under
+	// NEXT_STEP autoreset, where the runtime mints none.
+	TrialIndex    *uint64 `protobuf:"varint,7,opt,name=trial_index,json=trialIndex,proto3,oneof" json:"trial_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EpisodeStarted) Reset() {
@@ -911,6 +1061,20 @@ func (x *EpisodeStarted) GetStartedFromAutoReset() bool {
 	return false
 }
 
+func (x *EpisodeStarted) GetSeed() int64 {
+	if x != nil && x.Seed != nil {
+		return *x.Seed
+	}
+	return 0
+}
+
+func (x *EpisodeStarted) GetTrialIndex() uint64 {
+	if x != nil && x.TrialIndex != nil {
+		return *x.TrialIndex
+	}
+	return 0
+}
+
 type EpisodeCompleted struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	EpisodeId        string                 `protobuf:"bytes,1,opt,name=episode_id,json=episodeId,proto3" json:"episode_id,omitempty"`
@@ -923,7 +1087,17 @@ type EpisodeCompleted struct {
 	Truncated        bool                   `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	DurationMs       int64                  `protobuf:"varint,9,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	// Absent when the runtime sent none.
-	FinalInfo     *spacesv1.MetaMap `protobuf:"bytes,10,opt,name=final_info,json=finalInfo,proto3" json:"final_info,omitempty"`
+	FinalInfo *spacesv1.MetaMap `protobuf:"bytes,10,opt,name=final_info,json=finalInfo,proto3" json:"final_info,omitempty"`
+	// rlmesh 0.1: the runtime's own reading of the outcome (is_success,
+	// success or task_success in the final info); absent when it had none.
+	Success    *bool   `protobuf:"varint,11,opt,name=success,proto3,oneof" json:"success,omitempty"`
+	Seed       *int64  `protobuf:"varint,12,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
+	TrialIndex *uint64 `protobuf:"varint,13,opt,name=trial_index,json=trialIndex,proto3,oneof" json:"trial_index,omitempty"`
+	// rlmesh 0.1: per-step means over the episode of the predict and env
+	// step wall time, milliseconds; absent for an episode that completed
+	// before its first step.
+	PredictMs     *float64 `protobuf:"fixed64,14,opt,name=predict_ms,json=predictMs,proto3,oneof" json:"predict_ms,omitempty"`
+	StepMs        *float64 `protobuf:"fixed64,15,opt,name=step_ms,json=stepMs,proto3,oneof" json:"step_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1028,6 +1202,41 @@ func (x *EpisodeCompleted) GetFinalInfo() *spacesv1.MetaMap {
 	return nil
 }
 
+func (x *EpisodeCompleted) GetSuccess() bool {
+	if x != nil && x.Success != nil {
+		return *x.Success
+	}
+	return false
+}
+
+func (x *EpisodeCompleted) GetSeed() int64 {
+	if x != nil && x.Seed != nil {
+		return *x.Seed
+	}
+	return 0
+}
+
+func (x *EpisodeCompleted) GetTrialIndex() uint64 {
+	if x != nil && x.TrialIndex != nil {
+		return *x.TrialIndex
+	}
+	return 0
+}
+
+func (x *EpisodeCompleted) GetPredictMs() float64 {
+	if x != nil && x.PredictMs != nil {
+		return *x.PredictMs
+	}
+	return 0
+}
+
+func (x *EpisodeCompleted) GetStepMs() float64 {
+	if x != nil && x.StepMs != nil {
+		return *x.StepMs
+	}
+	return 0
+}
+
 type ActionReceived struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	EpisodeId        string                 `protobuf:"bytes,1,opt,name=episode_id,json=episodeId,proto3" json:"episode_id,omitempty"`
@@ -1039,7 +1248,11 @@ type ActionReceived struct {
 	ActionSpace      *spacesv1.SpaceSpec    `protobuf:"bytes,7,opt,name=action_space,json=actionSpace,proto3" json:"action_space,omitempty"`
 	// The N-lane batch leaves. Absent when the runtime sent none; its
 	// encoding is exactly the runtime's leaves_to_blob of the leaves.
-	Action        *spacesv1.SpaceValue `protobuf:"bytes,8,opt,name=action,proto3" json:"action,omitempty"`
+	Action *spacesv1.SpaceValue `protobuf:"bytes,8,opt,name=action,proto3" json:"action,omitempty"`
+	// rlmesh 0.1: the model's action before transform_action ran. Absent
+	// when it equals action (producers leave it out then: no doubled bytes)
+	// or when the runtime sent none.
+	RawAction     *spacesv1.SpaceValue `protobuf:"bytes,9,opt,name=raw_action,json=rawAction,proto3" json:"raw_action,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1130,6 +1343,13 @@ func (x *ActionReceived) GetAction() *spacesv1.SpaceValue {
 	return nil
 }
 
+func (x *ActionReceived) GetRawAction() *spacesv1.SpaceValue {
+	if x != nil {
+		return x.RawAction
+	}
+	return nil
+}
+
 type StepCompleted struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	EpisodeId       string                 `protobuf:"bytes,1,opt,name=episode_id,json=episodeId,proto3" json:"episode_id,omitempty"`
@@ -1137,8 +1357,21 @@ type StepCompleted struct {
 	Step            int64                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
 	EnvIndex        int32                  `protobuf:"varint,4,opt,name=env_index,json=envIndex,proto3" json:"env_index,omitempty"`
 	Rewards         []float64              `protobuf:"fixed64,5,rep,packed,name=rewards,proto3" json:"rewards,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// rlmesh 0.1: the step's infos; absent when a lane rolled or none came.
+	Infos *spacesv1.MetaMap `protobuf:"bytes,6,opt,name=infos,proto3" json:"infos,omitempty"`
+	// rlmesh 0.1: per lane, aligned with rewards. Empty (not all false) from
+	// producers before 0.1.
+	Terminated []bool `protobuf:"varint,7,rep,packed,name=terminated,proto3" json:"terminated,omitempty"`
+	Truncated  []bool `protobuf:"varint,8,rep,packed,name=truncated,proto3" json:"truncated,omitempty"`
+	// true where this step is the lane's NEXT_STEP autoreset roll: a step of
+	// no episode.
+	AutoresetRoll []bool `protobuf:"varint,9,rep,packed,name=autoreset_roll,json=autoresetRoll,proto3" json:"autoreset_roll,omitempty"`
+	// rlmesh 0.1: wall time of the predicts that landed since the group's
+	// previous step and of this step's env round trip, milliseconds.
+	PredictMs     *float64 `protobuf:"fixed64,10,opt,name=predict_ms,json=predictMs,proto3,oneof" json:"predict_ms,omitempty"`
+	StepMs        *float64 `protobuf:"fixed64,11,opt,name=step_ms,json=stepMs,proto3,oneof" json:"step_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StepCompleted) Reset() {
@@ -1206,6 +1439,48 @@ func (x *StepCompleted) GetRewards() []float64 {
 	return nil
 }
 
+func (x *StepCompleted) GetInfos() *spacesv1.MetaMap {
+	if x != nil {
+		return x.Infos
+	}
+	return nil
+}
+
+func (x *StepCompleted) GetTerminated() []bool {
+	if x != nil {
+		return x.Terminated
+	}
+	return nil
+}
+
+func (x *StepCompleted) GetTruncated() []bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return nil
+}
+
+func (x *StepCompleted) GetAutoresetRoll() []bool {
+	if x != nil {
+		return x.AutoresetRoll
+	}
+	return nil
+}
+
+func (x *StepCompleted) GetPredictMs() float64 {
+	if x != nil && x.PredictMs != nil {
+		return *x.PredictMs
+	}
+	return 0
+}
+
+func (x *StepCompleted) GetStepMs() float64 {
+	if x != nil && x.StepMs != nil {
+		return *x.StepMs
+	}
+	return 0
+}
+
 type ObservationEmitted struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	EpisodeId        string                 `protobuf:"bytes,1,opt,name=episode_id,json=episodeId,proto3" json:"episode_id,omitempty"`
@@ -1218,7 +1493,12 @@ type ObservationEmitted struct {
 	NumEnvs          uint32                 `protobuf:"varint,8,opt,name=num_envs,json=numEnvs,proto3" json:"num_envs,omitempty"`
 	ObservationSpace *spacesv1.SpaceSpec    `protobuf:"bytes,9,opt,name=observation_space,json=observationSpace,proto3" json:"observation_space,omitempty"`
 	// The N-lane batch leaves. Absent when the runtime sent none.
-	Observation   *spacesv1.SpaceValue `protobuf:"bytes,10,opt,name=observation,proto3" json:"observation,omitempty"`
+	Observation *spacesv1.SpaceValue `protobuf:"bytes,10,opt,name=observation,proto3" json:"observation,omitempty"`
+	// rlmesh 0.1: the env's observation before transform_observation ran.
+	// Absent when it equals observation or when the runtime sent none.
+	RawObservation *spacesv1.SpaceValue `protobuf:"bytes,11,opt,name=raw_observation,json=rawObservation,proto3" json:"raw_observation,omitempty"`
+	// rlmesh 0.1: the reset infos (on a NEXT_STEP roll, the roll's infos).
+	Infos         *spacesv1.MetaMap `protobuf:"bytes,12,opt,name=infos,proto3" json:"infos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1319,6 +1599,20 @@ func (x *ObservationEmitted) GetObservationSpace() *spacesv1.SpaceSpec {
 func (x *ObservationEmitted) GetObservation() *spacesv1.SpaceValue {
 	if x != nil {
 		return x.Observation
+	}
+	return nil
+}
+
+func (x *ObservationEmitted) GetRawObservation() *spacesv1.SpaceValue {
+	if x != nil {
+		return x.RawObservation
+	}
+	return nil
+}
+
+func (x *ObservationEmitted) GetInfos() *spacesv1.MetaMap {
+	if x != nil {
+		return x.Infos
 	}
 	return nil
 }
@@ -1483,22 +1777,87 @@ func (x *TelemetrySnapshot) GetRows() []*TelemetryRow {
 	return nil
 }
 
+// RelayAdvisory (rlmesh 0.1): a relay policy converted a payload for a
+// peer that could not decode it as sent; once per distinct advisory.
+type RelayAdvisory struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leg           RelayLeg               `protobuf:"varint,1,opt,name=leg,proto3,enum=rlrec.events.v1.RelayLeg" json:"leg,omitempty"`
+	Severity      AdvisorySeverity       `protobuf:"varint,2,opt,name=severity,proto3,enum=rlrec.events.v1.AdvisorySeverity" json:"severity,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RelayAdvisory) Reset() {
+	*x = RelayAdvisory{}
+	mi := &file_events_eventsv1_events_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelayAdvisory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelayAdvisory) ProtoMessage() {}
+
+func (x *RelayAdvisory) ProtoReflect() protoreflect.Message {
+	mi := &file_events_eventsv1_events_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelayAdvisory.ProtoReflect.Descriptor instead.
+func (*RelayAdvisory) Descriptor() ([]byte, []int) {
+	return file_events_eventsv1_events_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RelayAdvisory) GetLeg() RelayLeg {
+	if x != nil {
+		return x.Leg
+	}
+	return RelayLeg_RELAY_LEG_UNSPECIFIED
+}
+
+func (x *RelayAdvisory) GetSeverity() AdvisorySeverity {
+	if x != nil {
+		return x.Severity
+	}
+	return AdvisorySeverity_ADVISORY_SEVERITY_UNSPECIFIED
+}
+
+func (x *RelayAdvisory) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_events_eventsv1_events_proto protoreflect.FileDescriptor
 
 const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x1cevents/eventsv1/events.proto\x12\x0frlrec.events.v1\x1a\x1cschema/spacesv1/spaces.proto\"\x82\x01\n" +
+	"\x1cevents/eventsv1/events.proto\x12\x0frlrec.events.v1\x1a\x1cschema/spacesv1/spaces.proto\"\xa4\x01\n" +
 	"\x11RuntimeEnvContext\x12\x15\n" +
 	"\x06env_id\x18\x01 \x01(\tR\x05envId\x12(\n" +
 	"\x10env_component_id\x18\x02 \x01(\tR\x0eenvComponentId\x12,\n" +
-	"\x12model_component_id\x18\x03 \x01(\tR\x10modelComponentId\"\xc8\b\n" +
+	"\x12model_component_id\x18\x03 \x01(\tR\x10modelComponentId\x12\x17\n" +
+	"\x04lane\x18\x04 \x01(\rH\x00R\x04lane\x88\x01\x01B\a\n" +
+	"\x05_lane\"\xae\t\n" +
 	"\x05Event\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
 	"\x05route\x18\x02 \x01(\v2\".rlrec.events.v1.RuntimeEnvContextR\x05route\x12$\n" +
 	"\x0etime_unix_nano\x18\x03 \x01(\x03R\ftimeUnixNano\x12\x1a\n" +
 	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12%\n" +
-	"\x0erecorder_clock\x18\x05 \x01(\bR\rrecorderClock\x12D\n" +
+	"\x0erecorder_clock\x18\x05 \x01(\bR\rrecorderClock\x12\x1b\n" +
+	"\trun_nonce\x18\x06 \x01(\fR\brunNonce\x12D\n" +
 	"\renv_connected\x18\n" +
 	" \x01(\v2\x1d.rlrec.events.v1.EnvConnectedH\x00R\fenvConnected\x12J\n" +
 	"\x0fmodel_connected\x18\v \x01(\v2\x1f.rlrec.events.v1.ModelConnectedH\x00R\x0emodelConnected\x12J\n" +
@@ -1511,7 +1870,8 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\x0faction_received\x18\x12 \x01(\v2\x1f.rlrec.events.v1.ActionReceivedH\x00R\x0eactionReceived\x12G\n" +
 	"\x0estep_completed\x18\x13 \x01(\v2\x1e.rlrec.events.v1.StepCompletedH\x00R\rstepCompleted\x12V\n" +
 	"\x13observation_emitted\x18\x14 \x01(\v2#.rlrec.events.v1.ObservationEmittedH\x00R\x12observationEmitted\x12S\n" +
-	"\x12telemetry_snapshot\x18\x15 \x01(\v2\".rlrec.events.v1.TelemetrySnapshotH\x00R\x11telemetrySnapshotB\x06\n" +
+	"\x12telemetry_snapshot\x18\x15 \x01(\v2\".rlrec.events.v1.TelemetrySnapshotH\x00R\x11telemetrySnapshot\x12G\n" +
+	"\x0erelay_advisory\x18\x16 \x01(\v2\x1e.rlrec.events.v1.RelayAdvisoryH\x00R\rrelayAdvisoryB\x06\n" +
 	"\x04kind\"%\n" +
 	"\fEnvConnected\x12\x15\n" +
 	"\x06env_id\x18\x01 \x01(\tR\x05envId\"\x10\n" +
@@ -1529,14 +1889,19 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\x05level\x18\x01 \x01(\x0e2\x19.rlrec.events.v1.LogLevelR\x05level\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\x06source\x18\x03 \x01(\tH\x00R\x06source\x88\x01\x01B\t\n" +
-	"\a_source\"\xd4\x01\n" +
+	"\a_source\"\xac\x02\n" +
 	"\x0eEpisodeStarted\x12\x1d\n" +
 	"\n" +
 	"episode_id\x18\x01 \x01(\tR\tepisodeId\x12*\n" +
 	"\x11episode_record_id\x18\x02 \x01(\tR\x0fepisodeRecordId\x12#\n" +
 	"\repisode_index\x18\x03 \x01(\x03R\fepisodeIndex\x12\x1b\n" +
 	"\tenv_index\x18\x04 \x01(\x05R\benvIndex\x125\n" +
-	"\x17started_from_auto_reset\x18\x05 \x01(\bR\x14startedFromAutoReset\"\x84\x03\n" +
+	"\x17started_from_auto_reset\x18\x05 \x01(\bR\x14startedFromAutoReset\x12\x17\n" +
+	"\x04seed\x18\x06 \x01(\x03H\x00R\x04seed\x88\x01\x01\x12$\n" +
+	"\vtrial_index\x18\a \x01(\x04H\x01R\n" +
+	"trialIndex\x88\x01\x01B\a\n" +
+	"\x05_seedB\x0e\n" +
+	"\f_trial_index\"\xe4\x04\n" +
 	"\x10EpisodeCompleted\x12\x1d\n" +
 	"\n" +
 	"episode_id\x18\x01 \x01(\tR\tepisodeId\x12*\n" +
@@ -1554,7 +1919,21 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"durationMs\x128\n" +
 	"\n" +
 	"final_info\x18\n" +
-	" \x01(\v2\x19.rlmesh.spaces.v1.MetaMapR\tfinalInfo\"\xd1\x02\n" +
+	" \x01(\v2\x19.rlmesh.spaces.v1.MetaMapR\tfinalInfo\x12\x1d\n" +
+	"\asuccess\x18\v \x01(\bH\x00R\asuccess\x88\x01\x01\x12\x17\n" +
+	"\x04seed\x18\f \x01(\x03H\x01R\x04seed\x88\x01\x01\x12$\n" +
+	"\vtrial_index\x18\r \x01(\x04H\x02R\n" +
+	"trialIndex\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"predict_ms\x18\x0e \x01(\x01H\x03R\tpredictMs\x88\x01\x01\x12\x1c\n" +
+	"\astep_ms\x18\x0f \x01(\x01H\x04R\x06stepMs\x88\x01\x01B\n" +
+	"\n" +
+	"\b_successB\a\n" +
+	"\x05_seedB\x0e\n" +
+	"\f_trial_indexB\r\n" +
+	"\v_predict_msB\n" +
+	"\n" +
+	"\b_step_ms\"\x8e\x03\n" +
 	"\x0eActionReceived\x12\x1d\n" +
 	"\n" +
 	"episode_id\x18\x01 \x01(\tR\tepisodeId\x12*\n" +
@@ -1565,14 +1944,29 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\x04step\x18\x05 \x01(\x03R\x04step\x12\x1b\n" +
 	"\tenv_index\x18\x06 \x01(\x05R\benvIndex\x12>\n" +
 	"\faction_space\x18\a \x01(\v2\x1b.rlmesh.spaces.v1.SpaceSpecR\vactionSpace\x124\n" +
-	"\x06action\x18\b \x01(\v2\x1c.rlmesh.spaces.v1.SpaceValueR\x06action\"\xa5\x01\n" +
+	"\x06action\x18\b \x01(\v2\x1c.rlmesh.spaces.v1.SpaceValueR\x06action\x12;\n" +
+	"\n" +
+	"raw_action\x18\t \x01(\v2\x1c.rlmesh.spaces.v1.SpaceValueR\trawAction\"\x98\x03\n" +
 	"\rStepCompleted\x12\x1d\n" +
 	"\n" +
 	"episode_id\x18\x01 \x01(\tR\tepisodeId\x12*\n" +
 	"\x11episode_record_id\x18\x02 \x01(\tR\x0fepisodeRecordId\x12\x12\n" +
 	"\x04step\x18\x03 \x01(\x03R\x04step\x12\x1b\n" +
 	"\tenv_index\x18\x04 \x01(\x05R\benvIndex\x12\x18\n" +
-	"\arewards\x18\x05 \x03(\x01R\arewards\"\x9f\x03\n" +
+	"\arewards\x18\x05 \x03(\x01R\arewards\x12/\n" +
+	"\x05infos\x18\x06 \x01(\v2\x19.rlmesh.spaces.v1.MetaMapR\x05infos\x12\x1e\n" +
+	"\n" +
+	"terminated\x18\a \x03(\bR\n" +
+	"terminated\x12\x1c\n" +
+	"\ttruncated\x18\b \x03(\bR\ttruncated\x12%\n" +
+	"\x0eautoreset_roll\x18\t \x03(\bR\rautoresetRoll\x12\"\n" +
+	"\n" +
+	"predict_ms\x18\n" +
+	" \x01(\x01H\x00R\tpredictMs\x88\x01\x01\x12\x1c\n" +
+	"\astep_ms\x18\v \x01(\x01H\x01R\x06stepMs\x88\x01\x01B\r\n" +
+	"\v_predict_msB\n" +
+	"\n" +
+	"\b_step_ms\"\x97\x04\n" +
 	"\x12ObservationEmitted\x12\x1d\n" +
 	"\n" +
 	"episode_id\x18\x01 \x01(\tR\tepisodeId\x12*\n" +
@@ -1586,7 +1980,9 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\bnum_envs\x18\b \x01(\rR\anumEnvs\x12H\n" +
 	"\x11observation_space\x18\t \x01(\v2\x1b.rlmesh.spaces.v1.SpaceSpecR\x10observationSpace\x12>\n" +
 	"\vobservation\x18\n" +
-	" \x01(\v2\x1c.rlmesh.spaces.v1.SpaceValueR\vobservation\"\xe3\x01\n" +
+	" \x01(\v2\x1c.rlmesh.spaces.v1.SpaceValueR\vobservation\x12E\n" +
+	"\x0fraw_observation\x18\v \x01(\v2\x1c.rlmesh.spaces.v1.SpaceValueR\x0erawObservation\x12/\n" +
+	"\x05infos\x18\f \x01(\v2\x19.rlmesh.spaces.v1.MetaMapR\x05infos\"\xe3\x01\n" +
 	"\fTelemetryRow\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x1c\n" +
 	"\tcomponent\x18\x02 \x01(\tR\tcomponent\x12\x16\n" +
@@ -1599,7 +1995,11 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\x03p99\x18\t \x01(\x01R\x03p99\"\x83\x01\n" +
 	"\x11TelemetrySnapshot\x12;\n" +
 	"\ahorizon\x18\x01 \x01(\x0e2!.rlrec.events.v1.TelemetryHorizonR\ahorizon\x121\n" +
-	"\x04rows\x18\x02 \x03(\v2\x1d.rlrec.events.v1.TelemetryRowR\x04rows*w\n" +
+	"\x04rows\x18\x02 \x03(\v2\x1d.rlrec.events.v1.TelemetryRowR\x04rows\"\x95\x01\n" +
+	"\rRelayAdvisory\x12+\n" +
+	"\x03leg\x18\x01 \x01(\x0e2\x19.rlrec.events.v1.RelayLegR\x03leg\x12=\n" +
+	"\bseverity\x18\x02 \x01(\x0e2!.rlrec.events.v1.AdvisorySeverityR\bseverity\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage*w\n" +
 	"\bLogLevel\x12\x19\n" +
 	"\x15LOG_LEVEL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fLOG_LEVEL_DEBUG\x10\x01\x12\x12\n" +
@@ -1615,7 +2015,15 @@ const file_events_eventsv1_events_proto_rawDesc = "" +
 	"\x17METRIC_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17METRIC_KIND_DURATION_MS\x10\x01\x12\x15\n" +
 	"\x11METRIC_KIND_BYTES\x10\x02\x12\x15\n" +
-	"\x11METRIC_KIND_COUNT\x10\x03B(Z&github.com/rlrec/rlrec/events/eventsv1b\x06proto3"
+	"\x11METRIC_KIND_COUNT\x10\x03*]\n" +
+	"\bRelayLeg\x12\x19\n" +
+	"\x15RELAY_LEG_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16RELAY_LEG_ENV_TO_MODEL\x10\x01\x12\x1a\n" +
+	"\x16RELAY_LEG_MODEL_TO_ENV\x10\x02*p\n" +
+	"\x10AdvisorySeverity\x12!\n" +
+	"\x1dADVISORY_SEVERITY_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16ADVISORY_SEVERITY_INFO\x10\x01\x12\x1d\n" +
+	"\x19ADVISORY_SEVERITY_CAUTION\x10\x02B(Z&github.com/rlrec/rlrec/events/eventsv1b\x06proto3"
 
 var (
 	file_events_eventsv1_events_proto_rawDescOnce sync.Once
@@ -1629,59 +2037,69 @@ func file_events_eventsv1_events_proto_rawDescGZIP() []byte {
 	return file_events_eventsv1_events_proto_rawDescData
 }
 
-var file_events_eventsv1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_events_eventsv1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_events_eventsv1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_events_eventsv1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_events_eventsv1_events_proto_goTypes = []any{
 	(LogLevel)(0),               // 0: rlrec.events.v1.LogLevel
 	(TelemetryHorizon)(0),       // 1: rlrec.events.v1.TelemetryHorizon
 	(MetricKind)(0),             // 2: rlrec.events.v1.MetricKind
-	(*RuntimeEnvContext)(nil),   // 3: rlrec.events.v1.RuntimeEnvContext
-	(*Event)(nil),               // 4: rlrec.events.v1.Event
-	(*EnvConnected)(nil),        // 5: rlrec.events.v1.EnvConnected
-	(*ModelConnected)(nil),      // 6: rlrec.events.v1.ModelConnected
-	(*SessionStarted)(nil),      // 7: rlrec.events.v1.SessionStarted
-	(*SessionEnded)(nil),        // 8: rlrec.events.v1.SessionEnded
-	(*SessionFailed)(nil),       // 9: rlrec.events.v1.SessionFailed
-	(*Log)(nil),                 // 10: rlrec.events.v1.Log
-	(*EpisodeStarted)(nil),      // 11: rlrec.events.v1.EpisodeStarted
-	(*EpisodeCompleted)(nil),    // 12: rlrec.events.v1.EpisodeCompleted
-	(*ActionReceived)(nil),      // 13: rlrec.events.v1.ActionReceived
-	(*StepCompleted)(nil),       // 14: rlrec.events.v1.StepCompleted
-	(*ObservationEmitted)(nil),  // 15: rlrec.events.v1.ObservationEmitted
-	(*TelemetryRow)(nil),        // 16: rlrec.events.v1.TelemetryRow
-	(*TelemetrySnapshot)(nil),   // 17: rlrec.events.v1.TelemetrySnapshot
-	(*spacesv1.MetaMap)(nil),    // 18: rlmesh.spaces.v1.MetaMap
-	(*spacesv1.SpaceSpec)(nil),  // 19: rlmesh.spaces.v1.SpaceSpec
-	(*spacesv1.SpaceValue)(nil), // 20: rlmesh.spaces.v1.SpaceValue
+	(RelayLeg)(0),               // 3: rlrec.events.v1.RelayLeg
+	(AdvisorySeverity)(0),       // 4: rlrec.events.v1.AdvisorySeverity
+	(*RuntimeEnvContext)(nil),   // 5: rlrec.events.v1.RuntimeEnvContext
+	(*Event)(nil),               // 6: rlrec.events.v1.Event
+	(*EnvConnected)(nil),        // 7: rlrec.events.v1.EnvConnected
+	(*ModelConnected)(nil),      // 8: rlrec.events.v1.ModelConnected
+	(*SessionStarted)(nil),      // 9: rlrec.events.v1.SessionStarted
+	(*SessionEnded)(nil),        // 10: rlrec.events.v1.SessionEnded
+	(*SessionFailed)(nil),       // 11: rlrec.events.v1.SessionFailed
+	(*Log)(nil),                 // 12: rlrec.events.v1.Log
+	(*EpisodeStarted)(nil),      // 13: rlrec.events.v1.EpisodeStarted
+	(*EpisodeCompleted)(nil),    // 14: rlrec.events.v1.EpisodeCompleted
+	(*ActionReceived)(nil),      // 15: rlrec.events.v1.ActionReceived
+	(*StepCompleted)(nil),       // 16: rlrec.events.v1.StepCompleted
+	(*ObservationEmitted)(nil),  // 17: rlrec.events.v1.ObservationEmitted
+	(*TelemetryRow)(nil),        // 18: rlrec.events.v1.TelemetryRow
+	(*TelemetrySnapshot)(nil),   // 19: rlrec.events.v1.TelemetrySnapshot
+	(*RelayAdvisory)(nil),       // 20: rlrec.events.v1.RelayAdvisory
+	(*spacesv1.MetaMap)(nil),    // 21: rlmesh.spaces.v1.MetaMap
+	(*spacesv1.SpaceSpec)(nil),  // 22: rlmesh.spaces.v1.SpaceSpec
+	(*spacesv1.SpaceValue)(nil), // 23: rlmesh.spaces.v1.SpaceValue
 }
 var file_events_eventsv1_events_proto_depIdxs = []int32{
-	3,  // 0: rlrec.events.v1.Event.route:type_name -> rlrec.events.v1.RuntimeEnvContext
-	5,  // 1: rlrec.events.v1.Event.env_connected:type_name -> rlrec.events.v1.EnvConnected
-	6,  // 2: rlrec.events.v1.Event.model_connected:type_name -> rlrec.events.v1.ModelConnected
-	7,  // 3: rlrec.events.v1.Event.session_started:type_name -> rlrec.events.v1.SessionStarted
-	8,  // 4: rlrec.events.v1.Event.session_ended:type_name -> rlrec.events.v1.SessionEnded
-	9,  // 5: rlrec.events.v1.Event.session_failed:type_name -> rlrec.events.v1.SessionFailed
-	10, // 6: rlrec.events.v1.Event.log:type_name -> rlrec.events.v1.Log
-	11, // 7: rlrec.events.v1.Event.episode_started:type_name -> rlrec.events.v1.EpisodeStarted
-	12, // 8: rlrec.events.v1.Event.episode_completed:type_name -> rlrec.events.v1.EpisodeCompleted
-	13, // 9: rlrec.events.v1.Event.action_received:type_name -> rlrec.events.v1.ActionReceived
-	14, // 10: rlrec.events.v1.Event.step_completed:type_name -> rlrec.events.v1.StepCompleted
-	15, // 11: rlrec.events.v1.Event.observation_emitted:type_name -> rlrec.events.v1.ObservationEmitted
-	17, // 12: rlrec.events.v1.Event.telemetry_snapshot:type_name -> rlrec.events.v1.TelemetrySnapshot
-	0,  // 13: rlrec.events.v1.Log.level:type_name -> rlrec.events.v1.LogLevel
-	18, // 14: rlrec.events.v1.EpisodeCompleted.final_info:type_name -> rlmesh.spaces.v1.MetaMap
-	19, // 15: rlrec.events.v1.ActionReceived.action_space:type_name -> rlmesh.spaces.v1.SpaceSpec
-	20, // 16: rlrec.events.v1.ActionReceived.action:type_name -> rlmesh.spaces.v1.SpaceValue
-	19, // 17: rlrec.events.v1.ObservationEmitted.observation_space:type_name -> rlmesh.spaces.v1.SpaceSpec
-	20, // 18: rlrec.events.v1.ObservationEmitted.observation:type_name -> rlmesh.spaces.v1.SpaceValue
-	2,  // 19: rlrec.events.v1.TelemetryRow.kind:type_name -> rlrec.events.v1.MetricKind
-	1,  // 20: rlrec.events.v1.TelemetrySnapshot.horizon:type_name -> rlrec.events.v1.TelemetryHorizon
-	16, // 21: rlrec.events.v1.TelemetrySnapshot.rows:type_name -> rlrec.events.v1.TelemetryRow
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	5,  // 0: rlrec.events.v1.Event.route:type_name -> rlrec.events.v1.RuntimeEnvContext
+	7,  // 1: rlrec.events.v1.Event.env_connected:type_name -> rlrec.events.v1.EnvConnected
+	8,  // 2: rlrec.events.v1.Event.model_connected:type_name -> rlrec.events.v1.ModelConnected
+	9,  // 3: rlrec.events.v1.Event.session_started:type_name -> rlrec.events.v1.SessionStarted
+	10, // 4: rlrec.events.v1.Event.session_ended:type_name -> rlrec.events.v1.SessionEnded
+	11, // 5: rlrec.events.v1.Event.session_failed:type_name -> rlrec.events.v1.SessionFailed
+	12, // 6: rlrec.events.v1.Event.log:type_name -> rlrec.events.v1.Log
+	13, // 7: rlrec.events.v1.Event.episode_started:type_name -> rlrec.events.v1.EpisodeStarted
+	14, // 8: rlrec.events.v1.Event.episode_completed:type_name -> rlrec.events.v1.EpisodeCompleted
+	15, // 9: rlrec.events.v1.Event.action_received:type_name -> rlrec.events.v1.ActionReceived
+	16, // 10: rlrec.events.v1.Event.step_completed:type_name -> rlrec.events.v1.StepCompleted
+	17, // 11: rlrec.events.v1.Event.observation_emitted:type_name -> rlrec.events.v1.ObservationEmitted
+	19, // 12: rlrec.events.v1.Event.telemetry_snapshot:type_name -> rlrec.events.v1.TelemetrySnapshot
+	20, // 13: rlrec.events.v1.Event.relay_advisory:type_name -> rlrec.events.v1.RelayAdvisory
+	0,  // 14: rlrec.events.v1.Log.level:type_name -> rlrec.events.v1.LogLevel
+	21, // 15: rlrec.events.v1.EpisodeCompleted.final_info:type_name -> rlmesh.spaces.v1.MetaMap
+	22, // 16: rlrec.events.v1.ActionReceived.action_space:type_name -> rlmesh.spaces.v1.SpaceSpec
+	23, // 17: rlrec.events.v1.ActionReceived.action:type_name -> rlmesh.spaces.v1.SpaceValue
+	23, // 18: rlrec.events.v1.ActionReceived.raw_action:type_name -> rlmesh.spaces.v1.SpaceValue
+	21, // 19: rlrec.events.v1.StepCompleted.infos:type_name -> rlmesh.spaces.v1.MetaMap
+	22, // 20: rlrec.events.v1.ObservationEmitted.observation_space:type_name -> rlmesh.spaces.v1.SpaceSpec
+	23, // 21: rlrec.events.v1.ObservationEmitted.observation:type_name -> rlmesh.spaces.v1.SpaceValue
+	23, // 22: rlrec.events.v1.ObservationEmitted.raw_observation:type_name -> rlmesh.spaces.v1.SpaceValue
+	21, // 23: rlrec.events.v1.ObservationEmitted.infos:type_name -> rlmesh.spaces.v1.MetaMap
+	2,  // 24: rlrec.events.v1.TelemetryRow.kind:type_name -> rlrec.events.v1.MetricKind
+	1,  // 25: rlrec.events.v1.TelemetrySnapshot.horizon:type_name -> rlrec.events.v1.TelemetryHorizon
+	18, // 26: rlrec.events.v1.TelemetrySnapshot.rows:type_name -> rlrec.events.v1.TelemetryRow
+	3,  // 27: rlrec.events.v1.RelayAdvisory.leg:type_name -> rlrec.events.v1.RelayLeg
+	4,  // 28: rlrec.events.v1.RelayAdvisory.severity:type_name -> rlrec.events.v1.AdvisorySeverity
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_events_eventsv1_events_proto_init() }
@@ -1689,6 +2107,7 @@ func file_events_eventsv1_events_proto_init() {
 	if File_events_eventsv1_events_proto != nil {
 		return
 	}
+	file_events_eventsv1_events_proto_msgTypes[0].OneofWrappers = []any{}
 	file_events_eventsv1_events_proto_msgTypes[1].OneofWrappers = []any{
 		(*Event_EnvConnected)(nil),
 		(*Event_ModelConnected)(nil),
@@ -1702,15 +2121,19 @@ func file_events_eventsv1_events_proto_init() {
 		(*Event_StepCompleted)(nil),
 		(*Event_ObservationEmitted)(nil),
 		(*Event_TelemetrySnapshot)(nil),
+		(*Event_RelayAdvisory)(nil),
 	}
 	file_events_eventsv1_events_proto_msgTypes[7].OneofWrappers = []any{}
+	file_events_eventsv1_events_proto_msgTypes[8].OneofWrappers = []any{}
+	file_events_eventsv1_events_proto_msgTypes[9].OneofWrappers = []any{}
+	file_events_eventsv1_events_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_eventsv1_events_proto_rawDesc), len(file_events_eventsv1_events_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   15,
+			NumEnums:      5,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from . import spaces_pb2 as schema_dot_spacesv1_dot_spaces__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x65vents/eventsv1/events.proto\x12\x0frlrec.events.v1\x1a\x1cschema/spacesv1/spaces.proto\"Y\n\x11RuntimeEnvContext\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\x18\n\x10\x65nv_component_id\x18\x02 \x01(\t\x12\x1a\n\x12model_component_id\x18\x03 \x01(\t\"\xd7\x06\n\x05\x45vent\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x31\n\x05route\x18\x02 \x01(\x0b\x32\".rlrec.events.v1.RuntimeEnvContext\x12\x16\n\x0etime_unix_nano\x18\x03 \x01(\x03\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x16\n\x0erecorder_clock\x18\x05 \x01(\x08\x12\x36\n\renv_connected\x18\n \x01(\x0b\x32\x1d.rlrec.events.v1.EnvConnectedH\x00\x12:\n\x0fmodel_connected\x18\x0b \x01(\x0b\x32\x1f.rlrec.events.v1.ModelConnectedH\x00\x12:\n\x0fsession_started\x18\x0c \x01(\x0b\x32\x1f.rlrec.events.v1.SessionStartedH\x00\x12\x36\n\rsession_ended\x18\r \x01(\x0b\x32\x1d.rlrec.events.v1.SessionEndedH\x00\x12\x38\n\x0esession_failed\x18\x0e \x01(\x0b\x32\x1e.rlrec.events.v1.SessionFailedH\x00\x12#\n\x03log\x18\x0f \x01(\x0b\x32\x14.rlrec.events.v1.LogH\x00\x12:\n\x0f\x65pisode_started\x18\x10 \x01(\x0b\x32\x1f.rlrec.events.v1.EpisodeStartedH\x00\x12>\n\x11\x65pisode_completed\x18\x11 \x01(\x0b\x32!.rlrec.events.v1.EpisodeCompletedH\x00\x12:\n\x0f\x61\x63tion_received\x18\x12 \x01(\x0b\x32\x1f.rlrec.events.v1.ActionReceivedH\x00\x12\x38\n\x0estep_completed\x18\x13 \x01(\x0b\x32\x1e.rlrec.events.v1.StepCompletedH\x00\x12\x42\n\x13observation_emitted\x18\x14 \x01(\x0b\x32#.rlrec.events.v1.ObservationEmittedH\x00\x12@\n\x12telemetry_snapshot\x18\x15 \x01(\x0b\x32\".rlrec.events.v1.TelemetrySnapshotH\x00\x42\x06\n\x04kind\"\x1e\n\x0c\x45nvConnected\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"\x10\n\x0eModelConnected\" \n\x0eSessionStarted\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"K\n\x0cSessionEnded\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x13\n\x0btotal_steps\x18\x02 \x01(\x03\x12\x16\n\x0etotal_episodes\x18\x03 \x01(\x03\"\x1f\n\rSessionFailed\x12\x0e\n\x06reason\x18\x01 \x01(\t\"`\n\x03Log\x12(\n\x05level\x18\x01 \x01(\x0e\x32\x19.rlrec.events.v1.LogLevel\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x06source\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_source\"\x8a\x01\n\x0e\x45pisodeStarted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x1f\n\x17started_from_auto_reset\x18\x05 \x01(\x08\"\x85\x02\n\x10\x45pisodeCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x12\n\nstep_count\x18\x05 \x01(\x03\x12\x19\n\x11\x63umulative_reward\x18\x06 \x01(\x01\x12\x12\n\nterminated\x18\x07 \x01(\x08\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x13\n\x0b\x64uration_ms\x18\t \x01(\x03\x12-\n\nfinal_info\x18\n \x01(\x0b\x32\x19.rlmesh.spaces.v1.MetaMap\"\xf2\x01\n\x0e\x41\x63tionReceived\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x31\n\x0c\x61\x63tion_space\x18\x07 \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12,\n\x06\x61\x63tion\x18\x08 \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\"p\n\rStepCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x0f\n\x07rewards\x18\x05 \x03(\x01\"\xa4\x02\n\x12ObservationEmitted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x10\n\x08is_reset\x18\x07 \x01(\x08\x12\x10\n\x08num_envs\x18\x08 \x01(\r\x12\x36\n\x11observation_space\x18\t \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12\x31\n\x0bobservation\x18\n \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\"\xab\x01\n\x0cTelemetryRow\x12\n\n\x02op\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0e\n\x06metric\x18\x03 \x01(\t\x12)\n\x04kind\x18\x04 \x01(\x0e\x32\x1b.rlrec.events.v1.MetricKind\x12\r\n\x05\x63ount\x18\x05 \x01(\x04\x12\x0b\n\x03\x61vg\x18\x06 \x01(\x01\x12\x0b\n\x03p50\x18\x07 \x01(\x01\x12\x0b\n\x03p95\x18\x08 \x01(\x01\x12\x0b\n\x03p99\x18\t \x01(\x01\"t\n\x11TelemetrySnapshot\x12\x32\n\x07horizon\x18\x01 \x01(\x0e\x32!.rlrec.events.v1.TelemetryHorizon\x12+\n\x04rows\x18\x02 \x03(\x0b\x32\x1d.rlrec.events.v1.TelemetryRow*w\n\x08LogLevel\x12\x19\n\x15LOG_LEVEL_UNSPECIFIED\x10\x00\x12\x13\n\x0fLOG_LEVEL_DEBUG\x10\x01\x12\x12\n\x0eLOG_LEVEL_INFO\x10\x02\x12\x12\n\x0eLOG_LEVEL_WARN\x10\x03\x12\x13\n\x0fLOG_LEVEL_ERROR\x10\x04*r\n\x10TelemetryHorizon\x12!\n\x1dTELEMETRY_HORIZON_UNSPECIFIED\x10\x00\x12\x1c\n\x18TELEMETRY_HORIZON_WINDOW\x10\x01\x12\x1d\n\x19TELEMETRY_HORIZON_SESSION\x10\x02*t\n\nMetricKind\x12\x1b\n\x17METRIC_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17METRIC_KIND_DURATION_MS\x10\x01\x12\x15\n\x11METRIC_KIND_BYTES\x10\x02\x12\x15\n\x11METRIC_KIND_COUNT\x10\x03\x42(Z&github.com/rlrec/rlrec/events/eventsv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x65vents/eventsv1/events.proto\x12\x0frlrec.events.v1\x1a\x1cschema/spacesv1/spaces.proto\"u\n\x11RuntimeEnvContext\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\x12\x18\n\x10\x65nv_component_id\x18\x02 \x01(\t\x12\x1a\n\x12model_component_id\x18\x03 \x01(\t\x12\x11\n\x04lane\x18\x04 \x01(\rH\x00\x88\x01\x01\x42\x07\n\x05_lane\"\xa4\x07\n\x05\x45vent\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x31\n\x05route\x18\x02 \x01(\x0b\x32\".rlrec.events.v1.RuntimeEnvContext\x12\x16\n\x0etime_unix_nano\x18\x03 \x01(\x03\x12\x10\n\x08sequence\x18\x04 \x01(\x04\x12\x16\n\x0erecorder_clock\x18\x05 \x01(\x08\x12\x11\n\trun_nonce\x18\x06 \x01(\x0c\x12\x36\n\renv_connected\x18\n \x01(\x0b\x32\x1d.rlrec.events.v1.EnvConnectedH\x00\x12:\n\x0fmodel_connected\x18\x0b \x01(\x0b\x32\x1f.rlrec.events.v1.ModelConnectedH\x00\x12:\n\x0fsession_started\x18\x0c \x01(\x0b\x32\x1f.rlrec.events.v1.SessionStartedH\x00\x12\x36\n\rsession_ended\x18\r \x01(\x0b\x32\x1d.rlrec.events.v1.SessionEndedH\x00\x12\x38\n\x0esession_failed\x18\x0e \x01(\x0b\x32\x1e.rlrec.events.v1.SessionFailedH\x00\x12#\n\x03log\x18\x0f \x01(\x0b\x32\x14.rlrec.events.v1.LogH\x00\x12:\n\x0f\x65pisode_started\x18\x10 \x01(\x0b\x32\x1f.rlrec.events.v1.EpisodeStartedH\x00\x12>\n\x11\x65pisode_completed\x18\x11 \x01(\x0b\x32!.rlrec.events.v1.EpisodeCompletedH\x00\x12:\n\x0f\x61\x63tion_received\x18\x12 \x01(\x0b\x32\x1f.rlrec.events.v1.ActionReceivedH\x00\x12\x38\n\x0estep_completed\x18\x13 \x01(\x0b\x32\x1e.rlrec.events.v1.StepCompletedH\x00\x12\x42\n\x13observation_emitted\x18\x14 \x01(\x0b\x32#.rlrec.events.v1.ObservationEmittedH\x00\x12@\n\x12telemetry_snapshot\x18\x15 \x01(\x0b\x32\".rlrec.events.v1.TelemetrySnapshotH\x00\x12\x38\n\x0erelay_advisory\x18\x16 \x01(\x0b\x32\x1e.rlrec.events.v1.RelayAdvisoryH\x00\x42\x06\n\x04kind\"\x1e\n\x0c\x45nvConnected\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"\x10\n\x0eModelConnected\" \n\x0eSessionStarted\x12\x0e\n\x06\x65nv_id\x18\x01 \x01(\t\"K\n\x0cSessionEnded\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x13\n\x0btotal_steps\x18\x02 \x01(\x03\x12\x16\n\x0etotal_episodes\x18\x03 \x01(\x03\"\x1f\n\rSessionFailed\x12\x0e\n\x06reason\x18\x01 \x01(\t\"`\n\x03Log\x12(\n\x05level\x18\x01 \x01(\x0e\x32\x19.rlrec.events.v1.LogLevel\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x06source\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_source\"\xd0\x01\n\x0e\x45pisodeStarted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x1f\n\x17started_from_auto_reset\x18\x05 \x01(\x08\x12\x11\n\x04seed\x18\x06 \x01(\x03H\x00\x88\x01\x01\x12\x18\n\x0btrial_index\x18\x07 \x01(\x04H\x01\x88\x01\x01\x42\x07\n\x05_seedB\x0e\n\x0c_trial_index\"\xb7\x03\n\x10\x45pisodeCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x15\n\repisode_index\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x12\n\nstep_count\x18\x05 \x01(\x03\x12\x19\n\x11\x63umulative_reward\x18\x06 \x01(\x01\x12\x12\n\nterminated\x18\x07 \x01(\x08\x12\x11\n\ttruncated\x18\x08 \x01(\x08\x12\x13\n\x0b\x64uration_ms\x18\t \x01(\x03\x12-\n\nfinal_info\x18\n \x01(\x0b\x32\x19.rlmesh.spaces.v1.MetaMap\x12\x14\n\x07success\x18\x0b \x01(\x08H\x00\x88\x01\x01\x12\x11\n\x04seed\x18\x0c \x01(\x03H\x01\x88\x01\x01\x12\x18\n\x0btrial_index\x18\r \x01(\x04H\x02\x88\x01\x01\x12\x17\n\npredict_ms\x18\x0e \x01(\x01H\x03\x88\x01\x01\x12\x14\n\x07step_ms\x18\x0f \x01(\x01H\x04\x88\x01\x01\x42\n\n\x08_successB\x07\n\x05_seedB\x0e\n\x0c_trial_indexB\r\n\x0b_predict_msB\n\n\x08_step_ms\"\xa4\x02\n\x0e\x41\x63tionReceived\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x31\n\x0c\x61\x63tion_space\x18\x07 \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12,\n\x06\x61\x63tion\x18\x08 \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\x12\x30\n\nraw_action\x18\t \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\"\xa3\x02\n\rStepCompleted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12\x11\n\tenv_index\x18\x04 \x01(\x05\x12\x0f\n\x07rewards\x18\x05 \x03(\x01\x12(\n\x05infos\x18\x06 \x01(\x0b\x32\x19.rlmesh.spaces.v1.MetaMap\x12\x12\n\nterminated\x18\x07 \x03(\x08\x12\x11\n\ttruncated\x18\x08 \x03(\x08\x12\x16\n\x0e\x61utoreset_roll\x18\t \x03(\x08\x12\x17\n\npredict_ms\x18\n \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07step_ms\x18\x0b \x01(\x01H\x01\x88\x01\x01\x42\r\n\x0b_predict_msB\n\n\x08_step_ms\"\x85\x03\n\x12ObservationEmitted\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x19\n\x11\x65pisode_record_id\x18\x02 \x01(\t\x12\x13\n\x0b\x65pisode_ids\x18\x03 \x03(\t\x12\x1a\n\x12\x65pisode_record_ids\x18\x04 \x03(\t\x12\x0c\n\x04step\x18\x05 \x01(\x03\x12\x11\n\tenv_index\x18\x06 \x01(\x05\x12\x10\n\x08is_reset\x18\x07 \x01(\x08\x12\x10\n\x08num_envs\x18\x08 \x01(\r\x12\x36\n\x11observation_space\x18\t \x01(\x0b\x32\x1b.rlmesh.spaces.v1.SpaceSpec\x12\x31\n\x0bobservation\x18\n \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\x12\x35\n\x0fraw_observation\x18\x0b \x01(\x0b\x32\x1c.rlmesh.spaces.v1.SpaceValue\x12(\n\x05infos\x18\x0c \x01(\x0b\x32\x19.rlmesh.spaces.v1.MetaMap\"\xab\x01\n\x0cTelemetryRow\x12\n\n\x02op\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0e\n\x06metric\x18\x03 \x01(\t\x12)\n\x04kind\x18\x04 \x01(\x0e\x32\x1b.rlrec.events.v1.MetricKind\x12\r\n\x05\x63ount\x18\x05 \x01(\x04\x12\x0b\n\x03\x61vg\x18\x06 \x01(\x01\x12\x0b\n\x03p50\x18\x07 \x01(\x01\x12\x0b\n\x03p95\x18\x08 \x01(\x01\x12\x0b\n\x03p99\x18\t \x01(\x01\"t\n\x11TelemetrySnapshot\x12\x32\n\x07horizon\x18\x01 \x01(\x0e\x32!.rlrec.events.v1.TelemetryHorizon\x12+\n\x04rows\x18\x02 \x03(\x0b\x32\x1d.rlrec.events.v1.TelemetryRow\"}\n\rRelayAdvisory\x12&\n\x03leg\x18\x01 \x01(\x0e\x32\x19.rlrec.events.v1.RelayLeg\x12\x33\n\x08severity\x18\x02 \x01(\x0e\x32!.rlrec.events.v1.AdvisorySeverity\x12\x0f\n\x07message\x18\x03 \x01(\t*w\n\x08LogLevel\x12\x19\n\x15LOG_LEVEL_UNSPECIFIED\x10\x00\x12\x13\n\x0fLOG_LEVEL_DEBUG\x10\x01\x12\x12\n\x0eLOG_LEVEL_INFO\x10\x02\x12\x12\n\x0eLOG_LEVEL_WARN\x10\x03\x12\x13\n\x0fLOG_LEVEL_ERROR\x10\x04*r\n\x10TelemetryHorizon\x12!\n\x1dTELEMETRY_HORIZON_UNSPECIFIED\x10\x00\x12\x1c\n\x18TELEMETRY_HORIZON_WINDOW\x10\x01\x12\x1d\n\x19TELEMETRY_HORIZON_SESSION\x10\x02*t\n\nMetricKind\x12\x1b\n\x17METRIC_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17METRIC_KIND_DURATION_MS\x10\x01\x12\x15\n\x11METRIC_KIND_BYTES\x10\x02\x12\x15\n\x11METRIC_KIND_COUNT\x10\x03*]\n\x08RelayLeg\x12\x19\n\x15RELAY_LEG_UNSPECIFIED\x10\x00\x12\x1a\n\x16RELAY_LEG_ENV_TO_MODEL\x10\x01\x12\x1a\n\x16RELAY_LEG_MODEL_TO_ENV\x10\x02*p\n\x10\x41\x64visorySeverity\x12!\n\x1d\x41\x44VISORY_SEVERITY_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x41\x44VISORY_SEVERITY_INFO\x10\x01\x12\x1d\n\x19\x41\x44VISORY_SEVERITY_CAUTION\x10\x02\x42(Z&github.com/rlrec/rlrec/events/eventsv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rlrec_capture._pb.events_pb2', globals())
@@ -22,40 +22,46 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z&github.com/rlrec/rlrec/events/eventsv1'
-  _LOGLEVEL._serialized_start=2671
-  _LOGLEVEL._serialized_end=2790
-  _TELEMETRYHORIZON._serialized_start=2792
-  _TELEMETRYHORIZON._serialized_end=2906
-  _METRICKIND._serialized_start=2908
-  _METRICKIND._serialized_end=3024
+  _LOGLEVEL._serialized_start=3478
+  _LOGLEVEL._serialized_end=3597
+  _TELEMETRYHORIZON._serialized_start=3599
+  _TELEMETRYHORIZON._serialized_end=3713
+  _METRICKIND._serialized_start=3715
+  _METRICKIND._serialized_end=3831
+  _RELAYLEG._serialized_start=3833
+  _RELAYLEG._serialized_end=3926
+  _ADVISORYSEVERITY._serialized_start=3928
+  _ADVISORYSEVERITY._serialized_end=4040
   _RUNTIMEENVCONTEXT._serialized_start=79
-  _RUNTIMEENVCONTEXT._serialized_end=168
-  _EVENT._serialized_start=171
-  _EVENT._serialized_end=1026
-  _ENVCONNECTED._serialized_start=1028
-  _ENVCONNECTED._serialized_end=1058
-  _MODELCONNECTED._serialized_start=1060
-  _MODELCONNECTED._serialized_end=1076
-  _SESSIONSTARTED._serialized_start=1078
-  _SESSIONSTARTED._serialized_end=1110
-  _SESSIONENDED._serialized_start=1112
-  _SESSIONENDED._serialized_end=1187
-  _SESSIONFAILED._serialized_start=1189
-  _SESSIONFAILED._serialized_end=1220
-  _LOG._serialized_start=1222
-  _LOG._serialized_end=1318
-  _EPISODESTARTED._serialized_start=1321
-  _EPISODESTARTED._serialized_end=1459
-  _EPISODECOMPLETED._serialized_start=1462
-  _EPISODECOMPLETED._serialized_end=1723
-  _ACTIONRECEIVED._serialized_start=1726
-  _ACTIONRECEIVED._serialized_end=1968
-  _STEPCOMPLETED._serialized_start=1970
-  _STEPCOMPLETED._serialized_end=2082
-  _OBSERVATIONEMITTED._serialized_start=2085
-  _OBSERVATIONEMITTED._serialized_end=2377
-  _TELEMETRYROW._serialized_start=2380
-  _TELEMETRYROW._serialized_end=2551
-  _TELEMETRYSNAPSHOT._serialized_start=2553
-  _TELEMETRYSNAPSHOT._serialized_end=2669
+  _RUNTIMEENVCONTEXT._serialized_end=196
+  _EVENT._serialized_start=199
+  _EVENT._serialized_end=1131
+  _ENVCONNECTED._serialized_start=1133
+  _ENVCONNECTED._serialized_end=1163
+  _MODELCONNECTED._serialized_start=1165
+  _MODELCONNECTED._serialized_end=1181
+  _SESSIONSTARTED._serialized_start=1183
+  _SESSIONSTARTED._serialized_end=1215
+  _SESSIONENDED._serialized_start=1217
+  _SESSIONENDED._serialized_end=1292
+  _SESSIONFAILED._serialized_start=1294
+  _SESSIONFAILED._serialized_end=1325
+  _LOG._serialized_start=1327
+  _LOG._serialized_end=1423
+  _EPISODESTARTED._serialized_start=1426
+  _EPISODESTARTED._serialized_end=1634
+  _EPISODECOMPLETED._serialized_start=1637
+  _EPISODECOMPLETED._serialized_end=2076
+  _ACTIONRECEIVED._serialized_start=2079
+  _ACTIONRECEIVED._serialized_end=2371
+  _STEPCOMPLETED._serialized_start=2374
+  _STEPCOMPLETED._serialized_end=2665
+  _OBSERVATIONEMITTED._serialized_start=2668
+  _OBSERVATIONEMITTED._serialized_end=3057
+  _TELEMETRYROW._serialized_start=3060
+  _TELEMETRYROW._serialized_end=3231
+  _TELEMETRYSNAPSHOT._serialized_start=3233
+  _TELEMETRYSNAPSHOT._serialized_end=3349
+  _RELAYADVISORY._serialized_start=3351
+  _RELAYADVISORY._serialized_end=3476
 # @@protoc_insertion_point(module_scope)
