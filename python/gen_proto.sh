@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Regenerates python/rlrec_capture/_pb/*_pb2.py from the project's .proto
+# Regenerates python/src/rlrec/_pb/*_pb2.py from the project's .proto
 # files with protoc's own Python generator (Debian: protobuf-compiler; the
 # generated code needs a protobuf runtime at least as new as protoc 3.20).
-# The gRPC stub is hand-written (rlrec_capture/_serve.py): Debian's
+# The gRPC stub is hand-written (rlrec/_serve.py): Debian's
 # python3-grpc-tools bundles a protoc too old for proto3 `optional`.
 #
 #   bash python/gen_proto.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-out=python/rlrec_capture/_pb
+out=python/src/rlrec/_pb
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -25,7 +25,7 @@ protoc -I. --python_out="$tmp" \
 for f in schema/spacesv1/spaces_pb2.py events/eventsv1/events_pb2.py ingest/ingestv1/ingest_pb2.py; do
 	mod=$(basename "$f" .py)
 	sed -e 's/^from schema\.spacesv1 import spaces_pb2 as /from . import spaces_pb2 as /' \
-		-e "s/'[a-z]*\.[a-z0-9]*\.${mod}'/'rlrec_capture._pb.${mod}'/" \
+		-e "s/'[a-z]*\.[a-z0-9]*\.${mod}'/'rlrec._pb.${mod}'/" \
 		"$tmp/$f" >"$out/$mod.py"
 done
 if grep -n '^from \(schema\|events\|ingest\)\.' "$out"/*_pb2.py; then

@@ -10,6 +10,7 @@ import sys
 import unittest
 
 here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "src"))
 sys.path.insert(0, here)
 suite = unittest.defaultTestLoader.discover(os.path.join(here, "tests"), top_level_dir=here)
 verbosity = 2 if "-v" in sys.argv[1:] else 1

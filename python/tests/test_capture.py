@@ -27,9 +27,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from rlrec_capture import Capture, END_REASON, compile_spec, encode_batch
-from rlrec_capture import spaces as S
-from rlrec_capture._pb import events_pb2
+from rlrec import Capture, END_REASON, compile_spec, encode_batch
+from rlrec import spaces as S
+from rlrec._pb import events_pb2
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = None
@@ -601,7 +601,7 @@ class ServeTest(CaptureCase):
             f.write("s3cret\n")
         srv = Server(root, token_file=tok, tls=(cert, key))
         try:
-            from rlrec_capture._serve import IngestClient
+            from rlrec._serve import IngestClient
 
             # Plaintext gets no connection from a TLS server.
             with self.assertRaises(ConnectionError):

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import rlrec_capture.capture as capture_mod
-from rlrec_capture import Capture
-from rlrec_capture import spaces as S
-from rlrec_capture._pb import events_pb2
+import rlrec.capture as capture_mod
+from rlrec import Capture
+from rlrec import spaces as S
+from rlrec._pb import events_pb2
 
 
 class Sink:

@@ -7,9 +7,9 @@ import unittest
 import numpy as np
 from google.protobuf import json_format
 
-from rlrec_capture import decode, leaves
-from rlrec_capture._pb import spaces_pb2
-from rlrec_capture.spaces import space_spec
+from rlrec import decode, leaves
+from rlrec._pb import spaces_pb2
+from rlrec.spaces import space_spec
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "wire-vectors.json")
 

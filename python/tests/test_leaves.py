@@ -8,7 +8,7 @@ import unittest
 import numpy as np
 from google.protobuf import json_format
 
-from rlrec_capture import (
+from rlrec import (
     BlobError,
     LeafError,
     SlabError,
@@ -19,7 +19,7 @@ from rlrec_capture import (
     encode_value,
     split_lanes,
 )
-from rlrec_capture._pb import spaces_pb2
+from rlrec._pb import spaces_pb2
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VECTORS = os.path.join(REPO, "testdata", "wire-vectors.json")

@@ -4,9 +4,9 @@ import unittest
 
 import numpy as np
 
-from rlrec_capture import LeafError, compile_spec, space_spec
-from rlrec_capture import spaces as S
-from rlrec_capture._pb import spaces_pb2
+from rlrec import LeafError, compile_spec, space_spec
+from rlrec import spaces as S
+from rlrec._pb import spaces_pb2
 
 DT = spaces_pb2.DataType
 

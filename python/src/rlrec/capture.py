@@ -26,7 +26,7 @@ __all__ = ["END_REASON", "Capture", "EpisodeInfo", "RunInfo", "meta_map"]
 
 # What the runtime says when a run ends by reaching its episode count.
 END_REASON = "completed requested episodes"
-LOG_SOURCE = "rlrec_capture"
+LOG_SOURCE = "rlrec"
 
 
 @dataclass
@@ -181,7 +181,7 @@ class Capture:
         with self._lock:
             me = threading.get_ident()
             if self._run is not None and not self._run.ended and self._owner != me:
-                raise RuntimeError(f"rlrec_capture: this Capture is recording run {self._run.env_id} in another thread; "
+                raise RuntimeError(f"rlrec: this Capture is recording run {self._run.env_id} in another thread; "
                                    "one Capture records one Session.run at a time: give each concurrent run its own "
                                    f"Capture (they may share session_id={self.session_id!r})")
             self._owner = me
@@ -191,7 +191,7 @@ class Capture:
         obs_space = self._obs_arg if self._obs_arg is not None else _contract_space(session, "observation_space")
         act_space = self._act_arg if self._act_arg is not None else _contract_space(session, "action_space")
         if obs_space is None or act_space is None:
-            raise LeafError("rlrec_capture: the session shows no env contract spaces; "
+            raise LeafError("rlrec: the session shows no env contract spaces; "
                             "pass observation_space= and action_space= to Capture")
         obs_spec, act_spec = space_spec(obs_space), space_spec(act_space)
         self._obs_leaves, self._act_leaves = compile_spec(obs_spec), compile_spec(act_spec)
@@ -245,7 +245,7 @@ class Capture:
         run = self._active()
         ep = self._ep
         if ep is None:
-            raise RuntimeError("rlrec_capture: on_step outside an episode (no on_episode_start)")
+            raise RuntimeError("rlrec: on_step outside an episode (no on_episode_start)")
         ids, rec_ids = [ep.episode_id], [ep.episode_record_id]
         if not (ep.steps == 0 and ep.reset_sent):
             self._observation(run, ep, event.observation)
@@ -287,7 +287,7 @@ class Capture:
         self._active()
         ep = self._ep
         if ep is None:
-            raise RuntimeError("rlrec_capture: on_episode_end outside an episode (no on_episode_start)")
+            raise RuntimeError("rlrec: on_episode_end outside an episode (no on_episode_start)")
         ev = self._event()
         c = ev.episode_completed
         c.episode_id, c.episode_record_id, c.episode_index, c.env_index = ep.episode_id, ep.episode_record_id, ep.episode_index, 0
@@ -356,14 +356,14 @@ class Capture:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("rlrec_capture: the Capture is closed")
+            raise RuntimeError("rlrec: the Capture is closed")
 
     def _active(self) -> RunInfo:
         self._check_open()
         if self._run is None or self._run.ended:
-            raise RuntimeError("rlrec_capture: hook called outside a run (no on_run_start)")
+            raise RuntimeError("rlrec: hook called outside a run (no on_run_start)")
         if self._owner != threading.get_ident():
-            raise RuntimeError(f"rlrec_capture: hook called from another thread than run {self._run.env_id}'s; "
+            raise RuntimeError(f"rlrec: hook called from another thread than run {self._run.env_id}'s; "
                                "one Capture records one Session.run at a time")
         return self._run
 
@@ -440,7 +440,7 @@ class Capture:
             return encode_batch(spec, [value], leaves)
         except LeafError as exc:
             if self._strict:
-                raise LeafError(f"rlrec_capture: {what} does not fit its space: {exc}") from exc
+                raise LeafError(f"rlrec: {what} does not fit its space: {exc}") from exc
             if what not in self._warned:
                 self._warned.add(what)
                 self._log(events_pb2.LOG_LEVEL_WARN, f"{what} left out: it does not fit its space: {exc}")

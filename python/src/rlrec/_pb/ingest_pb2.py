@@ -16,7 +16,7 @@ _sym_db = _symbol_database.Default()
 DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cingest/ingestv1/ingest.proto\x12\x0frlrec.ingest.v1\".\n\rRecordRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x04\x12\x0e\n\x06\x65vents\x18\x02 \x03(\x0c\"R\n\x0eRecordResponse\x12\x15\n\rdurable_batch\x18\x01 \x01(\x04\x12)\n\x07refused\x18\x02 \x03(\x0b\x32\x18.rlrec.ingest.v1.Refusal\"\x9e\x01\n\x07Refusal\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x04\x12\r\n\x05index\x18\x02 \x01(\r\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x0e\n\x06\x65nv_id\x18\x04 \x01(\t\x12\x10\n\x08sequence\x18\x05 \x01(\x04\x12.\n\x06reason\x18\x06 \x01(\x0e\x32\x1e.rlrec.ingest.v1.RefusalReason\x12\x0f\n\x07message\x18\x07 \x01(\t*\xac\x01\n\rRefusalReason\x12\x1e\n\x1aREFUSAL_REASON_UNSPECIFIED\x10\x00\x12\x1c\n\x18REFUSAL_REASON_MALFORMED\x10\x01\x12 \n\x1cREFUSAL_REASON_INVALID_EVENT\x10\x02\x12\x1e\n\x1aREFUSAL_REASON_NO_SEQUENCE\x10\x03\x12\x1b\n\x17REFUSAL_REASON_RECORDER\x10\x04\x32W\n\x06Ingest\x12M\n\x06Record\x12\x1e.rlrec.ingest.v1.RecordRequest\x1a\x1f.rlrec.ingest.v1.RecordResponse(\x01\x30\x01\x42(Z&github.com/rlrec/rlrec/ingest/ingestv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rlrec_capture._pb.ingest_pb2', globals())
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rlrec._pb.ingest_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None

@@ -1,6 +1,6 @@
 """Record rlmesh ``Session.run`` calls with rlrec.
 
-    from rlrec_capture import Capture
+    from rlrec import Capture
 
     with Capture("127.0.0.1:7465") as cap:          # an rlrec serve
         session.run(max_episodes=10, hooks=cap)

@@ -28,7 +28,7 @@ __all__ = ["IngestClient", "RefusedError", "UnauthenticatedError"]
 RECORD_METHOD = "/rlrec.ingest.v1.Ingest/Record"
 AUTHORIZATION_KEY = "authorization"  # metadata key; value "Bearer TOKEN"
 
-log = logging.getLogger("rlrec_capture")
+log = logging.getLogger("rlrec")
 
 
 class RefusedError(RuntimeError):
