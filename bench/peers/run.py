@@ -9,7 +9,8 @@ Standard library only: each tool runs in a child process (worker.py) in its
 own virtual environment, made once from its pinned requirements file
 (requirements-<venv>.txt beside this file) under
 ${RLREC_CI_CACHE:-~/.cache/rlrec-ci}/peers/<venv>-<hash of the file>, and
-reused while the file is unchanged. The install time and size of each are
+reused while the file is unchanged ($RLREC_PEERS_<VENV>_PYTHON names the
+python of an existing environment instead). The install time and size of each are
 printed and kept in the results. ``rlrec`` is $RLREC_BIN, or built from
 this checkout into the same cache.
 
@@ -70,6 +71,7 @@ WORKER = os.path.join(HERE, "worker.py")
 VENV = {
     "rlrec-ingest": "base",
     "rlrec-serve": "base",
+    "rlrec-serve-flush": "base",
     "minari": "minari",
     "minari-raw": "minari",
     "lerobot": "lerobot",
@@ -104,6 +106,9 @@ def dir_bytes(path: str) -> int:
 def venv_python(name: str, python: str) -> tuple[str, dict]:
     """The venv of requirements-<name>.txt, made when missing; returns its
     python and what installing it took."""
+    given = os.environ.get(f"RLREC_PEERS_{name.upper()}_PYTHON")
+    if given:  # an existing environment with the same packages
+        return given, {"given": given}
     req = os.path.join(HERE, f"requirements-{name}.txt")
     with open(req, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
@@ -227,7 +232,7 @@ class Lines(threading.Thread):
 
 def record_once(py, tool, env, episodes, workdir, rlrec, seed) -> dict:
     out = tempfile.mkdtemp(prefix=f"{tool}-{env}-", dir=workdir)
-    server = Server(rlrec, out) if tool == "rlrec-serve" else None
+    server = Server(rlrec, out) if tool.startswith("rlrec-serve") else None
     t0 = time.monotonic()
     p = start_worker(py, tool, env, episodes, out, rlrec, server.addr if server else None, seed)
     lines = Lines(p.stdout)
@@ -240,7 +245,9 @@ def record_once(py, tool, env, episodes, workdir, rlrec, seed) -> dict:
     r = lines.result()
     if p.returncode != 0 or r is None:
         raise RuntimeError(f"{tool} on {env} exited {p.returncode}:\n{err[-3000:]}")
-    r.update(wall_s=wall, rss_kb=ru.ru_maxrss, recorder_rss_kb=max(rec_rss, r.pop("children_maxrss_kb")),
+    # wait4's ru_maxrss is the largest of the worker and its children (rlrec
+    # ingest): the worker reports its own.
+    r.update(wall_s=wall, rss_kb=r.pop("maxrss_kb"), recorder_rss_kb=max(rec_rss, r.pop("children_maxrss_kb")),
              bytes=dir_bytes(out), out=out)
     return r
 
@@ -271,7 +278,7 @@ def wait_group_gone(pgid: int, bound_s: float = 120) -> None:
 
 def crash_once(py, tool, env, episodes, workdir, rlrec, seed, at_s, kill_recorder) -> dict:
     out = tempfile.mkdtemp(prefix=f"crash-{tool}-{env}-", dir=workdir)
-    server = Server(rlrec, out) if tool == "rlrec-serve" else None
+    server = Server(rlrec, out) if tool.startswith("rlrec-serve") else None
     p = start_worker(py, tool, env, episodes, out, rlrec, server.addr if server else None, seed)
     lines = Lines(p.stdout)
     threading.Thread(target=p.stderr.read, daemon=True).start()

@@ -22,15 +22,18 @@ moves on), then one JSON line ``result {...}`` with:
   then for ``serve`` until ``rlrec inspect`` shows every episode in
   Parquet; Minari ``create_dataset``; LeRobot ``finalize``; EnvLogger
   ``close``);
-- ``children_maxrss_kb``: the peak RSS of the largest child (``rlrec
-  ingest``).
+- ``maxrss_kb``: this process's peak RSS; ``children_maxrss_kb``: that of
+  ``rlrec ingest`` (rlrec-ingest only: another tool's children, such as
+  a fork, are not its recorder).
 
 ``read`` loads DIR with the tool's own reader and prints ``read {...}``
 with the number of complete episodes it loads and their step counts.
 
 Tools: ``none`` (the env alone), ``rlrec-ingest`` and ``rlrec-serve``
 (rlrec's Python capture into ``rlrec ingest -`` or to a running ``rlrec
-serve`` at --addr), ``minari`` (DataCollector + create_dataset, its
+serve`` at --addr; ``rlrec-serve-flush`` also calls ``Capture.flush()``
+after each episode, so that an episode is durable on the server before the
+run goes on), ``minari`` (DataCollector + create_dataset, its
 defaults: HDF5, images JPEG-encoded), ``minari-raw`` (the same with
 ``jpeg_encoding=False``, lossless like the others), ``lerobot`` and
 ``lerobot-video`` (LeRobotDataset.create, add_frame, save_episode,
@@ -117,7 +120,7 @@ class RlrecRecorder(NoRecorder):
     def wrap(self, env):
         kw = dict(observation_space=env.observation_space, action_space=env.action_space,
                   env_component_id=f"env/{self.a.env}", model_component_id="model/bench-policy")
-        if self.a.tool == "rlrec-serve":
+        if self.a.tool.startswith("rlrec-serve"):
             self.cap = self.Capture(self.a.addr, **kw)
         else:
             self.cap = self.Capture(root=self.a.out, rlrec=RLREC, **kw)
@@ -133,12 +136,14 @@ class RlrecRecorder(NoRecorder):
 
     def on_end(self, i, seed, steps, total, term, trunc, dur):
         self.cap.on_episode_end(EpisodeResult(i, seed, steps, total, term, trunc, dur))
+        if self.a.tool == "rlrec-serve-flush":
+            self.cap.flush()  # the episode is durable on the server before the run goes on
 
     def close(self):
         self.cap.on_run_end(None)
         run = self.cap.runs[-1]
         self.cap.close()
-        if self.a.tool == "rlrec-serve":
+        if self.a.tool.startswith("rlrec-serve"):
             # Acknowledged means durable in the server's log; readable means
             # in Parquet, which the server writes right after.
             deadline = time.monotonic() + 120
@@ -314,6 +319,7 @@ RECORDERS = {
     "none": NoRecorder,
     "rlrec-ingest": RlrecRecorder,
     "rlrec-serve": RlrecRecorder,
+    "rlrec-serve-flush": RlrecRecorder,
     "minari": MinariRecorder,
     "minari-raw": MinariRecorder,
     "lerobot": LeRobotRecorder,
@@ -357,9 +363,10 @@ def record(a) -> None:
         rec.close()
         t2 = time.perf_counter()
         loop_s, readable_s = t1 - t0, t2 - t1
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if a.tool == "rlrec-ingest" else 0
     say("result " + json.dumps({"steps": steps, "episodes": a.episodes, "loop_s": loop_s,
-                                "readable_s": readable_s, "children_maxrss_kb": kids}))
+                                "readable_s": readable_s, "maxrss_kb": own, "children_maxrss_kb": kids}))
 
 
 # Readers: complete episodes each tool's own reader loads from DIR.
