@@ -124,7 +124,9 @@ class Capture:
     One Capture records one run at a time: a run started from another
     thread while one is recording raises ``RuntimeError`` from
     ``on_run_start`` (the recording run goes on untouched); give each
-    concurrent run its own Capture (they may share ``session_id=``).
+    concurrent run its own Capture (they may share ``session_id=``). The
+    episode and step hooks may come from another thread than
+    ``on_run_start`` (the native loop calls them from its worker).
 
     The reset observation of each episode is recorded right after its
     EpisodeStarted when the context's ``reset`` can be watched (the
@@ -462,11 +464,6 @@ class Capture:
         self._check_open()
         if self._run is None or self._run.ended:
             raise RuntimeError("rlrec: hook called outside a run (no on_run_start)")
-        if self._owner != threading.get_ident():
-            raise RuntimeError(
-                f"rlrec: hook called from another thread than run {self._run.env_id}'s; "
-                "one Capture records one run at a time"
-            )
         return self._run
 
     def _spaces(self, *, required: bool) -> None:
