@@ -53,6 +53,7 @@ class S3Server:
 
     def __init__(self, binary: str, root: Path) -> None:
         self.dir = root
+        root.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.log = open(root.parent / "versitygw.log", "ab")  # noqa: SIM115 - closed in stop
