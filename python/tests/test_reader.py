@@ -174,7 +174,8 @@ def test_a_bucket_reads_as_the_directory(s3, tmp_path):
     s = r.steps_pandas(session="golden-cartpole", episode="ep-000001")
     assert r.last_scan.files == 1 and len(s) == 8
     np.testing.assert_array_equal(
-        np.stack(s["observation"]), np.stack(local.steps_pandas(session="golden-cartpole", episode="ep-000001")["observation"])
+        np.stack(s["observation"]),
+        np.stack(local.steps_pandas(session="golden-cartpole", episode="ep-000001")["observation"]),
     )
 
 
@@ -196,4 +197,6 @@ def test_reader_speed_against_read_table(packed_root, capsys):
     n2, t2 = median(lambda: sum(pq.read_table(p).num_rows for p in paths))
     assert n1 == n2
     with capsys.disabled():
-        print(f"\nreader: rlrec steps() {n1 / t1:,.0f} rows/s, pq.read_table {n2 / t2:,.0f} rows/s, ratio {t1 / t2:.2f}")
+        print(
+            f"\nreader: rlrec steps() {n1 / t1:,.0f} rows/s, pq.read_table {n2 / t2:,.0f} rows/s, ratio {t1 / t2:.2f}"
+        )

@@ -102,7 +102,6 @@ def test_a_plain_hive_scan_loses_the_ids(ids_root):
 
 
 def test_duckdb_one_liners_over_a_root(ids_root):
-    import duckdb
 
     lines = [q for q in readme_lines('duckdb -c "') if "'ROOT/" in q]
     assert len(lines) >= 3

@@ -143,7 +143,9 @@ def test_a_slow_destination_drops_steps_and_records_it(rlrec_bin, tmp_path):
     tee = OpenAtLastEnd(cap)
     env = CameraEnv(horizon=400)
     big = rlmesh.spaces.Box(0, 255, shape=(64, 64, 3), dtype=np.uint8)
-    env.observation_space = rlmesh.spaces.Dict({"image": big, "pos": env.observation_space["pos"], "instruction": env.observation_space["instruction"]})
+    env.observation_space = rlmesh.spaces.Dict(
+        {"image": big, "pos": env.observation_space["pos"], "instruction": env.observation_space["instruction"]}
+    )
 
     def obs(self=env):
         return {"image": self.rng.integers(0, 256, (64, 64, 3), dtype=np.uint8), "pos": self.pos.copy(),

@@ -6,7 +6,8 @@ thread of the queue's own delivers them in order to the destination
 (``rlrec serve``'s client or ``rlrec ingest``'s standard input). Groups
 that carry step data are *droppable*: when the queued bytes would pass
 ``max_bytes``, the hook waits at most ``max_wait`` seconds for room, then
-drops the whole group and counts it. Lifecycle groups (a run's and an
+drops the whole group and counts it (``max_wait=None``: it waits for room
+however long it takes, and nothing is dropped). Lifecycle groups (a run's and an
 episode's start and end, log lines) are never dropped: they are small, and
 without them the recording would not be readable. ``drain`` waits until
 everything put so far is delivered; an error of the destination is raised
@@ -38,10 +39,10 @@ class Drops:
 class EventQueue:
     """Events from hooks to deliver(event), from a thread of its own."""
 
-    def __init__(self, deliver: Callable[[events_pb2.Event], None], *, max_bytes: int, max_wait: float) -> None:
+    def __init__(self, deliver: Callable[[events_pb2.Event], None], *, max_bytes: int, max_wait: float | None) -> None:
         if max_bytes < 1:
             raise ValueError(f"max_queue_bytes must be positive, got {max_bytes}")
-        if max_wait < 0:
+        if max_wait is not None and max_wait < 0:
             raise ValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
         self._deliver = deliver
         self.max_bytes, self.max_wait = max_bytes, max_wait
@@ -62,8 +63,11 @@ class EventQueue:
         with self._cv:
             self._raise_locked()
             if droppable and self._queued + size > self.max_bytes and self._queued > 0:
-                deadline = time.monotonic() + self.max_wait
+                deadline = None if self.max_wait is None else time.monotonic() + self.max_wait
                 while self._queued + size > self.max_bytes and self._queued > 0 and self._error is None:
+                    if deadline is None:
+                        self._cv.wait()
+                        continue
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -90,6 +94,12 @@ class EventQueue:
                 raise TimeoutError(
                     f"rlrec: {len(self._q)} events ({self._queued} bytes) still undelivered after {timeout} s"
                 )
+
+    def pending(self) -> int:
+        """Events put and not yet handed to the destination (the one being
+        delivered included)."""
+        with self._cv:
+            return len(self._q) + (1 if self._busy else 0)
 
     def take_drops(self) -> Drops:
         """The drops since the last call, reset to zero."""

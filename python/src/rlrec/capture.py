@@ -114,7 +114,9 @@ class Capture:
     ends of runs and episodes and log lines are never dropped. The first
     drop of a run and the run's total are recorded as WARN rows of the logs
     table ("rlrec capture dropped ..."), and ``RunInfo.dropped_steps`` has
-    the count. A destination's error is raised from the next hook.
+    the count. ``max_wait=None`` trades the bound for completeness: hooks
+    wait for room however long it takes and nothing is dropped. A
+    destination's error is raised from the next hook.
 
     Vectorized envs (``num_envs > 1`` on the native loop): episodes
     interleave and the hooks do not name a lane, so each open episode gets
@@ -160,7 +162,7 @@ class Capture:
         flush_timeout: float | None = 120.0,
         max_unacked_bytes: int = 64 << 20,
         max_queue_bytes: int = 64 << 20,
-        max_wait: float = 0.1,
+        max_wait: float | None = 0.1,
     ) -> None:
         if (addr is None) == (root is None):
             raise ValueError("give exactly one of addr (an rlrec serve) and root (a ROOT for rlrec ingest)")
