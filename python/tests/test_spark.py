@@ -261,12 +261,13 @@ def readme_run(bucket, tmp_path_factory):
         "a Spark session is already running: this module's settings would not apply"
     )
     endpoint, _ = bucket
+    spark_dir = tmp_path_factory.mktemp("spark")
     lines = readme_spark_lines()
     assert len(lines) >= 2, (
         "the README has no pyspark lines over s3a://BUCKET/PREFIX/ (one for episodes, one for steps)"
     )
     env = {
-        "SPARK_CONF_DIR": str(spark_conf_dir(tmp_path_factory.mktemp("spark"))),
+        "SPARK_CONF_DIR": str(spark_conf_dir(spark_dir)),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "AWS_ACCESS_KEY_ID": ACCESS,
         "AWS_SECRET_ACCESS_KEY": SECRET,
@@ -290,13 +291,34 @@ def readme_run(bucket, tmp_path_factory):
         assert spark is not None, "the README's pyspark lines left no Spark session"
         spark.conf.set("spark.sql.session.timeZone", "UTC")
         yield outputs, spark
-        spark.stop()
+        stop_spark(spark)
     finally:
+        # The connector's jars Ivy copied for Spark (680 MB): pytest keeps
+        # the last runs' temp directories.
+        shutil.rmtree(spark_dir / "ivy", ignore_errors=True)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def stop_spark(spark) -> None:
+    """Stops the session and the JVM pyspark started for it, which would
+    otherwise hold its memory until the test process exits."""
+    from pyspark import SparkContext
+
+    spark.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    gateway.shutdown()
+    proc = getattr(gateway, "proc", None)  # the JVM launch_gateway started
+    if proc is not None:
+        proc.terminate()
+        proc.wait(timeout=120)  # a failure bound
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 def duck_scan(prefix_dir: Path, table: str) -> str:
