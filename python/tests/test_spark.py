@@ -56,6 +56,10 @@ BUCKET = "datasets"
 # reader takes for a number or a date.
 IDS = {"007": "2026-01-02", "042": "2026-01-03"}
 LAYOUTS = ("episode", "session")
+# A third prefix, of layout session: the all-leaves env, whose steps have a
+# typed column of every leaf kind and dtype (signed and unsigned integers
+# of each width, float16/32/64, bool, text, discrete, nested).
+LEAVES = "leaves"
 TABLES = ("episodes", "steps")
 # The marker of the README's pyspark lines over a bucket.
 SPARK_LINE = 'python3 -c "from pyspark.sql import SparkSession;'
@@ -190,26 +194,30 @@ def rewrite_ids(src: Path, dst: Path) -> None:
 
 @pytest.fixture(scope="module")
 def bucket(rlrec, versitygw, tmp_path_factory):
-    """Records the sessions into s3://datasets/LAYOUT for each layout;
-    returns (endpoint, {layout: directory of the prefix's keys})."""
+    """Records the cartpole sessions into s3://datasets/LAYOUT for each
+    layout, and all-leaves into s3://datasets/leaves; returns (endpoint,
+    {prefix: directory of the prefix's keys})."""
     endpoint, data = versitygw
     work = tmp_path_factory.mktemp("record")
     raw, stream = work / "raw.events", work / "ids.events"
     subprocess.run([rlrec, "simulate", "--env", "cartpole", "--envs", "2", "--episodes", "4", "--sessions", "2",
                     "--seed", "7", "--reproducible", "-o", str(raw)], check=True, capture_output=True)  # fmt: skip
     rewrite_ids(raw, stream)
+    leaves = work / "leaves.events"
+    subprocess.run([rlrec, "simulate", "--env", "all-leaves", "--envs", "2", "--episodes", "3",
+                    "--reproducible", "-o", str(leaves)], check=True, capture_output=True)  # fmt: skip
     (data / BUCKET).mkdir()  # the posix backend's buckets are its directories
     env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS, AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION=REGION,
                AWS_ENDPOINT_URL=endpoint, AWS_CONFIG_FILE=str(work / "none"), AWS_SHARED_CREDENTIALS_FILE=str(work / "none"))  # fmt: skip
     env.pop("AWS_PROFILE", None)
     dirs = {}
-    for layout in LAYOUTS:
-        url = f"s3://{BUCKET}/{layout}"
-        p = subprocess.run([rlrec, "ingest", "--layout", layout, "-o", url, "--log-dir", str(work / f"log-{layout}"), str(stream)],
+    for prefix, layout, src in [*((layout, layout, stream) for layout in LAYOUTS), (LEAVES, "session", leaves)]:
+        url = f"s3://{BUCKET}/{prefix}"
+        p = subprocess.run([rlrec, "ingest", "--layout", layout, "-o", url, "--log-dir", str(work / f"log-{prefix}"), str(src)],
                            env=env, capture_output=True, text=True)  # fmt: skip
         assert p.returncode == 0, f"rlrec ingest -o {url}: exit {p.returncode}: {p.stderr}"
-        dirs[layout] = data / BUCKET / layout
-        assert list(dirs[layout].glob("steps/**/*.parquet")), f"rlrec ingest -o {url} published no steps"
+        dirs[prefix] = data / BUCKET / prefix
+        assert list(dirs[prefix].glob("steps/**/*.parquet")), f"rlrec ingest -o {url} published no steps"
     return endpoint, dirs
 
 
@@ -336,7 +344,7 @@ def parse_show(text: str) -> list[dict[str, str]]:
 def norm(v):
     """A value as both readers give it, comparable: bytes for binary,
     an aware UTC datetime for a timestamp (Spark gives naive local time,
-    DuckDB an aware one), tuples for lists, sorted items for maps and
+    DuckDB an aware one), int for an integral decimal, tuples for lists, sorted items for maps and
     structs, a marker for NaN."""
     if isinstance(v, bytearray | memoryview):
         return bytes(v)
@@ -344,8 +352,8 @@ def norm(v):
         return v.astimezone(dt.UTC)
     if isinstance(v, float) and math.isnan(v):
         return "NaN"
-    if isinstance(v, Decimal):
-        return v
+    if isinstance(v, Decimal) and v == v.to_integral_value():
+        return int(v)  # Spark reads UINT64 as decimal(20,0), DuckDB as UBIGINT
     if hasattr(v, "asDict"):  # a Spark Row (struct)
         v = v.asDict()
     if isinstance(v, dict):
@@ -404,11 +412,12 @@ def test_readme_pyspark_lines(readme_run, bucket):
             assert {k[:2] for k in want} == set(IDS.items()), f"{layout}: ids {sorted(want)}, want {IDS} as written"
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", [*LAYOUTS, LEAVES])
 @pytest.mark.parametrize("table", TABLES)
 def test_table_rows_equal_duckdb(readme_run, bucket, layout, table):
     """Every row and column Spark reads through s3a:// is what DuckDB reads
-    from the same keys, the partition columns strings as written."""
+    from the same keys, the partition columns strings as written; layout
+    is the prefix (LAYOUTS, or LEAVES of layout session)."""
     _, spark = readme_run
     _, dirs = bucket
     df = spark.read.parquet(f"s3a://{BUCKET}/{layout}/{table}")
@@ -422,13 +431,15 @@ def test_table_rows_equal_duckdb(readme_run, bucket, layout, table):
     )
     cols = sorted(res.columns)
     got = sorted((tuple(norm(r[c]) for c in cols) for r in df.collect()), key=sort_key)
-    want = sorted((tuple(norm(v) for v in r) for r in res.select(*cols).fetchall()), key=sort_key)
+    order = [res.columns.index(c) for c in cols]  # the leaf columns' names have dots: no select by name
+    want = sorted((tuple(norm(r[i]) for i in order) for r in res.fetchall()), key=sort_key)
     assert want, f"{layout} {table}: DuckDB read no rows"
     assert len(got) == len(want), f"{layout} {table}: Spark read {len(got)} rows, DuckDB {len(want)}"
     for g, w in zip(got, want):
         assert g == w, f"{layout} {table}: a row differs\nSpark:  {dict(zip(cols, g))}\nDuckDB: {dict(zip(cols, w))}"
-    sids = {r[cols.index("session_id")]: r[cols.index("env_id")] for r in got}
-    assert sids == IDS, f"{layout} {table}: ids {sids}, want {IDS} as written"
+    if layout in LAYOUTS:
+        sids = {r[cols.index("session_id")]: r[cols.index("env_id")] for r in got}
+        assert sids == IDS, f"{layout} {table}: ids {sids}, want {IDS} as written"
 
 
 def test_inference_changes_ids(readme_run):
