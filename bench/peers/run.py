@@ -138,6 +138,15 @@ def venv_python(name: str, python: str) -> tuple[str, dict]:
     return py, info
 
 
+def install_rlrec(py: str) -> None:
+    """rlrec's Python package from this checkout, as the README installs it
+    (pip install ./python), every run: it changes with the checkout."""
+    p = subprocess.run([py, "-m", "pip", "install", "-q", "--no-input", "--no-deps", "--no-build-isolation",
+                        "--force-reinstall", os.path.join(REPO, "python")], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"pip install ./python into {py} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
+
+
 def rlrec_bin() -> str:
     b = os.environ.get("RLREC_BIN")
     if b:
@@ -346,6 +355,8 @@ def main() -> None:
     venvs = {}
     for name in sorted({VENV[t] for t in tools}):
         venvs[name] = venv_python(name, a.python)
+    if "base" in venvs:
+        install_rlrec(venvs["base"][0])
     workdir = tempfile.mkdtemp(prefix="rlrec-peers-")
     results = {"machine": {"nproc": os.cpu_count(), "loadavg_start": os.getloadavg()},
                "venvs": {k: v[1] for k, v in venvs.items()}, "runs": {}, "crashes": {}}

@@ -111,15 +111,16 @@ class RlrecRecorder(NoRecorder):
     """rlrec's Python capture, driven in rlmesh Session.run's hook order."""
 
     def __init__(self, a):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "src"))
         from rlrec import Capture
 
         self.a = a
         self.Capture = Capture
 
     def wrap(self, env):
+        # max_wait=None: the hooks wait for room in the capture's queue
+        # rather than drop steps, so every tool records the same data.
         kw = dict(observation_space=env.observation_space, action_space=env.action_space,
-                  env_component_id=f"env/{self.a.env}", model_component_id="model/bench-policy")
+                  env_component_id=f"env/{self.a.env}", model_component_id="model/bench-policy", max_wait=None)
         if self.a.tool.startswith("rlrec-serve"):
             self.cap = self.Capture(self.a.addr, **kw)
         else:
