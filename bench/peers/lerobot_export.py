@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -93,15 +92,27 @@ def main() -> None:
                 if video and s["env_component_id"] != "env/pick-place":
                     continue  # no camera: --video changes nothing
                 out = os.path.join(tmp, f"{s['env_id']}-{'video' if video else 'png'}")
-                args = ["export", root, "--format", "lerobot", "-o", out, "--session", s["session_id"],
-                        "--env", s["env_id"]]
+                args = [
+                    "export",
+                    root,
+                    "--format",
+                    "lerobot",
+                    "-o",
+                    out,
+                    "--session",
+                    s["session_id"],
+                    "--env",
+                    s["env_id"],
+                ]
                 if video:
                     args.append("--video")
                 rlrec(a.rlrec, *args)
                 t = time.monotonic()
                 episodes, frames = check(out, f"rlrec/{s['env_id']}")
-                print(f"{s['env_component_id']} {'--video' if video else 'png'}: LeRobotDataset loaded "
-                      f"{episodes} episodes, iterated {frames} frames in {time.monotonic() - t:.1f} s, shapes as declared")
+                print(
+                    f"{s['env_component_id']} {'--video' if video else 'png'}: LeRobotDataset loaded "
+                    f"{episodes} episodes, iterated {frames} frames in {time.monotonic() - t:.1f} s, shapes as declared"
+                )
                 if episodes != s["episodes_completed"]:
                     raise SystemExit(f"{out}: {episodes} episodes, the recording completed {s['episodes_completed']}")
                 done += 1

@@ -39,10 +39,10 @@ keeps the recording open until ``rlrec recover``), and the Python process
 together with the recorder process (then ``rlrec recover`` before reading).
 
 The smoke pass (--smoke) covers the harness end to end with the light
-peers: rlrec (ingest and serve), EnvLogger (130 MB venv) and the env alone,
+peers: rlrec (ingest and serve; a 300 MB venv), EnvLogger (130 MB) and the env alone,
 one repetition of 2 episodes per env and one crash per tool. Minari needs
-jax to write a dataset (a 880 MB venv) and LeRobot torch with CUDA
-libraries (several GB): too heavy for CI, so they run in the full pass
+jax to write a dataset (a 700 MB venv) and LeRobot torch with its CUDA
+libraries (7.6 GB): too heavy for CI, so they run in the full pass
 only.
 """
 
@@ -88,7 +88,8 @@ def log(msg: str) -> None:
 
 def cache_dir() -> str:
     c = os.environ.get("RLREC_CI_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rlrec-ci")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rlrec-ci"
+    )
     return os.path.join(c, "peers")
 
 
@@ -124,14 +125,19 @@ def venv_python(name: str, python: str) -> tuple[str, dict]:
     t = time.monotonic()
     subprocess.run([python, "-m", "venv", d], check=True)
     env = dict(os.environ, PIP_CACHE_DIR=os.path.join(cache_dir(), "pip"))
-    p = subprocess.run([py, "-m", "pip", "install", "--no-input", "--no-deps", "-r", req],
-                       env=env, capture_output=True, text=True)
+    p = subprocess.run(
+        [py, "-m", "pip", "install", "--no-input", "--no-deps", "-r", req], env=env, capture_output=True, text=True
+    )
     if p.returncode != 0:
         shutil.rmtree(d, ignore_errors=True)
         raise SystemExit(f"installing {req} into {d} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
-    info = {"install_s": round(time.monotonic() - t, 1), "size_mb": round(dir_bytes(d) / 1e6),
-            "python": subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"],
-                                     capture_output=True, text=True).stdout.strip()}
+    info = {
+        "install_s": round(time.monotonic() - t, 1),
+        "size_mb": round(dir_bytes(d) / 1e6),
+        "python": subprocess.run(
+            [py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+        ).stdout.strip(),
+    }
     with open(stamp, "w") as f:
         json.dump(info, f)
     log(f"-- {name}: {info['install_s']} s, {info['size_mb']} MB")
@@ -141,8 +147,22 @@ def venv_python(name: str, python: str) -> tuple[str, dict]:
 def install_rlrec(py: str) -> None:
     """rlrec's Python package from this checkout, as the README installs it
     (pip install ./python), every run: it changes with the checkout."""
-    p = subprocess.run([py, "-m", "pip", "install", "-q", "--no-input", "--no-deps", "--no-build-isolation",
-                        "--force-reinstall", os.path.join(REPO, "python")], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            py,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-input",
+            "--no-deps",
+            "--no-build-isolation",
+            "--force-reinstall",
+            os.path.join(REPO, "python"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if p.returncode != 0:
         raise SystemExit(f"pip install ./python into {py} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
 
@@ -183,11 +203,16 @@ class Server:
         self.out = out
         self.proc = subprocess.Popen(
             [rlrec, "serve", "-o", out, "--listen", self.addr, "--metrics-listen", f"127.0.0.1:{free_port()}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 60
         while True:  # ready once it accepts connections
             if self.proc.poll() is not None:
-                raise RuntimeError(f"rlrec serve exited {self.proc.returncode}: {self.proc.stderr.read().decode()[-500:]}")
+                raise RuntimeError(
+                    f"rlrec serve exited {self.proc.returncode}: {self.proc.stderr.read().decode()[-500:]}"
+                )
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 break
@@ -204,14 +229,34 @@ class Server:
 
 
 def start_worker(py: str, tool: str, env: str, episodes: int, out: str, rlrec: str, addr: str | None, seed: int):
-    argv = [py, WORKER, "record", "--tool", tool, "--env", env, "--episodes", str(episodes), "--out", out,
-            "--seed", str(seed)]
+    argv = [
+        py,
+        WORKER,
+        "record",
+        "--tool",
+        tool,
+        "--env",
+        env,
+        "--episodes",
+        str(episodes),
+        "--out",
+        out,
+        "--seed",
+        str(seed),
+    ]
     if addr:
         argv += ["--addr", addr]
-    e = dict(os.environ, RLREC_BIN=rlrec, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1",
-             HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
-                            start_new_session=True)
+    e = dict(
+        os.environ,
+        RLREC_BIN=rlrec,
+        PYTHONUNBUFFERED="1",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        WANDB_MODE="disabled",
+    )
+    return subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, start_new_session=True
+    )
 
 
 class Lines(threading.Thread):
@@ -256,15 +301,21 @@ def record_once(py, tool, env, episodes, workdir, rlrec, seed) -> dict:
         raise RuntimeError(f"{tool} on {env} exited {p.returncode}:\n{err[-3000:]}")
     # wait4's ru_maxrss is the largest of the worker and its children (rlrec
     # ingest): the worker reports its own.
-    r.update(wall_s=wall, rss_kb=r.pop("maxrss_kb"), recorder_rss_kb=max(rec_rss, r.pop("children_maxrss_kb")),
-             bytes=dir_bytes(out), out=out)
+    r.update(
+        wall_s=wall,
+        rss_kb=r.pop("maxrss_kb"),
+        recorder_rss_kb=max(rec_rss, r.pop("children_maxrss_kb")),
+        bytes=dir_bytes(out),
+        out=out,
+    )
     return r
 
 
 def read_back(py, tool, env, out, rlrec) -> dict:
     e = dict(os.environ, RLREC_BIN=rlrec, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    p = subprocess.run([py, WORKER, "read", "--tool", tool, "--env", env, "--out", out],
-                       capture_output=True, text=True, env=e)
+    p = subprocess.run(
+        [py, WORKER, "read", "--tool", tool, "--env", env, "--out", out], capture_output=True, text=True, env=e
+    )
     for x in p.stdout.splitlines():
         if x.startswith("read "):
             return json.loads(x[5:])
@@ -312,8 +363,13 @@ def crash_once(py, tool, env, episodes, workdir, rlrec, seed, at_s, kill_recorde
     finished = lines.finished()
     got = read_back(py, tool, env, out, rlrec)
     shutil.rmtree(out, ignore_errors=True)
-    return {"at_s": round(at_s, 2), "finished": finished, "loaded": got.get("episodes", 0),
-            "completed_run": lines.result() is not None, "error": got.get("error")}
+    return {
+        "at_s": round(at_s, 2),
+        "finished": finished,
+        "loaded": got.get("episodes", 0),
+        "completed_run": lines.result() is not None,
+        "error": got.get("error"),
+    }
 
 
 def median(xs):
@@ -331,15 +387,22 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--python", default=sys.executable, help="the interpreter the venvs are made from")
     ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--lerobot-export", action="store_true",
-                    help="only check that LeRobotDataset loads rlrec export's output (lerobot_export.py)")
+    ap.add_argument(
+        "--lerobot-export",
+        action="store_true",
+        help="only check that LeRobotDataset loads rlrec export's output (lerobot_export.py)",
+    )
     ap.add_argument("-o", "--out", default=os.path.join(HERE, "results.json"))
     a = ap.parse_args()
     if a.lerobot_export:
         py, info = venv_python("lerobot", a.python)
         log(f"-- lerobot venv: {info}")
-        raise SystemExit(subprocess.run([py, os.path.join(HERE, "lerobot_export.py"), "--rlrec", rlrec_bin()],
-                                        env=dict(os.environ, HF_HUB_OFFLINE="1")).returncode)
+        raise SystemExit(
+            subprocess.run(
+                [py, os.path.join(HERE, "lerobot_export.py"), "--rlrec", rlrec_bin()],
+                env=dict(os.environ, HF_HUB_OFFLINE="1"),
+            ).returncode
+        )
     if a.smoke:
         a.tools, a.reps, a.crashes = ",".join(SMOKE_TOOLS), 1, 1
         a.episodes_cartpole = a.episodes_camera = 2
@@ -358,8 +421,12 @@ def main() -> None:
     if "base" in venvs:
         install_rlrec(venvs["base"][0])
     workdir = tempfile.mkdtemp(prefix="rlrec-peers-")
-    results = {"machine": {"nproc": os.cpu_count(), "loadavg_start": os.getloadavg()},
-               "venvs": {k: v[1] for k, v in venvs.items()}, "runs": {}, "crashes": {}}
+    results = {
+        "machine": {"nproc": os.cpu_count(), "loadavg_start": os.getloadavg()},
+        "venvs": {k: v[1] for k, v in venvs.items()},
+        "runs": {},
+        "crashes": {},
+    }
     try:
         for env in envs_:
             n = episodes[env]
@@ -377,18 +444,23 @@ def main() -> None:
                         runs[tool].append(r)
                     if rep < a.reps - 1 or tool == "none":
                         shutil.rmtree(r.pop("out"), ignore_errors=True)
-                    log(f"{env} rep {rep + 1}/{a.reps} {tool} ({v}): {r['steps']} steps, loop {r['loop_s']:.3f} s, "
-                        f"readable {r['readable_s']:.3f} s, {r['bytes'] / 1e6:.1f} MB")
+                    log(
+                        f"{env} rep {rep + 1}/{a.reps} {tool} ({v}): {r['steps']} steps, loop {r['loop_s']:.3f} s, "
+                        f"readable {r['readable_s']:.3f} s, {r['bytes'] / 1e6:.1f} MB"
+                    )
             summary = {}
             for v, rs in base.items():
-                summary[f"none ({v})"] = {"loop_s": median([r["loop_s"] for r in rs]),
-                                          "rss_mb": median([r["rss_kb"] for r in rs]) / 1024}
+                summary[f"none ({v})"] = {
+                    "loop_s": median([r["loop_s"] for r in rs]),
+                    "rss_mb": median([r["rss_kb"] for r in rs]) / 1024,
+                }
             for t, rs in runs.items():
                 bl = median([r["loop_s"] for r in base[VENV[t]]])
                 steps = rs[0]["steps"]
                 check = read_back(venvs[VENV[t]][0], t, env, rs[-1].pop("out"), rlrec)
                 summary[t] = {
-                    "steps": steps, "episodes": n,
+                    "steps": steps,
+                    "episodes": n,
                     "added_us_per_step": median([(r["loop_s"] - bl) / r["steps"] * 1e6 for r in rs]),
                     "episodes_per_s": median([r["episodes"] / (r["loop_s"] + r["readable_s"]) for r in rs]),
                     "bytes_per_step": median([r["bytes"] / r["steps"] for r in rs]),
@@ -414,8 +486,10 @@ def main() -> None:
                         at = rng.uniform(0.1, 0.9) * span
                         c = crash_once(py, t, env, n, workdir, rlrec, 1000, at, kill_rec)
                         rows.append(c)
-                        log(f"{env} crash {name} at {c['at_s']} s: finished {c['finished']}, loaded {c['loaded']}"
-                            + (f" ({c['error']})" if c["error"] else ""))
+                        log(
+                            f"{env} crash {name} at {c['at_s']} s: finished {c['finished']}, loaded {c['loaded']}"
+                            + (f" ({c['error']})" if c["error"] else "")
+                        )
                     crashes[name] = rows
             results["crashes"][env] = crashes
     finally:
@@ -440,15 +514,19 @@ def main() -> None:
 def print_tables(results: dict) -> None:
     for env, s in results["runs"].items():
         print(f"\n{env}")
-        print("| tool | added µs/step | episodes/s | bytes/step | peak RSS MB (env process / recorder process) | readable ms |")
+        print(
+            "| tool | added µs/step | episodes/s | bytes/step | peak RSS MB (env process / recorder process) | readable ms |"
+        )
         print("|---|---|---|---|---|---|")
         for t, m in s.items():
             if t.startswith("none"):
                 print(f"| {t} | loop {m['loop_s'] * 1000:.0f} ms | | | {m['rss_mb']:.0f} | |")
                 continue
             rec = f" / {m['recorder_rss_mb']:.0f}" if m["recorder_rss_mb"] else ""
-            print(f"| {t} | {m['added_us_per_step']:.0f} | {m['episodes_per_s']:.2f} | {m['bytes_per_step']:.0f} | "
-                  f"{m['rss_mb']:.0f}{rec} | {m['readable_ms']:.0f} |")
+            print(
+                f"| {t} | {m['added_us_per_step']:.0f} | {m['episodes_per_s']:.2f} | {m['bytes_per_step']:.0f} | "
+                f"{m['rss_mb']:.0f}{rec} | {m['readable_ms']:.0f} |"
+            )
     for env, cs in results["crashes"].items():
         print(f"\ncrashes, {env}: finished -> loaded per kill")
         for name, rows in cs.items():

@@ -119,8 +119,13 @@ class RlrecRecorder(NoRecorder):
     def wrap(self, env):
         # max_wait=None: the hooks wait for room in the capture's queue
         # rather than drop steps, so every tool records the same data.
-        kw = dict(observation_space=env.observation_space, action_space=env.action_space,
-                  env_component_id=f"env/{self.a.env}", model_component_id="model/bench-policy", max_wait=None)
+        kw = dict(
+            observation_space=env.observation_space,
+            action_space=env.action_space,
+            env_component_id=f"env/{self.a.env}",
+            model_component_id="model/bench-policy",
+            max_wait=None,
+        )
         if self.a.tool.startswith("rlrec-serve"):
             self.cap = self.Capture(self.a.addr, **kw)
         else:
@@ -165,8 +170,11 @@ def rlrec_complete(root: str, session_id: str | None = None) -> int:
     if not os.path.isdir(os.path.join(root, "episodes")):
         return 0
     d = rlrec_inspect(root)
-    return sum(s.get("episodes_completed", 0) for s in d.get("sessions", [])
-               if session_id is None or s.get("session_id") == session_id)
+    return sum(
+        s.get("episodes_completed", 0)
+        for s in d.get("sessions", [])
+        if session_id is None or s.get("session_id") == session_id
+    )
 
 
 class MinariRecorder(NoRecorder):
@@ -196,8 +204,11 @@ def lerobot_features(env_name: str, video: bool) -> dict:
         }
     side = envs.CAMERA_SIDE
     return {
-        "observation.images.image": {"dtype": "video" if video else "image", "shape": (side, side, 3),
-                                     "names": ["height", "width", "channels"]},
+        "observation.images.image": {
+            "dtype": "video" if video else "image",
+            "shape": (side, side, 3),
+            "names": ["height", "width", "channels"],
+        },
         "observation.state": {"dtype": "float32", "shape": (8,), "names": None},
         "action": {"dtype": "float32", "shape": (7,), "names": None},
         "next.reward": {"dtype": "float32", "shape": (1,), "names": None},
@@ -219,15 +230,24 @@ class LeRobotRecorder(NoRecorder):
         kw = {}
         if a.env == "camera":
             kw["image_writer_threads"] = 4
-        self.ds = LeRobotDataset.create(repo_id=f"bench/{a.env}", fps=FPS, root=os.path.join(a.out, "dataset"),
-                                        features=lerobot_features(a.env, video), use_videos=video, **kw)
+        self.ds = LeRobotDataset.create(
+            repo_id=f"bench/{a.env}",
+            fps=FPS,
+            root=os.path.join(a.out, "dataset"),
+            features=lerobot_features(a.env, video),
+            use_videos=video,
+            **kw,
+        )
 
     def on_step(self, obs, action, reward, term, trunc, info, step_ms):
         if self.a.env == "cartpole":
             frame = {"observation.state": np.asarray(obs, np.float32), "action": np.array([action], np.int64)}
         else:
-            frame = {"observation.images.image": obs["image"], "observation.state": obs["state"],
-                     "action": np.asarray(action, np.float32)}
+            frame = {
+                "observation.images.image": obs["image"],
+                "observation.state": obs["state"],
+                "action": np.asarray(action, np.float32),
+            }
         frame["next.reward"] = np.array([reward], np.float32)
         frame["next.done"] = np.array([term or trunc], bool)
         frame["task"] = f"bench {self.a.env}"
@@ -254,8 +274,10 @@ class DmEnv:
             self._act_spec = specs.DiscreteArray(2, name="action")
         else:
             side = envs.CAMERA_SIDE
-            self._obs_spec = {"image": specs.Array((side, side, 3), np.uint8, "image"),
-                              "state": specs.Array((8,), np.float32, "state")}
+            self._obs_spec = {
+                "image": specs.Array((side, side, 3), np.uint8, "image"),
+                "state": specs.Array((8,), np.float32, "state"),
+            }
             self._act_spec = specs.BoundedArray((7,), np.float32, -1.0, 1.0, "action")
 
     def reset(self):
@@ -366,8 +388,19 @@ def record(a) -> None:
         loop_s, readable_s = t1 - t0, t2 - t1
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if a.tool == "rlrec-ingest" else 0
-    say("result " + json.dumps({"steps": steps, "episodes": a.episodes, "loop_s": loop_s,
-                                "readable_s": readable_s, "maxrss_kb": own, "children_maxrss_kb": kids}))
+    say(
+        "result "
+        + json.dumps(
+            {
+                "steps": steps,
+                "episodes": a.episodes,
+                "loop_s": loop_s,
+                "readable_s": readable_s,
+                "maxrss_kb": own,
+                "children_maxrss_kb": kids,
+            }
+        )
+    )
 
 
 # Readers: complete episodes each tool's own reader loads from DIR.
@@ -403,8 +436,7 @@ def read(a) -> dict:
             item = ds[i]
             e = int(item["episode_index"])
             counts[e] = counts.get(e, 0) + 1
-        return {"episodes": ds.meta.total_episodes, "frames": len(ds),
-                "lengths": [counts[k] for k in sorted(counts)]}
+        return {"episodes": ds.meta.total_episodes, "frames": len(ds), "lengths": [counts[k] for k in sorted(counts)]}
     if a.tool == "envlogger":
         import envlogger
 
