@@ -1,0 +1,255 @@
+"""Where every selected step is: the loader's index of a ROOT.
+
+Built from the episodes table and the steps files' Parquet footers, never
+from the steps' data:
+
+1. Every ``episodes/**/part-*.parquet`` (paths with a component starting
+   with ``_`` or ``.`` skipped, as every rlrec reader does) is read whole
+   but for ``final_observation_blob``; the real ``session_id`` and
+   ``env_id`` come from each file's metadata (``rlrec.session_id``,
+   ``rlrec.env_id``), not from the possibly cut partition names.
+2. The filter (``where``) and the split select episodes; episodes that
+   recorded no step (``steps_file`` null) have no samples.
+3. Each steps file named by a selected episode has its footer read (row
+   groups and their row counts, the column chunks' offsets and sizes),
+   concurrently. In layout ``episode`` the file is the episode's, rows
+   0..steps_recorded-1. In layout ``session`` the file packs whole
+   episodes, each contiguous; the index reads that file's
+   ``episode_record_id`` column alone (dictionary-encoded: a few bytes per
+   row group) to find where each episode starts. A file whose rows do not
+   agree with the episodes table (an episode missing, apart, or of another
+   length) is an ``IndexError_`` naming the file and episode.
+
+Episodes are kept in a fixed order, (session_id, env_id, episode_index,
+episode_record_id), so an index of the same selection is the same on any
+machine. ``Index.episodes`` is a pyarrow Table of the selected episodes'
+rows in that order, with ``session_id`` and ``env_id``; episode numbers in
+batches index it.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .split import Splits, split_point
+from .where import Filter
+
+__all__ = ["Index", "IndexError_", "Root", "build_index", "open_root"]
+
+# File metadata keys the recorder writes; part of the format.
+META_SESSION = b"rlrec.session_id"
+META_ENV = b"rlrec.env_id"
+META_LAYOUT = b"rlrec.layout"
+META_OBS = b"rlrec.observation_space"
+META_ACT = b"rlrec.action_space"
+
+
+class IndexError_(RuntimeError):
+    """A ROOT whose episodes and steps files do not agree, or cannot be read."""
+
+
+@dataclass(frozen=True)
+class Root:
+    """A ROOT: a pyarrow file system and the ROOT's path in it."""
+
+    fs: pafs.FileSystem
+    path: str  # no trailing slash
+    url: str
+
+    def join(self, rel: str) -> str:
+        return f"{self.path}/{rel}" if self.path else rel
+
+
+def open_root(root: str | os.PathLike, filesystem: pafs.FileSystem | None = None) -> Root:
+    """A directory, or ``s3://bucket/prefix`` read through pyarrow's
+    S3FileSystem. Without ``filesystem``, S3 settings come from the AWS
+    environment: ``AWS_ENDPOINT_URL`` (path-style, as rlrec's own readers),
+    ``AWS_REGION`` (default us-east-1), and the credentials chain."""
+    s = os.fspath(root)
+    if s.startswith("s3://"):
+        u = urlparse(s)
+        if not u.netloc:
+            raise ValueError(f"loader: {s}: an s3:// ROOT names a bucket (s3://bucket/prefix)")
+        path = (u.netloc + "/" + u.path.strip("/")).rstrip("/")
+        if filesystem is None:
+            kw: dict[str, Any] = {"region": os.environ.get("AWS_REGION") or "us-east-1"}
+            ep = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+            if ep:
+                e = urlparse(ep)
+                kw["endpoint_override"] = e.netloc or e.path
+                kw["scheme"] = e.scheme or "https"
+                kw["force_virtual_addressing"] = False
+            filesystem = pafs.S3FileSystem(**kw)
+        return Root(filesystem, path, s)
+    if filesystem is not None:
+        return Root(filesystem, s.rstrip("/"), s)
+    path = os.path.abspath(s)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"loader: ROOT {s} is no directory")
+    return Root(pafs.LocalFileSystem(), path, s)
+
+
+def _skipped(rel: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in rel.split("/"))
+
+
+def _list_parquet(root: Root, table: str) -> list[str]:
+    base = root.join(table)
+    infos = root.fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    out = []
+    for fi in infos:
+        if fi.type != pafs.FileType.File or not fi.path.endswith(".parquet"):
+            continue
+        rel = fi.path[len(base) :].lstrip("/")
+        if _skipped(rel):
+            continue
+        out.append(fi.path)
+    return sorted(out)
+
+
+@dataclass
+class StepsFile:
+    """One steps file: its path, footer and the row groups' first rows."""
+
+    path: str  # in the file system
+    metadata: pq.FileMetaData
+    rg_starts: np.ndarray  # first row of each row group, and the total last
+    layout: str
+    observation_space: bytes
+    action_space: bytes
+    schema: pa.Schema = field(repr=False, default=None)
+
+
+@dataclass
+class Index:
+    """The selected episodes, their steps' places, and the steps files."""
+
+    root: Root
+    episodes: pa.Table  # selected episodes rows, in index order
+    files: list[StepsFile]
+    file_of: np.ndarray  # per episode: index into files
+    start: np.ndarray  # per episode: first row in its file
+    count: np.ndarray  # per episode: steps
+
+    @property
+    def total(self) -> int:
+        return int(self.count.sum())
+
+    def __len__(self) -> int:
+        return len(self.count)
+
+
+def _read_episodes(root: Root) -> pa.Table:
+    tables = []
+    for path in _list_parquet(root, "episodes"):
+        try:
+            pf = pq.ParquetFile(path, filesystem=root.fs)
+            names = [n for n in pf.schema_arrow.names if n != "final_observation_blob"]
+            t = pf.read(columns=names)
+        except (OSError, pa.ArrowException) as exc:
+            raise IndexError_(f"loader: episodes file {path}: {exc}; is it a ROOT rlrec wrote?") from exc
+        md = pf.metadata.metadata or {}
+        sid = md.get(META_SESSION)
+        eid = md.get(META_ENV)
+        if sid is None or eid is None:
+            raise IndexError_(f"loader: episodes file {path} has no rlrec.session_id/rlrec.env_id metadata")
+        n = t.num_rows
+        t = t.append_column("session_id", pa.array([sid.decode()] * n, pa.string()))
+        t = t.append_column("env_id", pa.array([eid.decode()] * n, pa.string()))
+        tables.append(t.replace_schema_metadata(None))
+    if not tables:
+        raise IndexError_(f"loader: {root.url} has no episodes table (episodes/**/*.parquet): is it a ROOT?")
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def build_index(
+    root: Root,
+    where: Filter | None = None,
+    split: tuple[Splits, str, int] | None = None,
+    threads: int = 16,
+) -> Index:
+    """The index of the episodes of root that ``where`` and ``split``
+    select; split is (splits, name, seed), as ``rlrec copy --split``."""
+    eps = _read_episodes(root)
+    rows = eps.to_pylist()
+    keep = []
+    for i, r in enumerate(rows):
+        if r.get("steps_file") is None or not r.get("steps_recorded"):
+            continue
+        if where is not None and not where.match(r):
+            continue
+        if split is not None:
+            splits, name, seed = split
+            if splits.assign(split_point(seed, r["session_id"], r["env_id"], r["episode_record_id"])) != name:
+                continue
+        keep.append(i)
+    keep.sort(key=lambda i: (rows[i]["session_id"], rows[i]["env_id"], rows[i]["episode_index"], rows[i]["episode_record_id"]))
+    episodes = eps.take(pa.array(keep, pa.int64()))
+    sel = [rows[i] for i in keep]
+    paths = sorted({r["steps_file"] for r in sel})
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths) or 1))) as ex:
+        files = list(ex.map(lambda p: _open_steps(root, p, [r for r in sel if r["steps_file"] == p]), paths))
+    fidx = {p: i for i, p in enumerate(paths)}
+    file_of = np.array([fidx[r["steps_file"]] for r in sel], dtype=np.int64)
+    start = np.empty(len(sel), dtype=np.int64)
+    count = np.array([r["steps_recorded"] for r in sel], dtype=np.int64)
+    for i, r in enumerate(sel):
+        start[i] = files[file_of[i]][1][r["episode_record_id"]]
+    return Index(root, episodes, [f for f, _ in files], file_of, start, count)
+
+
+def _open_steps(root: Root, rel: str, eps: list[dict[str, Any]]) -> tuple[StepsFile, dict[str, int]]:
+    path = root.join(rel)
+    try:
+        pf = pq.ParquetFile(path, filesystem=root.fs)
+        md = pf.metadata
+    except (OSError, pa.ArrowException) as exc:
+        raise IndexError_(f"loader: steps file {rel} (named by the episodes table): {exc}") from exc
+    kv = md.metadata or {}
+    layout = (kv.get(META_LAYOUT) or b"episode").decode()
+    rg_starts = np.zeros(md.num_row_groups + 1, dtype=np.int64)
+    np.cumsum([md.row_group(i).num_rows for i in range(md.num_row_groups)], out=rg_starts[1:])
+    sf = StepsFile(path, md, rg_starts, layout, kv.get(META_OBS, b""), kv.get(META_ACT, b""), pf.schema_arrow)
+    starts: dict[str, int] = {}
+    lengths: dict[str, int] = {}
+    if "episode_record_id" not in pf.schema_arrow.names:
+        if len(eps) != 1 or md.num_rows != eps[0]["steps_recorded"]:
+            raise IndexError_(
+                f"loader: steps file {rel} holds {md.num_rows} rows, its episode "
+                f"{eps[0]['episode_record_id']} recorded {eps[0]['steps_recorded']} steps"
+            )
+        starts[eps[0]["episode_record_id"]] = 0
+        return sf, starts
+    try:
+        rid = pf.read(columns=["episode_record_id"]).column(0).to_numpy(zero_copy_only=False)
+    except (OSError, pa.ArrowException) as exc:
+        raise IndexError_(f"loader: steps file {rel}: column episode_record_id: {exc}") from exc
+    if len(rid):
+        change = np.flatnonzero(rid[1:] != rid[:-1]) + 1
+        firsts = np.concatenate([[0], change])
+        ends = np.concatenate([change, [len(rid)]])
+        for f, e in zip(firsts, ends):
+            name = rid[f]
+            if name in starts:
+                raise IndexError_(f"loader: steps file {rel}: episode {name} has rows apart (rows {starts[name]} and {f})")
+            starts[name] = int(f)
+            lengths[name] = int(e - f)
+    for r in eps:
+        name = r["episode_record_id"]
+        if name not in starts:
+            raise IndexError_(f"loader: steps file {rel} holds no row of episode {name}, which the episodes table puts there")
+        if lengths[name] != r["steps_recorded"]:
+            raise IndexError_(
+                f"loader: steps file {rel} holds {lengths[name]} rows of episode {name}, "
+                f"the episodes table says {r['steps_recorded']}"
+            )
+    return sf, starts
