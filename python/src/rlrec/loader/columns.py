@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from ..decode import spec_from_json
 from ..leaves import Leaf, compile_spec
 
-__all__ = ["Column", "DEFAULT_COLUMNS", "FIXED", "resolve"]
+__all__ = ["DEFAULT_COLUMNS", "FIXED", "Column", "resolve"]
 
 # Fixed steps columns and the numpy dtype a loader gives them.
 FIXED: dict[str, np.dtype] = {
@@ -119,7 +119,9 @@ def _leaf_columns(prefix: str, space_json: bytes) -> dict[str, Leaf]:
     return {(prefix if lf.path == "" else f"{prefix}.{lf.path}"): lf for lf in leaves}
 
 
-def resolve(names: list[str] | tuple[str, ...], observation_space: bytes, action_space: bytes, available: list[str]) -> list[Column]:
+def resolve(
+    names: list[str] | tuple[str, ...], observation_space: bytes, action_space: bytes, available: list[str]
+) -> list[Column]:
     """The columns that names ask for, in the order asked, each leaf once."""
     leaves = {**_leaf_columns("observation", observation_space), **_leaf_columns("action", action_space)}
     out: list[Column] = []

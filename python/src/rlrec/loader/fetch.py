@@ -21,8 +21,8 @@ decode.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterable
 
 import numpy as np
 import pyarrow.parquet as pq

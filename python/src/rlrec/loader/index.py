@@ -192,7 +192,9 @@ def build_index(
             if splits.assign(split_point(seed, r["session_id"], r["env_id"], r["episode_record_id"])) != name:
                 continue
         keep.append(i)
-    keep.sort(key=lambda i: (rows[i]["session_id"], rows[i]["env_id"], rows[i]["episode_index"], rows[i]["episode_record_id"]))
+    keep.sort(
+        key=lambda i: (rows[i]["session_id"], rows[i]["env_id"], rows[i]["episode_index"], rows[i]["episode_record_id"])
+    )
     episodes = eps.take(pa.array(keep, pa.int64()))
     sel = [rows[i] for i in keep]
     paths = sorted({r["steps_file"] for r in sel})
@@ -240,13 +242,17 @@ def _open_steps(root: Root, rel: str, eps: list[dict[str, Any]]) -> tuple[StepsF
         for f, e in zip(firsts, ends):
             name = rid[f]
             if name in starts:
-                raise IndexError_(f"loader: steps file {rel}: episode {name} has rows apart (rows {starts[name]} and {f})")
+                raise IndexError_(
+                    f"loader: steps file {rel}: episode {name} has rows apart (rows {starts[name]} and {f})"
+                )
             starts[name] = int(f)
             lengths[name] = int(e - f)
     for r in eps:
         name = r["episode_record_id"]
         if name not in starts:
-            raise IndexError_(f"loader: steps file {rel} holds no row of episode {name}, which the episodes table puts there")
+            raise IndexError_(
+                f"loader: steps file {rel} holds no row of episode {name}, which the episodes table puts there"
+            )
         if lengths[name] != r["steps_recorded"]:
             raise IndexError_(
                 f"loader: steps file {rel} holds {lengths[name]} rows of episode {name}, "

@@ -21,7 +21,8 @@ step's values, so a model sees no values from another episode).
 State: ``state_dict()`` is a small JSON-able dict, ``{"format":
 "rlrec.loader.state.v1", "seed", "order", "block_episodes", "epoch",
 "position", "samples", "selection"}``: ``position`` counts the samples of
-the epoch's sequence delivered before the next batch. ``load_state_dict``
+the epoch's sequence delivered before the next batch (after an epoch's
+last batch, the state is the next epoch's start). ``load_state_dict``
 of a loader over the same selection (same ``samples`` and ``selection``,
 a digest of the selected episodes) continues from there, with any batch
 size, world size and number of workers. In a data-parallel run every rank
@@ -40,7 +41,8 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import deque
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +52,9 @@ from .index import Index, build_index, open_root
 from .order import ORDERS, Order, consumer_batches
 from .split import parse_splits
 from .where import Filter, parse
+
+if TYPE_CHECKING:
+    from .torch_loader import TorchLoader
 
 __all__ = ["STATE_FORMAT", "StateError", "StepLoader"]
 
@@ -101,7 +106,9 @@ class StepLoader:
         filesystem: Any = None,
     ):
         if batch_size < 1 or history < 0 or future < 0:
-            raise ValueError(f"loader: batch_size {batch_size}, history {history}, future {future}: want >= 1, >= 0, >= 0")
+            raise ValueError(
+                f"loader: batch_size {batch_size}, history {history}, future {future}: want >= 1, >= 0, >= 0"
+            )
         if order not in ORDERS:
             raise ValueError(f"loader: order {order!r}: want one of {', '.join(ORDERS)}")
         if not (0 <= rank < world_size):
@@ -205,8 +212,15 @@ class StepLoader:
         self.block_episodes = int(state["block_episodes"])
         self.epoch, self.position = int(state["epoch"]), pos
 
-    def _advance(self, delivered_batches: int, start: int) -> None:
-        self.position = min(self.index.total, start + delivered_batches * self.world_size * self.batch_size)
+    def _advance(self, delivered_batches: int, start: int) -> bool:
+        """Moves the position past delivered batches; at the epoch's end to
+        the next epoch's start (True)."""
+        pos = start + delivered_batches * self.world_size * self.batch_size
+        if pos >= self.index.total:
+            self.epoch, self.position = self.epoch + 1, 0
+            return True
+        self.position = pos
+        return False
 
     # -- reading -------------------------------------------------------
 
@@ -309,15 +323,14 @@ class StepLoader:
             yield batch
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
-        start = self.position
-        done = 0
-        for batch in self.produce(0, 1):
-            done += 1
-            self._advance(done, start)
+        start, rolled = self.position, False
+        for done, batch in enumerate(self.produce(0, 1), 1):
+            rolled = self._advance(done, start)
             yield batch
-        self.epoch, self.position = self.epoch + 1, 0
+        if not rolled:
+            self.epoch, self.position = self.epoch + 1, 0
 
-    def dataloader(self, num_workers: int = 0, **kwargs: Any) -> "TorchLoader":
+    def dataloader(self, num_workers: int = 0, **kwargs: Any) -> TorchLoader:
         """This loader through a torch DataLoader (batch_size=None: the batches
         are this loader's), keeping state_dict() up to date as batches arrive."""
         from .torch_loader import TorchLoader

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FeistelPermutation", "Order", "ORDERS", "consumer_batches"]
+__all__ = ["ORDERS", "FeistelPermutation", "Order", "consumer_batches"]
 
 ORDERS = ("global", "block", "sequential")
 

@@ -75,7 +75,9 @@ def parse_splits(spec: str | dict[str, float]) -> Splits:
     names, fracs = [], []
     for name, frac in pairs:
         if not _NAME.match(name):
-            raise SplitError(f"split: name {name!r}: want letters, digits, '_' and '-', starting with a letter or digit")
+            raise SplitError(
+                f"split: name {name!r}: want letters, digits, '_' and '-', starting with a letter or digit"
+            )
         if name in names:
             raise SplitError(f"split: {name!r} named twice")
         try:

@@ -15,7 +15,8 @@ are produced again after a resume, by design.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
@@ -59,9 +60,9 @@ class TorchLoader:
         ld = self.loader
         start = ld.position
         dl = DataLoader(_Batches(ld), batch_size=None, num_workers=self.num_workers, **self.kwargs)
-        done = 0
-        for batch in dl:
-            done += 1
-            ld._advance(done, start)
+        rolled = False
+        for done, batch in enumerate(dl, 1):
+            rolled = ld._advance(done, start)
             yield batch
-        ld.epoch, ld.position = ld.epoch + 1, 0
+        if not rolled:
+            ld.epoch, ld.position = ld.epoch + 1, 0

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["COLUMNS", "Filter", "FilterError", "MAX_DEPTH", "parse"]
+__all__ = ["COLUMNS", "MAX_DEPTH", "Filter", "FilterError", "parse"]
 
 MAX_DEPTH = 64
 
@@ -182,11 +183,7 @@ def _lex(src: str) -> list[_Tok]:
                 s = s.lower()
             toks.append(_Tok(kind, i, s, b[i : i + n]))
             i += n
-        elif (
-            _is_digit(c)
-            or c == "."
-            or (c in "+-" and i + 1 < len(b) and (_is_digit(b[i + 1]) or b[i + 1] == "."))
-        ):
+        elif _is_digit(c) or c == "." or (c in "+-" and i + 1 < len(b) and (_is_digit(b[i + 1]) or b[i + 1] == ".")):
             n = _number_len(b[i:])
             if n == 0:
                 raise FilterError(i, f"bad number {b[i : i + 12]!r}")
@@ -230,8 +227,8 @@ _TIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S
 
 def _micros(t: _dt.datetime) -> int:
     if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.timezone.utc)
-    delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        t = t.replace(tzinfo=_dt.UTC)
+    delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
