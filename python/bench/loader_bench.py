@@ -52,8 +52,15 @@ def one(args) -> dict:
                 first = time.perf_counter() - t0
         total = time.perf_counter() - t0
     else:
-        ld = StepLoader(args.root, cols, batch_size=args.batch, order=args.kind, seed=1, block_episodes=8,
-                        budget_bytes=args.budget << 20)
+        ld = StepLoader(
+            args.root,
+            cols,
+            batch_size=args.batch,
+            order=args.kind,
+            seed=1,
+            block_episodes=8,
+            budget_bytes=args.budget << 20,
+        )
         n = 0
         first = None
         batches = ld if args.workers < 0 else ld.dataloader(num_workers=args.workers)
@@ -62,9 +69,17 @@ def one(args) -> dict:
             if first is None:
                 first = time.perf_counter() - t0
         total = time.perf_counter() - t0
-    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    return {"kind": args.kind, "workers": args.workers, "samples": n, "samples_per_s": n / total,
-            "first_batch_s": first, "peak_rss_mb": rss / 1024}
+    rss = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    )
+    return {
+        "kind": args.kind,
+        "workers": args.workers,
+        "samples": n,
+        "samples_per_s": n / total,
+        "first_batch_s": first,
+        "peak_rss_mb": rss / 1024,
+    }
 
 
 def main() -> None:
@@ -84,9 +99,27 @@ def main() -> None:
     for kind, workers in runs:
         got = []
         for _ in range(args.repeat):
-            out = subprocess.run([sys.executable, __file__, args.root, "--columns", args.columns, "--batch",
-                                  str(args.batch), "--budget", str(args.budget), "--kind", kind, "--workers",
-                                  str(workers)], capture_output=True, text=True, check=True, env=os.environ)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    args.root,
+                    "--columns",
+                    args.columns,
+                    "--batch",
+                    str(args.batch),
+                    "--budget",
+                    str(args.budget),
+                    "--kind",
+                    kind,
+                    "--workers",
+                    str(workers),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=os.environ,
+            )
             got.append(json.loads(out.stdout.strip().splitlines()[-1]))
         med = {k: statistics.median(r[k] for r in got) for k in ("samples_per_s", "first_batch_s", "peak_rss_mb")}
         print(json.dumps({"kind": kind, "workers": workers, "samples": got[0]["samples"], **med}), flush=True)

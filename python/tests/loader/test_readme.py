@@ -18,8 +18,9 @@ def readme_loop() -> str:
 def test_readme_training_loop_over_a_bucket(rlrec_bin, tmp_path, s3_env, monkeypatch):
     code = readme_loop()
     assert len([ln for ln in code.splitlines() if ln.strip()]) <= 12, "the README promises a ten-line loop"
-    stream = simulate(rlrec_bin, tmp_path / "pp.events", "--env", "pick-place", "--envs", "2", "--episodes", "6",
-                      "--seed", "3")
+    stream = simulate(
+        rlrec_bin, tmp_path / "pp.events", "--env", "pick-place", "--envs", "2", "--episodes", "6", "--seed", "3"
+    )
     ingest(rlrec_bin, stream, "s3://data/pick-place", "episode", env=dict(os.environ) | {"HOME": str(tmp_path)})
     code = code.replace("s3://datasets/pick-place", "s3://data/pick-place").replace("range(10)", "range(2)")
     monkeypatch.chdir(tmp_path)

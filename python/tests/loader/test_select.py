@@ -79,6 +79,8 @@ def test_filter_errors(src, pos, msg):
 
 def test_go_refuses_what_python_refuses(rlrec_bin, episode_root, tmp_path):
     r = subprocess.run(
-        [rlrec_bin, "copy", episode_root, str(tmp_path / "x"), "--where", "success < true"], capture_output=True, check=False
+        [rlrec_bin, "copy", episode_root, str(tmp_path / "x"), "--where", "success < true"],
+        capture_output=True,
+        check=False,
     )
     assert r.returncode != 0 and b"at byte 8" in r.stderr

@@ -37,11 +37,12 @@ from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .split import Splits, split_point
-from .where import Filter
+from .where import COLUMNS, Filter
 
 __all__ = ["Index", "IndexError_", "Root", "build_index", "open_root"]
 
@@ -180,36 +181,36 @@ def build_index(
     """The index of the episodes of root that ``where`` and ``split``
     select; split is (splits, name, seed), as ``rlrec copy --split``."""
     eps = _read_episodes(root)
-    rows = eps.to_pylist()
-    keep = []
-    for i, r in enumerate(rows):
-        if r.get("steps_file") is None or not r.get("steps_recorded"):
-            continue
-        if where is not None and not where.match(r):
-            continue
-        if split is not None:
-            splits, name, seed = split
-            if splits.assign(split_point(seed, r["session_id"], r["env_id"], r["episode_record_id"])) != name:
-                continue
-        keep.append(i)
-    keep.sort(
-        key=lambda i: (rows[i]["session_id"], rows[i]["env_id"], rows[i]["episode_index"], rows[i]["episode_record_id"])
+    keep = pc.and_(pc.is_valid(eps.column("steps_file")), pc.greater(eps.column("steps_recorded"), 0)).to_numpy(
+        zero_copy_only=False
     )
-    episodes = eps.take(pa.array(keep, pa.int64()))
-    sel = [rows[i] for i in keep]
-    paths = sorted({r["steps_file"] for r in sel})
+    if where is not None:
+        names = [n for n in COLUMNS if n in eps.column_names]
+        rows = eps.select(names).to_pylist()
+        keep &= np.fromiter((where.match(r) for r in rows), dtype=bool, count=len(rows))
+    if split is not None:
+        splits, name, seed = split
+        ids = zip(*(eps.column(c).to_pylist() for c in ("session_id", "env_id", "episode_record_id")))
+        keep &= np.fromiter((splits.assign(split_point(seed, *t)) == name for t in ids), dtype=bool, count=len(eps))
+    episodes = eps.filter(pa.array(keep)).sort_by(
+        [(c, "ascending") for c in ("session_id", "env_id", "episode_index", "episode_record_id")]
+    )
+    paths_of = episodes.column("steps_file").to_pylist()
+    rids = episodes.column("episode_record_id").to_pylist()
+    count = episodes.column("steps_recorded").to_numpy().astype(np.int64)
+    by_file: dict[str, list[tuple[str, int]]] = {}
+    for p, r, c in zip(paths_of, rids, count.tolist()):
+        by_file.setdefault(p, []).append((r, c))
+    paths = sorted(by_file)
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths) or 1))) as ex:
-        files = list(ex.map(lambda p: _open_steps(root, p, [r for r in sel if r["steps_file"] == p]), paths))
+        files = list(ex.map(lambda p: _open_steps(root, p, by_file[p]), paths))
     fidx = {p: i for i, p in enumerate(paths)}
-    file_of = np.array([fidx[r["steps_file"]] for r in sel], dtype=np.int64)
-    start = np.empty(len(sel), dtype=np.int64)
-    count = np.array([r["steps_recorded"] for r in sel], dtype=np.int64)
-    for i, r in enumerate(sel):
-        start[i] = files[file_of[i]][1][r["episode_record_id"]]
+    file_of = np.fromiter((fidx[p] for p in paths_of), dtype=np.int64, count=len(paths_of))
+    start = np.fromiter((files[f][1][r] for f, r in zip(file_of.tolist(), rids)), dtype=np.int64, count=len(rids))
     return Index(root, episodes, [f for f, _ in files], file_of, start, count)
 
 
-def _open_steps(root: Root, rel: str, eps: list[dict[str, Any]]) -> tuple[StepsFile, dict[str, int]]:
+def _open_steps(root: Root, rel: str, eps: list[tuple[str, int]]) -> tuple[StepsFile, dict[str, int]]:
     path = root.join(rel)
     try:
         pf = pq.ParquetFile(path, filesystem=root.fs)
@@ -224,38 +225,45 @@ def _open_steps(root: Root, rel: str, eps: list[dict[str, Any]]) -> tuple[StepsF
     starts: dict[str, int] = {}
     lengths: dict[str, int] = {}
     if "episode_record_id" not in pf.schema_arrow.names:
-        if len(eps) != 1 or md.num_rows != eps[0]["steps_recorded"]:
+        if len(eps) != 1 or md.num_rows != eps[0][1]:
+            names = ", ".join(r for r, _ in eps)
             raise IndexError_(
-                f"loader: steps file {rel} holds {md.num_rows} rows, its episode "
-                f"{eps[0]['episode_record_id']} recorded {eps[0]['steps_recorded']} steps"
+                f"loader: steps file {rel} holds {md.num_rows} rows of one episode; the episodes table puts "
+                f"{sum(c for _, c in eps)} steps of {names} there"
             )
-        starts[eps[0]["episode_record_id"]] = 0
+        starts[eps[0][0]] = 0
         return sf, starts
     try:
-        rid = pf.read(columns=["episode_record_id"]).column(0).to_numpy(zero_copy_only=False)
+        col = pq.ParquetFile(path, filesystem=root.fs, read_dictionary=["episode_record_id"]).read(
+            columns=["episode_record_id"]
+        )
+        col = col.column(0).unify_dictionaries().combine_chunks()
+        if not pa.types.is_dictionary(col.type):
+            col = col.dictionary_encode()
+        codes = col.indices.to_numpy(zero_copy_only=False)
+        dictionary = col.dictionary.to_pylist()
     except (OSError, pa.ArrowException) as exc:
         raise IndexError_(f"loader: steps file {rel}: column episode_record_id: {exc}") from exc
-    if len(rid):
-        change = np.flatnonzero(rid[1:] != rid[:-1]) + 1
+    if len(codes):
+        change = np.flatnonzero(codes[1:] != codes[:-1]) + 1
         firsts = np.concatenate([[0], change])
-        ends = np.concatenate([change, [len(rid)]])
-        for f, e in zip(firsts, ends):
-            name = rid[f]
+        ends = np.concatenate([change, [len(codes)]])
+        for f, e in zip(firsts.tolist(), ends.tolist()):
+            name = dictionary[codes[f]]
             if name in starts:
                 raise IndexError_(
                     f"loader: steps file {rel}: episode {name} has rows apart (rows {starts[name]} and {f})"
                 )
             starts[name] = int(f)
             lengths[name] = int(e - f)
-    for r in eps:
-        name = r["episode_record_id"]
+    for name, steps in eps:
         if name not in starts:
             raise IndexError_(
                 f"loader: steps file {rel} holds no row of episode {name}, which the episodes table puts there"
             )
-        if lengths[name] != r["steps_recorded"]:
+        if lengths[name] != steps:
             raise IndexError_(
                 f"loader: steps file {rel} holds {lengths[name]} rows of episode {name}, "
-                f"the episodes table says {r['steps_recorded']}"
+                f"the episodes table says {steps}"
             )
     return sf, starts

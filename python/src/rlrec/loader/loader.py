@@ -157,13 +157,11 @@ class StepLoader:
     def _digest(self) -> str:
         h = hashlib.sha256()
         e = self.index.episodes
-        for s, v, r, c in zip(
-            e.column("session_id").to_pylist(),
-            e.column("env_id").to_pylist(),
-            e.column("episode_record_id").to_pylist(),
-            self.index.count.tolist(),
-        ):
-            h.update(f"{len(s)}:{s}{len(v)}:{v}{len(r)}:{r}{c};".encode())
+        for col in ("session_id", "env_id", "episode_record_id"):
+            vals = e.column(col).to_pylist()
+            h.update(np.array([len(v) for v in vals], dtype="<i8").tobytes())
+            h.update("".join(vals).encode("utf-8", "surrogatepass"))
+        h.update(self.index.count.astype("<i8").tobytes())
         return h.hexdigest()[:32]
 
     def __len__(self) -> int:
@@ -238,30 +236,47 @@ class StepLoader:
         return d
 
     def _plan(self, ep: np.ndarray, st: np.ndarray):
+        """Where each (sample, window place) is: rows, (file, row group)
+        keys in first-use order, and per place the key's number."""
         idx = self.index
         offs = np.arange(-self.history, self.future + 1, dtype=np.int64)
         steps = st[:, None] + offs[None, :]
         n = idx.count[ep][:, None]
         mask = (steps >= 0) & (steps < n)
         rows = idx.start[ep][:, None] + np.clip(steps, 0, n - 1)
-        files = np.broadcast_to(idx.file_of[ep][:, None], rows.shape)
+        files = np.repeat(idx.file_of[ep][:, None], rows.shape[1], axis=1)
         rgs = np.empty_like(rows)
-        for f in np.unique(files):
-            sel = files == f
-            rgs[sel] = np.searchsorted(idx.files[f].rg_starts, rows[sel], side="right") - 1
-        keys = list(dict.fromkeys(zip(files.ravel().tolist(), rgs.ravel().tolist())))
-        return rows, files, rgs, mask, keys
+        ufiles = np.unique(files)
+        if len(ufiles) == 1:
+            rgs[...] = np.searchsorted(idx.files[ufiles[0]].rg_starts, rows, side="right") - 1
+        else:
+            for f in ufiles:
+                sel = files == f
+                rgs[sel] = np.searchsorted(idx.files[f].rg_starts, rows[sel], side="right") - 1
+        code = files * (1 << 32) + rgs
+        uniq, first, inverse = np.unique(code.ravel(), return_index=True, return_inverse=True)
+        by_use = np.argsort(first, kind="stable")
+        keys = [(int(u >> 32), int(u & 0xFFFFFFFF)) for u in uniq[by_use]]
+        rank = np.empty_like(by_use)
+        rank[by_use] = np.arange(len(by_use))
+        return rows, rank[inverse].reshape(rows.shape), mask, keys
 
     def _gather(self, cache: RowGroupCache, ep, st, plan, protect) -> dict[str, np.ndarray]:
-        rows, files, rgs, mask, keys = plan
+        rows, which, mask, keys = plan
         b, t = rows.shape
-        out = {c.name: c.zeros((b, t)) for c in self.columns}
-        for k in keys:
+        if len(keys) == 1:
+            k = keys[0]
             arrays = cache.get(k, protect)
-            sel = (files == k[0]) & (rgs == k[1])
-            local = rows[sel] - self.index.files[k[0]].rg_starts[k[1]]
-            for c in self.columns:
-                out[c.name][sel] = arrays[c.name][local]
+            local = rows - self.index.files[k[0]].rg_starts[k[1]]
+            out = {c.name: arrays[c.name][local] for c in self.columns}
+        else:
+            out = {c.name: c.zeros((b, t)) for c in self.columns}
+            for i, k in enumerate(keys):
+                arrays = cache.get(k, protect)
+                sel = which == i
+                local = rows[sel] - self.index.files[k[0]].rg_starts[k[1]]
+                for c in self.columns:
+                    out[c.name][sel] = arrays[c.name][local]
         if self.history == 0 and self.future == 0:
             out = {name: a[:, 0] for name, a in out.items()}
         else:
@@ -286,7 +301,7 @@ class StepLoader:
             s = i - int(cum[e])
         ep, st = np.array([e]), np.array([s])
         plan = self._plan(ep, st)
-        batch = self._gather(self._cache_here(), ep, st, plan, set(plan[4]))
+        batch = self._gather(self._cache_here(), ep, st, plan, set(plan[3]))
         return {k: v[0] for k, v in batch.items()}
 
     def produce(self, worker: int = 0, num_workers: int = 1) -> Iterator[dict[str, np.ndarray]]:
@@ -313,10 +328,10 @@ class StepLoader:
                 break
         while ahead:
             ep, st, plan = ahead[0]
-            protect = set(plan[4])
-            cache.prefetch(plan[4], protect)
+            protect = set(plan[3])
+            cache.prefetch(plan[3], protect)
             for _, _, p in list(ahead)[1:]:
-                cache.prefetch(p[4], protect)
+                cache.prefetch(p[3], protect)
             batch = self._gather(cache, ep, st, plan, protect)
             ahead.popleft()
             plan_next()
