@@ -5,9 +5,12 @@
 For the loader without torch (workers -1: numpy batches in the calling
 process) and through a torch DataLoader with 0, 2 and 4 workers:
 samples/s over one epoch of a sequential, a block-shuffled and a globally
-shuffled pass, and the time to the first batch (from constructing the
-loader, index included; torch is imported before, as a training process
-has it); peak RSS of the process and its workers (the largest one). The floor: a pyarrow.dataset scan of the same steps files
+shuffled pass, the time to the first batch and the time to build the
+index (which comes before: the first batch arrives index_s +
+first_batch_s after the loader is made; torch is imported before, as a
+training process has it); peak RSS of the process and its workers (the
+largest one). The scan reads the files and columns the loader's index
+names, so it is timed from the same point. The floor: a pyarrow.dataset scan of the same steps files
 and columns (rows/s), sequential, single process. Each figure is the
 median of --repeat runs, each in a fresh process. Prints one JSON line
 per measurement.
@@ -37,10 +40,20 @@ def one(args) -> dict:
     cols = args.columns.split(",")
     if args.kind != "scan":
         import torch  # noqa: F401  (a training process has it loaded already)
+    t_index = time.perf_counter()
+    ld = StepLoader(
+        args.root,
+        cols,
+        batch_size=args.batch,
+        order="sequential" if args.kind == "scan" else args.kind,
+        seed=1,
+        block_episodes=8,
+        budget_bytes=args.budget << 20,
+    )
     t0 = time.perf_counter()
+    index_s = t0 - t_index
     if args.kind == "scan":
-        ld = StepLoader(args.root, cols, batch_size=args.batch)  # the same files and typed columns
-        names = [c.name for c in ld.columns]
+        names = [c.name for c in ld.columns]  # the same files and typed columns
         files = [f.path for f in ld.index.files]
         n = 0
         first = None
@@ -78,6 +91,7 @@ def one(args) -> dict:
         "samples": n,
         "samples_per_s": n / total,
         "first_batch_s": first,
+        "index_s": index_s,
         "peak_rss_mb": rss / 1024,
     }
 
@@ -121,8 +135,12 @@ def main() -> None:
                 env=os.environ,
             )
             got.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        med = {k: statistics.median(r[k] for r in got) for k in ("samples_per_s", "first_batch_s", "peak_rss_mb")}
+        med = {
+            k: statistics.median(r[k] for r in got)
+            for k in ("samples_per_s", "first_batch_s", "index_s", "peak_rss_mb")
+        }
         print(json.dumps({"kind": kind, "workers": workers, "samples": got[0]["samples"], **med}), flush=True)
+    print(json.dumps({"load_after": os.getloadavg()}))
 
 
 if __name__ == "__main__":
