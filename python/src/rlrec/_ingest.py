@@ -46,8 +46,9 @@ class IngestProcess:
         self.argv = argv
         self._stderr = tempfile.TemporaryFile()
         try:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                          stderr=self._stderr, bufsize=1 << 16)
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr, bufsize=1 << 16
+            )
         except OSError as exc:
             self._stderr.close()
             raise IngestError(f"cannot run {rlrec!r} ({exc}); install rlrec or pass rlrec=PATH") from exc

@@ -181,9 +181,11 @@ class Capture:
         with self._lock:
             me = threading.get_ident()
             if self._run is not None and not self._run.ended and self._owner != me:
-                raise RuntimeError(f"rlrec: this Capture is recording run {self._run.env_id} in another thread; "
-                                   "one Capture records one Session.run at a time: give each concurrent run its own "
-                                   f"Capture (they may share session_id={self.session_id!r})")
+                raise RuntimeError(
+                    f"rlrec: this Capture is recording run {self._run.env_id} in another thread; "
+                    "one Capture records one Session.run at a time: give each concurrent run its own "
+                    f"Capture (they may share session_id={self.session_id!r})"
+                )
             self._owner = me
         if self._run is not None and not self._run.ended:
             self._end_run(failed=f"a new run started before run {self._run.env_id} ended")
@@ -191,13 +193,15 @@ class Capture:
         obs_space = self._obs_arg if self._obs_arg is not None else _contract_space(session, "observation_space")
         act_space = self._act_arg if self._act_arg is not None else _contract_space(session, "action_space")
         if obs_space is None or act_space is None:
-            raise LeafError("rlrec: the session shows no env contract spaces; "
-                            "pass observation_space= and action_space= to Capture")
+            raise LeafError(
+                "rlrec: the session shows no env contract spaces; pass observation_space= and action_space= to Capture"
+            )
         obs_spec, act_spec = space_spec(obs_space), space_spec(act_space)
         self._obs_leaves, self._act_leaves = compile_spec(obs_spec), compile_spec(act_spec)
         run = RunInfo(self.session_id, uuid7(), obs_spec, act_spec)
-        self._route = events_pb2.RuntimeEnvContext(env_id=run.env_id, env_component_id=self.env_component_id,
-                                                   model_component_id=self.model_component_id)
+        self._route = events_pb2.RuntimeEnvContext(
+            env_id=run.env_id, env_component_id=self.env_component_id, model_component_id=self.model_component_id
+        )
         if self._root is not None:
             self._proc = IngestProcess(self._root, rlrec=self._rlrec, layout=self._layout)
         self._run, self._ep, self._meter = run, None, Meter()
@@ -214,8 +218,11 @@ class Capture:
         reset_ms = (time.perf_counter() - self._mark) * 1000.0
         self._meter.add("env.reset", "env", "rpc.total", DURATION_MS, reset_ms)
         if self._ep is not None:  # on_episode_end never came for the last one
-            self._log(events_pb2.LOG_LEVEL_WARN, f"episode {self._ep.episode_record_id} had no on_episode_end "
-                      f"before run episode {episode} started; it is recorded incomplete")
+            self._log(
+                events_pb2.LOG_LEVEL_WARN,
+                f"episode {self._ep.episode_record_id} had no on_episode_end "
+                f"before run episode {episode} started; it is recorded incomplete",
+            )
         if not run.episodes:
             self._log(events_pb2.LOG_LEVEL_INFO, f"env reset complete in {round(reset_ms)}ms (1 episode(s) ready)")
         index = len(run.episodes) + 1
@@ -224,7 +231,10 @@ class Capture:
         run.episodes.append(ep)
         self._ep = ep
         if seed is not None:
-            self._log(events_pb2.LOG_LEVEL_DEBUG, f"episode {ep.episode_record_id} (run episode {episode}) reset with seed {seed}")
+            self._log(
+                events_pb2.LOG_LEVEL_DEBUG,
+                f"episode {ep.episode_record_id} (run episode {episode}) reset with seed {seed}",
+            )
         ev = self._event()
         s = ev.episode_started
         s.episode_id, s.episode_record_id, s.episode_index = ep.episode_id, ep.episode_record_id, index
@@ -290,7 +300,12 @@ class Capture:
             raise RuntimeError("rlrec: on_episode_end outside an episode (no on_episode_start)")
         ev = self._event()
         c = ev.episode_completed
-        c.episode_id, c.episode_record_id, c.episode_index, c.env_index = ep.episode_id, ep.episode_record_id, ep.episode_index, 0
+        c.episode_id, c.episode_record_id, c.episode_index, c.env_index = (
+            ep.episode_id,
+            ep.episode_record_id,
+            ep.episode_index,
+            0,
+        )
         c.step_count = int(getattr(result, "steps", ep.steps))
         c.cumulative_reward = float(getattr(result, "reward", ep.reward))
         c.terminated = bool(getattr(result, "terminated", False))
@@ -363,8 +378,10 @@ class Capture:
         if self._run is None or self._run.ended:
             raise RuntimeError("rlrec: hook called outside a run (no on_run_start)")
         if self._owner != threading.get_ident():
-            raise RuntimeError(f"rlrec: hook called from another thread than run {self._run.env_id}'s; "
-                               "one Capture records one Session.run at a time")
+            raise RuntimeError(
+                f"rlrec: hook called from another thread than run {self._run.env_id}'s; "
+                "one Capture records one Session.run at a time"
+            )
         return self._run
 
     def _observation(self, run: RunInfo, ep: EpisodeInfo, value: Any) -> None:
@@ -548,4 +565,3 @@ def _meta_value(v: Any, depth: int) -> spaces_pb2.MetaValue | None:
     else:
         mv.text = str(v)
     return mv
-

@@ -102,8 +102,10 @@ def _kind(space: Any) -> str:
     for cls in type(space).__mro__:
         if cls.__name__ in _KINDS:
             return _KINDS[cls.__name__]
-    raise LeafError(f"{type(space).__module__}.{type(space).__name__} is no space rlrec knows "
-                    "(Box, Discrete, MultiBinary, MultiDiscrete, Text, Dict, Tuple)")
+    raise LeafError(
+        f"{type(space).__module__}.{type(space).__name__} is no space rlrec knows "
+        "(Box, Discrete, MultiBinary, MultiDiscrete, Text, Dict, Tuple)"
+    )
 
 
 def space_spec(space: Any) -> spaces_pb2.SpaceSpec:
@@ -317,7 +319,9 @@ def _charset(space: Any) -> str:
 
 
 class Box:
-    def __init__(self, low: Any = -np.inf, high: Any = np.inf, shape: Sequence[int] | None = None, dtype: Any = np.float32):
+    def __init__(
+        self, low: Any = -np.inf, high: Any = np.inf, shape: Sequence[int] | None = None, dtype: Any = np.float32
+    ):
         self.dtype = np.dtype(dtype)
         if shape is None:
             shape = np.shape(low) if np.ndim(low) else np.shape(high)

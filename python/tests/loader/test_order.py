@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from rlrec.loader import FeistelPermutation, Order, StepLoader
 
-from .helpers import sequence
+from helpers import sequence
 
 COLS = ["observation", "reward"]
 

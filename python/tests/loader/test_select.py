@@ -9,7 +9,7 @@ import pyarrow.dataset as ds
 import pytest
 from rlrec.loader import FilterError, StepLoader, parse
 
-from .conftest import _run
+from conftest import _run
 
 
 def copied_episodes(rlrec_bin, src, dst, *args):

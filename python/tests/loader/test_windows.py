@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rlrec.loader import StepLoader
 
-from .helpers import episode_rows
+from helpers import episode_rows
 
 
 @pytest.mark.parametrize(

@@ -245,13 +245,19 @@ class StepLoader:
         n = idx.count[ep][:, None]
         mask = (steps >= 0) & (steps < n)
         rows = idx.start[ep][:, None] + np.clip(steps, 0, n - 1)
-        files = np.repeat(idx.file_of[ep][:, None], rows.shape[1], axis=1)
-        rgs = np.empty_like(rows)
-        ufiles = np.unique(files)
-        if len(ufiles) == 1:
-            rgs[...] = np.searchsorted(idx.files[ufiles[0]].rg_starts, rows, side="right") - 1
+        fe = idx.file_of[ep]
+        f0 = int(fe[0])
+        if (fe == f0).all():
+            starts = idx.files[f0].rg_starts
+            rgs = np.searchsorted(starts, rows, side="right") - 1
+            lo, hi = int(rgs.min()), int(rgs.max())
+            if lo == hi:  # one row group: the common case of ordered reads
+                return rows, None, mask, [(f0, lo)]
+            files = np.full(rows.shape, f0, dtype=np.int64)
         else:
-            for f in ufiles:
+            files = np.repeat(fe[:, None], rows.shape[1], axis=1)
+            rgs = np.empty_like(rows)
+            for f in np.unique(fe):
                 sel = files == f
                 rgs[sel] = np.searchsorted(idx.files[f].rg_starts, rows[sel], side="right") - 1
         code = files * (1 << 32) + rgs

@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset, default_convert, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 __all__ = ["TorchLoader"]
 
@@ -42,6 +43,12 @@ def _as_is(batch):
     return {
         k: torch.from_numpy(v) if v.dtype != object and v.nbytes >= SHARED_MIN_BYTES else v for k, v in batch.items()
     }
+
+
+def _tensor(v):
+    if isinstance(v, np.ndarray) and v.dtype != object:
+        return torch.from_numpy(v)
+    return v
 
 
 class _Batches(IterableDataset):
@@ -87,6 +94,6 @@ class TorchLoader:
         rolled = False
         for done, batch in enumerate(dl, 1):
             rolled = ld._advance(done, start)
-            yield default_convert(batch) if convert else batch
+            yield {k: _tensor(v) for k, v in batch.items()} if convert else batch
         if not rolled:
             ld.epoch, ld.position = ld.epoch + 1, 0
