@@ -12,10 +12,13 @@ sample is a step of an episode; the index numbers them episode by episode,
   within it: the samples of a few episodes at a time, so slow storage
   serves whole row groups to consecutive batches.
 
-Permutations are Feistel networks over the next even power of two with
-cycle walking (``FeistelPermutation``): position to sample in O(1) time
-and memory, keyed by SHA-256 of the seed, the epoch and the block, so every
-process computes any part of the sequence without holding it.
+The global permutation is a Feistel network over the next even power of
+two with cycle walking (``FeistelPermutation``): position to sample in
+O(1) time and memory, so every process computes any part of the sequence
+without holding it. The episodes' permutation (block order) is one too;
+a block's samples are permuted by sorting a keyed hash of their positions
+(``sorted_permutation``), computed once per block. Keys are SHA-256 of
+the seed, the epoch and the block: the same on every machine.
 
 **Batches and consumers.** Training resumes at sample position P (0 at an
 epoch's start). Global batch g holds the positions
@@ -66,12 +69,13 @@ _M2 = np.uint64(0x94D049BB133111EB)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    # splitmix64's finaliser; uint64 arithmetic wraps.
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
+    # splitmix64's finaliser; uint64 arithmetic wraps. x is a fresh array.
+    x ^= x >> np.uint64(30)
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def _keys(*parts: int | str) -> np.ndarray:
@@ -113,6 +117,16 @@ class FeistelPermutation:
             y[out] = self._encrypt(y[out])
             out = y >= np.uint64(self.n)
         return y.astype(np.int64)
+
+
+def sorted_permutation(n: int, *key: int | str) -> np.ndarray:
+    """A keyed permutation of [0, n) as a whole array: the positions sorted
+    by a keyed hash of each (ties, if any, by position). One pass, for the
+    small domains of blocks, where cycle walking costs more."""
+    k = _keys(*key)
+    h = _mix(np.arange(n, dtype=np.uint64) ^ k[0])
+    h = _mix(h ^ k[1])
+    return np.argsort(h, kind="stable").astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -165,22 +179,34 @@ class Order:
         ep = np.searchsorted(self._cum, sid, side="right") - 1
         return ep, sid - self._cum[ep]
 
+    def _block(self, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Block b's samples in its order, as (episode, step) arrays; the
+        last few blocks are kept, as consecutive batches share them."""
+        cache = self.__dict__.setdefault("_blocks", {})
+        hit = cache.get(b)
+        if hit is None:
+            k = self.block_episodes
+            members = self._eps[b * k : (b + 1) * k]
+            mcum = np.zeros(len(members) + 1, dtype=np.int64)
+            np.cumsum(self.counts[members], out=mcum[1:])
+            q = sorted_permutation(int(mcum[-1]), self.seed, self.epoch, "block", b)
+            m = np.searchsorted(mcum, q, side="right") - 1
+            hit = (members[m], q - mcum[m])
+            if len(cache) >= 4:
+                cache.pop(next(iter(cache)))
+            cache[b] = hit
+        return hit
+
     def _block_samples(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ep_out = np.empty(p.shape, dtype=np.int64)
         st_out = np.empty(p.shape, dtype=np.int64)
         blocks = np.searchsorted(self._bcum, p, side="right") - 1
-        k = self.block_episodes
         for b in np.unique(blocks):
             sel = blocks == b
-            b = int(b)
-            members = self._eps[b * k : (b + 1) * k]
-            mcum = np.zeros(len(members) + 1, dtype=np.int64)
-            np.cumsum(self.counts[members], out=mcum[1:])
+            eps, steps = self._block(int(b))
             off = p[sel] - self._bcum[b]
-            q = FeistelPermutation(int(mcum[-1]), self.seed, self.epoch, "block", b)(off)
-            m = np.searchsorted(mcum, q, side="right") - 1
-            ep_out[sel] = members[m]
-            st_out[sel] = q - mcum[m]
+            ep_out[sel] = eps[off]
+            st_out[sel] = steps[off]
         return ep_out, st_out
 
 
