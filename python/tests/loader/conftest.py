@@ -20,17 +20,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from helpers import REPO, ingest, run_cli, simulate
+
 ACCESS, SECRET, REGION = "loader", "loader-secret", "us-east-1"
-
-
-def _run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, check=False, **kw)
-    if r.returncode != 0:
-        raise RuntimeError(
-            f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} exited {r.returncode}: {r.stderr.decode()[-2000:]}"
-        )
-    return r
 
 
 @pytest.fixture(scope="session")
@@ -38,18 +30,8 @@ def rlrec_bin(tmp_path_factory) -> str:
     if shutil.which("go") is None:
         pytest.fail("go is not on PATH: the loader tests build the rlrec CLI to write their ROOTs")
     out = tmp_path_factory.mktemp("bin") / "rlrec"
-    _run(["go", "build", "-o", str(out), "./cmd/rlrec"], cwd=REPO)
+    run_cli(["go", "build", "-o", str(out), "./cmd/rlrec"], cwd=REPO)
     return str(out)
-
-
-def simulate(rlrec_bin: str, dst: Path, *args: str) -> Path:
-    _run([rlrec_bin, "simulate", "--reproducible", *args, "-o", str(dst)])
-    return dst
-
-
-def ingest(rlrec_bin: str, stream: Path, root: str, layout: str, env: dict | None = None) -> str:
-    _run([rlrec_bin, "ingest", "--layout", layout, "-o", root, str(stream)], env=env)
-    return root
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,10 @@
-"""Reference reads for the loader tests: every steps row, by brute force."""
+"""The loader tests' helpers: the rlrec CLI writing test ROOTs, and
+reference reads of every steps row, by brute force."""
 
 from __future__ import annotations
+
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -27,3 +31,25 @@ def sequence(batches) -> list[tuple[int, int]]:
     for b in batches:
         out.extend(zip(np.asarray(b["episode"]).tolist(), np.asarray(b["step"]).tolist()))
     return out
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run_cli(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, check=False, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(
+            f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} exited {r.returncode}: {r.stderr.decode()[-2000:]}"
+        )
+    return r
+
+
+def simulate(rlrec_bin: str, dst: Path, *args: str) -> Path:
+    run_cli([rlrec_bin, "simulate", "--reproducible", *args, "-o", str(dst)])
+    return dst
+
+
+def ingest(rlrec_bin: str, stream: Path, root: str, layout: str, env: dict | None = None) -> str:
+    run_cli([rlrec_bin, "ingest", "--layout", layout, "-o", root, str(stream)], env=env)
+    return root

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rlrec.loader import StepLoader
 
-from conftest import ingest
+from helpers import ingest
 
 
 @pytest.mark.parametrize("layout", ["episode", "session"])

@@ -6,7 +6,7 @@ import json
 import os
 import re
 
-from conftest import REPO, ingest, simulate
+from helpers import REPO, ingest, simulate
 
 
 def readme_loop() -> str:

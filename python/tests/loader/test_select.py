@@ -9,11 +9,11 @@ import pyarrow.dataset as ds
 import pytest
 from rlrec.loader import FilterError, StepLoader, parse
 
-from conftest import _run
+from helpers import run_cli
 
 
 def copied_episodes(rlrec_bin, src, dst, *args):
-    _run([rlrec_bin, "copy", src, str(dst), *args])
+    run_cli([rlrec_bin, "copy", src, str(dst), *args])
     return dst
 
 
