@@ -1,6 +1,7 @@
 """Test ROOTs for the loader, written by the real rlrec CLI.
 
-The CLI is built once per test session (``go build ./cmd/rlrec``); one
+The CLI is $RLREC_BIN, or built once per test session (``go build
+./cmd/rlrec``); one
 reproducible cartpole stream is ingested into a directory ROOT of each
 layout and, through a real versitygw on loopback (``RLREC_VERSITYGW``,
 which ``.ci/run`` builds), into a bucket ROOT. A missing tool fails the
@@ -27,6 +28,11 @@ ACCESS, SECRET, REGION = "loader", "loader-secret", "us-east-1"
 
 @pytest.fixture(scope="session")
 def rlrec_bin(tmp_path_factory) -> str:
+    """$RLREC_BIN (.ci/run builds it once), else rlrec built from this checkout."""
+    given = os.environ.get("RLREC_BIN")
+    if given:
+        assert os.access(given, os.X_OK), f"RLREC_BIN={given} is not an executable"
+        return given
     if shutil.which("go") is None:
         pytest.fail("go is not on PATH: the loader tests build the rlrec CLI to write their ROOTs")
     out = tmp_path_factory.mktemp("bin") / "rlrec"
