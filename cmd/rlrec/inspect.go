@@ -309,6 +309,10 @@ func fmtTimePtr(t *time.Time) *string {
 	return &s
 }
 
+// inProgressTemp is what inspect says of a part's temp file while a
+// recorder writes ROOT.
+const inProgressTemp = "temp file of a write in progress (a recorder is writing ROOT; it is renamed into place or removed when the write ends)"
+
 func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) {
 	rep := &inspectReport{Root: d.Root(), Tables: []inspectTable{}, Strays: []inspectStray{}, Sessions: []inspectSession{}}
 	for _, t := range dataset.Tables {
@@ -319,8 +323,15 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		}
 		rep.Tables = append(rep.Tables, it)
 	}
+	// While a recorder writes ROOT (it holds the lock), a part's temp
+	// file is a write in progress, not one a crash left unfinished.
+	writing := findings.ReadState(d.Root()).Writing
 	for _, s := range d.Strays() {
-		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: s.Reason})
+		reason := s.Reason
+		if s.Temp && writing {
+			reason = inProgressTemp
+		}
+		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: reason})
 	}
 	recs := d.Recordings()
 	if f.session != "" {

@@ -395,23 +395,18 @@ func TestServeS3(t *testing.T) {
 	if code, _, errOut := runCmd(t, "simulate", "--env", "cartpole", "--envs", "4", "--episodes", "100", "--to", addr); code != 0 {
 		t.Fatalf("simulate --to: exit %d: %s", code, errOut)
 	}
-	// The batch delay publishes the episodes file; the recording ended.
-	time.Sleep(2500 * time.Millisecond)
-	resp, err := http.Get(metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics := string(body)
+	// The batch delay publishes the episodes file after the recording
+	// ended: wait for the metrics to show every episode written (the
+	// state), bounded by a deadline only as a failure bound.
+	metrics := waitMetrics(t, metricsURL, 2*time.Minute, func(m string) bool {
+		return metricValue(m, "rlrec_recorder_episodes_written_total") == "100" &&
+			metricValue(m, "rlrec_store_requests_per_recording") != ""
+	})
 	code, errOut := stop()
 	if code != 0 {
 		t.Fatalf("serve: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 10",
+	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 100\n",
 		"rlrec_store_requests_per_recording 1"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)
@@ -428,5 +423,40 @@ func TestServeS3(t *testing.T) {
 	t.Logf("%s requests per episode", m[1])
 	if code, out, errOut := runReadCmd(t, "verify", "s3://rec/served"); code != 0 {
 		t.Errorf("verify: exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// metricValue returns the value of the unlabelled metric name in the
+// Prometheus text m, "" when m has none.
+func metricValue(m, name string) string {
+	v := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(m)
+	if v == nil {
+		return ""
+	}
+	return v[1]
+}
+
+// waitMetrics reads url's metrics until ready accepts them, and fails
+// the test with the last ones read when bound passes first.
+func waitMetrics(t *testing.T, url string, bound time.Duration, ready func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready(string(body)) {
+			return string(body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics not in the awaited state after %v:\n%s", bound, body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
