@@ -136,6 +136,8 @@ type Decoder struct {
 	hasSrc  bool
 	seq     uint64 // the message's sequence field (sequence.go)
 	recClk  bool   // the message's recorder_clock field (sequence.go)
+	nonce   []byte // the message's run_nonce field, aliasing it (runid.go)
+	hash    uint64 // a log record's content_hash field (runid.go)
 
 	actSpecs, obsSpecs specMemo
 
@@ -317,7 +319,7 @@ func newEvent(k Kind) Event {
 func (d *Decoder) decode(in []byte) (Event, int64, error) {
 	d.str = d.str[:0]
 	d.hdr = [4]span{}
-	d.seq, d.recClk = 0, false
+	d.seq, d.recClk, d.nonce, d.hash = 0, false, nil, 0
 	d.clearKind()
 	var (
 		ns   int64
@@ -347,6 +349,10 @@ func (d *Decoder) decode(in []byte) (Event, int64, error) {
 			d.seq = v
 		case num == recorderClockField && typ == protowire.VarintType:
 			d.recClk = v != 0
+		case num == runNonceField && typ == protowire.BytesType:
+			d.nonce = val
+		case num == contentHashField && typ == protowire.Fixed64Type:
+			d.hash = v
 		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(KindTelemetrySnapshot) && typ == protowire.BytesType:
 			if k := Kind(num); k != kind {
 				if err := d.resetKind(in, kind); err != nil {

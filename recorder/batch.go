@@ -116,7 +116,9 @@ type sessionWriteJob struct {
 	logRows, teleRows int64
 	// seq is the recording's highest sequence number when the write was
 	// taken (the files' rlrec.last_sequence; 0: unnumbered events).
-	seq   uint64
+	seq uint64
+	// nonce is the recording's run nonce (rlrec.run_nonce; nil: none).
+	nonce []byte
 	logs  []schema.LogRow
 	tele  []schema.TelemetryRow
 	token any // its entry in writer.live

@@ -6,6 +6,7 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
+	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -34,7 +35,7 @@ func (w *writer) sessionDone(s *session) {
 		s.logs, s.telemetry, s.logBytes = nil, nil, 0
 		return
 	}
-	job := &sessionWriteJob{k: k, seq: s.seq, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
+	job := &sessionWriteJob{k: k, seq: s.seq, nonce: s.run.nonce, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
 	for i, l := range s.logs {
 		job.logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source}
 	}
@@ -71,6 +72,9 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 	}
 	meta := w.meta(rec)
 	meta.LastSequence = job.seq
+	if job.nonce != nil {
+		meta.RunNonce = runid.Format(job.nonce)
+	}
 	var parts []store.Part
 	var files []string
 	write := func(table string, what string, finish func(p hive.Partition, n int) (store.Part, error)) bool {
