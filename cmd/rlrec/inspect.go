@@ -333,6 +333,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		}
 		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: reason})
 	}
+	rep.Strays = append(rep.Strays, unpublishedClaims(d.Root())...)
 	recs := d.Recordings()
 	if f.session != "" {
 		rec, err := lookupRecording(d, f.session, f.env)
@@ -672,4 +673,32 @@ func sparkline(vals []float64, width int) string {
 		b.WriteRune(runes[i])
 	}
 	return b.String() + suffix
+}
+
+// unpublishedClaims lists, for a bucket's ROOT, each recording claimed
+// with nothing published (store.UnpublishedClaims) as a stray: a claim
+// that may block the recording for good (see release-claim).
+func unpublishedClaims(root string) []inspectStray {
+	if !store.IsURL(root) {
+		return nil
+	}
+	rd, err := store.OpenReader(context.Background(), root)
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	l, err := rd.List()
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	claims, err := store.UnpublishedClaims(rd, l)
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	var out []inspectStray
+	for _, c := range claims {
+		out = append(out, inspectStray{Path: rd.Path(c.Rel), Reason: fmt.Sprintf(
+			"claim of session %q env %q by writer %s with nothing published: a writer is recording it, or one stopped before its first publish; if no writer is and its log directory is lost, release it with 'rlrec release-claim --session %q --env %q %s'",
+			c.SessionID, c.EnvID, c.Writer, c.SessionID, c.EnvID, root)})
+	}
+	return out
 }

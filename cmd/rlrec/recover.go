@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,8 +91,16 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := os.Stat(filepath.Join(state, hive.LogDir)); err != nil {
-			return fmt.Errorf("no log of %s in %s (%v): recover runs on the machine that recorded, with the --log-dir it recorded with", root, state, err)
+		if _, err := os.Stat(filepath.Join(state, hive.LogDir)); errors.Is(err, fs.ErrNotExist) {
+			// Nothing was logged here: a recorder killed before it made its
+			// log, or one that recorded elsewhere. Nothing to recover.
+			_, err := fmt.Fprintf(env.Stdout, "%s: no log in %s, so nothing to recover here (a recorder that was killed before it logged anything leaves none; one that recorded on another machine or with another --log-dir has its log there: run recover there)\n", root, state)
+			if err == nil {
+				err = writeClaims(env.Stdout, root)
+			}
+			return err
+		} else if err != nil {
+			return fmt.Errorf("cannot read the log of %s in %s: %v; check its permissions", root, state, err)
 		}
 	}
 	rec, err := openRecorder(ctx, env.Logger, root, recoverFlags.logDir, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
@@ -185,6 +194,17 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	fmt.Fprintln(w)
 	if d.Salvaged {
 		fmt.Fprintf(w, "  the damaged records are lost, the intact ones around them kept: sessions recovered from the log may lack what they held and disagree with files written before the crash; run 'rlrec verify %s' to list them\n", root)
+	}
+	return nil
+}
+
+// writeClaims names the recordings of a bucket's ROOT claimed with
+// nothing published, which may be blocked for good (release-claim).
+func writeClaims(w io.Writer, root string) error {
+	for _, c := range unpublishedClaims(root) {
+		if _, err := fmt.Fprintf(w, "  %s: %s\n", c.Path, c.Reason); err != nil {
+			return err
+		}
 	}
 	return nil
 }
