@@ -575,7 +575,11 @@ func (r *Recorder) Close(ctx context.Context) error {
 // Parquet files, so the next Open has nothing to recover.
 func (r *Recorder) clearLog() error {
 	dir := filepath.Join(r.state, logDir)
-	// The manifest first: it must never name a segment that is gone.
+	// The log's expectation outside it first, then its manifest: neither
+	// may name a segment or pending file that is gone.
+	if err := wal.RemoveExpected(r.fs, dir); err != nil {
+		return fmt.Errorf("clear log: %w", err)
+	}
 	if err := r.fs.Remove(filepath.Join(dir, wal.ManifestName)); err == nil {
 		if err := r.fs.SyncDir(dir); err != nil {
 			return fmt.Errorf("clear log: %w", err)

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"bytes"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -229,6 +230,24 @@ func TestRunIdentity(t *testing.T) {
 			if got := digest(t, root); got != want {
 				t.Errorf("ROOT differs from the first run's alone:\n%s", diffLines(want, got))
 			}
+			t.Logf("%d step rows compared", stepRows(want))
 		})
 	}
+}
+
+// stepRows sums the step rows a digest lists.
+func stepRows(digest string) int {
+	n := 0
+	for _, line := range strings.Split(digest, "\n") {
+		if !strings.HasPrefix(line, "steps ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "rows="); ok {
+				k, _ := strconv.Atoi(v)
+				n += k
+			}
+		}
+	}
+	return n
 }

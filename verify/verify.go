@@ -249,6 +249,7 @@ func (v *verifier) claims(l *hive.Listing) {
 	for _, c := range claims {
 		v.add(Problem{Check: CheckClaim, Path: c.Rel, Row: -1,
 			Message: fmt.Sprintf("recording session %q env %q is claimed by writer %s but has nothing published: a writer is recording it now, or one stopped before its first publish; if that writer's log directory is lost, nothing will ever write the recording and every later writer of it is refused", c.SessionID, c.EnvID, c.Writer),
-			Fix:     fmt.Sprintf("if no writer is recording it: run 'rlrec recover --log-dir DIR ROOT' with the writer's log directory; if that is lost, release the claim: rlrec release-claim --session %q --env %q ROOT", c.SessionID, c.EnvID)})
+			Remedy:  findings.Recover,
+			Fix:     fmt.Sprintf(" with the writer's log directory if no writer is recording it; if that directory is lost, release the claim explicitly (the release-claim command, session %q, env %q)", c.SessionID, c.EnvID)})
 	}
 }

@@ -106,6 +106,10 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 	rec, err := openRecorder(ctx, env.Logger, root, recoverFlags.logDir, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
+		if errors.As(err, &ce) && !salvage && errors.Is(err, wal.ErrPendingMissing) {
+			return fmt.Errorf("the log lacks its pending file, which held the last records a recorder accepted, so recover stops: %v; "+
+				"put the file back and run recover again, or rerun with --salvage to recover what the segments hold: what only the pending file held is lost", ce.Err)
+		}
 		if errors.As(err, &ce) && !salvage && errors.Is(err, wal.ErrSegmentMissing) {
 			return fmt.Errorf("the log lacks segments that held durable records, so recover stops: %v; "+
 				"put the files back and run recover again, or rerun with --salvage to recover what the other segments hold: "+
@@ -180,6 +184,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 		}
 	}
 	fmt.Fprintf(w, "  log damage:            %s\n", kind)
+	if d.PendingMissing != "" {
+		fmt.Fprintf(w, "    missing:             the pending file %s, whose records not yet in a segment are lost\n", d.PendingMissing)
+	}
 	if len(d.SegmentsMissing) > 0 {
 		fmt.Fprintf(w, "    missing:             %s (%s), whose records are lost\n", count(len(d.SegmentsMissing), "segment file"), strings.Join(d.SegmentsMissing, ", "))
 	}

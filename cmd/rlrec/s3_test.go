@@ -238,14 +238,15 @@ func TestRecordCommandsS3(t *testing.T) {
 			}
 		})
 	}
-	code, _, errOut := runReadCmd(t, "recover", "--log-dir", filepath.Join(dir, "nowhere"), "s3://rec/ingest-episode")
-	if code != 1 || !strings.Contains(errOut, "no log of s3://rec/ingest-episode in "+filepath.Join(dir, "nowhere")) {
-		t.Errorf("recover with a missing log directory: exit %d: %s", code, errOut)
+	// Nothing logged there: nothing to recover, exit 0, said so.
+	code, out, errOut := runReadCmd(t, "recover", "--log-dir", filepath.Join(dir, "nowhere"), "s3://rec/ingest-episode")
+	if code != 0 || !strings.Contains(out, "s3://rec/ingest-episode: no log in "+filepath.Join(dir, "nowhere")+", so nothing to recover here") {
+		t.Errorf("recover with a missing log directory: exit %d: %s%s", code, out, errOut)
 	}
 	if code, _, errOut := runReadCmd(t, "ingest", "-o", filepath.Join(dir, "x"), "--log-dir", dir, stream); code != 2 || !strings.Contains(errOut, "--log-dir is for an s3:// ROOT") {
 		t.Errorf("--log-dir with a directory ROOT: exit %d: %s", code, errOut)
 	}
-	code, out, errOut := runReadCmd(t, "demo", "-o", "s3://rec/demo", "--log-dir", filepath.Join(dir, "demo-log"))
+	code, out, errOut = runReadCmd(t, "demo", "-o", "s3://rec/demo", "--log-dir", filepath.Join(dir, "demo-log"))
 	if code != 0 || !strings.Contains(out, "s3://rec/demo") {
 		t.Fatalf("demo: exit %d: %s%s", code, out, errOut)
 	}
@@ -388,7 +389,7 @@ func treeBytes(t *testing.T, root, skip string) map[string]string {
 // 100-odd of its episodes and files.
 func TestServeS3(t *testing.T) {
 	srv := s3server.Start(t)
-	srv.Bucket(t, "rec")
+	bucketDir := srv.Bucket(t, "rec")
 	srv.SetEnv(t)
 	logDir := filepath.Join(t.TempDir(), "log")
 	addr, metricsURL, stop := startServeMetrics(t, "--out", "s3://rec/served", "--log-dir", logDir)
@@ -396,17 +397,23 @@ func TestServeS3(t *testing.T) {
 		t.Fatalf("simulate --to: exit %d: %s", code, errOut)
 	}
 	// The batch delay publishes the episodes file after the recording
-	// ended: wait for the metrics to show every episode written (the
-	// state), bounded by a deadline only as a failure bound.
+	// ended: wait for the state, the recording's sessions file published
+	// (its last write, after every episode's) and the metrics showing at
+	// least the 100 episodes simulated, bounded by a deadline only as a
+	// failure bound.
 	metrics := waitMetrics(t, metricsURL, 2*time.Minute, func(m string) bool {
-		return metricValue(m, "rlrec_recorder_episodes_written_total") == "100" &&
-			metricValue(m, "rlrec_store_requests_per_recording") != ""
+		n, err := strconv.Atoi(metricValue(m, "rlrec_recorder_episodes_written_total"))
+		if err != nil || n < 100 {
+			return false
+		}
+		sessions, _ := filepath.Glob(filepath.Join(bucketDir, "served", "sessions", "*", "*", "part-*.parquet"))
+		return len(sessions) > 0
 	})
 	code, errOut := stop()
 	if code != 0 {
 		t.Fatalf("serve: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 100\n",
+	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 1",
 		"rlrec_store_requests_per_recording 1"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)

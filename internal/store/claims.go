@@ -119,5 +119,5 @@ func (s *S3) ReleaseClaim(dir string) (ClaimInfo, error) {
 			return c, nil
 		}
 	}
-	return ClaimInfo{}, fmt.Errorf("store: release the claim of %s in %s: no such claim (rlrec inspect lists the claims with nothing published)", dir, s.Root())
+	return ClaimInfo{}, fmt.Errorf("store: release the claim of %s in %s: no such claim (verify and inspect list the claims with nothing published)", dir, s.Root())
 }
