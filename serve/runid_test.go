@@ -89,6 +89,7 @@ func TestRunIdentity(t *testing.T) {
 	if len(plainB) <= len(plainA) {
 		t.Fatalf("the second run has %d events, the first %d: want it longer, so that it runs past the first's numbers", len(plainB), len(plainA))
 	}
+	t.Logf("the first run has %d events, the second %d", len(plainA), len(plainB))
 	nonceA := bytes.Repeat([]byte{0xa1}, 16)
 	nonceB := bytes.Repeat([]byte{0xb2}, 16)
 	runA, runB := withNonce(plainA, nonceA), withNonce(plainB, nonceB)

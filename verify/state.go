@@ -55,7 +55,7 @@ func (v *verifier) checkLog() {
 	if err := wal.CheckExpected(v.fs, dir); errors.As(err, &ce) {
 		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
 			Message: "the log lacks what it expects: " + ce.Err.Error(),
-			Remedy:  findings.Recover, Fix: ": it refuses such a log and names what is lost; with --salvage it writes what is left"})
+			Remedy:  findings.Recover, Fix: ": it refuses such a log and names what is lost, and a salvage writes what is left"})
 	} else if err != nil {
 		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1, Message: "cannot read what the log expects: " + err.Error(),
 			Remedy: findings.Recover, Fix: ", which names what is wrong"})

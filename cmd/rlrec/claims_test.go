@@ -59,7 +59,7 @@ func TestClaimBlocked(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"verify names the claim", []string{"verify", url}, 1, []string{"claimed by writer 0badc0de but has nothing published", "rlrec release-claim --session"}},
+		{"verify names the claim", []string{"verify", url}, 1, []string{"claimed by writer 0badc0de but has nothing published", "release-claim command"}},
 		{"inspect names the claim", []string{"inspect", "--published", url}, 0, []string{"claim of session " + `"` + rec.SessionID + `"`, "with nothing published"}},
 		{"recover without a log exits 0", []string{"recover", "--log-dir", filepath.Join(dir, "never-made"), url}, 0, []string{"nothing to recover", "writer 0badc0de"}},
 		{"ingest is refused", []string{"ingest", "-o", url, "--log-dir", logDir, stream}, 1, []string{"another writer"}},
