@@ -119,7 +119,10 @@ type sessionWriteJob struct {
 	seq uint64
 	// nonce is the recording's run nonce (rlrec.run_nonce; nil: none).
 	nonce []byte
-	logs  []schema.LogRow
+	// charge is what the job holds of the rows in flight (writer.rows)
+	// until its files are written: its log and telemetry rows.
+	charge int64
+	logs   []schema.LogRow
 	tele  []schema.TelemetryRow
 	token any // its entry in writer.live
 }
@@ -259,6 +262,9 @@ func (w *writer) flush(b *batch) {
 	w.writeEpisodes(b.rec, eps, packed)
 	for _, e := range sessions {
 		w.writeSession(b.rec, e.session)
+		if c := e.session.charge; c > 0 {
+			w.rows.Release(c)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rlrec/rlrec/events"
@@ -45,6 +46,7 @@ func (w *writer) sessionDone(s *session) {
 			Kind: r.Kind.String(), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99}
 	}
 	s.logs, s.telemetry, s.logBytes = nil, nil, 0
+	w.chargeSession(job)
 	s.logRows += int64(len(job.logs))
 	s.teleRows += int64(len(job.tele))
 	if final {
@@ -194,4 +196,22 @@ func (w *writer) newSession(s *session, first events.Event) {
 // problem logs input that did not fit; the assembler counts it.
 func (w *writer) problem(s *session, kind problemKind, detail string) {
 	w.log.Warn("input did not fit the recording; counted and skipped", "session", s.id, "env", s.route.EnvID, "problem", string(kind), "detail", detail)
+}
+
+// chargeSession charges a session write's log and telemetry rows to the
+// rows in flight, as an episode's rows are (takeRows), waiting until there
+// is room: a producer of many large log events then waits for their files
+// instead of queueing session writes without bound. Recovery charges
+// nothing: it flushes its batches only at its end, so a charge there would
+// wait for ever (its replay is bounded by the log it reads instead).
+func (w *writer) chargeSession(job *sessionWriteJob) {
+	if w.now().replays() {
+		return
+	}
+	n := int64(len(job.tele)) * logRowBytes
+	for _, l := range job.logs {
+		n += logRowBytes + int64(len(l.Message))
+	}
+	job.charge = min(n, w.rowsMax)
+	w.rows.Acquire(context.Background(), job.charge)
 }
