@@ -123,8 +123,8 @@ type sessionWriteJob struct {
 	// until its files are written: its log and telemetry rows.
 	charge int64
 	logs   []schema.LogRow
-	tele  []schema.TelemetryRow
-	token any // its entry in writer.live
+	tele   []schema.TelemetryRow
+	token  any // its entry in writer.live
 }
 
 // batchOf returns the batch of s's recording, creating it on first use.

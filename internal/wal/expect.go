@@ -92,7 +92,9 @@ func decodeExpectation(b []byte) (logExpectation, error) {
 }
 
 // expectPath is the expectation's path for the log in dir.
-func expectPath(dir string) string { return filepath.Join(filepath.Dir(filepath.Clean(dir)), ExpectName) }
+func expectPath(dir string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean(dir)), ExpectName)
+}
 
 // readExpectation reads the expectation of the log in dir; ok is false
 // when there is none.
