@@ -128,7 +128,7 @@ class CaptureEvents(unittest.TestCase):
         t.start()
         t.join()
         self.assertEqual(len(errors), 1)
-        self.assertIn("one Capture records one Session.run at a time", errors[0])
+        self.assertIn("one Capture records one run at a time", errors[0])
         # The first run goes on and ends normally.
         obs, _ = session.reset(seed=None)
         cap.on_episode_start(episode=0, seed=None)

@@ -9,7 +9,6 @@ from google.protobuf import json_format
 
 from rlrec import decode, leaves
 from rlrec._pb import spaces_pb2
-from rlrec.spaces import space_spec
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "wire-vectors.json")
 

@@ -83,7 +83,7 @@ class WireVectors(unittest.TestCase):
                 self.assertEqual(encode_blob(slabs).hex(), vec["batch_blob_hex"])
                 # And back: the slabs split into the lanes, N from the carrier.
                 split = split_lanes(leaves, [bytes.fromhex(h) for h in vec["batch_leaves_hex"]], n)
-                self.assertEqual([hexes(l) for l in split], [lane["leaves_hex"] for lane in vec["lanes"]])
+                self.assertEqual([hexes(lane) for lane in split], [lane["leaves_hex"] for lane in vec["lanes"]])
 
     def test_bad_slabs(self):
         for vec in self.v["bad_slabs"]:

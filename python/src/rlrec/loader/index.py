@@ -32,8 +32,6 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -71,32 +69,14 @@ class Root:
 
 
 def open_root(root: str | os.PathLike, filesystem: pafs.FileSystem | None = None) -> Root:
-    """A directory, or ``s3://bucket/prefix`` read through pyarrow's
-    S3FileSystem. Without ``filesystem``, S3 settings come from the AWS
-    environment: ``AWS_ENDPOINT_URL`` (path-style, as rlrec's own readers),
-    ``AWS_REGION`` (default us-east-1), and the credentials chain."""
-    s = os.fspath(root)
-    if s.startswith("s3://"):
-        u = urlparse(s)
-        if not u.netloc:
-            raise ValueError(f"loader: {s}: an s3:// ROOT names a bucket (s3://bucket/prefix)")
-        path = (u.netloc + "/" + u.path.strip("/")).rstrip("/")
-        if filesystem is None:
-            kw: dict[str, Any] = {"region": os.environ.get("AWS_REGION") or "us-east-1"}
-            ep = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-            if ep:
-                e = urlparse(ep)
-                kw["endpoint_override"] = e.netloc or e.path
-                kw["scheme"] = e.scheme or "https"
-                kw["force_virtual_addressing"] = False
-            filesystem = pafs.S3FileSystem(**kw)
-        return Root(filesystem, path, s)
-    if filesystem is not None:
-        return Root(filesystem, s.rstrip("/"), s)
-    path = os.path.abspath(s)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"loader: ROOT {s} is no directory")
-    return Root(pafs.LocalFileSystem(), path, s)
+    """A directory, or ``s3://bucket/prefix``, opened as ``rlrec.open`` opens
+    it (S3 settings from the AWS environment: ``AWS_ENDPOINT_URL``,
+    path-style, ``AWS_REGION``, default us-east-1, and the credentials
+    chain), or a path in ``filesystem``."""
+    from ..reader import open as open_reader
+
+    r = open_reader(root, filesystem=filesystem)
+    return Root(r.filesystem, r.base.rstrip("/"), os.fspath(root))
 
 
 def _skipped(rel: str) -> bool:

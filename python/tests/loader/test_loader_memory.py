@@ -10,7 +10,7 @@ from pathlib import Path
 
 import rlrec
 
-from helpers import REPO, ingest, simulate
+from .loader_helpers import REPO, ingest, simulate
 
 OVERHEAD = 96 << 20  # the fetch module doc states it
 

@@ -33,7 +33,7 @@ def sequence(batches) -> list[tuple[int, int]]:
     return out
 
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[3]  # the repository
 
 
 def run_cli(cmd, **kw):

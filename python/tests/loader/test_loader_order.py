@@ -9,9 +9,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
+
 from rlrec.loader import FeistelPermutation, Order, StepLoader
 
-from helpers import sequence
+from .loader_helpers import sequence
 
 COLS = ["observation", "reward"]
 

@@ -7,9 +7,10 @@ import subprocess
 
 import pyarrow.dataset as ds
 import pytest
+
 from rlrec.loader import FilterError, StepLoader, parse
 
-from helpers import run_cli
+from .loader_helpers import run_cli
 
 
 def copied_episodes(rlrec_bin, src, dst, *args):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from rlrec.loader import StepLoader
 
-from helpers import ingest
+from .loader_helpers import ingest
 
 
 @pytest.mark.parametrize("layout", ["episode", "session"])
@@ -17,7 +18,7 @@ def test_bucket_equals_directory(rlrec_bin, cartpole_stream, tmp_path, s3_env, l
     b = ingest(
         rlrec_bin,
         cartpole_stream,
-        f"s3://data/loader-{layout}",
+        f"s3://loader/loader-{layout}",
         layout,
         env=dict(os.environ, **s3_env) | {"HOME": str(tmp_path)},
     )

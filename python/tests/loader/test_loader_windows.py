@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from rlrec.loader import StepLoader
 
-from helpers import episode_rows
+from .loader_helpers import episode_rows
 
 
 @pytest.mark.parametrize(
