@@ -24,7 +24,7 @@ thread's Arrow table and pre-buffered column chunks next to the arrays
 decoded from them, and what the allocators (Arrow's mimalloc pool,
 glibc's per-thread arenas) keep after freeing. Measured on pick-place
 images with io_threads=4: 56-75 MiB over budgets of 8 to 128 MiB, the
-same for a ROOT three times larger (``tests/loader/test_memory.py``
+same for a ROOT three times larger (``python/tests/loader/test_loader_memory.py``
 asserts the bound).
 """
 
