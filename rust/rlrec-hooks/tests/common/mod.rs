@@ -262,12 +262,22 @@ fn strip(e: &mut ev::Event, field: &str) {
 }
 
 /// Compares what the driver emitted for one recording with what `rlrec
-/// replay` re-emits from the ROOT: same count, same order, every field
-/// equal after [`normalize`]. Returns a description of each difference.
+/// replay` re-emits from the ROOT: every event accounted for, as a
+/// multiset (the replay re-emits lanes' events grouped its own way), each
+/// equal in every field after [`normalize`]. Returns each difference.
 pub fn compare(emitted: &[ev::Event], recorded: &[ev::Event]) -> Vec<String> {
-    let mut diffs = Vec::new();
     let a: Vec<ev::Event> = emitted.iter().map(normalize).collect();
     let b: Vec<ev::Event> = recorded.iter().map(normalize).collect();
+    let mut used = vec![false; b.len()];
+    let mut missing = Vec::new();
+    for (i, x) in a.iter().enumerate() {
+        match (0..b.len()).find(|&j| !used[j] && b[j] == *x) {
+            Some(j) => used[j] = true,
+            None => missing.push(i),
+        }
+    }
+    let extra: Vec<usize> = (0..b.len()).filter(|&j| !used[j]).collect();
+    let mut diffs = Vec::new();
     if census(&a) != census(&b) {
         diffs.push(format!(
             "kinds differ: emitted {:?}, recorded {:?}",
@@ -275,25 +285,30 @@ pub fn compare(emitted: &[ev::Event], recorded: &[ev::Event]) -> Vec<String> {
             census(&b)
         ));
     }
-    for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
-        if x != y {
-            diffs.push(format!(
-                "event {i} ({} vs {}):\n  emitted  {:?}\n  recorded {:?}",
-                kind_name(x),
-                kind_name(y),
-                x.kind,
-                y.kind
-            ));
-            if x.route != y.route {
-                diffs.push(format!("  route {:?} vs {:?}", x.route, y.route));
-            }
-        }
-        if diffs.len() > 6 {
-            break;
-        }
+    for i in missing.iter().take(4) {
+        diffs.push(format!(
+            "emitted event {i} not in the ROOT: {} {:?} {:?}",
+            kind_name(&a[*i]),
+            a[*i].route,
+            a[*i].kind
+        ));
     }
-    if a.len() != b.len() {
-        diffs.push(format!("{} events emitted, {} recorded", a.len(), b.len()));
+    for j in extra.iter().take(4) {
+        diffs.push(format!(
+            "recorded event {j} not emitted: {} {:?} {:?}",
+            kind_name(&b[*j]),
+            b[*j].route,
+            b[*j].kind
+        ));
+    }
+    if !missing.is_empty() || !extra.is_empty() {
+        diffs.push(format!(
+            "{} of {} emitted events not in the ROOT, {} of {} recorded not emitted",
+            missing.len(),
+            a.len(),
+            extra.len(),
+            b.len()
+        ));
     }
     diffs
 }
