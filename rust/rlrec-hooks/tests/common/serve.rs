@@ -46,8 +46,13 @@ impl Serve {
     /// Starts `rlrec serve -o ROOT` on a free loopback port and waits for
     /// its "listening on" line.
     pub fn start(root: &Path) -> Serve {
+        Serve::start_at(root, "127.0.0.1:0")
+    }
+
+    /// Starts `rlrec serve -o ROOT --listen LISTEN`.
+    pub fn start_at(root: &Path, listen: &str) -> Serve {
         let mut child = Command::new(rlrec_bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "-o"])
+            .args(["serve", "--listen", listen, "--metrics-listen", "", "-o"])
             .arg(root)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -157,4 +162,19 @@ pub fn wait_until(what: &str, bound: Duration, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < end, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// `rlrec recover ROOT`: writes out recordings left open in the log (a
+/// producer killed mid-run leaves its recording open).
+pub fn recover(root: &Path) {
+    let out = Command::new(rlrec_bin())
+        .arg("recover")
+        .arg(root)
+        .output()
+        .expect("run rlrec recover");
+    assert!(
+        out.status.success(),
+        "rlrec recover failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
