@@ -22,7 +22,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_server(false)
         .bytes(".")
-        .extern_path(".rlmesh.spaces.v1", "::rlmesh_runtime::rlmesh_proto::spaces::v1")
+        .extern_path(
+            ".rlmesh.spaces.v1",
+            "::rlmesh_runtime::rlmesh_proto::spaces::v1",
+        )
         .compile_protos(&protos[1..], &[root])?;
     Ok(())
 }

@@ -65,7 +65,11 @@ pub fn env_connected(e: EnvConnectedEvent) -> ev::Event {
 }
 
 pub fn model_connected(e: ModelConnectedEvent) -> ev::Event {
-    event(e.session_id, e.route, Kind::ModelConnected(ev::ModelConnected {}))
+    event(
+        e.session_id,
+        e.route,
+        Kind::ModelConnected(ev::ModelConnected {}),
+    )
 }
 
 pub fn session_started(e: SessionStartedEvent) -> ev::Event {

@@ -299,7 +299,11 @@ impl Forwarder {
         event.run_nonce = self.nonce.clone();
         let key: Recording = (
             event.session_id.clone(),
-            event.route.as_ref().map(|r| r.env_id.clone()).unwrap_or_default(),
+            event
+                .route
+                .as_ref()
+                .map(|r| r.env_id.clone())
+                .unwrap_or_default(),
         );
         let cost = u32::try_from(event.encoded_len() + 16).unwrap_or(u32::MAX);
         let permit = if self.tx.is_none() || control {

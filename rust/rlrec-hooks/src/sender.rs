@@ -107,7 +107,7 @@ impl State {
                     }
                 }
                 AckTarget::Recovered(slot) => {
-                    let done = slot.as_ref().is_some_and(|f| at >= f.len());
+                    let done = slot.as_ref().is_some_and(|f| at >= f.size());
                     if done {
                         if let Some(f) = slot.take()
                             && let Err(e) = f.remove()
@@ -242,7 +242,10 @@ async fn stream_once(
     let channel = match endpoint.connect().await {
         Ok(c) => c,
         Err(e) => {
-            tracing::debug!("rlrec-hooks: cannot reach rlrec serve at {}: {e}", cfg.server);
+            tracing::debug!(
+                "rlrec-hooks: cannot reach rlrec serve at {}: {e}",
+                cfg.server
+            );
             return StreamEnd::Broken { acked: false };
         }
     };

@@ -112,8 +112,8 @@ impl SpoolFile {
             .map_err(|e| io_err("write acknowledgement of", &self.events_path, e))
     }
 
-    /// The file's length.
-    pub fn len(&self) -> u64 {
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
         self.end
     }
 
@@ -121,8 +121,7 @@ impl SpoolFile {
     pub fn remove(self) -> io::Result<()> {
         let acked = acked_path(&self.events_path);
         std::fs::remove_file(&acked).map_err(|e| io_err("remove", &acked, e))?;
-        std::fs::remove_file(&self.events_path)
-            .map_err(|e| io_err("remove", &self.events_path, e))
+        std::fs::remove_file(&self.events_path).map_err(|e| io_err("remove", &self.events_path, e))
     }
 }
 
@@ -216,7 +215,8 @@ pub fn recover(dir: &Path) -> io::Result<Vec<Recovered>> {
         // An acknowledgement that is no event boundary cannot be trusted:
         // resend everything (the server drops what it already has).
         let (all, whole) = split(&data, 0);
-        let evs: Vec<(Bytes, u64)> = if acked_at == 0 || all.iter().any(|(_, end)| *end == acked_at) {
+        let evs: Vec<(Bytes, u64)> = if acked_at == 0 || all.iter().any(|(_, end)| *end == acked_at)
+        {
             all.into_iter().filter(|(_, end)| *end > acked_at).collect()
         } else {
             all
@@ -247,5 +247,87 @@ impl SpoolFile {
         self.acked
             .try_clone()
             .map_err(|e| io_err("open acknowledgement of", &self.events_path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut b = vec![payload.len() as u8];
+        b.extend_from_slice(payload);
+        b
+    }
+
+    /// A dead run's spool: three events, then `tail` bytes of a fourth.
+    fn dead_run(dir: &Path, acked: u64, tail: &[u8]) -> PathBuf {
+        let path = dir.join(format!("{}{EVENTS_SUFFIX}", "0".repeat(32)));
+        let mut data = Vec::new();
+        for p in [&b"one"[..], b"two", b"three"] {
+            data.extend(frame(p));
+        }
+        data.extend_from_slice(tail);
+        std::fs::write(&path, &data).expect("write spool");
+        std::fs::write(path.with_extension("acked"), acked.to_le_bytes()).expect("write acked");
+        path
+    }
+
+    #[test]
+    fn recover_table() {
+        // (name, acked, torn tail, events resent, bytes cut)
+        let cases: [(&str, u64, &[u8], &[&[u8]], u64); 5] = [
+            (
+                "nothing acknowledged",
+                0,
+                b"",
+                &[b"one", b"two", b"three"],
+                0,
+            ),
+            ("first acknowledged", 4, b"", &[b"two", b"three"], 0),
+            ("all acknowledged", 14, b"", &[], 0),
+            ("torn last event cut", 4, b"\x05fo", &[b"two", b"three"], 3),
+            (
+                "acknowledgement inside an event: resend all",
+                6,
+                b"",
+                &[b"one", b"two", b"three"],
+                0,
+            ),
+        ];
+        for (name, acked, tail, want, cut) in cases {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let path = dead_run(dir.path(), acked, tail);
+            let got = recover(dir.path()).expect("recover");
+            assert_eq!(got.len(), 1, "{name}");
+            let r = &got[0];
+            let events: Vec<&[u8]> = r.events.iter().map(|(b, _)| &b[..]).collect();
+            assert_eq!(events, want, "{name}");
+            assert_eq!(r.torn, cut, "{name}");
+            assert_eq!(std::fs::metadata(&path).expect("stat").len(), 14, "{name}");
+            assert_eq!(r.file.size(), 14, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_live_spool_is_left_alone() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut live = SpoolFile::create(dir.path(), "ab").expect("create");
+        live.append(&frame(b"x")).expect("append");
+        assert!(recover(dir.path()).expect("recover").is_empty());
+        drop(live);
+        let got = recover(dir.path()).expect("recover after the owner is gone");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].events.len(), 1);
+    }
+
+    #[test]
+    fn acknowledged_spool_is_removed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut s = SpoolFile::create(dir.path(), "cd").expect("create");
+        let end = s.append(&frame(b"x")).expect("append");
+        s.set_acked(end).expect("ack");
+        s.remove().expect("remove");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
     }
 }

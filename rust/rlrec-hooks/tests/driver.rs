@@ -4,6 +4,9 @@
 //! with what the ROOT holds (`rlrec replay --format events`, `rlrec
 //! inspect --json`).
 
+// Tests report their counts and figures on stderr (the library never prints).
+#![allow(clippy::print_stderr)]
+
 mod common;
 
 use std::sync::Arc;
@@ -37,9 +40,18 @@ fn plan(lengths: &[usize], next_step: bool, lane_served: bool) -> EnvPlan {
     }
 }
 
+/// One recording: session, env, what the driver emitted, what `rlrec
+/// replay` re-emitted, and `rlrec inspect --json`.
+type Recorded = (
+    String,
+    String,
+    Vec<ev::Event>,
+    Vec<ev::Event>,
+    serde_json::Value,
+);
+
 struct Outcome {
-    /// Per recording: (session, env, emitted, recorded, inspect json).
-    recordings: Vec<(String, String, Vec<ev::Event>, Vec<ev::Event>, serde_json::Value)>,
+    recordings: Vec<Recorded>,
     stats: rlrec_hooks::Stats,
 }
 
@@ -116,7 +128,10 @@ fn check(name: &str, o: &Outcome) {
     let total: usize = o.recordings.iter().map(|r| r.2.len()).sum();
     assert_eq!(o.stats.dropped, 0, "{name}: drops");
     assert_eq!(o.stats.refused, 0, "{name}: refusals");
-    assert_eq!(o.stats.accepted, total as u64, "{name}: accepted vs emitted");
+    assert_eq!(
+        o.stats.accepted, total as u64,
+        "{name}: accepted vs emitted"
+    );
     for (session, env, emitted, recorded, _) in &o.recordings {
         let diffs = compare(emitted, recorded);
         if ORDER_NOT_YET_RECORDED.contains(&name) {
@@ -225,7 +240,11 @@ fn check_episode_rows(name: &str, emitted: &[ev::Event], json: &serde_json::Valu
                 .find(|r| r["episode_record_id"] == c.episode_record_id.as_str())
                 .unwrap_or_else(|| panic!("{name}: no row for {}", c.episode_record_id));
             assert_eq!(row["step_count"], c.step_count, "{name}: {row}");
-            assert_eq!(row["return"].as_f64(), Some(c.cumulative_reward), "{name}: {row}");
+            assert_eq!(
+                row["return"].as_f64(),
+                Some(c.cumulative_reward),
+                "{name}: {row}"
+            );
             assert_eq!(row["status"], "completed", "{name}: {row}");
             assert_eq!(row["terminated"], c.terminated, "{name}: {row}");
             assert_eq!(row["truncated"], c.truncated, "{name}: {row}");
@@ -291,7 +310,11 @@ async fn single_env() {
     let (_, _, emitted, _, _) = &o.recordings[0];
     let kinds: Vec<&str> = emitted.iter().map(kind_name).collect();
     assert_eq!(kinds.first(), Some(&"SessionStarted"));
-    assert_eq!(kinds.last(), Some(&"SessionEnded"), "0.1: final telemetry, then SessionEnded");
+    assert_eq!(
+        kinds.last(),
+        Some(&"SessionEnded"),
+        "0.1: final telemetry, then SessionEnded"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -390,7 +413,10 @@ async fn failed_env_step() {
     let o = run_case(c).await;
     check("failed-step", &o);
     check_session_row("failed-step", &o.recordings[0].2, &o.recordings[0].4);
-    assert_eq!(o.recordings[0].2.last().map(kind_name), Some("SessionFailed"));
+    assert_eq!(
+        o.recordings[0].2.last().map(kind_name),
+        Some("SessionFailed")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,8 +429,10 @@ async fn transform_hooks_change_payloads() {
     // both (and only then).
     let emitted = &o.recordings[0].2;
     assert!(emitted.iter().all(|e| match &e.kind {
-        Some(ev::event::Kind::ActionReceived(a)) => a.raw_action.is_some() && a.raw_action != a.action,
-        Some(ev::event::Kind::ObservationEmitted(x)) => x.raw_observation.is_some() && x.raw_observation != x.observation,
+        Some(ev::event::Kind::ActionReceived(a)) =>
+            a.raw_action.is_some() && a.raw_action != a.action,
+        Some(ev::event::Kind::ObservationEmitted(x)) =>
+            x.raw_observation.is_some() && x.raw_observation != x.observation,
         _ => true,
     }));
 }

@@ -3,6 +3,9 @@
 //! on, and the drops reach the recording as a WARN logs row with their
 //! count once the server is back.
 
+// Tests report their counts and figures on stderr (the library never prints).
+#![allow(clippy::print_stderr)]
+
 mod common;
 
 use std::sync::Arc;
@@ -50,7 +53,10 @@ async fn full_queue_drops_counts_and_reports() {
         .expect("the run completes although nothing is acknowledged");
     assert_eq!(report.total_episodes, 20);
     let stats = fwd.stats();
-    assert!(stats.dropped > 0, "a 16 KiB budget with no server drops: {stats:?}");
+    assert!(
+        stats.dropped > 0,
+        "a 16 KiB budget with no server drops: {stats:?}"
+    );
     let emitted = tap.take();
 
     let spool = fwd.spool_path().expect("spool");
@@ -65,7 +71,11 @@ async fn full_queue_drops_counts_and_reports() {
     serve.stop();
     let recorded = replay_events(&root, &session, &env);
     let kept = common::serve::decode_stream(&kept_before);
-    eprintln!("kept {:?}\nrecorded {:?}", common::census(&kept), common::census(&recorded));
+    eprintln!(
+        "kept {:?}\nrecorded {:?}",
+        common::census(&kept),
+        common::census(&recorded)
+    );
     // The forwarder kept every event it did not count as dropped, plus
     // the drop report, and the server acknowledged all of them.
     assert_eq!(kept.len() as u64 + stats.dropped, emitted.len() as u64 + 1);
@@ -76,7 +86,10 @@ async fn full_queue_drops_counts_and_reports() {
     for (kind, n) in &k {
         let got = r.get(kind).copied().unwrap_or(0);
         if *kind == "ObservationEmitted" {
-            assert!(got <= *n && got + 2 >= *n, "{kind}: kept {n}, recorded {got}");
+            assert!(
+                got <= *n && got + 2 >= *n,
+                "{kind}: kept {n}, recorded {got}"
+            );
         } else {
             assert_eq!(got, *n, "{kind}: kept {n}, recorded {got}");
         }
@@ -84,14 +97,18 @@ async fn full_queue_drops_counts_and_reports() {
     let reports: Vec<&ev::Log> = recorded
         .iter()
         .filter_map(|e| match &e.kind {
-            Some(ev::event::Kind::Log(l)) if l.source.as_deref() == Some(DROP_LOG_SOURCE) => Some(l),
+            Some(ev::event::Kind::Log(l)) if l.source.as_deref() == Some(DROP_LOG_SOURCE) => {
+                Some(l)
+            }
             _ => None,
         })
         .collect();
     assert_eq!(reports.len(), 1, "one drop report");
     assert_eq!(reports[0].level, ev::LogLevel::Warn as i32);
     assert!(
-        reports[0].message.contains(&format!("dropped {} events", stats.dropped)),
+        reports[0]
+            .message
+            .contains(&format!("dropped {} events", stats.dropped)),
         "{}",
         reports[0].message
     );

@@ -7,6 +7,9 @@
 //! Each call is timed on its own (Instant around the awaited hook); the
 //! forwarder streams into a real `rlrec serve` meanwhile.
 
+// Tests report their counts and figures on stderr (the library never prints).
+#![allow(clippy::print_stderr)]
+
 mod common;
 
 use std::sync::Arc;
@@ -125,7 +128,11 @@ async fn hook_cost_against_noop() {
         for (name, v) in [("no-op", &mut t_noop), ("rlrec", &mut t_fwd)] {
             let p50 = pct(v, 0.50);
             let p99 = pct(v, 0.99);
-            eprintln!("| {label} | {bytes} B | {name} | {n} | {:.2} µs | {:.2} µs |", p50.as_secs_f64() * 1e6, p99.as_secs_f64() * 1e6);
+            eprintln!(
+                "| {label} | {bytes} B | {name} | {n} | {:.2} µs | {:.2} µs |",
+                p50.as_secs_f64() * 1e6,
+                p99.as_secs_f64() * 1e6
+            );
         }
     }
     let stats = fwd

@@ -7,6 +7,9 @@
 //! event whose hook returned by appending it, length-delimited, to a
 //! file after the hook returned (a write(2): it survives the kill too).
 
+// Tests report their counts and figures on stderr (the library never prints).
+#![allow(clippy::print_stderr)]
+
 mod common;
 
 use std::fs::{File, OpenOptions};
@@ -129,8 +132,10 @@ impl RuntimeHooks for Reporter {
 #[test]
 #[ignore = "the child process of kill9_spool_delivers_every_returned_hook"]
 fn child_driver() {
-    let (Some(dir), Some(server)) = (std::env::var_os(CHILD_DIR), std::env::var(CHILD_SERVER).ok())
-    else {
+    let (Some(dir), Some(server)) = (
+        std::env::var_os(CHILD_DIR),
+        std::env::var(CHILD_SERVER).ok(),
+    ) else {
         return;
     };
     let dir = PathBuf::from(dir);
@@ -229,9 +234,11 @@ fn kill9_spool_delivers_every_returned_hook() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start the child");
-    wait_until("500 returned hooks in the child", Duration::from_secs(120), || {
-        returned(&dir).len() >= 500
-    });
+    wait_until(
+        "500 returned hooks in the child",
+        Duration::from_secs(120),
+        || returned(&dir).len() >= 500,
+    );
     child.kill().expect("kill -9 the child"); // SIGKILL
     child.wait().expect("reap the child");
     let reported = returned(&dir);
@@ -287,9 +294,16 @@ fn kill9_spool_delivers_every_returned_hook() {
         "rlrec ingest of the spool: {} events in it, exit {}: {}",
         spooled.len(),
         out.status,
-        String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("")
     );
-    assert!(out.status.success(), "rlrec ingest SPOOL: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "rlrec ingest SPOOL: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     if root2.join("_rlrec").exists() {
         recover(&root2);
     }

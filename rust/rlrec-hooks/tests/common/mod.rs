@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use ev::event::Kind;
 use prost::bytes::Bytes;
 use rlmesh_runtime::*;
 use rlrec_hooks::convert;
 use rlrec_hooks::proto::events as ev;
-use ev::event::Kind;
 
 /// Keeps every event the driver emitted, in the order it emitted them, in
 /// the wire form (the crate's mapping, checked field by field in
@@ -127,7 +127,10 @@ impl RuntimeHooks for Fanout {
         }
         let want = e.observation.clone();
         let got = self.fwd.transform_observation(e).await?;
-        assert_eq!(got, want, "rlrec's transform_observation changed the observation");
+        assert_eq!(
+            got, want,
+            "rlrec's transform_observation changed the observation"
+        );
         Ok(got)
     }
     async fn session_ended(&self, e: SessionEndedEvent) -> Result<(), HookError> {
@@ -185,9 +188,7 @@ pub fn census(events: &[ev::Event]) -> BTreeMap<&'static str, usize> {
 pub fn of_recording(events: &[ev::Event], session: &str, env: &str) -> Vec<ev::Event> {
     events
         .iter()
-        .filter(|e| {
-            e.session_id == session && e.route.as_ref().is_some_and(|r| r.env_id == env)
-        })
+        .filter(|e| e.session_id == session && e.route.as_ref().is_some_and(|r| r.env_id == env))
         .cloned()
         .collect()
 }
@@ -248,9 +249,7 @@ fn strip(e: &mut ev::Event, field: &str) {
         ("StepCompleted.infos", Some(Kind::StepCompleted(x))) => x.infos = None,
         ("StepCompleted.terminated", Some(Kind::StepCompleted(x))) => x.terminated.clear(),
         ("StepCompleted.truncated", Some(Kind::StepCompleted(x))) => x.truncated.clear(),
-        ("StepCompleted.autoreset_roll", Some(Kind::StepCompleted(x))) => {
-            x.autoreset_roll.clear()
-        }
+        ("StepCompleted.autoreset_roll", Some(Kind::StepCompleted(x))) => x.autoreset_roll.clear(),
         ("StepCompleted.predict_ms", Some(Kind::StepCompleted(x))) => x.predict_ms = None,
         ("StepCompleted.step_ms", Some(Kind::StepCompleted(x))) => x.step_ms = None,
         ("ObservationEmitted.raw_observation", Some(Kind::ObservationEmitted(x))) => {

@@ -44,7 +44,14 @@ fn meta(entries: &[(&str, meta_value::Kind)]) -> MetaMap {
     MetaMap {
         entries: entries
             .iter()
-            .map(|(k, v)| (k.to_string(), MetaValue { kind: Some(v.clone()) }))
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    MetaValue {
+                        kind: Some(v.clone()),
+                    },
+                )
+            })
             .collect(),
     }
 }
@@ -156,7 +163,11 @@ impl RuntimeEnv for ToyEnv {
             return Err(RuntimeError::env_rpc("step", call as i64, Failure));
         }
         if !self.plan.step_delay.is_zero() {
-            let factor = if self.plan.lane_served { lanes[0] as u32 + 1 } else { 1 };
+            let factor = if self.plan.lane_served {
+                lanes[0] as u32 + 1
+            } else {
+                1
+            };
             tokio::time::sleep(self.plan.step_delay * factor).await;
         }
         let mut st = self.state.lock().expect("env state");
