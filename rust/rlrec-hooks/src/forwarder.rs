@@ -31,7 +31,8 @@ pub const DROP_LOG_SOURCE: &str = "rlrec_hooks";
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `rlrec serve`'s address, `http://HOST:PORT`; `None` records into
-    /// the spool only (then `rlrec ingest --out ROOT SPOOL/RUN.events`).
+    /// the spool only, in one segment (then `rlrec ingest --out ROOT
+    /// SPOOL/RUN-000001.events`).
     pub server: Option<String>,
     /// The bearer token `rlrec serve --token-file` expects.
     pub token: Option<String>,
@@ -46,6 +47,11 @@ pub struct Config {
     pub send_timeout: Duration,
     /// Target size of one batch sent to the server.
     pub batch_bytes: usize,
+    /// With a server, the spool is cut into segments of about this many
+    /// bytes; a segment is removed once all its events are acknowledged,
+    /// so a long run's spool holds about what is unacknowledged, not the
+    /// whole run.
+    pub segment_bytes: u64,
     /// The largest gRPC message sent or received.
     pub max_message_bytes: usize,
 }
@@ -61,6 +67,7 @@ impl Config {
             max_queue_bytes: 256 << 20,
             send_timeout: Duration::from_millis(50),
             batch_bytes: 1 << 20,
+            segment_bytes: 64 << 20,
             max_message_bytes: 256 << 20,
         }
     }
@@ -101,7 +108,11 @@ impl std::error::Error for FlushError {}
 type Recording = (String, String);
 
 struct Inner {
+    /// The current spool segment, its sender target and number.
     spool: Option<SpoolFile>,
+    spool_target: usize,
+    segment: u32,
+    next_target: usize,
     sequences: HashMap<Recording, u64>,
     dropped: HashMap<Recording, u64>,
     closed: bool,
@@ -143,7 +154,7 @@ impl Forwarder {
             Some(_) => spool::recover(&cfg.spool_dir)?,
             None => Vec::new(),
         };
-        let own = SpoolFile::create(&cfg.spool_dir, &hex(&nonce))?;
+        let own = SpoolFile::create(&cfg.spool_dir, &spool::segment_name(&hex(&nonce), 1))?;
         let shared = Arc::new(Shared::new());
         let (abort, abort_rx) = watch::channel(false);
         let mut fwd = Forwarder {
@@ -153,6 +164,9 @@ impl Forwarder {
             nonce: Bytes::copy_from_slice(&nonce),
             inner: Mutex::new(Inner {
                 spool: None,
+                spool_target: 0,
+                segment: 1,
+                next_target: 1,
                 sequences: HashMap::new(),
                 dropped: HashMap::new(),
                 closed: false,
@@ -188,6 +202,7 @@ impl Forwarder {
             shared
                 .accepted
                 .fetch_add(items.len() as u64, Ordering::Relaxed);
+            let n_targets = targets.len();
             let (tx, rx) = mpsc::unbounded_channel();
             let (done_tx, done_rx) = oneshot::channel();
             let scfg = SenderConfig {
@@ -204,6 +219,9 @@ impl Forwarder {
                 })?;
             fwd.tx = Some(tx);
             fwd.exited = Mutex::new(Some(done_rx));
+            if let Ok(mut inner) = fwd.inner.lock() {
+                inner.next_target = n_targets;
+            }
         }
         if let Ok(mut inner) = fwd.inner.lock() {
             inner.spool = Some(own);
@@ -216,7 +234,7 @@ impl Forwarder {
         &self.nonce
     }
 
-    /// The path of this run's spool of events.
+    /// The path of the spool segment this run writes now.
     pub fn spool_path(&self) -> Option<PathBuf> {
         self.inner
             .lock()
@@ -351,7 +369,7 @@ impl Forwarder {
         let _ = event.encode_length_delimited(&mut buf);
         let prefix = buf.len() - len;
         let written = match inner.spool.as_mut() {
-            Some(s) => s.append(&buf).map(|end| Some((0, end))),
+            Some(s) => s.append(&buf).map(|end| Some((0usize, end))),
             None => Ok(None),
         };
         let (spool_at, err) = match written {
@@ -364,11 +382,15 @@ impl Forwarder {
         self.shared.accepted.fetch_add(1, Ordering::SeqCst);
         if let Some(tx) = &self.tx {
             let bytes = Bytes::from(buf).slice(prefix..);
+            let target = inner.spool_target;
             let _ = tx.send(Msg::Item(Item {
                 bytes,
-                spool: spool_at,
+                spool: spool_at.map(|(_, end)| (target, end)),
                 _permit: permit,
             }));
+            if spool_at.is_some_and(|(_, end)| end >= self.cfg.segment_bytes) {
+                self.rotate(&mut inner, tx);
+            }
         }
         drop(inner);
         match err {
@@ -377,6 +399,35 @@ impl Forwarder {
             ))),
             None => Ok(()),
         }
+    }
+
+    /// Starts the next spool segment and hands the full one to the sender,
+    /// which removes it once all its events are acknowledged. On failure
+    /// the current segment goes on growing.
+    fn rotate(&self, inner: &mut Inner, tx: &mpsc::UnboundedSender<Msg>) {
+        let run = hex(&self.nonce);
+        let next = inner.segment + 1;
+        let opened = SpoolFile::create(&self.cfg.spool_dir, &spool::segment_name(&run, next))
+            .and_then(|f| f.ack_handle().map(|ack| (f, ack)));
+        let (file, ack) = match opened {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("rlrec-hooks: next spool segment not started: {e}");
+                return;
+            }
+        };
+        let Some(sealed) = inner.spool.replace(file) else {
+            return;
+        };
+        let sealed_target = inner.spool_target;
+        inner.spool_target = inner.next_target;
+        inner.next_target += 1;
+        inner.segment = next;
+        let _ = tx.send(Msg::Segment {
+            sealed_target,
+            sealed,
+            ack,
+        });
     }
 
     /// Before a recording's closing event: its drops as a WARN logs row.
@@ -405,6 +456,14 @@ impl Forwarder {
             source: Some(DROP_LOG_SOURCE.to_string()),
         });
         let _ = self.record(event, true).await;
+    }
+}
+
+impl Drop for Forwarder {
+    /// Stops the sending thread (its unacknowledged events stay in the
+    /// spool, for the next forwarder).
+    fn drop(&mut self) {
+        let _ = self.abort.send(true);
     }
 }
 

@@ -44,13 +44,22 @@ pub(crate) enum Msg {
     Item(Item),
     /// Finish once everything is acknowledged.
     Close,
+    /// The forwarder started a new spool segment: `sealed` (the sender
+    /// target `sealed_target`) is full and is removed once acknowledged;
+    /// the new one is the next target, `ack` its acknowledgement file.
+    Segment {
+        sealed_target: usize,
+        sealed: SpoolFile,
+        ack: File,
+    },
 }
 
 /// A spool whose acknowledgements the sender writes.
 pub(crate) enum AckTarget {
     /// The running forwarder's own spool: its acknowledgement file.
     Own(File),
-    /// A dead run's spool, removed once its last event is acknowledged.
+    /// A dead run's spool or a full segment of this run's, removed once its
+    /// last event is acknowledged.
     Recovered(Option<SpoolFile>),
 }
 
@@ -82,6 +91,22 @@ impl State {
         match msg {
             Some(Msg::Item(item)) => self.unacked.push_back(item),
             Some(Msg::Close) => self.closing = true,
+            Some(Msg::Segment {
+                sealed_target,
+                sealed,
+                ack,
+            }) => {
+                if self.acked_at[sealed_target] >= sealed.size() {
+                    if let Err(e) = sealed.remove() {
+                        tracing::warn!("rlrec-hooks: {e}");
+                    }
+                    self.targets[sealed_target] = AckTarget::Recovered(None);
+                } else {
+                    self.targets[sealed_target] = AckTarget::Recovered(Some(sealed));
+                }
+                self.targets.push(AckTarget::Own(ack));
+                self.acked_at.push(0);
+            }
             None => self.rx_open = false,
         }
     }

@@ -2,29 +2,35 @@
 //!
 //! # Format
 //!
-//! A spool directory holds, per forwarder run, two files named by the
-//! run's nonce (32 lowercase hex digits):
+//! A spool directory holds, per forwarder run, one or more segments, each
+//! two files named `RUN-NNNNNN` (RUN the run's nonce as 32 lowercase hex
+//! digits, NNNNNN the segment's number from 000001; a run's events are its
+//! segments in name order):
 //!
-//! - `RUN.events`: the run's events, each an `rlrec.events.v1.Event`
+//! - `RUN-NNNNNN.events`: the segment's events, each an `rlrec.events.v1.Event`
 //!   preceded by its length as a base-128 varint (the stream `rlrec
-//!   ingest` reads: `rlrec ingest --out ROOT RUN.events` records it). Each
+//!   ingest` reads: `cat RUN-*.events | rlrec ingest --out ROOT -` records
+//!   the run, and a run of one segment is `rlrec ingest --out ROOT
+//!   RUN-000001.events`). Each
 //!   event is written whole, with one `write(2)` call, before its hook
 //!   returns: it is then in the kernel's page cache and outlives the
 //!   process (not a power cut: the spool is never fsynced, which would
 //!   cost a disk flush per event). Events carry their sequence numbers
 //!   and the run's nonce, so a resend is recognised by `rlrec serve`.
-//! - `RUN.acked`: 8 bytes, little-endian: the length of the prefix of
-//!   `RUN.events` that `rlrec serve` has acknowledged. It may lag (it is
+//! - `RUN-NNNNNN.acked`: 8 bytes, little-endian: the length of the prefix
+//!   of `RUN-NNNNNN.events` that `rlrec serve` has acknowledged. It may lag (it is
 //!   written after each acknowledgement, not atomically with it): what
 //!   lies between the true and the written acknowledgement is resent and
 //!   dropped by the server as already recorded.
 //!
-//! A live forwarder holds an exclusive `flock` on its `RUN.events`; the
+//! A live forwarder holds an exclusive `flock` on each of its segments; the
 //! kernel releases it when the process dies. A starting forwarder takes
 //! over every spool file of the directory it can lock (a dead run), cuts a
 //! torn last event (the one whose hook never returned), and resends what
-//! lies past `RUN.acked`. A spool whose events are all acknowledged is
-//! removed. The values here are on-disk format: do not change them.
+//! lies past its acknowledgement, segment after segment. A segment whose
+//! events are all acknowledged is removed (a running forwarder starts a
+//! new segment past `Config::segment_bytes` and removes full ones as they
+//! are acknowledged). The values here are on-disk format: do not change them.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -39,6 +45,12 @@ pub const EVENTS_SUFFIX: &str = ".events";
 pub const ACKED_SUFFIX: &str = ".acked";
 /// The acknowledgement file's size: one u64, little-endian. Do not change.
 const ACKED_LEN: usize = 8;
+
+/// The name of a run's segment `n` (without suffix). On-disk name: do not
+/// change.
+pub fn segment_name(run: &str, n: u32) -> String {
+    format!("{run}-{n:06}")
+}
 
 /// The open spool of the running forwarder, or of a dead run taken over.
 pub struct SpoolFile {
@@ -276,7 +288,8 @@ mod tests {
     #[test]
     fn recover_table() {
         // (name, acked, torn tail, events resent, bytes cut)
-        let cases: [(&str, u64, &[u8], &[&[u8]], u64); 5] = [
+        type Case<'a> = (&'a str, u64, &'a [u8], &'a [&'a [u8]], u64);
+        let cases: [Case; 5] = [
             (
                 "nothing acknowledged",
                 0,
