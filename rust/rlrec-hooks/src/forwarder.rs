@@ -52,7 +52,10 @@ pub struct Config {
     /// so a long run's spool holds about what is unacknowledged, not the
     /// whole run.
     pub segment_bytes: u64,
-    /// The largest gRPC message sent or received.
+    /// The largest gRPC message sent or received: `rlrec serve
+    /// --max-message` (64 MiB by default). An event that alone would not
+    /// fit in a batch of this size is dropped and counted, since the
+    /// server could never take it.
     pub max_message_bytes: usize,
 }
 
@@ -68,7 +71,7 @@ impl Config {
             send_timeout: Duration::from_millis(50),
             batch_bytes: 1 << 20,
             segment_bytes: 64 << 20,
-            max_message_bytes: 256 << 20,
+            max_message_bytes: 64 << 20,
         }
     }
 
@@ -323,7 +326,18 @@ impl Forwarder {
                 .map(|r| r.env_id.clone())
                 .unwrap_or_default(),
         );
-        let cost = u32::try_from(event.encoded_len() + 16).unwrap_or(u32::MAX);
+        let len = event.encoded_len();
+        if self.tx.is_some() && len + 64 > self.cfg.max_message_bytes {
+            tracing::warn!(
+                "rlrec-hooks: dropped a {len}-byte event of ({}, {}): over the {}-byte message limit of rlrec serve (raise --max-message and Config::max_message_bytes together)",
+                key.0,
+                key.1,
+                self.cfg.max_message_bytes
+            );
+            self.count_drop(key);
+            return Ok(());
+        }
+        let cost = u32::try_from(len + 16).unwrap_or(u32::MAX);
         let permit = if self.tx.is_none() || control {
             None
         } else if self.shedding.load(Ordering::Relaxed) {
@@ -441,9 +455,10 @@ impl Forwarder {
             return;
         }
         let message = format!(
-            "rlrec-hooks dropped {n} events of this recording: its queue ({} bytes) stayed full for {} ms (rlrec serve did not acknowledge in time)",
+            "rlrec-hooks dropped {n} events of this recording: its queue ({} bytes) stayed full for {} ms (rlrec serve did not acknowledge in time), or an event was over the {}-byte message limit",
             self.cfg.max_queue_bytes,
-            self.cfg.send_timeout.as_millis()
+            self.cfg.send_timeout.as_millis(),
+            self.cfg.max_message_bytes
         );
         let event = convert::log(LogEvent {
             session_id: session_id.to_string(),

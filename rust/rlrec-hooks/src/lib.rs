@@ -22,7 +22,8 @@
 //!   ([`Config::max_queue_bytes`]); a hook waits for room at most
 //!   [`Config::send_timeout`], then drops its event and counts it; after a
 //!   drop, hooks take room only if it is free at once until one gets it
-//!   again. A recording's drops reach it as a WARN logs row (source
+//!   again. An event over [`Config::max_message_bytes`] is dropped too (the
+//!   server could never take it). A recording's drops reach it as a WARN logs row (source
 //!   [`DROP_LOG_SOURCE`], the count in its message) just before its
 //!   `SessionEnded`/`SessionFailed`, and in [`Stats::dropped`]. The
 //!   session's start and end events (and that logs row) are never dropped.
