@@ -93,6 +93,16 @@ impl Serve {
     }
 }
 
+impl Serve {
+    /// SIGKILL: the server dies with events received but not acknowledged.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("kill -9 rlrec serve");
+            child.wait().expect("reap rlrec serve");
+        }
+    }
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
