@@ -36,7 +36,9 @@
 //!   acknowledgements until a deadline; `close` removes the spool once all
 //!   is acknowledged, and otherwise leaves it for the next forwarder.
 //!
-//! The library never prints; it reports through `tracing`.
+//! Hooks, `flush` and `close` run on the caller's tokio runtime (with its
+//! time driver, as rlmesh's driver needs anyway); sending runs on a thread
+//! of its own. The library never prints; it reports through `tracing`.
 
 pub mod convert;
 mod forwarder;
