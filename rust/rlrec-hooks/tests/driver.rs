@@ -134,7 +134,7 @@ fn check(name: &str, o: &Outcome) {
     );
     for (session, env, emitted, recorded, _) in &o.recordings {
         let diffs = compare(emitted, recorded);
-        if ORDER_NOT_YET_RECORDED.contains(&name) {
+        if ORDER_NOT_YET_RECORDED.contains(&name) && !common::strict() {
             assert!(
                 !diffs.is_empty(),
                 "{name} now records exactly: remove it from ORDER_NOT_YET_RECORDED"
@@ -273,7 +273,7 @@ fn check_session_row(name: &str, emitted: &[ev::Event], json: &serde_json::Value
         assert_eq!(row["total_steps"], x.total_steps, "{name}: {row}");
         assert_eq!(row["total_episodes"], x.total_episodes, "{name}: {row}");
     }
-    if !ORDER_NOT_YET_RECORDED.contains(&name) {
+    if !ORDER_NOT_YET_RECORDED.contains(&name) || common::strict() {
         assert_eq!(row["problems"], 0, "{name}: {row}");
     }
     eprintln!(
