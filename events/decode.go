@@ -144,6 +144,7 @@ type Decoder struct {
 	// lastNonce is the run nonce of the last message decoded, handed out
 	// again while unchanged.
 	lastNonce []byte
+	hash      uint64 // a log record's content_hash field (runid.go)
 
 	actSpecs, obsSpecs specMemo
 
@@ -337,7 +338,7 @@ func (d *Decoder) decode(in []byte) (Event, int64, error) {
 	d.str = d.str[:0]
 	d.hdr = [4]span{}
 	d.lane = Option[uint32]{}
-	d.seq, d.recClk, d.nonce = 0, false, span{}
+	d.seq, d.recClk, d.nonce, d.hash = 0, false, span{}, 0
 	d.clearKind()
 	var (
 		ns   int64
@@ -369,6 +370,8 @@ func (d *Decoder) decode(in []byte) (Event, int64, error) {
 			d.recClk = v != 0
 		case num == runNonceField && typ == protowire.BytesType:
 			d.nonce = span{pos - len(val), pos}
+		case num == contentHashField && typ == protowire.Fixed64Type:
+			d.hash = v
 		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(kindLast) && typ == protowire.BytesType:
 			if k := Kind(num); k != kind {
 				if err := d.resetKind(in, kind); err != nil {

@@ -77,6 +77,10 @@ type assembler struct {
 	// step of each recording's lane 0 episode (repeat.go).
 	repeats atomic.Int64
 	lane0   map[hive.Recording]lane0Step
+	// keepHashes: each session keeps the content hashes of its last
+	// numbered events (runid.go), while recovery replays the log of a
+	// recorder opened WithResume.
+	keepHashes bool
 }
 
 // minEpisodeBuffer is the least an open episode may buffer before its rows
@@ -172,9 +176,11 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 // applyClocked is apply of an event whose time is the recorder's own
 // clock reading when recClock is set (or its log record says so).
 func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recClock bool) {
+	nonce, hash := logrec.RunOf(ev)
 	ev, seq, logged := logrec.Unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
 	s.seq = max(s.seq, seq)
+	a.noteRun(s, seq, nonce, hash)
 	if e, ok := ev.(*logrec.InvalidEvent); ok {
 		// A message of the stream that was no valid event: counted, and
 		// nothing of it applied.

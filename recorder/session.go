@@ -179,6 +179,10 @@ const (
 // its session id and its route's env id (hive.Recording). Several
 // recordings may share a session id.
 type session struct {
+	// run is the recording's run identity and the content hashes of its
+	// last numbered events (runid.go).
+	run runState
+
 	id        string
 	route     events.RuntimeEnvContext
 	envID     string // SessionStarted.EnvID, which repeats route.EnvID

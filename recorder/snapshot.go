@@ -111,6 +111,7 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 		Writes: int64(s.writes), NumEnvs: int64(s.numEnvs),
 		RowDone: s.rowDone, LogRows: s.logRows, TelemetryRows: s.teleRows,
 		Sequence: s.seq, Clocks: uint32(s.clocks),
+		RunNonce: s.run.nonce,
 	}
 	m.Route = logrec.RouteOf(s.route)
 	for _, ep := range sortedOpen(s) {
@@ -222,6 +223,7 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		writes: int(m.Writes), numEnvs: int32(m.NumEnvs),
 		rowDone: m.RowDone, logRows: m.LogRows, teleRows: m.TelemetryRows,
 		seq:      m.Sequence,
+		run:      runState{nonce: m.RunNonce},
 		clocks:   uint8(m.Clocks & uint32(clockEvent|clockRecorder)),
 		episodes: make(map[string]*episode, len(m.Episodes)),
 		done:     make(map[string]struct{}, len(m.Done)),

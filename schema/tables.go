@@ -53,6 +53,13 @@ const (
 	// files of unnumbered events have none, and readers that do not know
 	// it ignore it.
 	MetaLastSequence = "rlrec.last_sequence"
+	// MetaRunNonce, in a sessions, logs or telemetry file of a recording
+	// whose events came numbered, is the nonce of the run that recorded it
+	// (eventsv1.Event.run_nonce) in hex, or "rlrec-derived:" and hex for a
+	// run that sent none (the hash of its first event). A server started
+	// on the ROOT later refuses another run's events under the
+	// recording's ids. Optional: readers that do not know it ignore it.
+	MetaRunNonce = "rlrec.run_nonce"
 	// MetaStoreRequests, in a sessions file of a ROOT in object storage,
 	// counts the requests the writer had sent for the recording when it
 	// wrote the file's row: its claim, its listings, the puts of the

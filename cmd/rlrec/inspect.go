@@ -326,6 +326,10 @@ func fmtTimePtr(t *time.Time) *string {
 	return &s
 }
 
+// inProgressTemp is what inspect says of a part's temp file while a
+// recorder writes ROOT.
+const inProgressTemp = "temp file of a write in progress (a recorder is writing ROOT; it is renamed into place or removed when the write ends)"
+
 func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) {
 	rep := &inspectReport{Root: d.Root(), Tables: []inspectTable{}, Strays: []inspectStray{}, Sessions: []inspectSession{}}
 	for _, t := range dataset.Tables {
@@ -336,9 +340,17 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		}
 		rep.Tables = append(rep.Tables, it)
 	}
+	// While a recorder writes ROOT (it holds the lock), a part's temp
+	// file is a write in progress, not one a crash left unfinished.
+	writing := findings.ReadState(d.Root()).Writing
 	for _, s := range d.Strays() {
-		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: s.Reason})
+		reason := s.Reason
+		if s.Temp && writing {
+			reason = inProgressTemp
+		}
+		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: reason})
 	}
+	rep.Strays = append(rep.Strays, unpublishedClaims(d.Root())...)
 	recs := d.Recordings()
 	if f.session != "" {
 		rec, err := lookupRecording(d, f.session, f.env)
@@ -681,4 +693,32 @@ func sparkline(vals []float64, width int) string {
 		b.WriteRune(runes[i])
 	}
 	return b.String() + suffix
+}
+
+// unpublishedClaims lists, for a bucket's ROOT, each recording claimed
+// with nothing published (store.UnpublishedClaims) as a stray: a claim
+// that may block the recording for good (see release-claim).
+func unpublishedClaims(root string) []inspectStray {
+	if !store.IsURL(root) {
+		return nil
+	}
+	rd, err := store.OpenReader(context.Background(), root)
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	l, err := rd.List()
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	claims, err := store.UnpublishedClaims(rd, l)
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	var out []inspectStray
+	for _, c := range claims {
+		out = append(out, inspectStray{Path: rd.Path(c.Rel), Reason: fmt.Sprintf(
+			"claim of session %q env %q by writer %s with nothing published: a writer is recording it, or one stopped before its first publish; if no writer is and its log directory is lost, release it with 'rlrec release-claim --session %q --env %q %s'",
+			c.SessionID, c.EnvID, c.Writer, c.SessionID, c.EnvID, root)})
+	}
+	return out
 }
