@@ -123,9 +123,16 @@ type Config struct {
 	// window it is skipped when empty, as it may be when the ticker has
 	// just taken the last samples.
 	LateWindow bool
-	// Clock supplies every wall-clock value (episode ids, session id,
-	// duration_ms, telemetry durations); nil means time.Now.
+	// Clock gives the session's start: it is read once (and for minted
+	// session and env ids); nil means time.Now. From there the session
+	// runs in simulated time (every event time, episode id, duration_ms,
+	// time cap and telemetry duration): each step takes the env's control
+	// period (ControlPeriod), whatever the speed of the loop.
 	Clock func() time.Time
+	// ControlPeriod, when > 0, replaces the env's control period (0.02 s
+	// for cartpole, 0.1 s for pick-place, 0.05 s for all-leaves; see
+	// ControlPeriod()), the simulated time between two steps.
+	ControlPeriod time.Duration
 	// SessionID is the session id; "" mints a UUIDv7 from Clock and Seed.
 	SessionID string
 	// Route names the route; the zero value derives one from Env.
@@ -160,6 +167,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("time limit %d, want >= 0 (0 = none): %w", c.TimeLimit, ErrConfig)
 	case c.FailAfterSteps < 0:
 		return fmt.Errorf("fail after %d steps, want >= 0 (0 = never): %w", c.FailAfterSteps, ErrConfig)
+	case c.ControlPeriod < 0:
+		return fmt.Errorf("control period %v, want >= 0 (0 = the env's): %w", c.ControlPeriod, ErrConfig)
 	case c.TelemetryInterval < 0:
 		return fmt.Errorf("telemetry interval %v, want >= 0: %w", c.TelemetryInterval, ErrConfig)
 	}

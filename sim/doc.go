@@ -59,10 +59,22 @@
 //
 // # Times
 //
-// Every event is handed over with the time of its hook call, read from
-// Config.Clock, through events.DispatchAt: hooks that take times
-// (events.TimedHooks: the recorder, the serve client, StreamHooks) record
-// that time, so a StepClock run records the same times on every run; other
+// A session runs in simulated time, not at the speed of its loop:
+// Config.Clock is read once for its start, and from there each call takes
+// a simulated duration (an env reset, a predict, an env step, drawn from
+// the session's seed) and each step takes the env's control period: 0.02 s
+// for cartpole (gymnasium's tau, 50 Hz), 0.1 s for pick-place (a 10 Hz
+// camera), 0.05 s for all-leaves, or Config.ControlPeriod. Within a step,
+// ActionReceived comes when the predict ends and the step's other events
+// when the env step ends; the next step's predict starts one period after
+// this one's (later only when a round overran its period). So a recording
+// of a simulated run, and an export of it, gives the env's rate however
+// fast the machine ran it.
+//
+// Every event is handed over with its simulated time through
+// events.DispatchAt: hooks that take times (events.TimedHooks: the
+// recorder, the serve client, StreamHooks) record that time, so a run with
+// a fixed start (StepClock) records the same times on every run; other
 // hooks get the method call and stamp their own.
 //
 // # Capped episodes and rlmesh's env server

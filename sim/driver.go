@@ -23,6 +23,7 @@ const (
 	streamSession = 4       // + session index in RunSessions
 	streamRoute   = 1 << 32 // + session index in RunSessions
 	streamLate    = 2 << 32 // where Config.LateWindow's snapshot lands
+	streamTiming  = 5       // the simulated durations of calls (pace)
 )
 
 // Summary is what a finished session did.
@@ -133,21 +134,26 @@ type interrupted struct {
 }
 
 type session struct {
-	ctx    context.Context
-	hooks  events.Hooks
-	cfg    Config
-	id     string
-	route  events.RuntimeEnvContext
-	clock  func() time.Time
-	newEnv envFactory
-	env    env
-	obsSp  *spacesv1.SpaceSpec
-	actSp  *spacesv1.SpaceSpec
-	idRNG  *rand.Rand
-	meter  *meter
-	lanes  []laneState
-	epIDs  []string
-	recIDs []string
+	ctx   context.Context
+	hooks events.Hooks
+	cfg   Config
+	id    string
+	route events.RuntimeEnvContext
+	// origin is Config.Clock's reading at the start; at the simulated
+	// time since (see pace): every event time is origin + at.
+	origin  time.Time
+	at      time.Duration
+	pace    pace
+	timeRNG *rand.Rand
+	newEnv  envFactory
+	env     env
+	obsSp   *spacesv1.SpaceSpec
+	actSp   *spacesv1.SpaceSpec
+	idRNG   *rand.Rand
+	meter   *meter
+	lanes   []laneState
+	epIDs   []string
+	recIDs  []string
 
 	rewards   []float64
 	stepCap   int64
@@ -186,7 +192,8 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 	n := cfg.NumEnvs
 	s := &session{
 		ctx: ctx, hooks: hooks, cfg: cfg, id: cfg.SessionID, route: cfg.Route,
-		clock: clockOf(&cfg), newEnv: factory,
+		origin: clockOf(&cfg)(), pace: paceOf(&cfg), newEnv: factory,
+		timeRNG: rand.New(rand.NewPCG(cfg.Seed, streamTiming)),
 		idRNG:   rand.New(rand.NewPCG(cfg.Seed, streamIDs)),
 		meter:   newMeter(cfg.TelemetryInterval > 0 || cfg.LateWindow),
 		lanes:   make([]laneState, n),
@@ -270,11 +277,11 @@ func (s *session) loop() error {
 
 	// env.reset: the env attaches and resets every lane.
 	n := s.cfg.NumEnvs
-	t0 := s.clock()
+	t0 := s.now()
 	s.env = s.newEnv(n, rand.New(rand.NewPCG(s.cfg.Seed, streamEnv)), rand.New(rand.NewPCG(s.cfg.Seed, streamPolicy)))
 	s.obsSp, s.actSp = s.env.spaces()
 	obs := s.env.observe()
-	t1 := s.clock()
+	t1 := s.spend(s.pace.reset)
 	s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(n, false), s.wire.resetResponse(obs))
 	src := "runtime"
 	s.emit(hctx, &events.Log{SessionID: s.id, Route: s.route, Level: events.LogInfo,
@@ -286,7 +293,7 @@ func (s *session) loop() error {
 	s.emitObservation(hctx, obs, true)
 	s.flushSamples()
 
-	roundStart := s.clock()
+	roundStart := s.now()
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.fail(hctx, stopTelemetry, fmt.Sprintf("route %s cancelled at runtime step %d: %v",
@@ -294,7 +301,7 @@ func (s *session) loop() error {
 		}
 		// model.predict, then the action transform.
 		action := s.env.act()
-		s.recordPredict(roundStart, s.clock(), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
+		s.recordPredict(roundStart, s.spend(s.pace.predict), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
 		s.record(transformActRPC, 0)
 
 		l0 := &s.lanes[0]
@@ -314,7 +321,7 @@ func (s *session) loop() error {
 		}
 
 		// env.step.
-		t0 := s.clock()
+		t0 := s.now()
 		s.steps++
 		allZero := true
 		// The env server reports the episodes the last reset interrupted
@@ -351,7 +358,7 @@ func (s *session) loop() error {
 			rewards = s.rewards[:0]
 		}
 		obs = s.env.observe()
-		t1 := s.clock()
+		t1 := s.spend(s.pace.step)
 		s.recordCall(stepEndpoint, t0, t1, s.wire.stepRequest(action, n), s.wire.stepResponse(obs, len(rewards), n))
 
 		st := &s.evStep
@@ -397,7 +404,7 @@ func (s *session) loop() error {
 			}
 		}
 		if s.completed >= s.cfg.MaxEpisodes {
-			s.record(roundRPC, ms(s.clock().Sub(roundStart)))
+			s.record(roundRPC, ms(s.now().Sub(roundStart)))
 			s.flushSamples()
 			stopTelemetry()
 			late := s.lateWindowAfter()
@@ -416,7 +423,7 @@ func (s *session) loop() error {
 		if anyDone {
 			if s.cfg.Autoreset == AutoresetDisabled {
 				// env.reset of the lanes that completed.
-				t0 := s.clock()
+				t0 := s.now()
 				k := 0
 				for i := range s.lanes {
 					if l := &s.lanes[i]; l.complete || l.capped || l.reported {
@@ -431,7 +438,7 @@ func (s *session) loop() error {
 					}
 				}
 				obs = s.env.observe()
-				t1 := s.clock()
+				t1 := s.spend(s.pace.reset)
 				s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(k, k < n), s.wire.resetResponse(obs))
 				for i := range s.lanes {
 					if l := &s.lanes[i]; l.complete || l.capped || l.reported {
@@ -448,7 +455,7 @@ func (s *session) loop() error {
 			}
 		}
 		s.emitObservation(hctx, obs, reset)
-		next := s.clock()
+		next := s.nextRound(roundStart)
 		s.record(roundRPC, ms(next.Sub(roundStart)))
 		s.flushSamples()
 		roundStart = next
@@ -539,7 +546,7 @@ func (s *session) startTelemetry(hctx context.Context) func() {
 // startEpisode gives lane a new episode: the next session-global record id
 // and index, a fresh UUIDv7, and emits EpisodeStarted.
 func (s *session) startEpisode(hctx context.Context, lane int, auto bool) {
-	now := s.clock()
+	now := s.now()
 	s.nextIndex++
 	l := &s.lanes[lane]
 	*l = laneState{started: now, index: s.nextIndex}
@@ -560,7 +567,7 @@ func (s *session) completeEpisode(hctx context.Context, lane int, finalInfo *spa
 		EpisodeID: s.epIDs[lane], EpisodeRecordID: s.recIDs[lane], EpisodeIndex: l.index,
 		EnvIndex: int32(lane), StepCount: l.steps, CumulativeReward: l.reward,
 		Terminated: l.term, Truncated: l.trunc,
-		DurationMs: s.clock().Sub(l.started).Milliseconds(),
+		DurationMs: s.now().Sub(l.started).Milliseconds(),
 		FinalInfo:  finalInfo}
 	s.emit(hctx, ev)
 }
@@ -604,5 +611,26 @@ func recordID(index int64) string {
 // that take the time (events.TimedHooks: the recorder, the serve client,
 // StreamHooks) get it through RecordAt; any other gets the method call.
 func (s *session) emit(hctx context.Context, ev events.Event) {
-	s.hookDone(events.DispatchAt(hctx, s.hooks, ev, s.clock()))
+	s.hookDone(events.DispatchAt(hctx, s.hooks, ev, s.now()))
+}
+
+// now is the simulated time: the session's origin plus the simulated
+// time spent since.
+func (s *session) now() time.Time { return s.origin.Add(s.at) }
+
+// spend advances the simulated time by a duration drawn from sp and
+// returns the time after it.
+func (s *session) spend(sp span) time.Time {
+	s.at += sp.draw(s.timeRNG)
+	return s.now()
+}
+
+// nextRound advances the simulated time to the start of the round after
+// the one that started at roundStart: one control period later, or now
+// when the round overran its period. It returns that start.
+func (s *session) nextRound(roundStart time.Time) time.Time {
+	if due := roundStart.Add(s.pace.period); due.After(s.now()) {
+		s.at = due.Sub(s.origin)
+	}
+	return s.now()
 }
