@@ -30,6 +30,7 @@ type simulateOptions struct {
 	seed         uint64
 	out          string
 	telemetry    time.Duration
+	period       time.Duration
 	reproducible bool
 	to           string
 	tokenFile    string
@@ -44,7 +45,7 @@ var simulateClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var cmdSimulate = &Command{
 	Name:      "simulate",
-	UsageLine: "simulate [--env NAME] [--envs N] [--episodes N] [--autoreset next-step|disabled] [--max-steps N] [--sessions N] [--fail-after N] [--seed N] [--telemetry-interval DURATION] [--reproducible] -o FILE|- [--force] | --to ADDR [--token-file FILE] [--tls-ca FILE]",
+	UsageLine: "simulate [--env NAME] [--envs N] [--episodes N] [--autoreset next-step|disabled] [--max-steps N] [--sessions N] [--fail-after N] [--seed N] [--period DURATION] [--telemetry-interval DURATION] [--reproducible] -o FILE|- [--force] | --to ADDR [--token-file FILE] [--tls-ca FILE]",
 	Short:     "write the event stream of simulated rlmesh sessions",
 	Long: `Simulate runs built-in rlmesh sessions (a simulated runtime driving a
 built-in environment and policy over N vectorized lanes) and writes their
@@ -67,13 +68,16 @@ failure: after that many steps the session fails mid-episode (SessionFailed,
 no SessionEnded). With --sessions S, the sessions run concurrently into one
 stream, session i with seed X+i.
 
-Every event carries the time of its hook call (time_unix_nano), read from
-the simulated runtime's clock, and 'rlrec ingest' keeps it. With
---reproducible the sessions read a simulated clock (starting at
-2026-01-01T00:00:00Z, 1 ms per reading, about 7 readings per step)
-instead of the wall clock, so one session's flags always give the same
-bytes, times included, and ingesting them gives the same tables;
-concurrent sessions (--sessions > 1) still interleave in a varying order.
+Every event carries the time of its hook call (time_unix_nano) in the
+simulated runtime's time, and 'rlrec ingest' keeps it: a session starts
+now and each step takes the env's control period (cartpole 0.02 s, as
+gymnasium's; pick-place 0.1 s, a 10 Hz camera; all-leaves 0.05 s; or
+--period), with simulated predict and env step times within it, however
+fast the simulation runs. So 'rlrec export' gives the env's frame rate.
+With --reproducible the sessions start at 2026-01-01T00:00:00Z instead of
+now, so one session's flags always give the same bytes, times included,
+and ingesting them gives the same tables; concurrent sessions
+(--sessions > 1) still interleave in a varying order.
 --telemetry-interval adds window telemetry snapshots, which are
 wall-clock driven and so never reproducible.
 
@@ -112,7 +116,8 @@ Example:
 		outFlag(fs, &f.out, "output `FILE`, or - for standard output (required without --to)")
 		forceFlag(fs, &f.force)
 		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots every `DURATION`, such as 200ms (0: none)")
-		fs.BoolVar(&f.reproducible, "reproducible", false, "use a simulated clock so the same flags give the same bytes")
+		fs.DurationVar(&f.period, "period", 0, "the control period, simulated time per step, such as 33ms (0: the env's)")
+		fs.BoolVar(&f.reproducible, "reproducible", false, "start the simulated time at a fixed instant so the same flags give the same bytes")
 		fs.StringVar(&f.to, "to", "", "send the events to the rlrec serve at `ADDR` (host:port) instead of -o")
 		fs.StringVar(&f.tokenFile, "token-file", "", "with --to: read the server's token from `FILE`")
 		fs.StringVar(&f.tlsCA, "tls-ca", "", "with --to: connect over TLS, trusting the CA certificates in PEM `FILE`")
@@ -212,6 +217,8 @@ func simulateConfigs(f simulateOptions) ([]sim.Config, error) {
 		return nil, usagef("--fail-after %d: want 0 (never) or more", f.failAfter)
 	case f.telemetry < 0:
 		return nil, usagef("--telemetry-interval %v: want 0 (none) or more", f.telemetry)
+	case f.period < 0:
+		return nil, usagef("--period %v: want 0 (the env's) or more", f.period)
 	}
 	mode, err := sim.ParseAutoreset(f.autoreset)
 	if err != nil {
@@ -229,7 +236,7 @@ func simulateConfigs(f simulateOptions) ([]sim.Config, error) {
 		cfgs[i] = sim.Config{
 			Env: f.env, NumEnvs: f.envs, Autoreset: mode, MaxEpisodes: f.episodes,
 			MaxEpisodeSteps: f.maxSteps, FailAfterSteps: f.failAfter, Seed: f.seed + uint64(i),
-			TelemetryInterval: f.telemetry,
+			TelemetryInterval: f.telemetry, ControlPeriod: f.period,
 		}
 		if f.reproducible {
 			cfgs[i].Clock = sim.StepClock(simulateClockStart, time.Millisecond)
