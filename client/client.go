@@ -546,6 +546,10 @@ func (c *Client) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySn
 	return c.Record(ctx, ev)
 }
 
+func (c *Client) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
+	return c.Record(ctx, ev)
+}
+
 // Encode buffers come from pools by power-of-two capacity, so that an
 // image stream reuses its buffers instead of allocating one per event.
 var bufPools [28]sync.Pool // 1 KiB << i

@@ -641,3 +641,9 @@ func (r *Recorder) OnObservationEmitted(ctx context.Context, ev *events.Observat
 func (r *Recorder) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySnapshot) error {
 	return r.submit(ctx, ev)
 }
+
+// OnRelayAdvisory records a relay advisory as a row of the recording's
+// logs table (see the package doc on schema version 3).
+func (r *Recorder) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
+	return r.submit(ctx, ev)
+}

@@ -103,3 +103,8 @@ func (c *collector) OnTelemetrySnapshot(_ context.Context, ev *events.TelemetryS
 	e.Snapshot.Rows = slices.Clone(ev.Snapshot.Rows)
 	return c.add(&e)
 }
+
+func (c *collector) OnRelayAdvisory(_ context.Context, ev *events.RelayAdvisory) error {
+	e := *ev
+	return c.add(&e)
+}

@@ -354,6 +354,10 @@ func (h *stampedHooks) OnTelemetrySnapshot(ctx context.Context, ev *events.Telem
 	return h.at(ctx, ev)
 }
 
+func (h *stampedHooks) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
+	return h.at(ctx, ev)
+}
+
 // TestPrintSpaceKeys checks that the space tree shows dict keys by their
 // real names, unescaping the leaf paths.
 func TestPrintSpaceKeys(t *testing.T) {
