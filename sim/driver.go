@@ -33,7 +33,8 @@ type Summary struct {
 	EnvID string
 	// Steps is the number of batch steps (env.step calls) taken.
 	Steps int64
-	// LaneSteps is Steps × NumEnvs.
+	// LaneSteps is the lane steps taken: Steps × NumEnvs, or with a
+	// lane-served env the sum of the groups' steps.
 	LaneSteps int64
 	// Episodes is the number of completed episodes.
 	Episodes int64
@@ -160,6 +161,7 @@ type session struct {
 	nextIndex int64 // last episode index assigned
 	completed int64
 	steps     int64
+	laneSteps int64
 
 	samples []sample // this round's telemetry, handed to meter at its end
 	wire    wireSizes
@@ -204,8 +206,13 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 		samples: make([]sample, 0, numSeries),
 		wire:    newWireSizes(cfg.SessionID, cfg.Route.EnvID),
 	}
-	err := s.loop()
-	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.steps * int64(n), Episodes: s.completed, Failed: err != nil}
+	var err error
+	if cfg.Order == OrderRC5 {
+		err = s.loop()
+	} else {
+		err = s.loop01()
+	}
+	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.laneSteps, Episodes: s.completed, Failed: err != nil}
 	if errors.Is(err, errInjected) {
 		err = nil
 	}
@@ -267,7 +274,8 @@ func (s *session) flushSamples() {
 	s.samples = s.samples[:0]
 }
 
-// loop runs the session; a non-nil error means it ended with SessionFailed.
+// loop runs the session in rlmesh rc.5's order (OrderRC5); a non-nil error
+// means it ended with SessionFailed.
 func (s *session) loop() error {
 	ctx := s.ctx
 	hctx := context.WithoutCancel(ctx)
@@ -323,6 +331,7 @@ func (s *session) loop() error {
 		// env.step.
 		t0 := s.now()
 		s.steps++
+		s.laneSteps += int64(n)
 		allZero := true
 		// The env server reports the episodes the last reset interrupted
 		// first (drain_interrupted), then the env's completions.

@@ -91,6 +91,10 @@ func (c *completions) OnSessionEnded(_ context.Context, ev *events.SessionEnded)
 	return nil
 }
 
+// TestCaps checks rlmesh rc.5's caps and env server (OrderRC5): the
+// server's second report of a capped episode, capped completions without
+// final_info. rlmesh 0.1's (one completion, the step's infos as final
+// info) are TestOrder01's.
 func TestCaps(t *testing.T) {
 	type done struct {
 		lane       int32
@@ -141,6 +145,7 @@ func TestCaps(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Env = "scripted"
 			cfg.NumEnvs = max(cfg.NumEnvs, 1)
+			cfg.Order = OrderRC5
 			if cfg.Clock == nil {
 				cfg.Clock = fixedClock()
 			}
