@@ -36,6 +36,10 @@ type Summary struct {
 	// LaneSteps is the lane steps taken: Steps × NumEnvs, or with a
 	// lane-served env the sum of the groups' steps.
 	LaneSteps int64
+	// SurplusLaneSteps (rlmesh 0.1) is the part of LaneSteps that surplus
+	// episodes took (lanes beyond the max_episodes budget, which never
+	// start or complete), roll steps not included.
+	SurplusLaneSteps int64
 	// Episodes is the number of completed episodes.
 	Episodes int64
 	// Failed reports that the session ended with SessionFailed.
@@ -162,6 +166,8 @@ type session struct {
 	completed int64
 	steps     int64
 	laneSteps int64
+	// surplusSteps counts the lane-steps of surplus episodes (0.1).
+	surplusSteps int64
 
 	samples []sample // this round's telemetry, handed to meter at its end
 	wire    wireSizes
@@ -212,7 +218,7 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 	} else {
 		err = s.loop01()
 	}
-	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.laneSteps, Episodes: s.completed, Failed: err != nil}
+	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.laneSteps, SurplusLaneSteps: s.surplusSteps, Episodes: s.completed, Failed: err != nil}
 	if errors.Is(err, errInjected) {
 		err = nil
 	}

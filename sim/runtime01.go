@@ -426,6 +426,9 @@ func (r *route01) onStep(g *group01) {
 			rolled = true
 			continue
 		}
+		if sl.surplus {
+			r.surplusSteps++
+		}
 		rew, term, trunc := r.env.step(lane, g.sent)
 		if !term && !trunc && r.cfg.TimeLimit > 0 && sl.steps >= r.cfg.TimeLimit {
 			trunc = true
