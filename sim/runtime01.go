@@ -88,8 +88,10 @@ type group01 struct {
 	action, prevAction, sent [][]byte
 	prevObs, heldObs         [][]byte
 	obsBuf, actBuf, rawBuf   [][]byte
-	lastObs                  [][]byte
 	observations, actions    int64
+	// the infos maps, reused from step to step (a hook must not retain
+	// an event, nor what it reaches)
+	stepInfo, resetInfo *spacesv1.MetaMap
 }
 
 // route01 is a session run in rlmesh 0.1's order.
@@ -167,7 +169,10 @@ func (s *session) loop01() error {
 			}
 			r.onStep(g)
 		}
-		s.flushSamples()
+		if g.phase != phaseStepping {
+			// A round's samples (or a reset's) go to the meter together.
+			s.flushSamples()
+		}
 	}
 	// Every group is idle: the route ends, the final telemetry first.
 	s.flushSamples()
@@ -576,7 +581,7 @@ func (r *route01) allSurplus(g *group01) bool {
 // lane's step count in its episode (an integer for one lane; for several,
 // a list in gymnasium's vector layout).
 func (r *route01) stepInfos(g *group01) *spacesv1.MetaMap {
-	return perLane(g, "elapsed_steps", func(lane int) int64 { return r.slots[lane].steps })
+	return perLane(&g.stepInfo, g, "elapsed_steps", func(lane int) int64 { return r.slots[lane].steps })
 }
 
 // resetInfos is the simulated env's reset infos: "resets", how many times
@@ -585,7 +590,7 @@ func (r *route01) stepInfos(g *group01) *spacesv1.MetaMap {
 func (r *route01) resetInfos(g *group01, only []bool) *spacesv1.MetaMap {
 	if only != nil {
 		// A roll's infos: the count of the rolled lanes, 0 for the others.
-		return perLane(g, "resets", func(lane int) int64 {
+		return perLane(&g.resetInfo, g, "resets", func(lane int) int64 {
 			for i, l := range g.lanes {
 				if l == lane && only[i] {
 					return r.slots[lane].resets
@@ -594,20 +599,35 @@ func (r *route01) resetInfos(g *group01, only []bool) *spacesv1.MetaMap {
 			return 0
 		})
 	}
-	return perLane(g, "resets", func(lane int) int64 { return r.slots[lane].resets })
+	return perLane(&g.resetInfo, g, "resets", func(lane int) int64 { return r.slots[lane].resets })
 }
 
-func perLane(g *group01, key string, v func(lane int) int64) *spacesv1.MetaMap {
-	if len(g.lanes) == 1 {
-		return &spacesv1.MetaMap{Entries: map[string]*spacesv1.MetaValue{
-			key: {Kind: &spacesv1.MetaValue_Integer{Integer: v(g.lanes[0])}}}}
+// perLane sets *m to {key: v(lane)} for g's one lane, or {key: [v(lane)
+// for each lane]}, building it on the first call and updating its
+// integers in place after.
+func perLane(m **spacesv1.MetaMap, g *group01, key string, v func(lane int) int64) *spacesv1.MetaMap {
+	if *m == nil {
+		var val *spacesv1.MetaValue
+		if len(g.lanes) == 1 {
+			val = &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Integer{}}
+		} else {
+			items := make([]*spacesv1.MetaValue, len(g.lanes))
+			for i := range items {
+				items[i] = &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Integer{}}
+			}
+			val = &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_List{List: &spacesv1.MetaList{Items: items}}}
+		}
+		*m = &spacesv1.MetaMap{Entries: map[string]*spacesv1.MetaValue{key: val}}
 	}
-	items := make([]*spacesv1.MetaValue, len(g.lanes))
-	for i, lane := range g.lanes {
-		items[i] = &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Integer{Integer: v(lane)}}
+	switch x := (*m).Entries[key].Kind.(type) {
+	case *spacesv1.MetaValue_Integer:
+		x.Integer = v(g.lanes[0])
+	case *spacesv1.MetaValue_List:
+		for i, lane := range g.lanes {
+			x.List.Items[i].Kind.(*spacesv1.MetaValue_Integer).Integer = v(lane)
+		}
 	}
-	return &spacesv1.MetaMap{Entries: map[string]*spacesv1.MetaValue{
-		key: {Kind: &spacesv1.MetaValue_List{List: &spacesv1.MetaList{Items: items}}}}}
+	return *m
 }
 
 // successKeys are the final-info keys rlmesh 0.1 reads the outcome from,
