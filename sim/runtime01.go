@@ -319,9 +319,14 @@ func (r *route01) startedEvent(g *group01, i int, sl *slot01, auto bool) {
 // groupObs returns g's part of the env's current observation: the n-lane
 // slabs, or a lane group's one-lane slabs.
 func (r *route01) groupObs(g *group01) [][]byte {
-	full := r.env.observe()
 	if !g.laneGroup {
-		return full
+		return r.env.observe()
+	}
+	var full [][]byte
+	if lo, ok := r.env.(laneObserver); ok {
+		full = lo.observeLane(g.lanes[0])
+	} else {
+		full = r.env.observe()
 	}
 	g.obsBuf = laneSlabs(g.obsBuf, full, r.obsText, g.lanes[0], r.cfg.NumEnvs)
 	return g.obsBuf
