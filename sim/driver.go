@@ -36,9 +36,9 @@ type Summary struct {
 	// LaneSteps is the lane steps taken: Steps × NumEnvs, or with a
 	// lane-served env the sum of the groups' steps.
 	LaneSteps int64
-	// SurplusLaneSteps (rlmesh 0.1) is the part of LaneSteps that surplus
-	// episodes took (lanes beyond the max_episodes budget, which never
-	// start or complete), roll steps not included.
+	// SurplusLaneSteps (rlmesh 0.1) is the part of LaneSteps whose lane
+	// held a surplus episode (beyond the max_episodes budget: it never
+	// starts or completes), its roll step included.
 	SurplusLaneSteps int64
 	// Episodes is the number of completed episodes.
 	Episodes int64

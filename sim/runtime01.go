@@ -428,6 +428,9 @@ func (r *route01) onStep(g *group01) {
 		sl.steps++
 		sl.predict += g.predicted
 		sl.step += stepDur
+		if sl.surplus {
+			r.surplusSteps++
+		}
 		if sl.roll {
 			// The env ignores the action and resets the lane: a step of no
 			// episode.
@@ -435,9 +438,6 @@ func (r *route01) onStep(g *group01) {
 			g.rewards[i] = 0
 			rolled = true
 			continue
-		}
-		if sl.surplus {
-			r.surplusSteps++
 		}
 		rew, term, trunc := r.env.step(lane, g.sent)
 		if !term && !trunc && r.cfg.TimeLimit > 0 && sl.steps >= r.cfg.TimeLimit {

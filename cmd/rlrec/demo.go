@@ -132,7 +132,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	}
 	defer d.Close()
 	mine := map[dataset.Recording]bool{}
-	var rows, dropped int64
+	var rows, dropped, recSurplus int64
 	for _, s := range sums {
 		r := dataset.Recording{SessionID: s.SessionID, EnvID: s.EnvID}
 		mine[r] = true
@@ -143,14 +143,21 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		if row := sess.Row(); row != nil {
 			rows += row.StepsRecorded
 			dropped += row.DroppedSteps
+			if row.SurplusSteps != nil {
+				recSurplus += *row.SurplusSteps
+			}
 		}
 	}
-	fmt.Fprintf(w, "\n  The %d lane-steps are %d step rows, %d dropped steps and %d steps of surplus\n"+
-		"  episodes: under next-step autoreset, the step after an episode ends on a lane\n"+
-		"  only resets that lane (its autoreset_roll), so it belongs to no episode; the\n"+
-		"  sessions table counts it in dropped_steps.\n",
-		laneSteps, rows, dropped, surplus)
-	if other := laneSteps - rows - dropped - surplus; other != 0 {
+	fmt.Fprintf(w, "\n  The %d lane-steps are %d step rows and %d dropped steps: under next-step\n"+
+		"  autoreset, the step after an episode ends on a lane only resets that lane\n"+
+		"  (its autoreset_roll), so it belongs to no episode, and a lane past the\n"+
+		"  budget runs a surplus episode; the sessions table counts both in\n"+
+		"  dropped_steps, %d of them surplus (surplus_steps).\n",
+		laneSteps, rows, dropped, recSurplus)
+	if recSurplus != surplus {
+		fmt.Fprintf(w, "  The simulator ran %d surplus lane-steps, the recording counts %d: run 'rlrec inspect %s'.\n", surplus, recSurplus, root)
+	}
+	if other := laneSteps - rows - dropped; other != 0 {
 		fmt.Fprintf(w, "  %d more lane-steps were counted as problems: run 'rlrec inspect %s'.\n", other, root)
 	}
 	fmt.Fprintf(w, "\nThis run wrote:\n\n")
