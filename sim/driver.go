@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
@@ -147,7 +148,7 @@ type session struct {
 	// origin is Config.Clock's reading at the start; at the simulated
 	// time since (see pace): every event time is origin + at.
 	origin  time.Time
-	at      time.Duration
+	at      atomic.Int64 // nanoseconds; see elapsed
 	pace    pace
 	timeRNG *rand.Rand
 	newEnv  envFactory
@@ -631,12 +632,19 @@ func (s *session) emit(hctx context.Context, ev events.Event) {
 
 // now is the simulated time: the session's origin plus the simulated
 // time spent since.
-func (s *session) now() time.Time { return s.origin.Add(s.at) }
+func (s *session) now() time.Time { return s.origin.Add(s.elapsed()) }
+
+// elapsed is the simulated time since the session's start. It is read
+// by the window telemetry goroutine too, so it is kept atomically.
+func (s *session) elapsed() time.Duration { return time.Duration(s.at.Load()) }
+
+// setElapsed sets the simulated time since the session's start.
+func (s *session) setElapsed(d time.Duration) { s.at.Store(int64(d)) }
 
 // spend advances the simulated time by a duration drawn from sp and
 // returns the time after it.
 func (s *session) spend(sp span) time.Time {
-	s.at += sp.draw(s.timeRNG)
+	s.setElapsed(s.elapsed() + sp.draw(s.timeRNG))
 	return s.now()
 }
 
@@ -645,7 +653,7 @@ func (s *session) spend(sp span) time.Time {
 // when the round overran its period. It returns that start.
 func (s *session) nextRound(roundStart time.Time) time.Time {
 	if due := roundStart.Add(s.pace.period); due.After(s.now()) {
-		s.at = due.Sub(s.origin)
+		s.setElapsed(due.Sub(s.origin))
 	}
 	return s.now()
 }

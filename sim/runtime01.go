@@ -156,7 +156,7 @@ func (s *session) loop01() error {
 		if g == nil {
 			break
 		}
-		s.at = g.due
+		s.setElapsed(g.due)
 		switch g.phase {
 		case phaseResetting:
 			r.onReset(g)
@@ -262,8 +262,8 @@ func (r *route01) beginReset(g *group01, initial bool) {
 	}
 	g.initial = initial
 	g.phase = phaseResetting
-	g.opStart = r.at
-	g.due = r.at + r.pace.reset.draw(r.timeRNG)
+	g.opStart = r.elapsed()
+	g.due = r.elapsed() + r.pace.reset.draw(r.timeRNG)
 }
 
 // onReset lands g's reset: the "env reset complete" log of a group's first
@@ -301,7 +301,7 @@ func (r *route01) onReset(g *group01) {
 			r.startedEvent(g, i, sl, !g.initial)
 		}
 	}
-	g.roundStart = r.at
+	g.roundStart = r.elapsed()
 	r.observe(g, obs, r.resetInfos(g, nil), true)
 }
 
@@ -360,9 +360,9 @@ func (r *route01) observe(g *group01, obs [][]byte, infos *spacesv1.MetaMap, isR
 	r.emit(r.hctx, ev)
 	g.obsLen = valueField(out)
 	if !isReset {
-		g.roundStart = max(g.roundStart+r.pace.period, r.at)
+		g.roundStart = max(g.roundStart+r.pace.period, r.elapsed())
 	} else {
-		g.roundStart = r.at
+		g.roundStart = r.elapsed()
 	}
 	g.phase = phasePredicting
 	g.due = g.roundStart + r.pace.predict.draw(r.timeRNG)
@@ -406,8 +406,8 @@ func (r *route01) onPredict(g *group01) {
 	g.actLen = valueField(act)
 	g.failing = r.cfg.FailAfterSteps > 0 && r.steps >= r.cfg.FailAfterSteps
 	g.phase = phaseStepping
-	g.opStart = r.at
-	g.due = r.at + r.pace.step.draw(r.timeRNG)
+	g.opStart = r.elapsed()
+	g.due = r.elapsed() + r.pace.step.draw(r.timeRNG)
 }
 
 // onStep lands g's env step: StepCompleted with the per-lane flags; on a
