@@ -34,8 +34,8 @@ type episodeTrack struct {
 
 // checkSession asserts the invariants of the session's order on one
 // session's events, in arrival order: rlmesh 0.1's (checkSession01), or
-// under OrderRC5 those of RLMESH.md §5 and the package doc's readings of
-// it. It returns the number of completed episodes.
+// under OrderRC5 rlmesh rc.5's, as the package doc states them. It returns
+// the number of completed episodes.
 func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool) int64 {
 	return checkSessionOpts(t, cfg, evs, wantFailed, true)
 }
