@@ -147,7 +147,7 @@
 // a fixed start (StepClock) records the same times on every run; other
 // hooks get the method call and stamp their own.
 //
-// # Capped episodes and rlmesh's env server
+// # Capped episodes and rlmesh rc.5's env server (OrderRC5)
 //
 // Under disabled autoreset the runtime's caps complete an episode the env
 // did not end and reset the lane. rlmesh's env server still holds that
@@ -158,8 +158,9 @@
 // episode, and resets the lane again, interrupting the episode that had
 // just started. From then on each episode of the lane lasts one step, its
 // completion one step late, until the env ends an episode on its one step.
-// The simulator models this by default; Config.CapsCompleteOnce models an
-// env without a server's bookkeeping, whose capped episodes complete once.
+// The simulator models this under OrderRC5; Config.CapsCompleteOnce models
+// an env without a server's bookkeeping, whose capped episodes complete
+// once, as they always do in rlmesh 0.1 (its driver drops the stale report).
 //
 // # Telemetry
 //
@@ -176,9 +177,10 @@
 //
 // # Identity
 //
-// Episode ids are UUIDv7 built from Config.Clock and an RNG stream of
-// Config.Seed. Record ids are ep-NNNNNN, session-global, 1-based, assigned in
-// lane order as episodes start; EpisodeIndex is the same number. The step
+// Episode ids are UUIDv7 built from the simulated time and an RNG stream of
+// Config.Seed. Record ids are ep-NNNNNN, session-global, 1-based; under rc.5
+// they are assigned in lane order as episodes start (0.1: from the
+// episodes' slots, above); EpisodeIndex is the same number. The step
 // field is lane 0's per-episode counter: ActionReceived and StepCompleted
 // carry lane 0's counter before the step plus one; ObservationEmitted carries
 // lane 0's counter after it (0 once lane 0 has been reset).
@@ -189,8 +191,9 @@
 // completed episode while the env ignores that lane's action and resets it
 // (reward 0). That step belongs to no episode and is not counted in any
 // StepCount; EpisodeStarted(auto_reset=true) for the lane follows that
-// step's StepCompleted. Under disabled autoreset the terminal observation is
-// never emitted.
+// step's StepCompleted (0.1: its autoreset_roll is set, and the ended
+// episode's EpisodeCompleted comes between the two). Under disabled
+// autoreset the terminal observation is never emitted.
 //
 // # Decisions where rlmesh rc.5 was silent (OrderRC5)
 //
