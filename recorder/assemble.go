@@ -381,7 +381,7 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		a.problem(s, probDuplicateStart, "EpisodeStarted for %q which was already recorded", e.EpisodeRecordID)
 		return
 	}
-	s.noteV01(e.Route)
+	a.noteV01(s, e.Route)
 	if !e.Route.Lane.Set {
 		a.laneOutOfRange(s, events.KindEpisodeStarted, e.EpisodeRecordID, e.EnvIndex)
 	}
@@ -441,7 +441,9 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 	ep.completion = &c
 	ep.endedAt = at
 	ep.lastAt = at
-	if n := len(ep.rows); n > 0 && ep.rows[n-1].step == ep.nextStep-1 {
+	if n := len(ep.rows); n > 0 && ep.rows[n-1].step == ep.nextStep-1 && !ep.flagEnded {
+		// (An episode rlmesh 0.1's step flags ended keeps what they
+		// said: see stepflags.go.)
 		r := &ep.rows[n-1]
 		r.isLast, r.terminated, r.truncated = true, e.Terminated, e.Truncated
 	}

@@ -214,8 +214,13 @@ type session struct {
 	// start or complete); they are also in droppedSteps.
 	surplusSteps int64
 	// v01 is set once the recording showed rlmesh 0.1's events (per-lane
-	// flags on a StepCompleted, or a route lane).
-	v01 bool
+	// flags on a StepCompleted, or a route lane). heldProblems and
+	// heldSteps count the unknown ids seen before, and their lane-steps:
+	// counted as problems until then, surplus episodes once v01 is set
+	// (unknownEpisode).
+	v01          bool
+	heldProblems int64
+	heldSteps    int64
 
 	// numEnvs is the session's lane count N, from its last batch; 0 until
 	// one is seen.

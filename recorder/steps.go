@@ -112,17 +112,18 @@ func (s *session) group(route events.RuntimeEnvContext) *stepGroup {
 	return &s.byLane[i]
 }
 
-// noteV01 marks the recording as one with rlmesh 0.1's events.
-func (s *session) noteV01(route events.RuntimeEnvContext) {
+// noteV01 marks the recording as one with rlmesh 0.1's events when the
+// event's route names a lane.
+func (a *assembler) noteV01(s *session, route events.RuntimeEnvContext) {
 	if route.Lane.Set {
-		s.v01 = true
+		a.markV01(s)
 	}
 }
 
 func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted, at time.Time) {
 	n := int(e.NumEnvs)
 	defer a.finalizeCompleted(s)
-	s.noteV01(e.Route)
+	a.noteV01(s, e.Route)
 	if len(e.EpisodeRecordIDs) != n {
 		a.problem(s, probLaneCount, "ObservationEmitted at step %d: %d record ids for num_envs %d", e.Step, len(e.EpisodeRecordIDs), n)
 		return
@@ -167,7 +168,7 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 		li := base + i
 		ep := s.episodeOn(li, rid)
 		if ep == nil {
-			a.unknownEpisode(s, "observation", e.Step, li, rid)
+			a.unknownEpisode(s, "observation", e.Step, li, rid, false)
 			continue
 		}
 		if ep.completed || ep.flagEnded {
@@ -205,19 +206,50 @@ func sameLeaves(a, b [][]byte) bool {
 }
 
 // unknownEpisode handles a step event's lane naming rid, which is neither
-// open nor recorded. In a recording of rlmesh 0.1 that is a surplus
-// episode (lanes beyond the max_episodes budget run episodes that never
-// start or complete): no problem, and its steps are counted by the
-// caller. Before 0.1 it is counted as a problem.
-func (a *assembler) unknownEpisode(s *session, what string, step int64, lane int, rid string) {
-	if _, done := s.done[rid]; done || s.v01 {
+// open nor recorded; isStep says that it is an action's lane (a
+// lane-step). In a recording of rlmesh 0.1 that is a surplus episode
+// (lanes beyond the max_episodes budget run episodes that never start or
+// complete): no problem, and its lane-steps are counted in surplus_steps.
+// Before 0.1 it is a problem. A recording is known to be of 0.1 at its
+// first per-lane flags or route lane, which may come after the first
+// surplus ids (lanes can start surplus at the first reset): those are
+// counted as problems when they come, and taken back then (markV01).
+func (a *assembler) unknownEpisode(s *session, what string, step int64, lane int, rid string, isStep bool) {
+	if _, done := s.done[rid]; done {
 		return
 	}
+	if s.v01 {
+		if isStep {
+			s.surplusSteps++
+		}
+		return
+	}
+	if isStep {
+		s.heldSteps++
+	}
+	s.heldProblems++
 	a.problem(s, probUnknownEpisode, "%s at step %d for lane %d names %q, which never started", what, step, lane, rid)
 }
 
+// markV01 marks the recording as one of rlmesh 0.1: the ids counted as
+// unknown so far were surplus episodes, and are no problem.
+func (a *assembler) markV01(s *session) {
+	if s.v01 {
+		return
+	}
+	s.v01 = true
+	if n := s.heldProblems; n > 0 {
+		if s.problems[probUnknownEpisode] -= n; s.problems[probUnknownEpisode] <= 0 {
+			delete(s.problems, probUnknownEpisode)
+		}
+		a.problems.Add(-n)
+		s.surplusSteps += s.heldSteps
+	}
+	s.heldProblems, s.heldSteps = 0, 0
+}
+
 func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
-	s.noteV01(e.Route)
+	a.noteV01(s, e.Route)
 	g := s.group(e.Route)
 	a.closePending(s, g, laneBase(e.Route), false)
 	n := len(e.EpisodeRecordIDs)
@@ -278,10 +310,7 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 				g.rolled[i] = true
 			}
 			if ep == nil && rid != "" {
-				if _, done := s.done[rid]; !done && s.v01 {
-					s.surplusSteps++
-				}
-				a.unknownEpisode(s, "action", e.Step, li, rid)
+				a.unknownEpisode(s, "action", e.Step, li, rid, true)
 			}
 			continue
 		}
@@ -338,7 +367,7 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 }
 
 func (a *assembler) stepCompleted(s *session, e *events.StepCompleted) {
-	s.noteV01(e.Route)
+	a.noteV01(s, e.Route)
 	g := s.group(e.Route)
 	if !g.have {
 		a.problem(s, probRewardWithout, "StepCompleted at step %d without a preceding ActionReceived", e.Step)
@@ -351,7 +380,7 @@ func (a *assembler) stepCompleted(s *session, e *events.StepCompleted) {
 	}
 	flags := len(e.Terminated) > 0 || len(e.Truncated) > 0 || len(e.AutoresetRoll) > 0
 	if flags {
-		s.v01 = true
+		a.markV01(s)
 		if len(e.Terminated) != len(g.pending) || len(e.Truncated) != len(g.pending) || len(e.AutoresetRoll) != len(g.pending) {
 			a.problem(s, probLaneCount, "StepCompleted at step %d: flags for %d, %d and %d lanes, the action had %d",
 				e.Step, len(e.Terminated), len(e.Truncated), len(e.AutoresetRoll), len(g.pending))

@@ -379,7 +379,7 @@ var (
 	EpisodesSchema = parquet.SchemaOf(EpisodeRow{})
 	// EpisodesSchemaV2 is the episodes table of schema version 2.
 	EpisodesSchemaV2 = parquet.SchemaOf(EpisodeRowV2{})
-	SessionsSchema = parquet.SchemaOf(SessionRow{})
+	SessionsSchema   = parquet.SchemaOf(SessionRow{})
 	// SessionsSchemaV2 is the sessions table of schema version 2.
 	SessionsSchemaV2 = parquet.SchemaOf(SessionRowV2{})
 	// SessionsSchemaBeforeClock is the sessions table as rlrec wrote it

@@ -19,7 +19,7 @@ func TestCopyCommand(t *testing.T) {
 		out   []string // in stdout
 	}{
 		{"everything, to layout session", []string{"copy", goldenRoot, filepath.Join(dir, "all"), "--layout", "session"},
-			[]string{"all"}, []string{"Copied 5 episodes (30 steps) of 2 recordings", "layout session", "rlrec verify " + filepath.Join(dir, "all")}},
+			[]string{"all"}, []string{"Copied 6 episodes (38 steps) of 2 recordings", "layout session", "rlrec verify " + filepath.Join(dir, "all")}},
 		{"filtered", []string{"copy", "--where", "status = 'completed' and step_count >= 3", goldenRoot, filepath.Join(dir, "some")},
 			[]string{"some"}, []string{"Filter: status = 'completed' AND step_count >= 3", "layout episode"}},
 		{"one session", []string{"copy", goldenRoot, filepath.Join(dir, "one"), "--session", "golden-cartpole"},
@@ -99,19 +99,19 @@ func TestCopyProgress(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			summary := regexp.MustCompile(`(?:\A|\n|\r)copy: 24 steps \(3 episodes, 1 recording\) from ` + regexp.QuoteMeta(goldenRoot) +
+			summary := regexp.MustCompile(`(?:\A|\n|\r)copy: 32 steps \(4 episodes, 1 recording\) from ` + regexp.QuoteMeta(goldenRoot) +
 				` into ` + regexp.QuoteMeta(dst) + ` in [0-9.]+s, [0-9,]+ steps?/s\n\z`)
 			if !summary.MatchString(stderr) {
 				t.Errorf("stderr does not end with the summary line: %q", stderr)
 			}
 			counts := map[int]bool{}
-			for _, m := range regexp.MustCompile(`\((\d+)/24, `).FindAllStringSubmatch(stderr, -1) {
+			for _, m := range regexp.MustCompile(`\((\d+)/32, `).FindAllStringSubmatch(stderr, -1) {
 				n, _ := strconv.Atoi(m[1])
 				counts[n] = true
 			}
 			between := 0
 			for n := range counts {
-				if n > 0 && n < 24 {
+				if n > 0 && n < 32 {
 					between++
 				}
 			}
@@ -121,7 +121,7 @@ func TestCopyProgress(t *testing.T) {
 			case tc.bar && (!strings.Contains(stderr, "copying "+goldenRoot) || !strings.Contains(stderr, "steps")):
 				t.Errorf("no bar of steps on a terminal: %q", stderr)
 			case tc.bar && (between < 4 || !counts[0]):
-				t.Errorf("the bar showed the counts %v of 24 steps: want it to move row by row", counts)
+				t.Errorf("the bar showed the counts %v of 32 steps: want it to move row by row", counts)
 			}
 		})
 	}
