@@ -30,48 +30,17 @@ func readmeBucketDuckDB(t *testing.T) []string {
 
 // TestReadBucketInPlace: a ROOT uploaded to a real S3 server (versitygw)
 // reads in place as the README's "Reading a bucket in place" says, with
-// the ids 007 and 2026-01-02 kept as written:
-//   - the polars line, through nodejs-polars (polars' engine and its
-//     object store client) over HTTP to the server;
-//   - the DuckDB line's query over the keys the bucket stores
-//     (versitygw's directory: DuckDB's httpfs is downloaded when first
-//     loaded, which the test machines cannot), giving what it gives over
-//     the ROOT directory; the line itself sets the endpoint, path-style
-//     addressing and credentials.
+// the ids 007 and 2026-01-02 kept as written: the DuckDB line's query over the keys the bucket stores
+// (versitygw's directory: DuckDB's httpfs is downloaded when first
+// loaded, which the test machines cannot), giving what it gives over the
+// ROOT directory; the line itself sets the endpoint, path-style
+// addressing and credentials. The polars and pyarrow lines run in Python
+// over HTTP (python/tests/test_readme.py).
 func TestReadBucketInPlace(t *testing.T) {
 	root, sessions := idsRoot(t)
 	srv := s3server.Start(t)
 	dir := srv.Bucket(t, "datasets")
 	srv.PutTree(t, root, "datasets", "ids", s3server.SkipState)
-	n := countRows(t, root, "episodes")
-
-	t.Run("polars", func(t *testing.T) {
-		calls := readmePolars(t, "s3://BUCKET/PREFIX/")
-		if len(calls) == 0 {
-			t.Fatal("no polars one-liner over s3://BUCKET/PREFIX/ in the README")
-		}
-		// Through a proxy that logs the GETs: polars reads the objects
-		// over HTTP.
-		var gets getLog
-		proxy := gets.proxy(t, srv.Endpoint())
-		for _, call := range calls {
-			call = strings.ReplaceAll(call, "s3://BUCKET/PREFIX/", "s3://datasets/ids/")
-			call = strings.ReplaceAll(call, "http://HOST:PORT", proxy.URL)
-			gets.reset()
-			checkIDs(t, call, runPolars(t, polarsToJS(t, call), srv.Env()), sessions, n)
-			gets.mu.Lock()
-			read := 0
-			for _, g := range gets.gets {
-				if strings.HasPrefix(g.key, "/datasets/ids/episodes/") && strings.HasSuffix(g.key, ".parquet") && g.bytes > 0 {
-					read++
-				}
-			}
-			gets.mu.Unlock()
-			if read == 0 {
-				t.Errorf("%s: no GET of an episodes part reached the server", call)
-			}
-		}
-	})
 
 	t.Run("duckdb", func(t *testing.T) {
 		lines := readmeBucketDuckDB(t)

@@ -104,21 +104,21 @@ func TestPythonCaptureInDuckDB(t *testing.T) {
 }
 
 // pythonRoot runs the Python capture's test that records three runs into
-// one ROOT (python/tests/test_capture.py, IngestTest) with Debian's
-// /usr/bin/python3 ($PYTHON picks another), which needs python3-grpcio,
-// python3-protobuf and python3-numpy, and returns the copy of the ROOT it
+// one ROOT (python/tests/test_capture.py, IngestTest) with $PYTHON (.ci/run
+// sets it to its venv's python; else python3), which needs the rlrec
+// package and its test dependencies, and returns the copy of the ROOT it
 // leaves.
 func pythonRoot(t *testing.T) string {
 	t.Helper()
 	py := os.Getenv("PYTHON")
 	if py == "" {
-		py = "/usr/bin/python3"
+		py = "python3"
 	}
-	if out, err := exec.Command(py, "-c", "import grpc, google.protobuf, numpy").CombinedOutput(); err != nil {
-		t.Fatalf("%s cannot import grpc, protobuf and numpy (%v: %s): install python3-grpcio python3-protobuf python3-numpy, or run bash .ci/run, which does", py, err, out)
+	if out, err := exec.Command(py, "-c", "import rlrec, pytest").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import rlrec and pytest (%v: %s): pip install -r python/requirements-ci.txt ./python, or run bash .ci/run, which does", py, err, out)
 	}
 	root := filepath.Join(t.TempDir(), "python-capture-root")
-	cmd := exec.Command(py, "-m", "unittest", "tests.test_capture.IngestTest.test_three_envs_into_one_root")
+	cmd := exec.Command(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_capture.py", "-k", "test_three_envs_into_one_root")
 	cmd.Dir = filepath.Join("..", "python")
 	cmd.Env = append(os.Environ(), "RLREC_PY_ROOT_OUT="+root, "RLREC_BIN="+rlrecBinary(t))
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -47,7 +47,9 @@ class FakeSession:
 
 
 def result(steps, duration_s):
-    return SimpleNamespace(steps=steps, reward=float(steps), terminated=steps > 0, truncated=steps == 0, duration_s=duration_s)
+    return SimpleNamespace(
+        steps=steps, reward=float(steps), terminated=steps > 0, truncated=steps == 0, duration_s=duration_s
+    )
 
 
 def step(obs, action=0):
@@ -81,12 +83,16 @@ class CaptureEvents(unittest.TestCase):
         session = FakeSession()
         evs = self.run_loop(cap, session, [(0, 0.001), (2, 0.002)])
         kinds = [e.WhichOneof("kind") for e in evs if e.WhichOneof("kind") != "log"]
-        self.assertEqual(kinds[:5], ["session_started", "episode_started", "observation_emitted", "episode_completed",
-                                     "episode_started"])
+        self.assertEqual(
+            kinds[:5],
+            ["session_started", "episode_started", "observation_emitted", "episode_completed", "episode_started"],
+        )
         obs = [e.observation_emitted for e in evs if e.HasField("observation_emitted")]
         # One reset observation per episode, then the second one's step.
-        self.assertEqual([(o.episode_record_id, o.step, o.is_reset) for o in obs],
-                         [("ep-000001", 0, True), ("ep-000002", 0, True), ("ep-000002", 1, False)])
+        self.assertEqual(
+            [(o.episode_record_id, o.step, o.is_reset) for o in obs],
+            [("ep-000001", 0, True), ("ep-000002", 0, True), ("ep-000002", 1, False)],
+        )
         self.assertEqual(obs[0].observation.leaves[0], np.full(2, 0.1, np.float32).tobytes())
         self.assertEqual(obs[1].observation.leaves[0], np.full(2, 0.2, np.float32).tobytes())
         # The session's reset is its own again after the run.
@@ -122,7 +128,7 @@ class CaptureEvents(unittest.TestCase):
         t.start()
         t.join()
         self.assertEqual(len(errors), 1)
-        self.assertIn("one Capture records one Session.run at a time", errors[0])
+        self.assertIn("one Capture records one run at a time", errors[0])
         # The first run goes on and ends normally.
         obs, _ = session.reset(seed=None)
         cap.on_episode_start(episode=0, seed=None)

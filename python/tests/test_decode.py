@@ -9,7 +9,6 @@ from google.protobuf import json_format
 
 from rlrec import decode, leaves
 from rlrec._pb import spaces_pb2
-from rlrec.spaces import space_spec
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "wire-vectors.json")
 
@@ -23,18 +22,27 @@ DT = spaces_pb2.DataType
 
 class DecodeTest(unittest.TestCase):
     def test_round_trip(self):
-        spec = spaces_pb2.SpaceSpec(dict=spaces_pb2.DictSpec(
-            keys=["pos.x", "image", "task", "parts"],
-            spaces=[
-                _box([3], DT.DATA_TYPE_FLOAT32),
-                _box([2, 2, 3], DT.DATA_TYPE_UINT8),
-                spaces_pb2.SpaceSpec(dtype=DT.DATA_TYPE_UINT8, text=spaces_pb2.TextSpec(min_length=1, max_length=64)),
-                spaces_pb2.SpaceSpec(tuple=spaces_pb2.TupleSpec(spaces=[
-                    spaces_pb2.SpaceSpec(dtype=DT.DATA_TYPE_INT64, discrete=spaces_pb2.DiscreteSpec(n=5)),
-                    spaces_pb2.SpaceSpec(shape=[4], multi_binary=spaces_pb2.MultiBinarySpec()),
-                    _box([2], DT.DATA_TYPE_FLOAT16),
-                ])),
-            ]))
+        spec = spaces_pb2.SpaceSpec(
+            dict=spaces_pb2.DictSpec(
+                keys=["pos.x", "image", "task", "parts"],
+                spaces=[
+                    _box([3], DT.DATA_TYPE_FLOAT32),
+                    _box([2, 2, 3], DT.DATA_TYPE_UINT8),
+                    spaces_pb2.SpaceSpec(
+                        dtype=DT.DATA_TYPE_UINT8, text=spaces_pb2.TextSpec(min_length=1, max_length=64)
+                    ),
+                    spaces_pb2.SpaceSpec(
+                        tuple=spaces_pb2.TupleSpec(
+                            spaces=[
+                                spaces_pb2.SpaceSpec(dtype=DT.DATA_TYPE_INT64, discrete=spaces_pb2.DiscreteSpec(n=5)),
+                                spaces_pb2.SpaceSpec(shape=[4], multi_binary=spaces_pb2.MultiBinarySpec()),
+                                _box([2], DT.DATA_TYPE_FLOAT16),
+                            ]
+                        )
+                    ),
+                ],
+            )
+        )
         value = {
             "pos.x": np.array([0.5, -1.25, 3.0], dtype="<f4"),
             "image": np.arange(12, dtype="u1").reshape(2, 2, 3),
@@ -97,6 +105,7 @@ def _plain(v):
     if isinstance(v, (np.ndarray, np.generic)):
         return v.tolist()
     return v
+
 
 if __name__ == "__main__":
     unittest.main()

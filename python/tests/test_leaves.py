@@ -83,7 +83,7 @@ class WireVectors(unittest.TestCase):
                 self.assertEqual(encode_blob(slabs).hex(), vec["batch_blob_hex"])
                 # And back: the slabs split into the lanes, N from the carrier.
                 split = split_lanes(leaves, [bytes.fromhex(h) for h in vec["batch_leaves_hex"]], n)
-                self.assertEqual([hexes(l) for l in split], [lane["leaves_hex"] for lane in vec["lanes"]])
+                self.assertEqual([hexes(lane) for lane in split], [lane["leaves_hex"] for lane in vec["lanes"]])
 
     def test_bad_slabs(self):
         for vec in self.v["bad_slabs"]:
@@ -120,21 +120,30 @@ class Values(unittest.TestCase):
             encode_value(spec, [1 << 40])
 
     def test_dict_in_declared_order_and_exact_keys(self):
-        spec = spaces_pb2.SpaceSpec(dict=spaces_pb2.DictSpec(
-            keys=["z", "a"],
-            spaces=[spaces_pb2.SpaceSpec(dtype=spaces_pb2.DATA_TYPE_UINT8, discrete=spaces_pb2.DiscreteSpec(n=9)),
-                    spaces_pb2.SpaceSpec(text=spaces_pb2.TextSpec(max_length=8))]))
+        spec = spaces_pb2.SpaceSpec(
+            dict=spaces_pb2.DictSpec(
+                keys=["z", "a"],
+                spaces=[
+                    spaces_pb2.SpaceSpec(dtype=spaces_pb2.DATA_TYPE_UINT8, discrete=spaces_pb2.DiscreteSpec(n=9)),
+                    spaces_pb2.SpaceSpec(text=spaces_pb2.TextSpec(max_length=8)),
+                ],
+            )
+        )
         self.assertEqual(encode_value(spec, {"a": "hi", "z": 7}), [b"\x07", b"hi"])
         with self.assertRaises(LeafError):
             encode_value(spec, {"a": "hi"})
         with self.assertRaises(LeafError):
             encode_value(spec, {"a": "hi", "z": 1, "y": 2})
         # One lane in a batch: Text gets the u64 count and length header.
-        self.assertEqual(encode_batch(spec, [{"a": "hi", "z": 7}]),
-                         [b"\x07", (1).to_bytes(8, "little") + (2).to_bytes(8, "little") + b"hi"])
+        self.assertEqual(
+            encode_batch(spec, [{"a": "hi", "z": 7}]),
+            [b"\x07", (1).to_bytes(8, "little") + (2).to_bytes(8, "little") + b"hi"],
+        )
 
     def test_multibinary_is_one_byte_per_element(self):
-        spec = spaces_pb2.SpaceSpec(shape=[4], dtype=spaces_pb2.DATA_TYPE_INT8, multi_binary=spaces_pb2.MultiBinarySpec())
+        spec = spaces_pb2.SpaceSpec(
+            shape=[4], dtype=spaces_pb2.DATA_TYPE_INT8, multi_binary=spaces_pb2.MultiBinarySpec()
+        )
         self.assertEqual(encode_value(spec, np.array([1, 0, 5, 1], dtype=np.int8)), [b"\x01\x00\x01\x01"])
 
     def test_float16(self):

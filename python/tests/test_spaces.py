@@ -57,9 +57,11 @@ class Spaces(unittest.TestCase):
         mixed = space_spec(GymLikeBox([-np.inf, 0.0], [np.inf, 1.0], np.float64))
         self.assertEqual(mixed.box.elementwise.low, np.array([-np.inf, 0], "<f8").tobytes())
         self.assertEqual(mixed.box.elementwise.high, np.array([np.inf, 1], "<f8").tobytes())
+
         # No bounds at all: left unset.
         class NoBounds:
             shape, dtype = (3,), np.dtype(np.float32)
+
         NoBounds.__name__ = "Box"
         spec = space_spec(NoBounds())
         self.assertEqual(spec.WhichOneof("spec"), "box")
@@ -71,6 +73,7 @@ class Spaces(unittest.TestCase):
     def test_multi_binary_is_uint8(self):
         class GymMultiBinary:  # gymnasium's MultiBinary declares int8
             n, shape, dtype = 3, (3,), np.dtype(np.int8)
+
         GymMultiBinary.__name__ = "MultiBinary"
         for space in (S.MultiBinary(3), GymMultiBinary()):
             spec = space_spec(space)
@@ -92,7 +95,9 @@ class Spaces(unittest.TestCase):
         self.assertEqual(mb.WhichOneof("spec"), "multi_binary")
         self.assertEqual(list(mb.shape), [3])
         t = space_spec(S.Text(64, min_length=1))
-        self.assertEqual((t.text.min_length, t.text.max_length, t.text.charset, t.dtype), (1, 64, "", DT.DATA_TYPE_UINT8))
+        self.assertEqual(
+            (t.text.min_length, t.text.max_length, t.text.charset, t.dtype), (1, 64, "", DT.DATA_TYPE_UINT8)
+        )
         r = space_spec(RlmeshLikeText())
         self.assertEqual(r.text.charset, "abc")
 
@@ -112,7 +117,6 @@ class Spaces(unittest.TestCase):
     def test_unknown_space_is_refused(self):
         with self.assertRaises(LeafError):
             space_spec(object())
-
 
 
 class NativeSpec:
@@ -138,16 +142,20 @@ class Wrapper:
 
 class RlmeshNative(unittest.TestCase):
     def test_native_specs(self):
-        obs = NativeSpec("dict", dtype="float32", spaces={
-            "state": NativeSpec("box", (3,), "float32", bounds_kind="uniform", low=-1.0, high=1.0),
-            "image": NativeSpec("box", (2, 2, 3), "uint8", bounds_kind="typed_uniform", low=[0], high=[255]),
-            "goal": NativeSpec("box", (2,), "float64", bounds_kind="elementwise", low=[0.0, 1.0], high=[2.0, 3.0]),
-            "free": NativeSpec("box", (1,), "float32", bounds_kind="unbounded"),
-            "task": NativeSpec("text", (), "uint8", min_length=1, max_length=32, charset=""),
-            "grid": NativeSpec("multi_discrete", (2, 2), "int64", nvec=[[2, 3], [4, 5]]),
-            "bits": NativeSpec("multi_binary", (4,), "int8", size=4),
-            "pair": NativeSpec("tuple", (), "float32", spaces=[NativeSpec("discrete", (), "int32", n=4, start=1)]),
-        })
+        obs = NativeSpec(
+            "dict",
+            dtype="float32",
+            spaces={
+                "state": NativeSpec("box", (3,), "float32", bounds_kind="uniform", low=-1.0, high=1.0),
+                "image": NativeSpec("box", (2, 2, 3), "uint8", bounds_kind="typed_uniform", low=[0], high=[255]),
+                "goal": NativeSpec("box", (2,), "float64", bounds_kind="elementwise", low=[0.0, 1.0], high=[2.0, 3.0]),
+                "free": NativeSpec("box", (1,), "float32", bounds_kind="unbounded"),
+                "task": NativeSpec("text", (), "uint8", min_length=1, max_length=32, charset=""),
+                "grid": NativeSpec("multi_discrete", (2, 2), "int64", nvec=[[2, 3], [4, 5]]),
+                "bits": NativeSpec("multi_binary", (4,), "int8", size=4),
+                "pair": NativeSpec("tuple", (), "float32", spaces=[NativeSpec("discrete", (), "int32", n=4, start=1)]),
+            },
+        )
         spec = space_spec(Wrapper(obs))
         self.assertEqual(list(spec.dict.keys), ["state", "image", "goal", "free", "task", "grid", "bits", "pair"])
         st, img, goal, free, task, grid, bits, pair = spec.dict.spaces

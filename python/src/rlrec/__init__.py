@@ -17,6 +17,7 @@ rlmesh.spaces.v1 specs.
 Needs numpy and protobuf, and grpcio for rlrec serve.
 """
 
+from ._command import CommandNotFoundError, find_rlrec
 from ._ids import record_id, uuid7
 from ._ingest import IngestError, IngestProcess, write_delimited
 from .capture import END_REASON, Capture, EpisodeInfo, RunInfo, meta_map
@@ -32,9 +33,16 @@ from .leaves import (
     encode_value,
     split_lanes,
 )
+from .reader import Root, ScanStats, SchemaVersionError, open
 from .spaces import space_spec
 
 __all__ = [
+    "CommandNotFoundError",
+    "Root",
+    "ScanStats",
+    "SchemaVersionError",
+    "find_rlrec",
+    "open",
     "END_REASON",
     "decode_leaves",
     "decode_value",

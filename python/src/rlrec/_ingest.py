@@ -6,6 +6,7 @@ import os
 import subprocess
 import tempfile
 
+from ._command import INSTALL_HINT, find_rlrec
 from ._pb import events_pb2
 
 __all__ = ["IngestProcess", "IngestError", "write_delimited"]
@@ -38,7 +39,8 @@ class IngestProcess:
     event is durable and published in ROOT.
     """
 
-    def __init__(self, root: str, *, rlrec: str = "rlrec", layout: str | None = None) -> None:
+    def __init__(self, root: str, *, rlrec: str | None = None, layout: str | None = None) -> None:
+        rlrec = find_rlrec(rlrec)
         argv = [rlrec, "ingest", "--out", os.fspath(root)]
         if layout is not None:
             argv += ["--layout", layout]
@@ -46,11 +48,12 @@ class IngestProcess:
         self.argv = argv
         self._stderr = tempfile.TemporaryFile()
         try:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                          stderr=self._stderr, bufsize=1 << 16)
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr, bufsize=1 << 16
+            )
         except OSError as exc:
             self._stderr.close()
-            raise IngestError(f"cannot run {rlrec!r} ({exc}); install rlrec or pass rlrec=PATH") from exc
+            raise IngestError(f"cannot run {rlrec!r} ({exc}); {INSTALL_HINT}") from exc
         self.events = 0
         self._done: tuple[int, str] | None = None
 

@@ -149,8 +149,12 @@ class IngestClient:
         with self._cv:
             self._usable()
             ok = self._cv.wait_for(
-                lambda: self._bytes == 0 or self._bytes + size <= self._max_unacked
-                or self._fatal is not None or self._stopped,
+                lambda: (
+                    self._bytes == 0
+                    or self._bytes + size <= self._max_unacked
+                    or self._fatal is not None
+                    or self._stopped
+                ),
                 timeout,
             )
             if not ok:
@@ -183,7 +187,9 @@ class IngestClient:
             if self._fatal is not None:
                 raise self._fatal
             if not ok:
-                raise TimeoutError(f"{target - self.acked} events still unacknowledged by {self.addr} after {timeout} s")
+                raise TimeoutError(
+                    f"{target - self.acked} events still unacknowledged by {self.addr} after {timeout} s"
+                )
             if self._refused:
                 refused, self._refused = self._refused, []
                 raise RefusedError(refused)
@@ -206,7 +212,9 @@ class IngestClient:
             if self._fatal is not None:
                 err = self._fatal
             elif not ok:
-                err = TimeoutError(f"closing: {target - self.acked} events not acknowledged by {self.addr} after {timeout} s")
+                err = TimeoutError(
+                    f"closing: {target - self.acked} events not acknowledged by {self.addr} after {timeout} s"
+                )
             elif self._refused:
                 err, self._refused = RefusedError(self._refused), []
             self._closing = True
@@ -245,7 +253,9 @@ class IngestClient:
                 code = e.code() if hasattr(e, "code") else None
                 if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
                     with self._cv:
-                        self._fatal = UnauthenticatedError(f"rlrec serve at {self.addr} refused the token: {e.details()}")
+                        self._fatal = UnauthenticatedError(
+                            f"rlrec serve at {self.addr} refused the token: {e.details()}"
+                        )
                         self._cv.notify_all()
                     log.error("rlrec serve at %s refused the token; the client stops", self.addr)
                     return
@@ -257,8 +267,13 @@ class IngestClient:
                     return
                 if self.acked > before:
                     delay = self._min_backoff
-                log.warning("stream to rlrec serve at %s broke (%s); resending %d unacknowledged events in %.2f s",
-                            self.addr, err, len(self._q), delay)
+                log.warning(
+                    "stream to rlrec serve at %s broke (%s); resending %d unacknowledged events in %.2f s",
+                    self.addr,
+                    err,
+                    len(self._q),
+                    delay,
+                )
                 wait = delay / 2 + random.uniform(0, delay / 2)
                 self._cv.wait_for(lambda: self._stopped, wait)
                 delay = min(2 * delay, self._max_backoff)
@@ -332,6 +347,12 @@ class IngestClient:
             for r in resp.refused:
                 self._refused.append(r)
                 self.refused_total += 1
-                log.warning("rlrec serve refused event %d of recording (session %r, env %r): %s: %s",
-                            r.sequence, r.session_id, r.env_id, ingest_pb2.RefusalReason.Name(r.reason), r.message)
+                log.warning(
+                    "rlrec serve refused event %d of recording (session %r, env %r): %s: %s",
+                    r.sequence,
+                    r.session_id,
+                    r.env_id,
+                    ingest_pb2.RefusalReason.Name(r.reason),
+                    r.message,
+                )
             self._cv.notify_all()

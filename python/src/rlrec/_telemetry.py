@@ -51,12 +51,20 @@ class Meter:
 
     def snapshot(self, horizon: int) -> events_pb2.TelemetrySnapshot:
         snap = events_pb2.TelemetrySnapshot(horizon=horizon)
-        for (op, component, metric, kind) in sorted(self._series):
+        for op, component, metric, kind in sorted(self._series):
             s = self._series[(op, component, metric, kind)]
             if not s.samples:
                 continue
             ordered = sorted(s.samples)
-            snap.rows.add(op=op, component=component, metric=metric, kind=kind, count=s.seen,
-                          avg=sum(s.samples) / len(s.samples),
-                          p50=_rank(ordered, 0.50), p95=_rank(ordered, 0.95), p99=_rank(ordered, 0.99))
+            snap.rows.add(
+                op=op,
+                component=component,
+                metric=metric,
+                kind=kind,
+                count=s.seen,
+                avg=sum(s.samples) / len(s.samples),
+                p50=_rank(ordered, 0.50),
+                p95=_rank(ordered, 0.95),
+                p99=_rank(ordered, 0.99),
+            )
         return snap

@@ -1,4 +1,5 @@
-"""Capture: rlmesh ``RunHooks`` that record a ``Session.run`` with rlrec."""
+"""Capture: rlmesh ``RunHooks`` that record ``rlmesh.run``, ``Model.run`` and
+``Session.run`` with rlrec."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from ._ids import record_id, uuid7
 from ._ingest import IngestProcess
 from ._pb import events_pb2, spaces_pb2
+from ._queue import EventQueue
 from ._telemetry import DURATION_MS, Meter
 from .leaves import LeafError, compile_spec, encode_batch
 from .spaces import space_spec
@@ -37,6 +39,8 @@ class EpisodeInfo:
     episode_id: str
     episode_index: int
     seed: int | None
+    env_index: int = 0
+    run_episode: int = 0
     steps: int = 0
     reward: float = 0.0
     completed: bool = False
@@ -52,26 +56,32 @@ class RunInfo:
 
     session_id: str
     env_id: str
-    observation_space: spaces_pb2.SpaceSpec
-    action_space: spaces_pb2.SpaceSpec
+    observation_space: spaces_pb2.SpaceSpec | None
+    action_space: spaces_pb2.SpaceSpec | None
+    run_nonce: bytes = b""
+    num_envs: int = 1
     episodes: list[EpisodeInfo] = field(default_factory=list)
     total_steps: int = 0
     completed: int = 0
     ended: bool = False
     failed_reason: str | None = None
+    # Step groups (one on_step's events) dropped because the destination
+    # fell behind (see max_queue_bytes), and their events and bytes.
+    dropped_steps: int = 0
+    dropped_events: int = 0
+    dropped_bytes: int = 0
 
 
 class Capture:
-    """Records rlmesh ``Session.run`` calls into rlrec.
+    """Records rlmesh runs into rlrec: a ``RunHooks`` for ``hooks=``.
 
-    Pass it as ``hooks=`` to ``Session.run``, the entry point that calls
-    hooks (rlmesh's ``Model.run(hooks=...)`` raises: a local model drives
-    the native runtime loop, which takes none; served models and
-    ``RANDOM_SAMPLE`` go through ``Session.run``): it has the ``RunHooks``
-    methods ``on_run_start``, ``on_episode_start``, ``on_step``,
-    ``on_episode_end`` and ``on_run_end``, and turns each run into the
-    rlrec.events.v1 events the runtime emits for one env with DISABLED
-    autoreset, each stamped with the time of its hook call.
+    Pass it as ``hooks=`` to ``rlmesh.run``, ``Model.run`` (the native
+    runtime loop) or ``Session.run`` (the Python session loop): it has the
+    ``RunHooks`` methods ``on_run_start(context)``, ``on_episode_start``,
+    ``on_step``, ``on_episode_end`` and ``on_run_end``, and turns each run
+    into the rlrec.events.v1 events of one recording, each stamped with the
+    time of its hook call and with the run's ``run_nonce`` (16 random bytes
+    minted at ``on_run_start``).
 
     Exactly one destination:
 
@@ -81,29 +91,50 @@ class Capture:
       file) as the server asks. Connecting happens here: no server, no
       Capture.
     - ``root``: a ROOT directory; each run starts ``rlrec ingest --out
-      ROOT -`` (``rlrec`` is the binary, ``layout`` its ``--layout``) and
-      writes the events to its standard input.
+      ROOT -`` and writes the events to its standard input. The ``rlrec``
+      command is ``rlrec=``, else ``$RLREC_BIN``, else ``rlrec`` on PATH
+      (``layout`` is its ``--layout``).
 
     Ids: one ``session_id`` for the Capture (a UUIDv7 unless given), a new
-    UUIDv7 ``env_id`` per run (with the session id it names the recording),
+    UUIDv7 ``env_id`` per run (``env_id=`` names the first run's instead),
     a UUIDv7 ``episode_id`` and an ``ep-NNNNNN`` record id per episode,
-    numbered from 1 in each run.
+    numbered from 1 in each run in the order episodes start.
 
     Spaces come from ``observation_space``/``action_space`` when given, else
-    from the session's env contract at ``on_run_start``. Values are encoded
-    against them; a value that does not fit raises LeafError (``strict``),
-    or with ``strict=False`` is left out of its event and logged.
+    from the run context's env contract, read when the first episode
+    starts (the native loop fills it at connect, after ``on_run_start``).
+    Values are encoded against them; a value that does not fit raises
+    LeafError (``strict``), or with ``strict=False`` is left out of its
+    event and logged.
 
-    One Capture records one ``Session.run`` at a time: a run started from
-    another thread while one is recording raises ``RuntimeError`` from
+    **Never blocks the run past a bound.** Hooks hand their events to a
+    sender thread through a queue of at most ``max_queue_bytes``; when it is
+    full, a hook waits at most ``max_wait`` seconds for room, then drops the
+    step's events (observation, action, step) and counts them. Starts and
+    ends of runs and episodes and log lines are never dropped. The first
+    drop of a run and the run's total are recorded as WARN rows of the logs
+    table ("rlrec capture dropped ..."), and ``RunInfo.dropped_steps`` has
+    the count. ``max_wait=None`` trades the bound for completeness: hooks
+    wait for room however long it takes and nothing is dropped. A
+    destination's error is raised from the next hook.
+
+    Vectorized envs (``num_envs > 1`` on the native loop): episodes
+    interleave and the hooks do not name a lane, so each open episode gets
+    the lowest free ``env_index`` (a slot, not necessarily the runtime's
+    lane).
+
+    One Capture records one run at a time: a run started from another
+    thread while one is recording raises ``RuntimeError`` from
     ``on_run_start`` (the recording run goes on untouched); give each
-    concurrent run its own Capture (they may share ``session_id=``).
+    concurrent run its own Capture (they may share ``session_id=``). The
+    episode and step hooks may come from another thread than
+    ``on_run_start`` (the native loop calls them from its worker).
 
     The reset observation of each episode is recorded right after its
-    EpisodeStarted, as the runtime emits it, when the session's ``reset``
-    can be watched (rlmesh's ``Session``: the capture wraps its ``reset``
-    for the run), so an episode that takes no step still has it; otherwise
-    it comes with the episode's first step.
+    EpisodeStarted when the context's ``reset`` can be watched (the
+    session loop's ``Session``: the capture wraps its ``reset`` for the
+    run), so an episode that takes no step still has it; otherwise (the
+    native loop) it comes with the episode's first step.
 
     When ``on_run_end`` returns, the run is durable: in ROOT (ingest has
     exited) or acknowledged by the server (``flush_timeout`` seconds at
@@ -120,6 +151,7 @@ class Capture:
         token_file: str | os.PathLike[str] | None = None,
         tls_ca: str | os.PathLike[str] | None = None,
         session_id: str | None = None,
+        env_id: str | None = None,
         env_component_id: str = "",
         model_component_id: str = "",
         observation_space: Any = None,
@@ -129,6 +161,8 @@ class Capture:
         strict: bool = True,
         flush_timeout: float | None = 120.0,
         max_unacked_bytes: int = 64 << 20,
+        max_queue_bytes: int = 64 << 20,
+        max_wait: float | None = 0.1,
     ) -> None:
         if (addr is None) == (root is None):
             raise ValueError("give exactly one of addr (an rlrec serve) and root (a ROOT for rlrec ingest)")
@@ -138,11 +172,12 @@ class Capture:
             with open(token_file, encoding="utf-8") as f:
                 token = f.read().strip()
         self.session_id = session_id if session_id is not None else uuid7()
+        self._next_env_id = env_id
         self.env_component_id = env_component_id
         self.model_component_id = model_component_id
         self._obs_arg, self._act_arg = observation_space, action_space
         self._root = None if root is None else os.fspath(root)
-        self._rlrec = rlrec or os.environ.get("RLREC", "rlrec")
+        self._rlrec = rlrec
         self._layout = layout
         self._strict = strict
         self._flush_timeout = flush_timeout
@@ -155,10 +190,12 @@ class Capture:
                 with open(tls_ca, "rb") as f:
                     ca = f.read()
             self._client = IngestClient(addr, token=token, root_certificates=ca, max_unacked_bytes=max_unacked_bytes)
+        self._queue = EventQueue(self._deliver, max_bytes=max_queue_bytes, max_wait=max_wait)
         self.runs: list[RunInfo] = []
         self._run: RunInfo | None = None
         self._proc: IngestProcess | None = None
-        self._ep: EpisodeInfo | None = None
+        self._eps: dict[int, EpisodeInfo] = {}  # open episodes by the run's episode index
+        self._context: Any = None
         self._meter = Meter()
         self._mark = 0.0
         self._warned: set[str] = set()
@@ -175,107 +212,159 @@ class Capture:
 
     # RunHooks.
 
-    def on_run_start(self, session: Any = None) -> None:
-        """A run begins: a new recording (env id), SessionStarted."""
+    def on_run_start(self, context: Any = None) -> None:
+        """A run begins: a new recording (env id), SessionStarted.
+
+        context is rlmesh's RunContext: the Session on the session loop, the
+        native loop's own context on Model.run."""
         self._check_open()
         with self._lock:
             me = threading.get_ident()
             if self._run is not None and not self._run.ended and self._owner != me:
-                raise RuntimeError(f"rlrec: this Capture is recording run {self._run.env_id} in another thread; "
-                                   "one Capture records one Session.run at a time: give each concurrent run its own "
-                                   f"Capture (they may share session_id={self.session_id!r})")
+                raise RuntimeError(
+                    f"rlrec: this Capture is recording run {self._run.env_id} in another thread; "
+                    "one Capture records one run at a time: give each concurrent run its own "
+                    f"Capture (they may share session_id={self.session_id!r})"
+                )
             self._owner = me
         if self._run is not None and not self._run.ended:
             self._end_run(failed=f"a new run started before run {self._run.env_id} ended")
-        self._watch_resets(session)
-        obs_space = self._obs_arg if self._obs_arg is not None else _contract_space(session, "observation_space")
-        act_space = self._act_arg if self._act_arg is not None else _contract_space(session, "action_space")
-        if obs_space is None or act_space is None:
-            raise LeafError("rlrec: the session shows no env contract spaces; "
-                            "pass observation_space= and action_space= to Capture")
-        obs_spec, act_spec = space_spec(obs_space), space_spec(act_space)
-        self._obs_leaves, self._act_leaves = compile_spec(obs_spec), compile_spec(act_spec)
-        run = RunInfo(self.session_id, uuid7(), obs_spec, act_spec)
-        self._route = events_pb2.RuntimeEnvContext(env_id=run.env_id, env_component_id=self.env_component_id,
-                                                   model_component_id=self.model_component_id)
+        self._context = context
+        self._watch_resets(context)
+        env_id, self._next_env_id = self._next_env_id or uuid7(), None
+        run = RunInfo(self.session_id, env_id, None, None, run_nonce=os.urandom(16))
+        self._route = events_pb2.RuntimeEnvContext(
+            env_id=run.env_id,
+            env_component_id=self.env_component_id,
+            model_component_id=self.model_component_id,
+        )
         if self._root is not None:
             self._proc = IngestProcess(self._root, rlrec=self._rlrec, layout=self._layout)
-        self._run, self._ep, self._meter = run, None, Meter()
+        self._run, self._eps, self._meter = run, {}, Meter()
+        self._queue.take_drops()
         self.runs.append(run)
+        try:
+            # The spaces now when given or already known (session loop);
+            # the native loop's contract comes at connect.
+            self._spaces(required=False)
+        except BaseException:
+            self._end_run("the run's spaces could not be read")
+            raise
         ev = self._event()
         ev.session_started.env_id = run.env_id
-        self._send(ev)
+        self._send([ev])
         self._mark = time.perf_counter()
 
     def on_episode_start(self, *, episode: int, seed: int | None = None) -> None:
         """An episode's reset returned: EpisodeStarted (and, before the
         first, the runtime's reset log line)."""
         run = self._active()
+        self._spaces(required=True)
         reset_ms = (time.perf_counter() - self._mark) * 1000.0
         self._meter.add("env.reset", "env", "rpc.total", DURATION_MS, reset_ms)
-        if self._ep is not None:  # on_episode_end never came for the last one
-            self._log(events_pb2.LOG_LEVEL_WARN, f"episode {self._ep.episode_record_id} had no on_episode_end "
-                      f"before run episode {episode} started; it is recorded incomplete")
+        if episode in self._eps or len(self._eps) >= run.num_envs:
+            stale = self._eps.pop(episode, None) or self._eps.pop(min(self._eps))
+            self._log(
+                events_pb2.LOG_LEVEL_WARN,
+                f"episode {stale.episode_record_id} had no on_episode_end "
+                f"before run episode {episode} started; it is recorded incomplete",
+            )
         if not run.episodes:
-            self._log(events_pb2.LOG_LEVEL_INFO, f"env reset complete in {round(reset_ms)}ms (1 episode(s) ready)")
+            self._log(
+                events_pb2.LOG_LEVEL_INFO,
+                f"env reset complete in {round(reset_ms)}ms ({run.num_envs} episode(s) ready)",
+            )
         index = len(run.episodes) + 1
         now = time.time_ns()
-        ep = EpisodeInfo(record_id(index), uuid7(now), index, seed, started_ns=now)
+        used = {e.env_index for e in self._eps.values()}
+        slot = next(i for i in range(len(used) + 1) if i not in used)
+        ep = EpisodeInfo(record_id(index), uuid7(now), index, seed, env_index=slot, run_episode=episode, started_ns=now)
         run.episodes.append(ep)
-        self._ep = ep
+        self._eps[episode] = ep
+        group = []
         if seed is not None:
-            self._log(events_pb2.LOG_LEVEL_DEBUG, f"episode {ep.episode_record_id} (run episode {episode}) reset with seed {seed}")
+            group.append(
+                self._log_event(
+                    events_pb2.LOG_LEVEL_DEBUG,
+                    f"episode {ep.episode_record_id} (run episode {episode}) reset with seed {seed}",
+                )
+            )
         ev = self._event()
         s = ev.episode_started
         s.episode_id, s.episode_record_id, s.episode_index = ep.episode_id, ep.episode_record_id, index
-        s.env_index = 0
-        s.started_from_auto_reset = index > 1
-        self._send(ev)
+        s.env_index = slot
+        s.started_from_auto_reset = index > run.num_envs
+        if seed is not None:
+            s.seed = int(seed)
+        trial = _trial(self._context)
+        if trial is not None:
+            s.trial_index = trial
+        group.append(ev)
+        self._send(group)
         # The runtime emits the reset observation right after
         # EpisodeStarted, whether or not the episode takes a step.
         obs, self._reset_obs = self._reset_obs, _NONE
         if obs is not _NONE:
-            self._observation(run, ep, obs)
+            sent = self._send([self._observation(run, ep, obs)], droppable=True)
             ep.reset_sent = True
+            if not sent:
+                self._dropped(run, 1)
 
     def on_step(self, event: Any) -> None:
         """One env step: the observation the action came from (the reset
         observation on an episode's first step), ActionReceived,
         StepCompleted."""
         run = self._active()
-        ep = self._ep
+        ep = self._eps.get(getattr(event, "episode", None))
+        if ep is None and len(self._eps) == 1 and not hasattr(event, "episode"):
+            ep = next(iter(self._eps.values()))
         if ep is None:
-            raise RuntimeError("rlrec: on_step outside an episode (no on_episode_start)")
-        ids, rec_ids = [ep.episode_id], [ep.episode_record_id]
+            raise RuntimeError(
+                f"rlrec: on_step for run episode {getattr(event, 'episode', None)!r}, which is not open "
+                "(no on_episode_start)"
+            )
+        group = []
         if not (ep.steps == 0 and ep.reset_sent):
-            self._observation(run, ep, event.observation)
+            group.append(self._observation(run, ep, event.observation))
 
         step = ep.steps + 1
         ev = self._event()
         a = ev.action_received
         a.episode_id, a.episode_record_id = ep.episode_id, ep.episode_record_id
-        a.episode_ids.extend(ids)
-        a.episode_record_ids.extend(rec_ids)
-        a.step, a.env_index = step, 0
+        a.episode_ids.append(ep.episode_id)
+        a.episode_record_ids.append(ep.episode_record_id)
+        a.step, a.env_index = step, ep.env_index
         a.action_space.CopyFrom(run.action_space)
         slabs = self._encode(run.action_space, self._act_leaves, event.action, "action")
         if slabs is not None:
             a.action.leaves.extend(slabs)
-        self._send(ev)
+        group.append(ev)
 
         reward = float(event.reward)
+        info = getattr(event, "info", None)
+        predict_ms, step_ms = getattr(event, "predict_ms", None), getattr(event, "step_ms", None)
         ev = self._event()
         c = ev.step_completed
         c.episode_id, c.episode_record_id = ep.episode_id, ep.episode_record_id
-        c.step, c.env_index = step, 0
+        c.step, c.env_index = step, ep.env_index
         c.rewards.append(reward)
-        self._send(ev)
+        c.terminated.append(bool(getattr(event, "terminated", False)))
+        c.truncated.append(bool(getattr(event, "truncated", False)))
+        c.autoreset_roll.append(False)
+        if isinstance(info, Mapping) and info:
+            c.infos.CopyFrom(meta_map(info))
+        if predict_ms is not None:
+            c.predict_ms = float(predict_ms)
+        if step_ms is not None:
+            c.step_ms = float(step_ms)
+        group.append(ev)
+        if not self._send(group, droppable=True):
+            self._dropped(run, len(group))
 
         ep.steps = step
         ep.reward += reward
-        ep.last_info = getattr(event, "info", None)
+        ep.last_info = info
         run.total_steps += 1
-        predict_ms, step_ms = getattr(event, "predict_ms", None), getattr(event, "step_ms", None)
         if predict_ms is not None:
             self._meter.add("model.predict", "model", "rpc.total", DURATION_MS, predict_ms)
         if step_ms is not None:
@@ -284,13 +373,17 @@ class Capture:
     def on_episode_end(self, result: Any) -> None:
         """An episode ended: EpisodeCompleted with the run's own totals and
         the last step's info as final_info."""
-        self._active()
-        ep = self._ep
+        run = self._active()
+        index = getattr(result, "index", None)
+        ep = self._eps.pop(index, None)
+        if ep is None and index is None and len(self._eps) == 1:
+            ep = self._eps.pop(next(iter(self._eps)))
         if ep is None:
-            raise RuntimeError("rlrec: on_episode_end outside an episode (no on_episode_start)")
+            raise RuntimeError(f"rlrec: on_episode_end for run episode {index!r}, which is not open")
         ev = self._event()
         c = ev.episode_completed
-        c.episode_id, c.episode_record_id, c.episode_index, c.env_index = ep.episode_id, ep.episode_record_id, ep.episode_index, 0
+        c.episode_id, c.episode_record_id = ep.episode_id, ep.episode_record_id
+        c.episode_index, c.env_index = ep.episode_index, ep.env_index
         c.step_count = int(getattr(result, "steps", ep.steps))
         c.cumulative_reward = float(getattr(result, "reward", ep.reward))
         c.terminated = bool(getattr(result, "terminated", False))
@@ -304,10 +397,19 @@ class Capture:
             c.duration_ms = max(0, time.time_ns() - ep.started_ns) // 1_000_000
         if isinstance(ep.last_info, Mapping):
             c.final_info.CopyFrom(meta_map(ep.last_info))
-        self._send(ev)
+        for name in ("success", "predict_ms", "step_ms"):
+            v = getattr(result, name, None)
+            if v is not None:
+                setattr(c, name, v)
+        seed = getattr(result, "seed", ep.seed)
+        if seed is not None:
+            c.seed = int(seed)
+        trial = getattr(result, "trial", None)
+        if trial is not None:
+            c.trial_index = int(trial)
+        self._send([ev])
         ep.completed = True
-        self._run.completed += 1
-        self._ep = None
+        run.completed += 1
         self._mark = time.perf_counter()
 
     def on_run_end(self, result: Any = None) -> None:
@@ -320,15 +422,16 @@ class Capture:
         failed = None
         if exc is not None:
             failed = f"{type(exc).__name__}: {exc}"
-        elif self._ep is not None:
-            failed = f"the run ended inside episode {self._ep.episode_record_id}"
-        self._end_run(failed)
+        elif self._eps:
+            failed = f"the run ended inside episode {min(self._eps.values(), key=lambda e: e.episode_index).episode_record_id}"
+        self._end_run(failed, result)
 
     # Life cycle.
 
     def flush(self) -> None:
         """Waits until every event so far is acknowledged (rlrec serve) or
         written to ingest's input (ROOT)."""
+        self._queue.drain(self._flush_timeout)
         if self._client is not None:
             self._client.flush(self._flush_timeout)
         elif self._proc is not None and self._proc.running:
@@ -343,6 +446,7 @@ class Capture:
                 self._end_run("the capture was closed during the run")
         finally:
             self._closed = True
+            self._queue.close()
             if self._client is not None:
                 self._client.close(self._flush_timeout)
 
@@ -362,12 +466,34 @@ class Capture:
         self._check_open()
         if self._run is None or self._run.ended:
             raise RuntimeError("rlrec: hook called outside a run (no on_run_start)")
-        if self._owner != threading.get_ident():
-            raise RuntimeError(f"rlrec: hook called from another thread than run {self._run.env_id}'s; "
-                               "one Capture records one Session.run at a time")
         return self._run
 
-    def _observation(self, run: RunInfo, ep: EpisodeInfo, value: Any) -> None:
+    def _spaces(self, *, required: bool) -> None:
+        """Compiles the run's spaces once they are known."""
+        run = self._run
+        if run.observation_space is not None:
+            return
+        contract = _contract(self._context)
+        obs_space = self._obs_arg if self._obs_arg is not None else _space_of(contract, "observation_space")
+        act_space = self._act_arg if self._act_arg is not None else _space_of(contract, "action_space")
+        if obs_space is None or act_space is None:
+            if required:
+                raise LeafError(
+                    "rlrec: the run context shows no env contract spaces; "
+                    "pass observation_space= and action_space= to Capture"
+                )
+            return
+        run.observation_space, run.action_space = space_spec(obs_space), space_spec(act_space)
+        self._obs_leaves, self._act_leaves = compile_spec(run.observation_space), compile_spec(run.action_space)
+        n = getattr(self._context, "num_envs", None)
+        if n is None:
+            n = getattr(contract, "num_envs", None)
+        try:
+            run.num_envs = max(1, int(n or 1))
+        except (TypeError, ValueError):
+            run.num_envs = 1
+
+    def _observation(self, run: RunInfo, ep: EpisodeInfo, value: Any) -> events_pb2.Event:
         """ObservationEmitted of value for ep: its reset observation (step
         0, is_reset) before its first step, else the observation after
         ep.steps steps."""
@@ -376,19 +502,19 @@ class Capture:
         o.episode_id, o.episode_record_id = ep.episode_id, ep.episode_record_id
         o.episode_ids.append(ep.episode_id)
         o.episode_record_ids.append(ep.episode_record_id)
-        o.step, o.env_index, o.is_reset, o.num_envs = ep.steps, 0, ep.steps == 0, 1
+        o.step, o.env_index, o.is_reset, o.num_envs = ep.steps, ep.env_index, ep.steps == 0, 1
         o.observation_space.CopyFrom(run.observation_space)
         slabs = self._encode(run.observation_space, self._obs_leaves, value, "observation")
         if slabs is not None:
             o.observation.leaves.extend(slabs)
-        self._send(ev)
+        return ev
 
     def _watch_resets(self, session: Any) -> None:
         """Wraps session.reset (rlmesh's Session.reset, which Session.run
         calls before each on_episode_start) for the run, so that the reset
         observation is recorded even for an episode that takes no step.
-        A session whose reset cannot be wrapped is left alone: the reset
-        observation then comes with the first step."""
+        A context whose reset cannot be wrapped (the native loop's) is left
+        alone: the reset observation then comes with the first step."""
         self._unwatch_resets()
         reset = getattr(session, "reset", None)
         if session is None or not callable(reset):
@@ -420,20 +546,37 @@ class Capture:
                 pass
 
     def _event(self) -> events_pb2.Event:
-        ev = events_pb2.Event(session_id=self.session_id, time_unix_nano=time.time_ns())
+        ev = events_pb2.Event(session_id=self.session_id, time_unix_nano=time.time_ns(), run_nonce=self._run.run_nonce)
         ev.route.CopyFrom(self._route)
         return ev
 
-    def _send(self, ev: events_pb2.Event) -> None:
+    def _send(self, events: list[events_pb2.Event], *, droppable: bool = False) -> bool:
+        return self._queue.put(events, droppable=droppable)
+
+    def _deliver(self, ev: events_pb2.Event) -> None:
+        """Runs on the queue's thread."""
         if self._client is not None:
             self._client.record(ev)
         else:
             self._proc.send(ev)
 
-    def _log(self, level: int, message: str) -> None:
+    def _dropped(self, run: RunInfo, events: int) -> None:
+        run.dropped_steps += 1
+        if run.dropped_steps == 1:
+            self._log(
+                events_pb2.LOG_LEVEL_WARN,
+                f"rlrec capture dropped a step's {events} events: the destination takes events slower than "
+                f"the run makes them (more than max_queue_bytes={self._queue.max_bytes} waiting after "
+                f"max_wait={self._queue.max_wait} s); the run's total comes at its end",
+            )
+
+    def _log_event(self, level: int, message: str) -> events_pb2.Event:
         ev = self._event()
         ev.log.level, ev.log.message, ev.log.source = level, message, LOG_SOURCE
-        self._send(ev)
+        return ev
+
+    def _log(self, level: int, message: str) -> None:
+        self._send([self._log_event(level, message)])
 
     def _encode(self, spec, leaves, value, what: str) -> list[bytes] | None:
         try:
@@ -446,55 +589,104 @@ class Capture:
                 self._log(events_pb2.LOG_LEVEL_WARN, f"{what} left out: it does not fit its space: {exc}")
             return None
 
-    def _end_run(self, failed: str | None) -> None:
+    def _end_run(self, failed: str | None, result: Any = None) -> None:
         run = self._run
-        run.ended = True
-        self._unwatch_resets()
         try:
+            drops = self._queue.take_drops()
+            run.dropped_events, run.dropped_bytes = drops.events, drops.bytes
+            if drops.groups:
+                self._log(
+                    events_pb2.LOG_LEVEL_WARN,
+                    f"rlrec capture dropped {drops.groups} step(s) of this run ({drops.events} events, "
+                    f"{drops.bytes} bytes): the destination took events slower than the run made them",
+                )
             if failed is None:
                 ev = self._event()
                 e = ev.session_ended
                 e.reason, e.total_steps, e.total_episodes = END_REASON, run.total_steps, run.completed
-                self._send(ev)
-                self._telemetry()
+                self._send([ev])
+                self._telemetry(result)
             else:
                 run.failed_reason = failed
-                self._telemetry()
+                self._telemetry(result)
                 ev = self._event()
                 ev.session_failed.reason = failed
-                self._send(ev)
+                self._send([ev])
+            self._queue.drain(self._flush_timeout)
         finally:
-            self._ep = None
+            run.ended = True
+            self._unwatch_resets()
+            self._eps = {}
+            self._context = None
             if self._proc is not None:
                 proc, self._proc = self._proc, None
                 proc.finish()
         if self._client is not None:
             self._client.flush(self._flush_timeout)
 
-    def _telemetry(self) -> None:
+    def _telemetry(self, result: Any) -> None:
+        """The run's TelemetrySnapshot: the runtime's own rows when the
+        RunResult has them (Model.run's native loop), else the capture's
+        (reset, predict and step times from the hooks)."""
         ev = self._event()
-        ev.telemetry_snapshot.CopyFrom(self._meter.snapshot(events_pb2.TELEMETRY_HORIZON_SESSION))
-        self._send(ev)
+        rows = tuple(getattr(result, "telemetry", None) or ())
+        if rows:
+            snap = ev.telemetry_snapshot
+            snap.horizon = events_pb2.TELEMETRY_HORIZON_SESSION
+            for r in rows:
+                snap.rows.add(
+                    op=r.op,
+                    component=r.component,
+                    metric=r.metric,
+                    kind=_UNIT_KINDS.get(r.unit, events_pb2.METRIC_KIND_UNSPECIFIED),
+                    count=int(r.count),
+                    avg=float(r.avg),
+                    p50=float(r.p50),
+                    p95=float(r.p95),
+                    p99=float(r.p99),
+                )
+        else:
+            ev.telemetry_snapshot.CopyFrom(self._meter.snapshot(events_pb2.TELEMETRY_HORIZON_SESSION))
+        self._send([ev])
+
+
+# rlmesh TelemetryRow.unit to the wire's MetricKind.
+_UNIT_KINDS = {
+    "ms": events_pb2.METRIC_KIND_DURATION_MS,
+    "bytes": events_pb2.METRIC_KIND_BYTES,
+    "count": events_pb2.METRIC_KIND_COUNT,
+}
+
+
+def _trial(context: Any) -> int | None:
+    """The trial ordinal of the episode the session loop just reset (its
+    _trial), when the context shows it."""
+    t = getattr(context, "_trial", None)
+    return t if isinstance(t, int) and t >= 0 else None
 
 
 # No reset observation seen (None may be an observation).
 _NONE = object()
 
 
-def _contract_space(session: Any, name: str) -> Any:
-    """An env contract space of an rlmesh Session, where it keeps it."""
-    if session is None:
+def _contract(context: Any) -> Any:
+    """The env contract of an rlmesh RunContext (its ``contract``), or the
+    context itself for one that holds the spaces."""
+    if context is None:
         return None
-    for holder in (session, getattr(session, "_contract", None), getattr(session, "_client", None)):
-        if holder is None:
-            continue
-        try:
-            space = getattr(holder, name, None)
-        except Exception:
-            space = None
-        if space is not None:
-            return space
+    for holder in (getattr(context, "contract", None), getattr(context, "_contract", None), context):
+        if holder is not None and getattr(holder, "observation_space", None) is not None:
+            return holder
     return None
+
+
+def _space_of(contract: Any, name: str) -> Any:
+    if contract is None:
+        return None
+    try:
+        return getattr(contract, name, None)
+    except Exception:
+        return None
 
 
 def meta_map(info: Mapping[str, Any]) -> spaces_pb2.MetaMap:
@@ -548,4 +740,3 @@ def _meta_value(v: Any, depth: int) -> spaces_pb2.MetaValue | None:
     else:
         mv.text = str(v)
     return mv
-

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ._pb import spaces_pb2
-from .leaves import LeafError, NUMPY_DTYPES
+from .leaves import NUMPY_DTYPES, LeafError
 
 __all__ = [
     "Box",
@@ -102,8 +102,10 @@ def _kind(space: Any) -> str:
     for cls in type(space).__mro__:
         if cls.__name__ in _KINDS:
             return _KINDS[cls.__name__]
-    raise LeafError(f"{type(space).__module__}.{type(space).__name__} is no space rlrec knows "
-                    "(Box, Discrete, MultiBinary, MultiDiscrete, Text, Dict, Tuple)")
+    raise LeafError(
+        f"{type(space).__module__}.{type(space).__name__} is no space rlrec knows "
+        "(Box, Discrete, MultiBinary, MultiDiscrete, Text, Dict, Tuple)"
+    )
 
 
 def space_spec(space: Any) -> spaces_pb2.SpaceSpec:
@@ -125,7 +127,7 @@ def _spec(space: Any, path: str, depth: int) -> spaces_pb2.SpaceSpec:
     kind = _kind(space)
     spec = spaces_pb2.SpaceSpec()
     if kind == "dict":
-        children = getattr(space, "spaces")
+        children = space.spaces
         if not isinstance(children, Mapping):
             raise LeafError(f"{where}: Dict space without a mapping of spaces")
         spec.dict.SetInParent()
@@ -137,22 +139,22 @@ def _spec(space: Any, path: str, depth: int) -> spaces_pb2.SpaceSpec:
         return spec
     if kind == "tuple":
         spec.tuple.SetInParent()
-        for i, child in enumerate(getattr(space, "spaces")):
+        for i, child in enumerate(space.spaces):
             spec.tuple.spaces.append(_spec(child, f"{path}.{i}" if path else str(i), depth + 1))
         return spec
     if kind == "text":
         spec.dtype = DT.DATA_TYPE_UINT8
         spec.text.min_length = int(getattr(space, "min_length", 1))
-        spec.text.max_length = int(getattr(space, "max_length"))
+        spec.text.max_length = int(space.max_length)
         spec.text.charset = _charset(space)
         return spec
     if kind == "discrete":
         spec.dtype = dtype_of(getattr(space, "dtype", None) or "int64")
-        spec.discrete.n = int(getattr(space, "n"))
+        spec.discrete.n = int(space.n)
         spec.discrete.start = int(getattr(space, "start", 0))
         return spec
     if kind == "multi_discrete":
-        nvec = np.asarray(getattr(space, "nvec"), dtype=np.int64)
+        nvec = np.asarray(space.nvec, dtype=np.int64)
         spec.dtype = dtype_of(getattr(space, "dtype", None) or "int64")
         spec.shape.extend(int(d) for d in nvec.shape)
         spec.multi_discrete.nvec.extend(int(v) for v in nvec.reshape(-1))
@@ -317,7 +319,9 @@ def _charset(space: Any) -> str:
 
 
 class Box:
-    def __init__(self, low: Any = -np.inf, high: Any = np.inf, shape: Sequence[int] | None = None, dtype: Any = np.float32):
+    def __init__(
+        self, low: Any = -np.inf, high: Any = np.inf, shape: Sequence[int] | None = None, dtype: Any = np.float32
+    ):
         self.dtype = np.dtype(dtype)
         if shape is None:
             shape = np.shape(low) if np.ndim(low) else np.shape(high)
