@@ -110,14 +110,15 @@ async fn run_case(c: Case) -> Outcome {
     Outcome { recordings, stats }
 }
 
-/// Cases whose 0.1 event order the recorder on this branch does not
-/// record yet (schema version 3, the Go side of the same issue, keeps
-/// interleaved lanes, NEXT_STEP rolls and surplus ids): their per-step
-/// events (observations, actions, steps) are compared and the
-/// differences reported, not failed, and a lane's episode rows may say
-/// env_index 0; everything else is strict. A case
-/// listed here that records exactly fails the test, so that the list is
-/// emptied as the recorder catches up.
+/// Cases whose per-step events the recorder (schema version 3) does not
+/// give back as the driver emitted them yet: NEXT_STEP roll steps come
+/// back as steps of no episode (empty ids, step 0, no flags or timings),
+/// and in "lanes-disabled" one lane's last step comes back with
+/// autoreset_roll set (timing-dependent: some runs record exactly, and
+/// "surplus" shows it too). Their observations, actions and steps are
+/// compared and the differences reported, not failed, and a lane's
+/// episode rows may say env_index 0; everything else is strict.
+/// RLREC_HOOKS_STRICT=1 fails on them.
 const ORDER_NOT_YET_RECORDED: &[&str] = &["vector", "lanes-disabled", "lanes-next-step", "surplus"];
 
 const PER_STEP_KINDS: &[&str] = &["ObservationEmitted", "ActionReceived", "StepCompleted"];
@@ -135,10 +136,6 @@ fn check(name: &str, o: &Outcome) {
     for (session, env, emitted, recorded, _) in &o.recordings {
         let diffs = compare(emitted, recorded);
         if ORDER_NOT_YET_RECORDED.contains(&name) && !common::strict() {
-            assert!(
-                !diffs.is_empty(),
-                "{name} now records exactly: remove it from ORDER_NOT_YET_RECORDED"
-            );
             let strict = |v: &[ev::Event]| -> Vec<ev::Event> {
                 v.iter()
                     .filter(|e| !PER_STEP_KINDS.contains(&kind_name(e)))
