@@ -133,6 +133,7 @@ func sessionRow(s *session) *schema.SessionRow {
 		DroppedSteps:     s.droppedSteps,
 		Problems:         s.problemCount(),
 		Clock:            s.clock(),
+		SurplusSteps:     ptr(s.surplusSteps),
 	}
 	if s.reason != "" {
 		reason := s.reason

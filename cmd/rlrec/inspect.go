@@ -68,15 +68,25 @@ sessions and episodes, and null for values the tables hold as null:
      "env_component_id", "model_component_id", "started_at", "ended_at",
      "total_steps", "total_episodes", "episodes_recorded",
      "episodes_completed", "episodes_incomplete", "steps_recorded",
-     "dropped_steps", "problems", "problem_summary", "clock",
+     "dropped_steps", "surplus_steps", "problems", "problem_summary", "clock",
      "repeated_completions", "reward_sum", "mean_return",
      "store_requests", "store_requests_per_episode",
      "spaces": {"observation": [{"path", "space"}], "action": [...]},
      "episodes": [{"episode_record_id", "episode_id", "episode_index",
        "env_index", "status", "started_from_auto_reset", "step_count",
        "steps_recorded", "return", "reward_sum", "terminated",
-       "truncated", "success", "duration_ms", "started_at", "ended_at",
-       "final_info"}]}]}
+       "truncated", "success", "success_source", "duration_ms", "started_at",
+       "ended_at", "final_info", "seed", "trial_index", "lane", "predict_ms",
+       "step_ms"}]}]}
+
+The fields of schema version 3 (rlmesh 0.1) are null for recordings of
+version 2: "surplus_steps" counts the lane-steps of surplus episodes (lanes
+beyond the max_episodes budget, never started or completed, not recorded);
+"success_source" says whether "success" is the runtime's own reading
+("runtime") or rlrec's reading of final_info ("final_info"); "seed",
+"trial_index" and "lane" are the episode's reset seed, trial ordinal and
+route lane (of a lane-served env); "predict_ms" and "step_ms" the
+runtime's per-step means over the episode.
 
 "clock" says whose clock the recording's times are: "event" (every event
 came with the time of its hook call), "recorder" (none did: the recorder
@@ -192,6 +202,7 @@ type inspectSession struct {
 	EpisodesIncomplete jsonInt  `json:"episodes_incomplete"`
 	StepsRecorded      jsonInt  `json:"steps_recorded"`
 	DroppedSteps       jsonInt  `json:"dropped_steps"`
+	SurplusSteps       *jsonInt `json:"surplus_steps"`
 	Problems           jsonInt  `json:"problems"`
 	ProblemSummary     *string  `json:"problem_summary"`
 	Clock              *string  `json:"clock"`
@@ -247,6 +258,12 @@ type inspectEpisode struct {
 	StartedAt            string          `json:"started_at"`
 	EndedAt              *string         `json:"ended_at"`
 	FinalInfo            json.RawMessage `json:"final_info"`
+	SuccessSource        *string         `json:"success_source"`
+	Seed                 *jsonInt        `json:"seed"`
+	TrialIndex           *uint64         `json:"trial_index"`
+	Lane                 *jsonInt        `json:"lane"`
+	PredictMs            *jsonFloat      `json:"predict_ms"`
+	StepMs               *jsonFloat      `json:"step_ms"`
 
 	finalInfoText *string
 }
@@ -357,6 +374,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.StartedAt, is.EndedAt = &st, fmtTimePtr(row.EndedAt)
 			is.TotalSteps, is.TotalEpisodes = (*jsonInt)(row.TotalSteps), (*jsonInt)(row.TotalEpisodes)
 			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = jsonInt(row.EpisodesRecorded), jsonInt(row.StepsRecorded), jsonInt(row.DroppedSteps)
+			is.SurplusSteps = (*jsonInt)(row.SurplusSteps)
 			is.Problems, is.ProblemSummary = jsonInt(row.Problems), row.ProblemSummary
 			if clock := row.Clock; clock != "" { // "": written before the column
 				is.Clock = &clock
@@ -399,6 +417,8 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 				Return: (*jsonFloat)(r.CumulativeReward), RewardSum: jsonFloat(r.RewardSum), Terminated: r.Terminated, Truncated: r.Truncated,
 				Success: r.Success, DurationMs: (*jsonInt)(r.DurationMs), StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
 				FinalInfo: finalInfoJSON(r.FinalInfo), finalInfoText: r.FinalInfo,
+				SuccessSource: r.SuccessSource, Seed: (*jsonInt)(r.Seed), TrialIndex: r.TrialIndex, Lane: (*jsonInt)(r.Lane),
+				PredictMs: (*jsonFloat)(r.PredictMs), StepMs: (*jsonFloat)(r.StepMs),
 			})
 		}
 		if n > 0 {
