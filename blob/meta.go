@@ -45,6 +45,15 @@ func MetaJSON(m *spacesv1.MetaMap) string {
 	return string(appendMetaMap(nil, m))
 }
 
+// AppendMetaJSON appends MetaJSON(m) to dst (nothing for a nil m) and
+// returns the extended slice.
+func AppendMetaJSON(dst []byte, m *spacesv1.MetaMap) []byte {
+	if m == nil {
+		return dst
+	}
+	return appendMetaMap(dst, m)
+}
+
 func appendMetaMap(dst []byte, m *spacesv1.MetaMap) []byte {
 	keys := make([]string, 0, len(m.GetEntries()))
 	for k := range m.GetEntries() {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/ingest/ingestv1"
+	"github.com/rlrec/rlrec/internal/runid"
 )
 
 // Client streams events to an rlrec serve; see the package doc.
@@ -37,6 +39,12 @@ type Client struct {
 
 	// wake tells the sender that events were queued (capacity 1).
 	wake chan struct{}
+
+	// nonce is this client's run nonce, drawn at Dial and sent on every
+	// event (eventsv1.Event.run_nonce): the server tells this run's
+	// resent events from another run that reuses a recording's ids by
+	// it, also after a restart.
+	nonce [runid.NonceBytes]byte
 
 	mu sync.Mutex
 	// next is the last sequence number given in each recording.
@@ -156,6 +164,10 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		next:    make(map[recordingKey]uint64),
 		changed: make(chan struct{}),
 	}
+	if _, err := crand.Read(c.nonce[:]); err != nil {
+		cc.Close()
+		return nil, fmt.Errorf("client: dial %s: draw the run nonce: %w", addr, err)
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
 	return c, nil
@@ -186,7 +198,9 @@ func (c *Client) RecordAt(ctx context.Context, ev events.Event, t time.Time) err
 		sid, _ := ev.Header()
 		return fmt.Errorf("client: record %s of session %q: %w", ev.Kind(), sid, err)
 	}
-	// The sequence (at most 11 bytes) and a batch's framing must fit.
+	// The run nonce (18 bytes), the sequence (at most 11 bytes) and a
+	// batch's framing must fit.
+	b = events.AppendRunNonce(b, c.nonce[:])
 	if len(b)+32 > c.opts.maxMessage {
 		putBuf(bp)
 		sid, _ := ev.Header()
@@ -546,6 +560,10 @@ func (c *Client) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySn
 	return c.Record(ctx, ev)
 }
 
+func (c *Client) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
+	return c.Record(ctx, ev)
+}
+
 // Encode buffers come from pools by power-of-two capacity, so that an
 // image stream reuses its buffers instead of allocating one per event.
 var bufPools [28]sync.Pool // 1 KiB << i
@@ -599,3 +617,8 @@ func putBuf(bp *[]byte) {
 	*bp = (*bp)[:0]
 	bufPools[i].Put(bp)
 }
+
+// RunNonce returns this client's run nonce: 16 random bytes drawn at
+// Dial and sent on every event, by which the server tells this run from
+// another that reuses its session and env ids.
+func (c *Client) RunNonce() []byte { return append([]byte(nil), c.nonce[:]...) }

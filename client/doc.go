@@ -20,6 +20,15 @@
 // has, so nothing is lost or recorded twice. Flush waits until every event
 // handed over before it is acknowledged.
 //
+// Each Client is one run: Dial draws a run nonce (16 random bytes,
+// RunNonce) that every event carries (eventsv1.Event.run_nonce). The
+// server keeps it with the recording, in its log and in the recording's
+// published files, so that after any restart another run (another Client)
+// that reuses a recording's session and env ids is refused with a message
+// naming both runs, while this client's resends are recognised as resends.
+// A resent event is the same bytes (an event is encoded once), and the
+// server refuses different content under a number already used.
+//
 // Memory is bounded: the events not yet acknowledged may hold at most
 // WithMaxUnacked bytes (default 64 MiB); beyond it hooks wait (their
 // context bounds the wait), which slows the producer to what the server

@@ -53,6 +53,9 @@ type File struct {
 type Stray struct {
 	Path   string
 	Reason string
+	// Temp: a part file's temp file, which a write in progress holds as
+	// well as a write a crash left unfinished (only ROOT's lock tells).
+	Temp bool
 }
 
 type partKey struct {
@@ -107,7 +110,7 @@ func Open(root string) (*Dataset, error) {
 		if s.Err != nil {
 			reason += ": " + s.Err.Error()
 		}
-		d.strays = append(d.strays, Stray{Path: d.path(s.Rel), Reason: reason})
+		d.strays = append(d.strays, Stray{Path: d.path(s.Rel), Reason: reason, Temp: s.Temp})
 	}
 	resolved := map[string]hive.Partition{} // cut partition dir -> ids from metadata
 	for _, hf := range l.Files {

@@ -32,7 +32,7 @@ const (
 // fixed columns, its episode_record_id column, and where each episode's
 // rows are. It is never changed once built.
 type decodedGroup struct {
-	vals  [schema.NumFixedStepsColumns][]parquet.Value
+	vals  [numReadColumns][]parquet.Value
 	rids  []parquet.Value
 	base  int64 // file row of the group's first row
 	rows  int
@@ -171,7 +171,7 @@ type groupEntry struct {
 // get returns row group rg of the packed file f, decoding it on a miss.
 // cols are the file's fixed column indexes and ridCol its
 // episode_record_id column.
-func (c *groupCache) get(f *parquetFile, rg int, cols *[schema.NumFixedStepsColumns]int, ridCol int) (*decodedGroup, error) {
+func (c *groupCache) get(f *parquetFile, rg int, cols *[numReadColumns]int, ridCol int) (*decodedGroup, error) {
 	k := groupKey{f.path, rg}
 	c.mu.Lock()
 	if e, ok := c.byKey[k]; ok {
@@ -211,7 +211,7 @@ func (c *groupCache) get(f *parquetFile, rg int, cols *[schema.NumFixedStepsColu
 // row group rg of f and indexes its episodes' rows. An episode's rows are
 // contiguous in a packed file; a record id seen again after another's
 // rows is damage, reported as such.
-func decodeGroup(f *parquetFile, rg int, cols *[schema.NumFixedStepsColumns]int, ridCol int) (*decodedGroup, error) {
+func decodeGroup(f *parquetFile, rg int, cols *[numReadColumns]int, ridCol int) (*decodedGroup, error) {
 	groups := f.pf.RowGroups()
 	g := &decodedGroup{rows: int(groups[rg].NumRows())}
 	for i := range rg {
@@ -223,7 +223,10 @@ func decodeGroup(f *parquetFile, rg int, cols *[schema.NumFixedStepsColumns]int,
 		return nil, fileErr(f.path, g.base, fmt.Errorf("%w: column %s of row group %d: %d values for %d rows (%v)", ErrColumn, schema.ColEpisodeRecordID, rg, len(rids), g.rows, err))
 	}
 	g.rids = rids
-	for c := range schema.NumFixedStepsColumns {
+	for c := range numReadColumns {
+		if cols[c] < 0 {
+			continue
+		}
 		vals, err := readColumn(chunks[cols[c]], nil)
 		if err != nil {
 			return nil, fileErr(f.path, g.base, fmt.Errorf("read column %s of row group %d: %w", fixedColumns[c].Name, rg, err))

@@ -159,7 +159,8 @@ func TestDottedDictKeys(t *testing.T) {
 		{"action.%25", schema.ColAction, []string{"%"}, func(s int) []any { return []any{int64(s % 2)} }},
 	}
 	var typed []string
-	for _, f := range pf.Schema().Fields()[schema.NumFixedStepsColumns:] {
+	fields := pf.Schema().Fields()
+	for _, f := range fields[schema.NumFixedStepsColumns : len(fields)-schema.NumV3StepsColumns] {
 		typed = append(typed, f.Name())
 	}
 	var want []string

@@ -85,6 +85,20 @@ type ReplayReport struct {
 // null action_blob replays as the zero action. Notes in the report say
 // when any of these applies.
 //
+// rlmesh 0.1 (schema version 3): the episode events carry the seed, the
+// trial index, the runtime's success (where success_source says
+// "runtime") and the per-step mean times; the observation and action
+// events carry the raw payloads the rows kept (a lane without one gets its
+// transformed payload); and in a recording of 0.1 (its rows carry step
+// times, or its episodes a lane, seed or trial index, or it counted
+// surplus steps) each StepCompleted carries the step's times and infos
+// and per-lane flags: terminated and truncated from the rows' is_last,
+// and autoreset_roll on the lanes whose episode ended on the step before
+// (the lane names that episode until its completion, which follows). A
+// lane-served env's recording (episodes with a lane) is replayed as
+// lockstep batches without route lanes, and surplus episodes are not
+// re-created (only counted): notes say so.
+//
 // Memory: the fixed columns of the session's rows without their blobs
 // (about 60 bytes a row) plus one open steps file per lane.
 func (d *Dataset) ReplayEvents(rec Recording, emit func(ev events.Event, at time.Time) error) (ReplayReport, error) {
@@ -131,6 +145,9 @@ type replayEpisode struct {
 	rows      int64
 	iter      *Steps
 	completed bool // its EpisodeCompleted has gone out
+	// ended: its last row went out with is_last (rlmesh 0.1: its lane
+	// names it until its EpisodeCompleted, at the roll step).
+	ended bool
 }
 
 // laneRow is one steps row of a batch, or one lane of an unfinished
@@ -146,6 +163,12 @@ type laneRow struct {
 	// file.
 	logged   bool
 	obs, act []byte
+
+	// schema version 3
+	isLast, terminated, truncated bool
+	infos                         []byte
+	predictMs, stepMs             float64
+	hasPredict, hasStep           bool
 }
 
 type replayBatch struct {
@@ -208,6 +231,11 @@ type replayer struct {
 	// unfinished counts the lanes of unfinished actions in the logs.
 	unfinished int
 
+	// v01: the recording is of rlmesh 0.1 (see ReplayEvents); roll marks,
+	// per lane, the batch's roll lanes.
+	v01  bool
+	roll []bool
+
 	zeroObs, zeroAct [][]byte
 	laneBuf          [][][]byte
 	idBuf, ridBuf    []string
@@ -240,6 +268,19 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 		sstep int64
 	}
 	index := map[key][]int{}
+	if n := r.row.SurplusSteps; n != nil && *n > 0 {
+		r.v01 = true
+		r.note("%d steps of surplus episodes (rlmesh 0.1) are counted but not recorded; they are not replayed", *n)
+	}
+	lanes := false
+	for _, e := range rows {
+		x := &e.Row
+		r.v01 = r.v01 || x.Lane != nil || x.Seed != nil || x.TrialIndex != nil || x.PredictMs != nil
+		lanes = lanes || x.Lane != nil
+	}
+	if lanes {
+		r.note("a lane-served env's recording is replayed as lockstep batches, without route lanes")
+	}
 	for _, e := range rows {
 		ep := &replayEpisode{row: e.Row, rid: e.EpisodeRecordID, first: -1, last: -1}
 		r.eps = append(r.eps, ep)
@@ -270,7 +311,14 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 			if s.ActionBlob == nil {
 				r.note("%s row %d: null action_blob replays as the zero action", st.Path(), st.Row())
 			}
-			b.rows = append(b.rows, laneRow{ep: ep, lane: lane, step: s.Step, reward: s.Reward, hasObs: s.ObservationBlob != nil})
+			lr := laneRow{ep: ep, lane: lane, step: s.Step, reward: s.Reward, hasObs: s.ObservationBlob != nil,
+				isLast: s.IsLast, terminated: s.Terminated, truncated: s.Truncated,
+				predictMs: s.PredictMs, stepMs: s.StepMs, hasPredict: s.HasPredictMs, hasStep: s.HasStepMs}
+			if s.Infos != nil {
+				lr.infos = append([]byte{}, s.Infos...)
+			}
+			r.v01 = r.v01 || s.HasPredictMs || s.HasLane
+			b.rows = append(b.rows, lr)
 			ep.rows++
 		}
 		err = st.Err()
@@ -426,7 +474,8 @@ func (r *replayer) planItems() {
 		}
 		r.items = append(r.items, item{slot: slot, t: e.StartedAt, rank: rankEpisodeStarted, ep: ep,
 			ev: &events.EpisodeStarted{SessionID: r.sid, Route: r.route, EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
-				EpisodeIndex: e.EpisodeIndex, EnvIndex: e.EnvIndex, StartedFromAutoReset: e.StartedFromAutoReset}})
+				EpisodeIndex: e.EpisodeIndex, EnvIndex: e.EnvIndex, StartedFromAutoReset: e.StartedFromAutoReset,
+				Seed: optOf(e.Seed), TrialIndex: optOf(e.TrialIndex)}})
 		if e.StepCount == nil {
 			continue
 		}
@@ -440,7 +489,11 @@ func (r *replayer) planItems() {
 		}
 		c := &events.EpisodeCompleted{SessionID: r.sid, Route: r.route, EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
 			EpisodeIndex: e.EpisodeIndex, EnvIndex: e.EnvIndex, StepCount: *e.StepCount,
-			Terminated: e.Terminated, Truncated: e.Truncated}
+			Terminated: e.Terminated, Truncated: e.Truncated,
+			Seed: optOf(e.Seed), TrialIndex: optOf(e.TrialIndex), PredictMs: optOf(e.PredictMs), StepMs: optOf(e.StepMs)}
+		if e.Success != nil && e.SuccessSource != nil && *e.SuccessSource == schema.SuccessFromRuntime {
+			c.Success = events.Some(*e.Success)
+		}
 		if e.CumulativeReward != nil {
 			c.CumulativeReward = *e.CumulativeReward
 		}
@@ -499,6 +552,14 @@ func (r *replayer) planItems() {
 			r.note("problems %s are not re-created by the replay", strings.Join(other, " "))
 		}
 	}
+}
+
+// optOf is a nullable column's value as an event's Option.
+func optOf[T any](p *T) events.Option[T] {
+	if p == nil {
+		return events.Option[T]{}
+	}
+	return events.Some(*p)
 }
 
 func derefString(s *string) string {
@@ -733,6 +794,7 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 		lanes[i] = r.zeroObs
 		r.idBuf[i], r.ridBuf[i] = "", ""
 	}
+	var raw [][][]byte // the raw observation's lanes, once a row has one
 	var t time.Time
 	isReset := false
 	var step int64
@@ -761,6 +823,14 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 				return err
 			}
 			lanes[lr.lane], eps[lr.lane] = leaves, lr.ep
+			if rl, err := r.rawOf(lr, true); err != nil {
+				return err
+			} else if rl != nil {
+				if raw == nil {
+					raw = make([][][]byte, r.n)
+				}
+				raw[lr.lane] = rl
+			}
 			isReset = isReset || lr.step == 0
 			if lr.lane == 0 {
 				step = lr.step
@@ -772,13 +842,59 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 			r.idBuf[i], r.ridBuf[i] = ep.row.EpisodeID, ep.rid
 		}
 	}
+	rawSlabs, err := r.joinRaw(r.spaces.Observation, raw, lanes)
+	if err != nil {
+		return err
+	}
 	slabs, err := blob.JoinLanesLayout(r.spaces.Observation, lanes)
 	if err != nil {
 		return fmt.Errorf("session %q: %w: observation lanes do not join: %w", r.sid, ErrInconsistent, err)
 	}
 	return r.send(&events.ObservationEmitted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
 		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: step, IsReset: isReset, NumEnvs: uint32(r.n),
-		ObservationSpace: r.spaces.Observation.Spec, Observation: slabs}, t)
+		ObservationSpace: r.spaces.Observation.Spec, Observation: slabs, RawObservation: rawSlabs}, t)
+}
+
+// rawOf returns a batch row's raw observation (obs) or raw action
+// leaves, nil when the row kept none (equal to the transformed one).
+func (r *replayer) rawOf(lr laneRow, obs bool) ([][]byte, error) {
+	if lr.logged {
+		return nil, nil
+	}
+	s, err := r.stepOf(lr)
+	if err != nil {
+		return nil, err
+	}
+	b := s.Step().RawActionBlob
+	if obs {
+		b = s.Step().RawObservationBlob
+	}
+	if b == nil {
+		return nil, nil
+	}
+	leaves, err := blob.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("session %q episode %s: %w: raw payload of step %d: %w", r.sid, lr.ep.rid, ErrInconsistent, lr.step, err)
+	}
+	return leaves, nil
+}
+
+// joinRaw joins the raw payload's lanes (raw, nil when no lane has one),
+// each lane without one taking its transformed leaves.
+func (r *replayer) joinRaw(l *schema.Layout, raw, lanes [][][]byte) ([][]byte, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	for i := range raw {
+		if raw[i] == nil {
+			raw[i] = lanes[i]
+		}
+	}
+	slabs, err := blob.JoinLanesLayout(l, raw)
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w: raw payload lanes do not join: %w", r.sid, ErrInconsistent, err)
+	}
+	return slabs, nil
 }
 
 // stepOf advances the row's episode iterator to the row (opening it at its
@@ -820,16 +936,24 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 		return err
 	}
 	lanes := r.laneBuf
+	if len(r.roll) != r.n {
+		r.roll = make([]bool, r.n)
+	}
 	for i := range lanes {
 		lanes[i] = r.zeroAct
 		r.idBuf[i], r.ridBuf[i] = "", ""
 		r.rewards[i] = 0
+		r.roll[i] = false
 		// A lane without a row names its completed episode, as under
-		// next-step autoreset; the recorder drops the step.
-		if ep := r.lastStarted[i]; ep != nil && ep.completed {
+		// next-step autoreset; the recorder drops the step. In rlmesh
+		// 0.1 it is the roll step of an episode that ended on the step
+		// before, whose completion follows it.
+		if ep := r.lastStarted[i]; ep != nil && (ep.completed || r.v01 && ep.ended) {
 			r.idBuf[i], r.ridBuf[i] = ep.row.EpisodeID, ep.rid
+			r.roll[i] = r.v01 && ep.ended && !ep.completed
 		}
 	}
+	var raw [][][]byte
 	for _, lr := range b.rows {
 		leaves, err := r.actionOf(lr)
 		if err != nil {
@@ -838,15 +962,28 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 		if leaves != nil {
 			lanes[lr.lane] = leaves
 		}
+		if rl, err := r.rawOf(lr, false); err != nil {
+			return err
+		} else if rl != nil {
+			if raw == nil {
+				raw = make([][][]byte, r.n)
+			}
+			raw[lr.lane] = rl
+		}
 		r.idBuf[lr.lane], r.ridBuf[lr.lane] = lr.ep.row.EpisodeID, lr.ep.rid
 		r.rewards[lr.lane] = lr.reward
+	}
+	rawSlabs, err := r.joinRaw(r.spaces.Action, raw, lanes)
+	if err != nil {
+		return err
 	}
 	slabs, err := blob.JoinLanesLayout(r.spaces.Action, lanes)
 	if err != nil {
 		return fmt.Errorf("session %q: %w: action lanes do not join: %w", r.sid, ErrInconsistent, err)
 	}
 	if err := r.send(&events.ActionReceived{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
-		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: b.sstep, ActionSpace: r.spaces.Action.Spec, Action: slabs}, b.t); err != nil {
+		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: b.sstep, ActionSpace: r.spaces.Action.Spec, Action: slabs,
+		RawAction: rawSlabs}, b.t); err != nil {
 		return err
 	}
 	for _, lr := range b.rows {
@@ -858,8 +995,41 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 	if b.unfinished || last && r.legacyUnfinished() {
 		return nil
 	}
-	return r.send(&events.StepCompleted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
-		Step: b.sstep, Rewards: r.rewards}, b.t)
+	sc := &events.StepCompleted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
+		Step: b.sstep, Rewards: r.rewards}
+	if r.v01 {
+		r.stepFlags(sc, b)
+	}
+	return r.send(sc, b.t)
+}
+
+// stepFlags sets what a StepCompleted of rlmesh 0.1 carries beyond the
+// rewards: per-lane flags, the step's times and its infos.
+func (r *replayer) stepFlags(sc *events.StepCompleted, b *replayBatch) {
+	sc.Terminated, sc.Truncated = make([]bool, r.n), make([]bool, r.n)
+	sc.AutoresetRoll = append([]bool(nil), r.roll...)
+	for _, lr := range b.rows {
+		if lr.logged {
+			continue
+		}
+		if lr.isLast {
+			sc.Terminated[lr.lane], sc.Truncated[lr.lane] = lr.terminated, lr.truncated
+			lr.ep.ended = lr.terminated || lr.truncated
+		}
+		if lr.hasPredict {
+			sc.PredictMs = events.Some(lr.predictMs)
+		}
+		if lr.hasStep {
+			sc.StepMs = events.Some(lr.stepMs)
+		}
+		if lr.infos != nil && sc.Infos == nil {
+			if m, err := ParseFinalInfo(string(lr.infos)); err == nil {
+				sc.Infos = m
+			} else {
+				r.note("episode %s step %d: infos: %v; replayed without them", lr.ep.rid, lr.step, err)
+			}
+		}
+	}
 }
 
 // emitHidden emits an all-dropped batch of n lanes.

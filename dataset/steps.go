@@ -35,10 +35,27 @@ type Step struct {
 	Terminated      bool
 	Truncated       bool
 	RecordedAt      time.Time
+
+	// The columns of schema version 3 (null, that is nil or unset, in a
+	// version 2 file): the route lane, the step's infos (JSON text), the
+	// raw payloads (nil where equal to the transformed ones), and the
+	// step's predict and env times.
+	Lane                    int64
+	HasLane                 bool
+	Infos                   []byte
+	RawObservationBlob      []byte
+	RawActionBlob           []byte
+	PredictMs, StepMs       float64
+	HasPredictMs, HasStepMs bool
 }
 
-// fixed columns of the steps table, in file order.
-var fixedColumns = schema.FixedStepsColumns()
+// fixed columns of the steps table, in file order, then the columns of
+// schema version 3 (optional: a version 2 file has none of them).
+var fixedColumns = append(schema.FixedStepsColumns(), schema.V3StepsColumns()...)
+
+// numReadColumns is the number of columns a Steps reads: the fixed ones,
+// then version 3's (from column index schema.NumFixedStepsColumns on).
+const numReadColumns = schema.NumFixedStepsColumns + schema.NumV3StepsColumns
 
 // Steps iterates steps rows in step order, scanner style:
 //
@@ -51,11 +68,11 @@ type Steps struct {
 	next  int // index in paths of the next file to open
 
 	f      *parquetFile
-	cols   [schema.NumFixedStepsColumns]int // column index of each fixed column in f
+	cols   [numReadColumns]int // column index of each column read in f (-1: a version 3 column a version 2 file lacks)
 	spaces Spaces
 	rg     int // next row group of f
 	// rows of the current row group, column by column
-	vals [schema.NumFixedStepsColumns][]parquet.Value
+	vals [numReadColumns][]parquet.Value
 	n, i int   // rows in the group, next row
 	base int64 // file row of the group's first row
 	row  int64 // file row of the current step
@@ -181,6 +198,10 @@ func (s *Steps) openNext() error {
 	for i, c := range fixedColumns {
 		kind := c.Node.Type().Kind()
 		leaf, ok := sch.Lookup(c.Name)
+		if !ok && i >= schema.NumFixedStepsColumns && f.version == schema.SchemaVersion2 {
+			s.cols[i] = -1
+			continue
+		}
 		if !ok || leaf.Node.Type().Kind() != kind {
 			s.closeFile(f)
 			return fileErr(path, -1, fmt.Errorf("%w: %s (want %v); not a steps file of this schema version", ErrColumn, c.Name, kind))
@@ -310,7 +331,11 @@ func (s *Steps) readGroup() error {
 		}
 		s.rids = vals
 	}
-	for c := range schema.NumFixedStepsColumns {
+	for c := range numReadColumns {
+		if s.cols[c] < 0 {
+			s.vals[c] = s.vals[c][:0]
+			continue
+		}
 		vals, err := readColumn(chunks[s.cols[c]], s.vals[c][:0])
 		if err != nil {
 			return fileErr(s.f.path, s.base, fmt.Errorf("read column %s of row group %d: %w", fixedColumns[c].Name, s.rg-1, err))
@@ -420,6 +445,20 @@ func (s *Steps) fill(i int) {
 	st.Terminated = s.vals[schema.StepsColTerminated][i].Boolean()
 	st.Truncated = s.vals[schema.StepsColTruncated][i].Boolean()
 	st.RecordedAt = time.UnixMicro(s.vals[schema.StepsColRecordedAt][i].Int64()).UTC()
+	v3 := func(k int) parquet.Value {
+		if col := s.vals[schema.NumFixedStepsColumns+k]; i < len(col) {
+			return col[i]
+		}
+		return parquet.NullValue()
+	}
+	lane := v3(schema.V3StepsLane)
+	st.Lane, st.HasLane = lane.Int64(), !lane.IsNull()
+	st.Infos = blobOf(v3(schema.V3StepsInfos))
+	st.RawObservationBlob = blobOf(v3(schema.V3StepsRawObservationBlob))
+	st.RawActionBlob = blobOf(v3(schema.V3StepsRawActionBlob))
+	p, m := v3(schema.V3StepsPredictMs), v3(schema.V3StepsStepMs)
+	st.PredictMs, st.HasPredictMs = p.Double(), !p.IsNull()
+	st.StepMs, st.HasStepMs = m.Double(), !m.IsNull()
 }
 
 func blobOf(v parquet.Value) []byte {

@@ -60,6 +60,8 @@ type parquetFile struct {
 	path string
 	obj  store.Object
 	pf   *parquet.File
+	// version is the file's schema version (schema.KnownSchemaVersion).
+	version string
 }
 
 func (f *parquetFile) Close() error { return f.obj.Close() }
@@ -76,11 +78,13 @@ func openFile(path string) (*parquetFile, error) {
 		f.Close()
 		return nil, fileErr(path, -1, fmt.Errorf("not a readable Parquet file (%w); it may be truncated", err))
 	}
-	if v, _ := pf.Lookup(schema.MetaSchemaVersion); v != schema.SchemaVersion {
+	v, _ := pf.Lookup(schema.MetaSchemaVersion)
+	if !schema.KnownSchemaVersion(v) {
 		f.Close()
-		return nil, fileErr(path, -1, fmt.Errorf("%w %q (this reader knows %q); read it with the version that wrote it", ErrSchemaVersion, v, schema.SchemaVersion))
+		return nil, fileErr(path, -1, fmt.Errorf("%w %q (this reader knows %q and %q); read it with the version that wrote it",
+			ErrSchemaVersion, v, schema.SchemaVersion2, schema.SchemaVersion))
 	}
-	return &parquetFile{path: path, obj: f, pf: pf}, nil
+	return &parquetFile{path: path, obj: f, pf: pf, version: v}, nil
 }
 
 // spaces parses the spaces in a file's metadata.
@@ -134,6 +138,29 @@ func readRows[T any](path string) ([]T, *parquetFile, error) {
 	if n != len(rows) {
 		f.Close()
 		return nil, nil, fileErr(path, int64(n), fmt.Errorf("read %d of %d rows", n, len(rows)))
+	}
+	return rows, f, nil
+}
+
+// readEpisodeRows reads an episodes file of either schema version: a
+// version 2 file's rows have the version 3 columns null.
+func readEpisodeRows(path string) ([]schema.EpisodeRow, *parquetFile, error) {
+	f, err := openFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	v2 := f.version == schema.SchemaVersion2
+	f.Close()
+	if !v2 {
+		return readRows[schema.EpisodeRow](path)
+	}
+	old, f, err := readRows[schema.EpisodeRowV2](path)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := make([]schema.EpisodeRow, len(old))
+	for i, r := range old {
+		rows[i] = r.Upgrade()
 	}
 	return rows, f, nil
 }
@@ -233,7 +260,7 @@ func (d *Dataset) Episode(rec Recording, episodeRecordID string) ([]Episode, err
 }
 
 func readEpisodesFile(file File) ([]Episode, error) {
-	rows, f, err := readRows[schema.EpisodeRow](file.Path)
+	rows, f, err := readEpisodeRows(file.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -22,10 +22,20 @@ import (
 //     empty non-nil slices.
 //   - Repeated fields (id lists, rewards, telemetry rows) cannot tell nil
 //     from empty on the wire; both decode as nil.
-//   - Log.Source nil is an absent optional source; FinalInfo nil and a nil
-//     space spec are absent messages. Specs and MetaMaps are carried as they
-//     are, not validated.
-//   - Enum values (log level, horizon, metric kind) outside the defined
+//   - Log.Source nil is an absent optional source; FinalInfo, Infos and a
+//     nil space spec are absent messages. Specs and MetaMaps are carried as
+//     they are, not validated. RawAction and RawObservation follow the
+//     Action rule (nil is absent).
+//   - An Option is a proto3 optional field: absent when not Set, present
+//     (even with a zero value) when Set. The per-lane flags (Terminated,
+//     Truncated, AutoresetRoll) are repeated fields: nil and empty are one.
+//   - The run nonce (eventsv1.Event.run_nonce) and the sequence number are
+//     no part of the runtime's event and travel beside it: ToProto leaves
+//     them empty and FromProto ignores them; read and set them on the
+//     message (GetRunNonce, RunNonce), or with AppendRunNonce and
+//     Decoder.RunNonce on the wire (sequence.go).
+//   - Enum values (log level, horizon, metric kind, relay leg, advisory
+//     severity) outside the defined
 //     ones, including 0, are rejected in both directions with
 //     ErrUnknownEnum; a message without a kind is rejected with
 //     ErrUnknownKind.
@@ -78,15 +88,37 @@ func routeToProto(r RuntimeEnvContext) *eventsv1.RuntimeEnvContext {
 		EnvId:            r.EnvID,
 		EnvComponentId:   r.EnvComponentID,
 		ModelComponentId: r.ModelComponentID,
+		Lane:             optPtr(r.Lane),
 	}
 }
 
 func routeFromProto(r *eventsv1.RuntimeEnvContext) RuntimeEnvContext {
-	return RuntimeEnvContext{
+	out := RuntimeEnvContext{
 		EnvID:            r.GetEnvId(),
 		EnvComponentID:   r.GetEnvComponentId(),
 		ModelComponentID: r.GetModelComponentId(),
 	}
+	if r != nil {
+		out.Lane = optFrom(r.Lane)
+	}
+	return out
+}
+
+// optPtr returns o as a proto3 optional field: nil when absent.
+func optPtr[T any](o Option[T]) *T {
+	if !o.Set {
+		return nil
+	}
+	v := o.Value
+	return &v
+}
+
+// optFrom returns the proto3 optional field p as an Option.
+func optFrom[T any](p *T) Option[T] {
+	if p == nil {
+		return Option[T]{}
+	}
+	return Some(*p)
 }
 
 func leavesToProto(leaves [][]byte) *spacesv1.SpaceValue {
@@ -118,6 +150,10 @@ func logLevelOK(l LogLevel) bool { return l >= LogDebug && l <= LogError }
 func horizonOK(h TelemetryHorizon) bool { return h == HorizonWindow || h == HorizonSession }
 
 func metricKindOK(k MetricKind) bool { return k >= MetricDurationMs && k <= MetricCount }
+
+func relayLegOK(l RelayLeg) bool { return l == LegEnvToModel || l == LegModelToEnv }
+
+func severityOK(s AdvisorySeverity) bool { return s == SeverityInfo || s == SeverityCaution }
 
 // toProto fills m (which must be empty) from ev.
 func toProto(m *eventsv1.Event, ev Event, t time.Time) error {
@@ -178,6 +214,8 @@ func toProto(m *eventsv1.Event, ev Event, t time.Time) error {
 			EpisodeIndex:         e.EpisodeIndex,
 			EnvIndex:             e.EnvIndex,
 			StartedFromAutoReset: e.StartedFromAutoReset,
+			Seed:                 optPtr(e.Seed),
+			TrialIndex:           optPtr(e.TrialIndex),
 		}}
 	case *EpisodeCompleted:
 		if e == nil {
@@ -194,6 +232,11 @@ func toProto(m *eventsv1.Event, ev Event, t time.Time) error {
 			Truncated:        e.Truncated,
 			DurationMs:       e.DurationMs,
 			FinalInfo:        e.FinalInfo,
+			Success:          optPtr(e.Success),
+			Seed:             optPtr(e.Seed),
+			TrialIndex:       optPtr(e.TrialIndex),
+			PredictMs:        optPtr(e.PredictMs),
+			StepMs:           optPtr(e.StepMs),
 		}}
 	case *ActionReceived:
 		if e == nil {
@@ -208,6 +251,7 @@ func toProto(m *eventsv1.Event, ev Event, t time.Time) error {
 			EnvIndex:         e.EnvIndex,
 			ActionSpace:      e.ActionSpace,
 			Action:           leavesToProto(e.Action),
+			RawAction:        leavesToProto(e.RawAction),
 		}}
 	case *StepCompleted:
 		if e == nil {
@@ -219,6 +263,12 @@ func toProto(m *eventsv1.Event, ev Event, t time.Time) error {
 			Step:            e.Step,
 			EnvIndex:        e.EnvIndex,
 			Rewards:         e.Rewards,
+			Infos:           e.Infos,
+			Terminated:      e.Terminated,
+			Truncated:       e.Truncated,
+			AutoresetRoll:   e.AutoresetRoll,
+			PredictMs:       optPtr(e.PredictMs),
+			StepMs:          optPtr(e.StepMs),
 		}}
 	case *ObservationEmitted:
 		if e == nil {
@@ -235,6 +285,8 @@ func toProto(m *eventsv1.Event, ev Event, t time.Time) error {
 			NumEnvs:          e.NumEnvs,
 			ObservationSpace: e.ObservationSpace,
 			Observation:      leavesToProto(e.Observation),
+			RawObservation:   leavesToProto(e.RawObservation),
+			Infos:            e.Infos,
 		}}
 	case *TelemetrySnapshot:
 		if e == nil {
@@ -262,6 +314,21 @@ func toProto(m *eventsv1.Event, ev Event, t time.Time) error {
 		m.Kind = &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{
 			Horizon: eventsv1.TelemetryHorizon(e.Snapshot.Horizon),
 			Rows:    rows,
+		}}
+	case *RelayAdvisory:
+		if e == nil {
+			break
+		}
+		if !relayLegOK(e.Leg) {
+			return fmt.Errorf("encode RelayAdvisory event: leg %d: %w", e.Leg, ErrUnknownEnum)
+		}
+		if !severityOK(e.Severity) {
+			return fmt.Errorf("encode RelayAdvisory event: severity %d: %w", e.Severity, ErrUnknownEnum)
+		}
+		m.Kind = &eventsv1.Event_RelayAdvisory{RelayAdvisory: &eventsv1.RelayAdvisory{
+			Leg:      eventsv1.RelayLeg(e.Leg),
+			Severity: eventsv1.AdvisorySeverity(e.Severity),
+			Message:  e.Message,
 		}}
 	case nil:
 	default:
@@ -327,6 +394,8 @@ func FromProto(m *eventsv1.Event) (Event, time.Time, error) {
 			EpisodeIndex:         p.GetEpisodeIndex(),
 			EnvIndex:             p.GetEnvIndex(),
 			StartedFromAutoReset: p.GetStartedFromAutoReset(),
+			Seed:                 optFrom(p.Seed),
+			TrialIndex:           optFrom(p.TrialIndex),
 		}
 	case *eventsv1.Event_EpisodeCompleted:
 		p := k.EpisodeCompleted
@@ -343,6 +412,11 @@ func FromProto(m *eventsv1.Event) (Event, time.Time, error) {
 			Truncated:        p.GetTruncated(),
 			DurationMs:       p.GetDurationMs(),
 			FinalInfo:        p.GetFinalInfo(),
+			Success:          optFrom(p.Success),
+			Seed:             optFrom(p.Seed),
+			TrialIndex:       optFrom(p.TrialIndex),
+			PredictMs:        optFrom(p.PredictMs),
+			StepMs:           optFrom(p.StepMs),
 		}
 	case *eventsv1.Event_ActionReceived:
 		p := k.ActionReceived
@@ -357,6 +431,7 @@ func FromProto(m *eventsv1.Event) (Event, time.Time, error) {
 			EnvIndex:         p.GetEnvIndex(),
 			ActionSpace:      p.GetActionSpace(),
 			Action:           leavesFromProto(p.GetAction()),
+			RawAction:        leavesFromProto(p.GetRawAction()),
 		}
 	case *eventsv1.Event_StepCompleted:
 		p := k.StepCompleted
@@ -368,6 +443,12 @@ func FromProto(m *eventsv1.Event) (Event, time.Time, error) {
 			Step:            p.GetStep(),
 			EnvIndex:        p.GetEnvIndex(),
 			Rewards:         nilIfEmpty(p.GetRewards()),
+			Infos:           p.GetInfos(),
+			Terminated:      nilIfEmpty(p.GetTerminated()),
+			Truncated:       nilIfEmpty(p.GetTruncated()),
+			AutoresetRoll:   nilIfEmpty(p.GetAutoresetRoll()),
+			PredictMs:       optFrom(p.PredictMs),
+			StepMs:          optFrom(p.StepMs),
 		}
 	case *eventsv1.Event_ObservationEmitted:
 		p := k.ObservationEmitted
@@ -384,6 +465,8 @@ func FromProto(m *eventsv1.Event) (Event, time.Time, error) {
 			NumEnvs:          p.GetNumEnvs(),
 			ObservationSpace: p.GetObservationSpace(),
 			Observation:      leavesFromProto(p.GetObservation()),
+			RawObservation:   leavesFromProto(p.GetRawObservation()),
+			Infos:            p.GetInfos(),
 		}
 	case *eventsv1.Event_TelemetrySnapshot:
 		p := k.TelemetrySnapshot
@@ -413,6 +496,16 @@ func FromProto(m *eventsv1.Event) (Event, time.Time, error) {
 			}
 		}
 		ev = &TelemetrySnapshot{SessionID: sid, Route: route, Snapshot: Snapshot{Horizon: TelemetryHorizon(h), Rows: rows}}
+	case *eventsv1.Event_RelayAdvisory:
+		p := k.RelayAdvisory
+		leg, sev := p.GetLeg(), p.GetSeverity()
+		if leg != eventsv1.RelayLeg_RELAY_LEG_ENV_TO_MODEL && leg != eventsv1.RelayLeg_RELAY_LEG_MODEL_TO_ENV {
+			return nil, time.Time{}, fmt.Errorf("decode RelayAdvisory event: leg %d: %w", int32(leg), ErrUnknownEnum)
+		}
+		if sev != eventsv1.AdvisorySeverity_ADVISORY_SEVERITY_INFO && sev != eventsv1.AdvisorySeverity_ADVISORY_SEVERITY_CAUTION {
+			return nil, time.Time{}, fmt.Errorf("decode RelayAdvisory event: severity %d: %w", int32(sev), ErrUnknownEnum)
+		}
+		ev = &RelayAdvisory{SessionID: sid, Route: route, Leg: RelayLeg(leg), Severity: AdvisorySeverity(sev), Message: p.GetMessage()}
 	case nil:
 		return nil, time.Time{}, fmt.Errorf("decode event: no kind set: %w", ErrUnknownKind)
 	default:

@@ -103,6 +103,11 @@ func TestFromProtoErrors(t *testing.T) {
 		{"horizon 3", &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{Horizon: 3}}}, ErrUnknownEnum},
 		{"metric kind unspecified", &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{
 			Horizon: 2, Rows: []*eventsv1.TelemetryRow{{Kind: 3}, {}}}}}, ErrUnknownEnum},
+		{"relay leg unspecified", &eventsv1.Event{Kind: &eventsv1.Event_RelayAdvisory{RelayAdvisory: &eventsv1.RelayAdvisory{Severity: 1}}}, ErrUnknownEnum},
+		{"relay leg 3", &eventsv1.Event{Kind: &eventsv1.Event_RelayAdvisory{RelayAdvisory: &eventsv1.RelayAdvisory{Leg: 3, Severity: 1}}}, ErrUnknownEnum},
+		{"relay leg 257", &eventsv1.Event{Kind: &eventsv1.Event_RelayAdvisory{RelayAdvisory: &eventsv1.RelayAdvisory{Leg: 257, Severity: 1}}}, ErrUnknownEnum},
+		{"advisory severity unspecified", &eventsv1.Event{Kind: &eventsv1.Event_RelayAdvisory{RelayAdvisory: &eventsv1.RelayAdvisory{Leg: 1}}}, ErrUnknownEnum},
+		{"advisory severity negative", &eventsv1.Event{Kind: &eventsv1.Event_RelayAdvisory{RelayAdvisory: &eventsv1.RelayAdvisory{Leg: 1, Severity: -1}}}, ErrUnknownEnum},
 		{"metric kind 4", &eventsv1.Event{Kind: &eventsv1.Event_TelemetrySnapshot{TelemetrySnapshot: &eventsv1.TelemetrySnapshot{
 			Horizon: 2, Rows: []*eventsv1.TelemetryRow{{Kind: 4}}}}}, ErrUnknownEnum},
 	}
@@ -146,6 +151,42 @@ func TestConvertPresence(t *testing.T) {
 		{"nil final info is absent", &EpisodeCompleted{}, func(m *eventsv1.Event) bool { return m.GetEpisodeCompleted().FinalInfo == nil }},
 		{"empty final info is present", &EpisodeCompleted{FinalInfo: &spacesv1.MetaMap{}}, func(m *eventsv1.Event) bool { return m.GetEpisodeCompleted().FinalInfo != nil }},
 		{"zero time is 0", &ModelConnected{}, func(m *eventsv1.Event) bool { return m.TimeUnixNano == 0 }},
+		{"absent lane is absent", &Log{Level: LogInfo, Route: RuntimeEnvContext{EnvID: "e"}}, func(m *eventsv1.Event) bool { return m.GetRoute().Lane == nil }},
+		{"lane 0 is present", &Log{Level: LogInfo, Route: RuntimeEnvContext{Lane: Some(uint32(0))}}, func(m *eventsv1.Event) bool { return m.GetRoute() != nil && m.GetRoute().Lane != nil }},
+		{"absent seed and trial", &EpisodeStarted{}, func(m *eventsv1.Event) bool {
+			return m.GetEpisodeStarted().Seed == nil && m.GetEpisodeStarted().TrialIndex == nil
+		}},
+		{"seed 0 and trial 0 are present", &EpisodeStarted{Seed: Some(int64(0)), TrialIndex: Some(uint64(0))}, func(m *eventsv1.Event) bool {
+			return m.GetEpisodeStarted().Seed != nil && m.GetEpisodeStarted().TrialIndex != nil
+		}},
+		{"success false is present", &EpisodeCompleted{Success: Some(false)}, func(m *eventsv1.Event) bool { return m.GetEpisodeCompleted().Success != nil }},
+		{"absent success and times", &EpisodeCompleted{}, func(m *eventsv1.Event) bool {
+			c := m.GetEpisodeCompleted()
+			return c.Success == nil && c.Seed == nil && c.TrialIndex == nil && c.PredictMs == nil && c.StepMs == nil
+		}},
+		{"episode times 0 are present", &EpisodeCompleted{PredictMs: Some(0.0), StepMs: Some(0.0)}, func(m *eventsv1.Event) bool {
+			return m.GetEpisodeCompleted().PredictMs != nil && m.GetEpisodeCompleted().StepMs != nil
+		}},
+		{"nil raw action is absent", &ActionReceived{Action: [][]byte{{1}}}, func(m *eventsv1.Event) bool { return m.GetActionReceived().RawAction == nil }},
+		{"empty raw action is present", &ActionReceived{RawAction: [][]byte{}}, func(m *eventsv1.Event) bool { return m.GetActionReceived().RawAction != nil }},
+		{"nil raw observation and infos are absent", &ObservationEmitted{}, func(m *eventsv1.Event) bool {
+			return m.GetObservationEmitted().RawObservation == nil && m.GetObservationEmitted().Infos == nil
+		}},
+		{"empty raw observation and infos are present", &ObservationEmitted{RawObservation: [][]byte{}, Infos: &spacesv1.MetaMap{}}, func(m *eventsv1.Event) bool {
+			return m.GetObservationEmitted().RawObservation != nil && m.GetObservationEmitted().Infos != nil
+		}},
+		{"nil step infos and times are absent", &StepCompleted{}, func(m *eventsv1.Event) bool {
+			c := m.GetStepCompleted()
+			return c.Infos == nil && c.PredictMs == nil && c.StepMs == nil
+		}},
+		{"empty step infos and zero times are present", &StepCompleted{Infos: &spacesv1.MetaMap{}, PredictMs: Some(0.0), StepMs: Some(0.0)}, func(m *eventsv1.Event) bool {
+			c := m.GetStepCompleted()
+			return c.Infos != nil && c.PredictMs != nil && c.StepMs != nil
+		}},
+		{"all-false flags are kept", &StepCompleted{Rewards: []float64{0, 0}, Terminated: []bool{false, false}, Truncated: []bool{false, false}, AutoresetRoll: []bool{false, false}}, func(m *eventsv1.Event) bool {
+			c := m.GetStepCompleted()
+			return len(c.Terminated) == 2 && len(c.Truncated) == 2 && len(c.AutoresetRoll) == 2
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

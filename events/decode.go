@@ -126,16 +126,25 @@ type Decoder struct {
 	hdr     [4]span // session_id and the route's three strings
 	sing    [2]span // the kind message's fields 1 and 2 when strings
 	ids     [2][]span
-	leaves  []span
-	value   bool // the SpaceValue is present
+	leaves  [2][]span // the SpaceValue's leaves, then the raw one's
+	value   [2]bool   // the SpaceValue (then the raw one) is present
 	nested  []span
+	infos   []span // a StepCompleted's or ObservationEmitted's infos
 	rewards []float64
+	flags   [3][]bool // terminated, truncated, autoreset_roll
 	rows    []rawRow
-	enum    int32 // log level or telemetry horizon
+	enum    int32 // log level, telemetry horizon or relay leg
+	enum2   int32 // advisory severity
 	src     span
 	hasSrc  bool
+	lane    Option[uint32]
 	seq     uint64 // the message's sequence field (sequence.go)
 	recClk  bool   // the message's recorder_clock field (sequence.go)
+	nonce   span   // the message's run_nonce field (sequence.go)
+	// lastNonce is the run nonce of the last message decoded, handed out
+	// again while unchanged.
+	lastNonce []byte
+	hash      uint64 // a log record's content_hash field (runid.go)
 
 	actSpecs, obsSpecs specMemo
 
@@ -260,12 +269,16 @@ func (d *Decoder) resetKind(in []byte, k Kind) error {
 func (d *Decoder) clearKind() {
 	d.sing = [2]span{}
 	d.ids[0], d.ids[1] = d.ids[0][:0], d.ids[1][:0]
-	d.leaves = d.leaves[:0]
-	d.value = false
+	d.leaves[0], d.leaves[1] = d.leaves[0][:0], d.leaves[1][:0]
+	d.value = [2]bool{}
 	d.nested = d.nested[:0]
+	d.infos = d.infos[:0]
 	d.rewards = d.rewards[:0]
+	for i := range d.flags {
+		d.flags[i] = d.flags[i][:0]
+	}
 	d.rows = d.rows[:0]
-	d.enum = 0
+	d.enum, d.enum2 = 0, 0
 	d.src, d.hasSrc = span{}, false
 }
 
@@ -278,6 +291,11 @@ func (d *Decoder) checkNested(in []byte, k Kind) error {
 			err = nestedUnmarshal.Unmarshal(in[r.lo:r.hi], &spacesv1.SpaceSpec{})
 		}
 		if err != nil {
+			return fmt.Errorf("decode %v event: %w: %w", k, ErrMalformed, err)
+		}
+	}
+	for _, r := range d.infos {
+		if err := nestedUnmarshal.Unmarshal(in[r.lo:r.hi], &spacesv1.MetaMap{}); err != nil {
 			return fmt.Errorf("decode %v event: %w: %w", k, ErrMalformed, err)
 		}
 	}
@@ -310,6 +328,8 @@ func newEvent(k Kind) Event {
 		return &ObservationEmitted{}
 	case KindTelemetrySnapshot:
 		return &TelemetrySnapshot{}
+	case KindRelayAdvisory:
+		return &RelayAdvisory{}
 	}
 	return nil
 }
@@ -317,7 +337,8 @@ func newEvent(k Kind) Event {
 func (d *Decoder) decode(in []byte) (Event, int64, error) {
 	d.str = d.str[:0]
 	d.hdr = [4]span{}
-	d.seq, d.recClk = 0, false
+	d.lane = Option[uint32]{}
+	d.seq, d.recClk, d.nonce, d.hash = 0, false, span{}, 0
 	d.clearKind()
 	var (
 		ns   int64
@@ -347,7 +368,11 @@ func (d *Decoder) decode(in []byte) (Event, int64, error) {
 			d.seq = v
 		case num == recorderClockField && typ == protowire.VarintType:
 			d.recClk = v != 0
-		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(KindTelemetrySnapshot) && typ == protowire.BytesType:
+		case num == runNonceField && typ == protowire.BytesType:
+			d.nonce = span{pos - len(val), pos}
+		case num == contentHashField && typ == protowire.Fixed64Type:
+			d.hash = v
+		case num >= protowire.Number(KindEnvConnected) && num <= protowire.Number(kindLast) && typ == protowire.BytesType:
 			if k := Kind(num); k != kind {
 				if err := d.resetKind(in, kind); err != nil {
 					return nil, 0, err
@@ -371,12 +396,19 @@ func (d *Decoder) decode(in []byte) (Event, int64, error) {
 	if err := d.finish(ev, in); err != nil {
 		return nil, 0, err
 	}
+	if nb := in[d.nonce.lo:d.nonce.hi]; !d.fresh && !bytes.Equal(nb, d.lastNonce) {
+		if len(nb) == 0 {
+			d.lastNonce = nil
+		} else {
+			d.lastNonce = bytes.Clone(nb)
+		}
+	}
 	return ev, ns, nil
 }
 
 func (d *Decoder) decodeRoute(b []byte) error {
 	for len(b) > 0 {
-		num, typ, _, val, n := consumeField(b)
+		num, typ, v, val, n := consumeField(b)
 		if n < 0 {
 			return malformed("route: " + protowire.ParseError(n).Error())
 		}
@@ -387,6 +419,8 @@ func (d *Decoder) decodeRoute(b []byte) error {
 				return err
 			}
 			d.hdr[num] = r
+		} else if num == 4 && typ == protowire.VarintType {
+			d.lane = Some(uint32(v))
 		}
 	}
 	return nil
@@ -454,6 +488,10 @@ func (d *Decoder) decodeBody(ev Event, b []byte, off int) error {
 				e.EnvIndex = int32(v)
 			case num == 5 && isVarint:
 				e.StartedFromAutoReset = v != 0
+			case num == 6 && isVarint:
+				e.Seed = Some(int64(v))
+			case num == 7 && isVarint:
+				e.TrialIndex = Some(v)
 			}
 		case *EpisodeCompleted:
 			switch {
@@ -475,6 +513,16 @@ func (d *Decoder) decodeBody(ev Event, b []byte, off int) error {
 				e.DurationMs = int64(v)
 			case num == 10 && isBytes:
 				d.nested = append(d.nested, span{off + pos - len(val), off + pos})
+			case num == 11 && isVarint:
+				e.Success = Some(v != 0)
+			case num == 12 && isVarint:
+				e.Seed = Some(int64(v))
+			case num == 13 && isVarint:
+				e.TrialIndex = Some(v)
+			case num == 14 && typ == protowire.Fixed64Type:
+				e.PredictMs = Some(math.Float64frombits(v))
+			case num == 15 && typ == protowire.Fixed64Type:
+				e.StepMs = Some(math.Float64frombits(v))
 			}
 		case *ActionReceived:
 			switch {
@@ -489,7 +537,9 @@ func (d *Decoder) decodeBody(ev Event, b []byte, off int) error {
 			case num == 7 && isBytes:
 				d.nested = append(d.nested, span{off + pos - len(val), off + pos})
 			case num == 8 && isBytes:
-				err = d.decodeValue(val, off+pos-len(val))
+				err = d.decodeValue(0, val, off+pos-len(val))
+			case num == 9 && isBytes:
+				err = d.decodeValue(1, val, off+pos-len(val))
 			}
 		case *StepCompleted:
 			switch {
@@ -508,6 +558,16 @@ func (d *Decoder) decodeBody(ev Event, b []byte, off int) error {
 				for ; len(val) > 0; val = val[8:] {
 					d.rewards = append(d.rewards, math.Float64frombits(binary.LittleEndian.Uint64(val)))
 				}
+			case num == 6 && isBytes:
+				d.infos = append(d.infos, span{off + pos - len(val), off + pos})
+			case num >= 7 && num <= 9 && isVarint:
+				d.flags[num-7] = append(d.flags[num-7], v != 0)
+			case num >= 7 && num <= 9 && isBytes:
+				err = d.packedBools(num-7, val)
+			case num == 10 && typ == protowire.Fixed64Type:
+				e.PredictMs = Some(math.Float64frombits(v))
+			case num == 11 && typ == protowire.Fixed64Type:
+				e.StepMs = Some(math.Float64frombits(v))
 			}
 		case *ObservationEmitted:
 			switch {
@@ -526,7 +586,11 @@ func (d *Decoder) decodeBody(ev Event, b []byte, off int) error {
 			case num == 9 && isBytes:
 				d.nested = append(d.nested, span{off + pos - len(val), off + pos})
 			case num == 10 && isBytes:
-				err = d.decodeValue(val, off+pos-len(val))
+				err = d.decodeValue(0, val, off+pos-len(val))
+			case num == 11 && isBytes:
+				err = d.decodeValue(1, val, off+pos-len(val))
+			case num == 12 && isBytes:
+				d.infos = append(d.infos, span{off + pos - len(val), off + pos})
 			}
 		case *TelemetrySnapshot:
 			switch {
@@ -534,6 +598,15 @@ func (d *Decoder) decodeBody(ev Event, b []byte, off int) error {
 				d.enum = int32(v)
 			case num == 2 && isBytes:
 				err = d.decodeRow(val)
+			}
+		case *RelayAdvisory:
+			switch {
+			case num == 1 && isVarint:
+				d.enum = int32(v)
+			case num == 2 && isVarint:
+				d.enum2 = int32(v)
+			case num == 3 && isBytes:
+				d.sing[0], err = d.addStr(val, "relay advisory message")
 			}
 		}
 		if err != nil {
@@ -549,10 +622,24 @@ func (d *Decoder) addID(list protowire.Number, val []byte) error {
 	return err
 }
 
-// decodeValue decodes (or merges) a SpaceValue found at offset off of the
-// input: it keeps the leaves as spans until finish copies them.
-func (d *Decoder) decodeValue(b []byte, off int) error {
-	d.value = true
+// packedBools appends the packed bools in b to flag list k.
+func (d *Decoder) packedBools(k protowire.Number, b []byte) error {
+	for len(b) > 0 {
+		v, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return malformed("step_completed flags: " + protowire.ParseError(n).Error())
+		}
+		d.flags[k] = append(d.flags[k], v != 0)
+		b = b[n:]
+	}
+	return nil
+}
+
+// decodeValue decodes (or merges) SpaceValue k (0 the payload, 1 the raw
+// payload) found at offset off of the input: it keeps the leaves as spans
+// until finish copies them.
+func (d *Decoder) decodeValue(k int, b []byte, off int) error {
+	d.value[k] = true
 	for pos := 0; pos < len(b); {
 		num, typ, _, val, n := consumeField(b[pos:])
 		if n < 0 {
@@ -560,7 +647,7 @@ func (d *Decoder) decodeValue(b []byte, off int) error {
 		}
 		pos += n
 		if num == 1 && typ == protowire.BytesType {
-			d.leaves = append(d.leaves, span{off + pos - len(val), off + pos})
+			d.leaves[k] = append(d.leaves[k], span{off + pos - len(val), off + pos})
 		}
 	}
 	return nil
@@ -628,7 +715,23 @@ func (d *Decoder) finish(ev Event, in []byte) error {
 			return fmt.Errorf("decode %v event: %w: %w", k, ErrMalformed, err)
 		}
 	}
+	var infos *spacesv1.MetaMap
+	if len(d.infos) > 0 {
+		infos = &spacesv1.MetaMap{}
+		for _, r := range d.infos {
+			if err := nestedUnmarshal.Unmarshal(in[r.lo:r.hi], infos); err != nil {
+				return fmt.Errorf("decode %v event: infos: %w: %w", k, ErrMalformed, err)
+			}
+		}
+	}
 	switch k {
+	case KindRelayAdvisory:
+		if d.enum != int32(LegEnvToModel) && d.enum != int32(LegModelToEnv) {
+			return fmt.Errorf("decode RelayAdvisory event: leg %d: %w", d.enum, ErrUnknownEnum)
+		}
+		if d.enum2 != int32(SeverityInfo) && d.enum2 != int32(SeverityCaution) {
+			return fmt.Errorf("decode RelayAdvisory event: severity %d: %w", d.enum2, ErrUnknownEnum)
+		}
 	case KindLog:
 		if d.enum < int32(LogDebug) || d.enum > int32(LogError) {
 			return fmt.Errorf("decode Log event: level %d: %w", d.enum, ErrUnknownEnum)
@@ -664,7 +767,7 @@ func (d *Decoder) finish(ev Event, in []byte) error {
 	}
 	sid := kept(d.hdr[0], &d.lastHdr[0])
 	route := RuntimeEnvContext{EnvID: kept(d.hdr[1], &d.lastHdr[1]),
-		EnvComponentID: kept(d.hdr[2], &d.lastHdr[2]), ModelComponentID: kept(d.hdr[3], &d.lastHdr[3])}
+		EnvComponentID: kept(d.hdr[2], &d.lastHdr[2]), ModelComponentID: kept(d.hdr[3], &d.lastHdr[3]), Lane: d.lane}
 	s0, s1 := kept(d.sing[0], &d.lastSing[0]), kept(d.sing[1], &d.lastSing[1])
 
 	switch e := ev.(type) {
@@ -694,17 +797,22 @@ func (d *Decoder) finish(ev Event, in []byte) error {
 		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(at)
 		e.ActionSpace = spec
-		e.Action = d.leafList(in)
+		e.Action = d.leafList(0, in)
+		e.RawAction = d.leafList(1, in)
 	case *StepCompleted:
 		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 		if len(d.rewards) > 0 {
 			e.Rewards = append([]float64(nil), d.rewards...)
 		}
+		e.Infos = infos
+		e.Terminated, e.Truncated, e.AutoresetRoll = d.flagLists()
 	case *ObservationEmitted:
 		e.SessionID, e.Route, e.EpisodeID, e.EpisodeRecordID = sid, route, s0, s1
 		e.EpisodeIDs, e.EpisodeRecordIDs = d.idLists(at)
 		e.ObservationSpace = spec
-		e.Observation = d.leafList(in)
+		e.Observation = d.leafList(0, in)
+		e.RawObservation = d.leafList(1, in)
+		e.Infos = infos
 	case *TelemetrySnapshot:
 		e.SessionID, e.Route = sid, route
 		e.Snapshot.Horizon = TelemetryHorizon(d.enum)
@@ -717,8 +825,32 @@ func (d *Decoder) finish(ev Event, in []byte) error {
 			}
 			e.Snapshot.Rows = rows
 		}
+	case *RelayAdvisory:
+		e.SessionID, e.Route, e.Message = sid, route, at(d.sing[0])
+		e.Leg, e.Severity = RelayLeg(d.enum), AdvisorySeverity(d.enum2)
 	}
 	return nil
+}
+
+// flagLists returns the three per-lane flag lists, each nil when empty,
+// in one allocation.
+func (d *Decoder) flagLists() (terminated, truncated, roll []bool) {
+	n0, n1, n2 := len(d.flags[0]), len(d.flags[1]), len(d.flags[2])
+	if n0+n1+n2 == 0 {
+		return nil, nil, nil
+	}
+	all := make([]bool, 0, n0+n1+n2)
+	all = append(append(append(all, d.flags[0]...), d.flags[1]...), d.flags[2]...)
+	if n0 > 0 {
+		terminated = all[:n0:n0]
+	}
+	if n1 > 0 {
+		truncated = all[n0 : n0+n1 : n0+n1]
+	}
+	if n2 > 0 {
+		roll = all[n0+n1 : n0+n1+n2 : n0+n1+n2]
+	}
+	return terminated, truncated, roll
 }
 
 // spec returns the event's spec, reusing a remembered one when its wire
@@ -801,20 +933,20 @@ func (d *Decoder) keptIDs(k int) []string {
 	return out
 }
 
-// leafList copies the leaves into one new buffer: nil when the SpaceValue
-// was absent, non-nil (and every leaf non-nil) when present.
-func (d *Decoder) leafList(in []byte) [][]byte {
-	if !d.value {
+// leafList copies the leaves of SpaceValue k into one new buffer: nil when
+// the SpaceValue was absent, non-nil (and every leaf non-nil) when present.
+func (d *Decoder) leafList(k int, in []byte) [][]byte {
+	if !d.value[k] {
 		return nil
 	}
 	total := 0
-	for _, r := range d.leaves {
+	for _, r := range d.leaves[k] {
 		total += r.hi - r.lo
 	}
 	buf := make([]byte, total)
-	out := make([][]byte, len(d.leaves))
+	out := make([][]byte, len(d.leaves[k]))
 	off := 0
-	for i, r := range d.leaves {
+	for i, r := range d.leaves[k] {
 		end := off + copy(buf[off:], in[r.lo:r.hi])
 		out[i] = buf[off:end:end]
 		off = end

@@ -164,6 +164,28 @@ func (z *sizer) double(v float64) {
 // msg adds a present message field of size n.
 func (z *sizer) msg(n int) { z.n += 1 + protowire.SizeBytes(n) }
 
+// optVarint adds a proto3 optional varint field, written when set even if
+// zero.
+func (z *sizer) optVarint(set bool, v uint64) {
+	if set {
+		z.n += 1 + protowire.SizeVarint(v)
+	}
+}
+
+// optDouble adds a proto3 optional double field.
+func (z *sizer) optDouble(set bool) {
+	if set {
+		z.n += 9
+	}
+}
+
+// bools adds a packed repeated bool field (omitted when empty).
+func (z *sizer) bools(v []bool) {
+	if len(v) > 0 {
+		z.msg(len(v))
+	}
+}
+
 func appendStr(b []byte, num byte, s string) []byte {
 	if s == "" {
 		return b
@@ -209,6 +231,45 @@ func appendDouble(b []byte, num byte, v float64) []byte {
 	return protowire.AppendFixed64(append(b, tag(num, wtFixed64)), math.Float64bits(v))
 }
 
+func appendOptVarint(b []byte, num byte, set bool, v uint64) []byte {
+	if !set {
+		return b
+	}
+	return protowire.AppendVarint(append(b, tag(num, wtVarint)), v)
+}
+
+func appendOptDouble(b []byte, num byte, o Option[float64]) []byte {
+	if !o.Set {
+		return b
+	}
+	return protowire.AppendFixed64(append(b, tag(num, wtFixed64)), math.Float64bits(o.Value))
+}
+
+func boolVarint(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// appendBools appends a packed repeated bool field (nothing when empty).
+func appendBools(b []byte, num byte, v []bool) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	b = appendMsg(b, num, len(v))
+	for _, x := range v {
+		b = append(b, byte(boolVarint(x)))
+	}
+	return b
+}
+
+// appendNested appends a message field whose wire bytes are w.
+func appendNested(b []byte, num byte, w []byte) []byte {
+	b = appendMsg(b, num, len(w))
+	return append(b, w...)
+}
+
 // appendMsg appends a message field's tag and length; its body follows.
 func appendMsg(b []byte, num byte, n int) []byte {
 	return protowire.AppendVarint(append(b, tag(num, wtBytes)), uint64(n))
@@ -235,6 +296,7 @@ func routeSize(z *sizer, r *RuntimeEnvContext) int {
 	rz.str("route.env_id", r.EnvID)
 	rz.str("route.env_component_id", r.EnvComponentID)
 	rz.str("route.model_component_id", r.ModelComponentID)
+	rz.optVarint(r.Lane.Set, uint64(r.Lane.Value))
 	if rz.bad != "" && z.bad == "" {
 		z.bad = rz.bad
 	}
@@ -263,7 +325,9 @@ type encodePlan struct {
 	body   int    // size of the kind message
 	route  int    // size of the route message
 	value  int    // size of the SpaceValue message, when present
+	raw    int    // size of the raw (pre-transform) SpaceValue, when present
 	nested []byte // wire bytes of the spec or FinalInfo, when present
+	infos  []byte // wire bytes of the Infos MetaMap, when present
 }
 
 // appendEvent is AppendMarshal.
@@ -290,6 +354,7 @@ func appendEvent(dst []byte, ev Event, t time.Time) ([]byte, error) {
 		b = appendStr(b, 1, route.EnvID)
 		b = appendStr(b, 2, route.EnvComponentID)
 		b = appendStr(b, 3, route.ModelComponentID)
+		b = appendOptVarint(b, 4, route.Lane.Set, uint64(route.Lane.Value))
 	}
 	b = appendVarint(b, 3, uint64(ns))
 	b = protowire.AppendTag(b, protowire.Number(ev.Kind()), protowire.BytesType)
@@ -299,9 +364,9 @@ func appendEvent(dst []byte, ev Event, t time.Time) ([]byte, error) {
 
 // maxEnvelopeOverhead bounds the bytes of an Event's envelope beyond its
 // strings and body: the tags and length varints of session_id, the route
-// and its three strings, time_unix_nano and the kind (at most 1 + 10 bytes
-// each, 2 + 10 for the kind).
-const maxEnvelopeOverhead = 6*11 + 12
+// and its three strings, the route's lane, time_unix_nano and the kind (at
+// most 1 + 10 bytes each, 2 + 10 for the kind).
+const maxEnvelopeOverhead = 7*11 + 12
 
 // sizeEvent fills p for ev and checks that ev encodes.
 func sizeEvent(p *encodePlan, ev Event) error {
@@ -357,6 +422,8 @@ func sizeEvent(p *encodePlan, ev Event) error {
 		z.varint(uint64(e.EpisodeIndex))
 		z.varint(uint64(e.EnvIndex))
 		z.boolean(e.StartedFromAutoReset)
+		z.optVarint(e.Seed.Set, uint64(e.Seed.Value))
+		z.optVarint(e.TrialIndex.Set, e.TrialIndex.Value)
 	case *EpisodeCompleted:
 		if e == nil {
 			return fmt.Errorf("encode event: %w", ErrNilEvent)
@@ -378,6 +445,11 @@ func sizeEvent(p *encodePlan, ev Event) error {
 			p.nested = w
 			z.msg(len(w))
 		}
+		z.optVarint(e.Success.Set, boolVarint(e.Success.Value))
+		z.optVarint(e.Seed.Set, uint64(e.Seed.Value))
+		z.optVarint(e.TrialIndex.Set, e.TrialIndex.Value)
+		z.optDouble(e.PredictMs.Set)
+		z.optDouble(e.StepMs.Set)
 	case *ActionReceived:
 		if e == nil {
 			return fmt.Errorf("encode event: %w", ErrNilEvent)
@@ -400,6 +472,10 @@ func sizeEvent(p *encodePlan, ev Event) error {
 			p.value = leavesSize(e.Action)
 			z.msg(p.value)
 		}
+		if e.RawAction != nil {
+			p.raw = leavesSize(e.RawAction)
+			z.msg(p.raw)
+		}
 	case *StepCompleted:
 		if e == nil {
 			return fmt.Errorf("encode event: %w", ErrNilEvent)
@@ -411,6 +487,19 @@ func sizeEvent(p *encodePlan, ev Event) error {
 		if len(e.Rewards) > 0 {
 			z.msg(8 * len(e.Rewards))
 		}
+		if e.Infos != nil {
+			w, err := marshalOpts.Marshal(e.Infos)
+			if err != nil {
+				return fmt.Errorf("encode StepCompleted event: infos: %w", err)
+			}
+			p.infos = w
+			z.msg(len(w))
+		}
+		z.bools(e.Terminated)
+		z.bools(e.Truncated)
+		z.bools(e.AutoresetRoll)
+		z.optDouble(e.PredictMs.Set)
+		z.optDouble(e.StepMs.Set)
 	case *ObservationEmitted:
 		if e == nil {
 			return fmt.Errorf("encode event: %w", ErrNilEvent)
@@ -435,6 +524,18 @@ func sizeEvent(p *encodePlan, ev Event) error {
 			p.value = leavesSize(e.Observation)
 			z.msg(p.value)
 		}
+		if e.RawObservation != nil {
+			p.raw = leavesSize(e.RawObservation)
+			z.msg(p.raw)
+		}
+		if e.Infos != nil {
+			w, err := marshalOpts.Marshal(e.Infos)
+			if err != nil {
+				return fmt.Errorf("encode ObservationEmitted event: infos: %w", err)
+			}
+			p.infos = w
+			z.msg(len(w))
+		}
 	case *TelemetrySnapshot:
 		if e == nil {
 			return fmt.Errorf("encode event: %w", ErrNilEvent)
@@ -450,6 +551,19 @@ func sizeEvent(p *encodePlan, ev Event) error {
 			}
 			z.msg(telemetryRowSize(&z, r))
 		}
+	case *RelayAdvisory:
+		if e == nil {
+			return fmt.Errorf("encode event: %w", ErrNilEvent)
+		}
+		if !relayLegOK(e.Leg) {
+			return fmt.Errorf("encode RelayAdvisory event: leg %d: %w", e.Leg, ErrUnknownEnum)
+		}
+		if !severityOK(e.Severity) {
+			return fmt.Errorf("encode RelayAdvisory event: severity %d: %w", e.Severity, ErrUnknownEnum)
+		}
+		z.varint(uint64(e.Leg))
+		z.varint(uint64(e.Severity))
+		z.str("relay_advisory.message", e.Message)
 	case nil:
 		return fmt.Errorf("encode event: %w", ErrNilEvent)
 	default:
@@ -497,6 +611,8 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 		b = appendVarint(b, 3, uint64(e.EpisodeIndex))
 		b = appendVarint(b, 4, uint64(e.EnvIndex))
 		b = appendBool(b, 5, e.StartedFromAutoReset)
+		b = appendOptVarint(b, 6, e.Seed.Set, uint64(e.Seed.Value))
+		b = appendOptVarint(b, 7, e.TrialIndex.Set, e.TrialIndex.Value)
 	case *EpisodeCompleted:
 		b = appendStr(b, 1, e.EpisodeID)
 		b = appendStr(b, 2, e.EpisodeRecordID)
@@ -508,9 +624,13 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 		b = appendBool(b, 8, e.Truncated)
 		b = appendVarint(b, 9, uint64(e.DurationMs))
 		if e.FinalInfo != nil {
-			b = appendMsg(b, 10, len(p.nested))
-			b = append(b, p.nested...)
+			b = appendNested(b, 10, p.nested)
 		}
+		b = appendOptVarint(b, 11, e.Success.Set, boolVarint(e.Success.Value))
+		b = appendOptVarint(b, 12, e.Seed.Set, uint64(e.Seed.Value))
+		b = appendOptVarint(b, 13, e.TrialIndex.Set, e.TrialIndex.Value)
+		b = appendOptDouble(b, 14, e.PredictMs)
+		b = appendOptDouble(b, 15, e.StepMs)
 	case *ActionReceived:
 		b = appendStr(b, 1, e.EpisodeID)
 		b = appendStr(b, 2, e.EpisodeRecordID)
@@ -525,6 +645,9 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 		if e.Action != nil {
 			b = appendLeaves(b, 8, e.Action, p.value)
 		}
+		if e.RawAction != nil {
+			b = appendLeaves(b, 9, e.RawAction, p.raw)
+		}
 	case *StepCompleted:
 		b = appendStr(b, 1, e.EpisodeID)
 		b = appendStr(b, 2, e.EpisodeRecordID)
@@ -536,6 +659,14 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 				b = protowire.AppendFixed64(b, math.Float64bits(r))
 			}
 		}
+		if e.Infos != nil {
+			b = appendNested(b, 6, p.infos)
+		}
+		b = appendBools(b, 7, e.Terminated)
+		b = appendBools(b, 8, e.Truncated)
+		b = appendBools(b, 9, e.AutoresetRoll)
+		b = appendOptDouble(b, 10, e.PredictMs)
+		b = appendOptDouble(b, 11, e.StepMs)
 	case *ObservationEmitted:
 		b = appendStr(b, 1, e.EpisodeID)
 		b = appendStr(b, 2, e.EpisodeRecordID)
@@ -551,6 +682,12 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 		}
 		if e.Observation != nil {
 			b = appendLeaves(b, 10, e.Observation, p.value)
+		}
+		if e.RawObservation != nil {
+			b = appendLeaves(b, 11, e.RawObservation, p.raw)
+		}
+		if e.Infos != nil {
+			b = appendNested(b, 12, p.infos)
 		}
 	case *TelemetrySnapshot:
 		b = appendVarint(b, 1, uint64(e.Snapshot.Horizon))
@@ -568,6 +705,10 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 			b = appendDouble(b, 8, r.P95)
 			b = appendDouble(b, 9, r.P99)
 		}
+	case *RelayAdvisory:
+		b = appendVarint(b, 1, uint64(e.Leg))
+		b = appendVarint(b, 2, uint64(e.Severity))
+		b = appendStr(b, 3, e.Message)
 	}
 	return b
 }

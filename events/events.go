@@ -10,6 +10,13 @@
 // means the runtime sent no payload; a non-nil empty list means it sent a
 // value with zero leaves.
 //
+// Optional values: where the runtime's event has an Option (rlmesh 0.1's
+// seed, trial index, success, lane, per-step times), the Go field is an
+// Option[T], a value with a presence flag, not a pointer: events stay
+// comparable (RuntimeEnvContext is a map key and compared with ==), and
+// decoding one costs no allocation. Absent and present-with-zero are
+// different values and both survive every conversion and codec.
+//
 // Ownership: a Hooks implementation must not retain an event, or any slice
 // reachable from it, after its method returns; the caller may reuse them.
 package events
@@ -37,7 +44,11 @@ const (
 	KindStepCompleted      Kind = 19
 	KindObservationEmitted Kind = 20
 	KindTelemetrySnapshot  Kind = 21
+	KindRelayAdvisory      Kind = 22
 )
+
+// kindLast is the highest Kind this version knows.
+const kindLast = KindRelayAdvisory
 
 var kindNames = map[Kind]string{
 	KindEnvConnected:       "EnvConnected",
@@ -52,6 +63,7 @@ var kindNames = map[Kind]string{
 	KindStepCompleted:      "StepCompleted",
 	KindObservationEmitted: "ObservationEmitted",
 	KindTelemetrySnapshot:  "TelemetrySnapshot",
+	KindRelayAdvisory:      "RelayAdvisory",
 }
 
 // String returns the event type name, e.g. "ActionReceived".
@@ -70,11 +82,33 @@ type Event interface {
 	Header() (sessionID string, route RuntimeEnvContext)
 }
 
+// Option is a value the runtime may leave out (a Rust Option): Set
+// reports whether it is present. The zero Option is absent.
+type Option[T any] struct {
+	Value T
+	Set   bool
+}
+
+// Some returns the present Option holding v.
+func Some[T any](v T) Option[T] { return Option[T]{Value: v, Set: true} }
+
+// Get returns the value and whether it is present.
+func (o Option[T]) Get() (T, bool) { return o.Value, o.Set }
+
 // RuntimeEnvContext names a route: the environment and model it connects.
+//
+// Lane (rlmesh 0.1) is set on the per-lane events of a lane-served env,
+// one whose every lane is its own group with its own reset, predict and
+// step loop: the lane the event belongs to. It is absent on session-level
+// events (SessionStarted, SessionEnded, SessionFailed), on every
+// TelemetrySnapshot and for a whole-env route. A route's lanes share its
+// EnvID: a recording is still named by (session id, EnvID), whatever the
+// lane.
 type RuntimeEnvContext struct {
 	EnvID            string
 	EnvComponentID   string
 	ModelComponentID string
+	Lane             Option[uint32]
 }
 
 // EnvConnected reports that the environment connected. The open-source
@@ -149,7 +183,11 @@ type Log struct {
 	Source    *string
 }
 
-// EpisodeStarted opens an episode on one lane.
+// EpisodeStarted opens an episode on one lane. Seed is the episode's
+// reset seed when the runtime sent one; TrialIndex the trial ordinal the
+// episode walks (the runtime's trial_index_base plus its episode-start
+// position), absent under NEXT_STEP autoreset, where the runtime mints
+// none. Both are rlmesh 0.1 fields, absent from older producers.
 type EpisodeStarted struct {
 	SessionID            string
 	Route                RuntimeEnvContext
@@ -158,10 +196,21 @@ type EpisodeStarted struct {
 	EpisodeIndex         int64
 	EnvIndex             int32
 	StartedFromAutoReset bool
+	Seed                 Option[int64]
+	TrialIndex           Option[uint64]
 }
 
 // EpisodeCompleted closes an episode. FinalInfo is nil when the runtime
 // sent none.
+//
+// The rlmesh 0.1 fields, absent from older producers: Success is the
+// runtime's own reading of the outcome (is_success, success or
+// task_success in the final info, first present wins, numbers by
+// truthiness), absent when the env reported no such key; Seed and
+// TrialIndex repeat the EpisodeStarted ones; PredictMs and StepMs are the
+// per-step means over the episode of the predict and env-step wall time in
+// milliseconds, absent for an episode that completed before its first
+// step.
 type EpisodeCompleted struct {
 	SessionID        string
 	Route            RuntimeEnvContext
@@ -175,6 +224,11 @@ type EpisodeCompleted struct {
 	Truncated        bool
 	DurationMs       int64
 	FinalInfo        *spacesv1.MetaMap
+	Success          Option[bool]
+	Seed             Option[int64]
+	TrialIndex       Option[uint64]
+	PredictMs        Option[float64]
+	StepMs           Option[float64]
 }
 
 // ActionReceived carries the N-lane action batch the model returned. Step is
@@ -191,11 +245,27 @@ type ActionReceived struct {
 	EnvIndex         int32
 	ActionSpace      *spacesv1.SpaceSpec
 	// Action holds one batch slab per leaf; nil when the runtime sent none.
+	// It is what the env receives: after transform_action.
 	Action [][]byte
+	// RawAction (rlmesh 0.1) is the model's action before transform_action
+	// ran, in the same form; nil when it equals Action (a producer leaves
+	// it out then: no doubled bytes) or the runtime sent none.
+	RawAction [][]byte
 }
 
 // StepCompleted carries the rewards of the step, one per lane. Its ids are
-// lane 0's only: map rewards to episodes with the preceding ActionReceived.
+// lane 0's only: map rewards to episodes with the ActionReceived of the
+// same group (the same Route.Lane; in rc.5 order, the one just before).
+//
+// The rlmesh 0.1 fields (empty or absent from older producers): Infos is
+// the step's infos, nil when a lane rolled or none came. Terminated,
+// Truncated and AutoresetRoll are per lane, aligned with Rewards: whether
+// this step ended the lane's episode in a terminal state or by truncation
+// (env-reported or a runtime cap), and whether it is the lane's NEXT_STEP
+// autoreset roll, a step of no episode. PredictMs is the wall time of the
+// predicts that landed since the group's previous step (zero for a step
+// served from chunk replay), StepMs the wall time of this step's env round
+// trip, both in milliseconds and both shared by every lane of the group.
 type StepCompleted struct {
 	SessionID       string
 	Route           RuntimeEnvContext
@@ -204,9 +274,16 @@ type StepCompleted struct {
 	Step            int64
 	EnvIndex        int32
 	Rewards         []float64
+	Infos           *spacesv1.MetaMap
+	Terminated      []bool
+	Truncated       []bool
+	AutoresetRoll   []bool
+	PredictMs       Option[float64]
+	StepMs          Option[float64]
 }
 
-// ObservationEmitted carries an N-lane observation batch (N = NumEnvs).
+// ObservationEmitted carries an N-lane observation batch (N = NumEnvs; in
+// rlmesh 0.1 the group width: 1 for a lane of a lane-served env).
 type ObservationEmitted struct {
 	SessionID        string
 	Route            RuntimeEnvContext
@@ -220,8 +297,15 @@ type ObservationEmitted struct {
 	NumEnvs          uint32
 	ObservationSpace *spacesv1.SpaceSpec
 	// Observation holds one batch slab per leaf; nil when the runtime sent
-	// none.
+	// none. It is what the model receives: after transform_observation.
 	Observation [][]byte
+	// RawObservation (rlmesh 0.1) is the env's observation before
+	// transform_observation ran; nil when it equals Observation (a
+	// producer leaves it out then) or the runtime sent none.
+	RawObservation [][]byte
+	// Infos (rlmesh 0.1) is the env's reset infos when IsReset (on a
+	// NEXT_STEP roll, the roll's infos); nil when none came.
+	Infos *spacesv1.MetaMap
 }
 
 // TelemetryHorizon tells a window snapshot from the cumulative session one.
@@ -295,6 +379,61 @@ type TelemetrySnapshot struct {
 	Snapshot  Snapshot
 }
 
+// RelayLeg is the direction of a payload a relay policy converted. Values
+// are persisted: do not change.
+type RelayLeg uint8
+
+const (
+	// LegEnvToModel is the env contract or an observation, on its way to
+	// the model.
+	LegEnvToModel RelayLeg = 1
+	// LegModelToEnv is an action, on its way to the env.
+	LegModelToEnv RelayLeg = 2
+)
+
+// String returns "env_to_model" or "model_to_env".
+func (l RelayLeg) String() string {
+	switch l {
+	case LegEnvToModel:
+		return "env_to_model"
+	case LegModelToEnv:
+		return "model_to_env"
+	}
+	return "RelayLeg(" + strconv.Itoa(int(l)) + ")"
+}
+
+// AdvisorySeverity is how much a relay advisory matters. Values are
+// persisted: do not change.
+type AdvisorySeverity uint8
+
+const (
+	SeverityInfo    AdvisorySeverity = 1
+	SeverityCaution AdvisorySeverity = 2
+)
+
+// String returns "info" or "caution".
+func (s AdvisorySeverity) String() string {
+	switch s {
+	case SeverityInfo:
+		return "info"
+	case SeverityCaution:
+		return "caution"
+	}
+	return "AdvisorySeverity(" + strconv.Itoa(int(s)) + ")"
+}
+
+// RelayAdvisory (rlmesh 0.1) reports that a relay policy converted a
+// payload for a peer that could not decode it as sent, on Leg; the
+// runtime delivers each distinct advisory once. rlmesh's default policy
+// never converts, so a stock runtime never sends it.
+type RelayAdvisory struct {
+	SessionID string
+	Route     RuntimeEnvContext
+	Leg       RelayLeg
+	Severity  AdvisorySeverity
+	Message   string
+}
+
 func (*EnvConnected) Kind() Kind       { return KindEnvConnected }
 func (*ModelConnected) Kind() Kind     { return KindModelConnected }
 func (*SessionStarted) Kind() Kind     { return KindSessionStarted }
@@ -307,6 +446,7 @@ func (*ActionReceived) Kind() Kind     { return KindActionReceived }
 func (*StepCompleted) Kind() Kind      { return KindStepCompleted }
 func (*ObservationEmitted) Kind() Kind { return KindObservationEmitted }
 func (*TelemetrySnapshot) Kind() Kind  { return KindTelemetrySnapshot }
+func (*RelayAdvisory) Kind() Kind      { return KindRelayAdvisory }
 
 func (e *EnvConnected) Header() (string, RuntimeEnvContext)       { return e.SessionID, e.Route }
 func (e *ModelConnected) Header() (string, RuntimeEnvContext)     { return e.SessionID, e.Route }
@@ -320,3 +460,4 @@ func (e *ActionReceived) Header() (string, RuntimeEnvContext)     { return e.Ses
 func (e *StepCompleted) Header() (string, RuntimeEnvContext)      { return e.SessionID, e.Route }
 func (e *ObservationEmitted) Header() (string, RuntimeEnvContext) { return e.SessionID, e.Route }
 func (e *TelemetrySnapshot) Header() (string, RuntimeEnvContext)  { return e.SessionID, e.Route }
+func (e *RelayAdvisory) Header() (string, RuntimeEnvContext)      { return e.SessionID, e.Route }

@@ -600,6 +600,36 @@ func TestDecoderWireRules(t *testing.T) {
 		{"rows", wire{}.msg(21, wire{}.varint(1, 1).msg(2, wire{}.str(1, "op").varint(4, 3).varint(5, 7).fixed64(9, 1)).msg(2, wire{}.varint(4, 1<<32|1).str(3, "m"))), nil},
 		{"row invalid UTF-8", wire{}.msg(21, wire{}.varint(1, 1).msg(2, wire{}.str(2, "\xff").varint(4, 1))), ErrMalformed},
 		{"row malformed", wire{}.msg(21, wire{}.varint(1, 1).msg(2, wire{}.raw(0x08))), ErrMalformed},
+		{"lane present zero", wire{}.msg(2, wire{}.str(1, "e").varint(4, 0)).msg(11, nil), nil},
+		{"lane truncated", wire{}.msg(2, wire{}.varint(4, 1<<33|3)).msg(11, nil), nil},
+		{"lane kept by a merged route", wire{}.msg(2, wire{}.varint(4, 2)).msg(2, wire{}.str(1, "e")).msg(11, nil), nil},
+		{"lane wrong wire type", wire{}.msg(2, wire{}.fixed64(4, 2)).msg(11, nil), nil},
+		{"seed and trial present zero", wire{}.msg(16, wire{}.varint(6, 0).varint(7, 0)), nil},
+		{"seed negative", wire{}.msg(16, wire{}.varint(6, 1<<64-3)), nil},
+		{"completed options", wire{}.msg(17, wire{}.varint(11, 0).varint(12, 5).varint(13, 1<<63).fixed64(14, 0).fixed64(15, 1<<63)), nil},
+		{"success from large varint", wire{}.msg(17, wire{}.varint(11, 1<<40)), nil},
+		{"predict ms wrong wire type", wire{}.msg(17, wire{}.varint(14, 1)), nil},
+		{"raw action", act(wire{}.msg(8, wire{}.bytes(1, []byte{1})).msg(9, wire{}.bytes(1, []byte{2, 3}))), nil},
+		{"raw action empty", act(wire{}.msg(9, nil)), nil},
+		{"raw action merges", act(wire{}.msg(9, wire{}.bytes(1, []byte{1}))).msg(18, wire{}.msg(9, wire{}.bytes(1, []byte{2}))), nil},
+		{"raw action malformed", act(wire{}.msg(9, wire{}.raw(1<<3|2, 9))), ErrMalformed},
+		{"raw observation and infos", wire{}.msg(20, wire{}.msg(11, wire{}.bytes(1, []byte{7})).msg(12, wire{}.msg(1, wire{}.str(1, "k").msg(2, wire{}.varint(4, 1))))), nil},
+		{"observation infos empty", wire{}.msg(20, wire{}.msg(12, nil)), nil},
+		{"observation infos malformed", wire{}.msg(20, wire{}.msg(12, wire{}.raw(0x0a, 0x05))), ErrMalformed},
+		{"step infos merge", wire{}.msg(19, wire{}.msg(6, wire{}.msg(1, wire{}.str(1, "a").msg(2, wire{}.varint(1, 1))))).msg(19, wire{}.msg(6, wire{}.msg(1, wire{}.str(1, "b")))), nil},
+		{"step infos malformed in discarded kind", wire{}.msg(19, wire{}.msg(6, wire{}.raw(0x0a, 0x05))).msg(11, nil), ErrMalformed},
+		{"flags packed", wire{}.msg(19, wire{}.bytes(7, []byte{1, 0, 1}).bytes(8, []byte{0, 0, 0}).bytes(9, []byte{0, 1, 0})), nil},
+		{"flags unpacked", wire{}.msg(19, wire{}.varint(7, 1).varint(7, 0).varint(9, 1<<40)), nil},
+		{"flags packed and unpacked", wire{}.msg(19, wire{}.bytes(8, []byte{1}).varint(8, 0).bytes(8, []byte{0x80, 0x01})), nil},
+		{"flags packed malformed", wire{}.msg(19, wire{}.bytes(7, []byte{0x80})), ErrMalformed},
+		{"flags empty packed", wire{}.msg(19, wire{}.bytes(9, nil)), nil},
+		{"step times", wire{}.msg(19, wire{}.fixed64(10, 0).fixed64(11, 0x4000000000000000)), nil},
+		{"relay advisory", wire{}.msg(22, wire{}.varint(1, 1).varint(2, 2).str(3, "converted")), nil},
+		{"relay advisory leg 0", wire{}.msg(22, wire{}.varint(2, 1)), ErrUnknownEnum},
+		{"relay advisory severity 3", wire{}.msg(22, wire{}.varint(1, 2).varint(2, 3)), ErrUnknownEnum},
+		{"relay advisory leg truncated", wire{}.msg(22, wire{}.varint(1, 1<<32|1).varint(2, 1)), nil},
+		{"relay advisory invalid UTF-8", wire{}.msg(22, wire{}.varint(1, 1).varint(2, 1).str(3, "\xff")), ErrMalformed},
+		{"run nonce", wire{}.bytes(6, []byte{1, 2, 3}).msg(11, nil), nil},
 		{"negative time", wire{}.varint(3, 1<<64-5).msg(11, nil), nil},
 		{"time last wins", wire{}.varint(3, 5).varint(3, 6).msg(11, nil), nil},
 	}
@@ -749,5 +779,62 @@ func TestDecoderSequence(t *testing.T) {
 				t.Errorf("proto sequence = %d, want %d", m.GetSequence(), tc.want)
 			}
 		})
+	}
+}
+
+func TestDecoderRunNonce(t *testing.T) {
+	ev := &StepCompleted{SessionID: "s", Route: RuntimeEnvContext{EnvID: "e", Lane: Some(uint32(3))}, Step: 3,
+		Rewards: []float64{1}, Terminated: []bool{false}, Truncated: []bool{false}, AutoresetRoll: []bool{true}}
+	base, err := AppendMarshal(nil, ev, time.Unix(5, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, n2 := bytes.Repeat([]byte{0xa1}, 16), bytes.Repeat([]byte{0x5c}, 16)
+	with := func(nonces ...[]byte) []byte {
+		b := append([]byte(nil), base...)
+		for _, n := range nonces {
+			b = AppendRunNonce(b, n)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		msg  []byte
+		want []byte
+	}{
+		{"absent", base, nil},
+		{"empty appends nothing", with([]byte{}), nil},
+		{"sixteen bytes", with(n1), n1},
+		{"last of two wins", with(n1, n2), n2},
+		{"absent again", base, nil},
+	}
+	var d Decoder
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := d.Decode(tc.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(d.RunNonce(), tc.want) || (d.RunNonce() == nil) != (tc.want == nil) {
+				t.Errorf("RunNonce() = %x, want %x", d.RunNonce(), tc.want)
+			}
+			if diff := diffEvents(ev, got); diff != "" {
+				t.Errorf("event changed by the run nonce: %s", diff)
+			}
+			var m eventsv1.Event
+			if err := proto.Unmarshal(tc.msg, &m); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(m.GetRunNonce(), tc.want) {
+				t.Errorf("proto run_nonce = %x, want %x", m.GetRunNonce(), tc.want)
+			}
+		})
+	}
+	// The same nonce is handed out as the same slice.
+	d.Decode(with(n1))
+	first := d.RunNonce()
+	d.Decode(with(n1))
+	if &first[0] != &d.RunNonce()[0] {
+		t.Error("an unchanged nonce was copied again")
 	}
 }

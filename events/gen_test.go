@@ -35,7 +35,41 @@ func (g *gen) route() RuntimeEnvContext {
 	if g.r.IntN(4) == 0 {
 		return RuntimeEnvContext{}
 	}
-	return RuntimeEnvContext{EnvID: g.str(12), EnvComponentID: g.str(12), ModelComponentID: g.str(12)}
+	r := RuntimeEnvContext{EnvID: g.str(12), EnvComponentID: g.str(12), ModelComponentID: g.str(12)}
+	if g.r.IntN(3) == 0 {
+		r.Lane = Some(uint32(g.u64()))
+	}
+	return r
+}
+
+// opt returns an absent Option or, half the time, a present one holding v
+// (the zero value included: present and zero is not absent).
+func opt[T any](g *gen, v T) Option[T] {
+	if g.r.IntN(2) == 0 {
+		return Option[T]{}
+	}
+	return Some(v)
+}
+
+func (g *gen) u64() uint64 {
+	switch g.r.IntN(4) {
+	case 0:
+		return 0
+	case 1:
+		return math.MaxUint64 - g.r.Uint64N(3)
+	}
+	return g.r.Uint64N(5000)
+}
+
+func (g *gen) bools(n int) []bool {
+	if n == 0 || g.r.IntN(4) == 0 {
+		return nil
+	}
+	b := make([]bool, n)
+	for i := range b {
+		b[i] = g.r.IntN(2) == 0
+	}
+	return b
 }
 
 func (g *gen) i64() int64 {
@@ -219,11 +253,14 @@ func (g *gen) event(k Kind) Event {
 		return e
 	case KindEpisodeStarted:
 		return &EpisodeStarted{SessionID: sid, Route: route, EpisodeID: g.str(36), EpisodeRecordID: g.str(9),
-			EpisodeIndex: g.i64(), EnvIndex: g.i32(), StartedFromAutoReset: g.r.IntN(2) == 0}
+			EpisodeIndex: g.i64(), EnvIndex: g.i32(), StartedFromAutoReset: g.r.IntN(2) == 0,
+			Seed: opt(g, g.i64()), TrialIndex: opt(g, g.u64())}
 	case KindEpisodeCompleted:
 		e := &EpisodeCompleted{SessionID: sid, Route: route, EpisodeID: g.str(36), EpisodeRecordID: g.str(9),
 			EpisodeIndex: g.i64(), EnvIndex: g.i32(), StepCount: g.i64(), CumulativeReward: g.f64(),
-			Terminated: g.r.IntN(2) == 0, Truncated: g.r.IntN(2) == 0, DurationMs: g.i64()}
+			Terminated: g.r.IntN(2) == 0, Truncated: g.r.IntN(2) == 0, DurationMs: g.i64(),
+			Success: opt(g, g.r.IntN(2) == 0), Seed: opt(g, g.i64()), TrialIndex: opt(g, g.u64()),
+			PredictMs: opt(g, g.f64()), StepMs: opt(g, g.f64())}
 		if g.r.IntN(3) > 0 {
 			e.FinalInfo = g.metaMap(3)
 		}
@@ -232,19 +269,30 @@ func (g *gen) event(k Kind) Event {
 		n := g.r.IntN(5)
 		return &ActionReceived{SessionID: sid, Route: route, EpisodeID: g.str(36), EpisodeRecordID: g.str(9),
 			EpisodeIDs: g.ids(n), EpisodeRecordIDs: g.ids(n), Step: g.i64(), EnvIndex: g.i32(),
-			ActionSpace: g.spec(2), Action: g.leaves()}
+			ActionSpace: g.spec(2), Action: g.leaves(), RawAction: g.leaves()}
 	case KindStepCompleted:
 		var rw []float64
 		for range g.r.IntN(5) {
 			rw = append(rw, g.f64())
 		}
-		return &StepCompleted{SessionID: sid, Route: route, EpisodeID: g.str(36), EpisodeRecordID: g.str(9),
-			Step: g.i64(), EnvIndex: g.i32(), Rewards: rw}
+		e := &StepCompleted{SessionID: sid, Route: route, EpisodeID: g.str(36), EpisodeRecordID: g.str(9),
+			Step: g.i64(), EnvIndex: g.i32(), Rewards: rw,
+			Terminated: g.bools(len(rw)), Truncated: g.bools(len(rw)), AutoresetRoll: g.bools(len(rw)),
+			PredictMs: opt(g, g.f64()), StepMs: opt(g, g.f64())}
+		if g.r.IntN(3) == 0 {
+			e.Infos = g.metaMap(2)
+		}
+		return e
 	case KindObservationEmitted:
 		n := g.r.IntN(5)
-		return &ObservationEmitted{SessionID: sid, Route: route, EpisodeID: g.str(36), EpisodeRecordID: g.str(9),
+		e := &ObservationEmitted{SessionID: sid, Route: route, EpisodeID: g.str(36), EpisodeRecordID: g.str(9),
 			EpisodeIDs: g.ids(n), EpisodeRecordIDs: g.ids(n), Step: g.i64(), EnvIndex: g.i32(),
-			IsReset: g.r.IntN(2) == 0, NumEnvs: uint32(n), ObservationSpace: g.spec(2), Observation: g.leaves()}
+			IsReset: g.r.IntN(2) == 0, NumEnvs: uint32(n), ObservationSpace: g.spec(2), Observation: g.leaves(),
+			RawObservation: g.leaves()}
+		if g.r.IntN(3) == 0 {
+			e.Infos = g.metaMap(2)
+		}
+		return e
 	case KindTelemetrySnapshot:
 		s := Snapshot{Horizon: TelemetryHorizon(1 + g.r.IntN(2))}
 		for range g.r.IntN(4) {
@@ -252,6 +300,9 @@ func (g *gen) event(k Kind) Event {
 				Kind: MetricKind(1 + g.r.IntN(3)), Count: g.r.Uint64(), Avg: g.f64(), P50: g.f64(), P95: g.f64(), P99: g.f64()})
 		}
 		return &TelemetrySnapshot{SessionID: sid, Route: route, Snapshot: s}
+	case KindRelayAdvisory:
+		return &RelayAdvisory{SessionID: sid, Route: route, Leg: RelayLeg(1 + g.r.IntN(2)),
+			Severity: AdvisorySeverity(1 + g.r.IntN(2)), Message: g.str(40)}
 	}
 	panic(fmt.Sprintf("gen: kind %v", k))
 }
@@ -259,7 +310,7 @@ func (g *gen) event(k Kind) Event {
 var allKinds = []Kind{
 	KindEnvConnected, KindModelConnected, KindSessionStarted, KindSessionEnded, KindSessionFailed, KindLog,
 	KindEpisodeStarted, KindEpisodeCompleted, KindActionReceived, KindStepCompleted, KindObservationEmitted,
-	KindTelemetrySnapshot,
+	KindTelemetrySnapshot, KindRelayAdvisory,
 }
 
 func (g *gen) anyEvent() Event { return g.event(allKinds[g.r.IntN(len(allKinds))]) }
@@ -370,6 +421,10 @@ func TestDiffEvents(t *testing.T) {
 		{"spec", &ActionReceived{ActionSpace: &spacesv1.SpaceSpec{}}, &ActionReceived{}, false},
 		{"spec equal", &ActionReceived{ActionSpace: &spacesv1.SpaceSpec{Shape: []int64{1}}}, &ActionReceived{ActionSpace: &spacesv1.SpaceSpec{Shape: []int64{1}}}, true},
 		{"kind", &SessionStarted{}, &EnvConnected{}, false},
+		{"option absent vs zero", &EpisodeStarted{Seed: Some(int64(0))}, &EpisodeStarted{}, false},
+		{"lane absent vs zero", &Log{Route: RuntimeEnvContext{Lane: Some(uint32(0))}}, &Log{}, false},
+		{"raw nil vs empty", &ObservationEmitted{RawObservation: nil}, &ObservationEmitted{RawObservation: [][]byte{}}, false},
+		{"infos", &StepCompleted{Infos: &spacesv1.MetaMap{}}, &StepCompleted{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,6 +27,8 @@ type Hooks interface {
 	OnStepCompleted(ctx context.Context, ev *StepCompleted) error
 	OnObservationEmitted(ctx context.Context, ev *ObservationEmitted) error
 	OnTelemetrySnapshot(ctx context.Context, ev *TelemetrySnapshot) error
+	// OnRelayAdvisory (rlmesh 0.1's relay_advisory hook).
+	OnRelayAdvisory(ctx context.Context, ev *RelayAdvisory) error
 }
 
 // TimedHooks is a Hooks that also takes each event with the time of its
@@ -78,6 +80,7 @@ func (NoopHooks) OnActionReceived(context.Context, *ActionReceived) error       
 func (NoopHooks) OnStepCompleted(context.Context, *StepCompleted) error           { return nil }
 func (NoopHooks) OnObservationEmitted(context.Context, *ObservationEmitted) error { return nil }
 func (NoopHooks) OnTelemetrySnapshot(context.Context, *TelemetrySnapshot) error   { return nil }
+func (NoopHooks) OnRelayAdvisory(context.Context, *RelayAdvisory) error           { return nil }
 
 // Dispatch calls the method of h that handles ev's type.
 func Dispatch(ctx context.Context, h Hooks, ev Event) error {
@@ -106,6 +109,8 @@ func Dispatch(ctx context.Context, h Hooks, ev Event) error {
 		return h.OnObservationEmitted(ctx, e)
 	case *TelemetrySnapshot:
 		return h.OnTelemetrySnapshot(ctx, e)
+	case *RelayAdvisory:
+		return h.OnRelayAdvisory(ctx, e)
 	case nil:
 		return fmt.Errorf("dispatch: %w", ErrNilEvent)
 	}

@@ -59,3 +59,32 @@ func AppendRecorderClock(dst []byte) []byte {
 // RecorderClock reports whether the message the last successful Decode
 // decoded had recorder_clock set: its time is a recorder's clock reading.
 func (d *Decoder) RecorderClock() bool { return d.recClk }
+
+// Run nonces
+//
+// An eventsv1.Event may carry run_nonce (field 6): a nonce the producing
+// run minted at its start (16 random bytes), the run's identity, set on
+// every event of the run. Like the sequence number it is no part of the
+// runtime's event and travels beside it: AppendMarshal never writes it,
+// AppendRunNonce adds it, and Decoder.RunNonce and StreamReader.RunNonce
+// read it back. What a recorder does with it is the recorder's business.
+
+// runNonceField is the field number of eventsv1.Event.run_nonce. It is
+// part of the wire format: do not change it.
+const runNonceField = 6
+
+// AppendRunNonce appends the run_nonce field to the encoded eventsv1.Event
+// message that ends dst and returns the extended slice. An empty nonce
+// appends nothing: empty means the producer has none.
+func AppendRunNonce(dst []byte, nonce []byte) []byte {
+	if len(nonce) == 0 {
+		return dst
+	}
+	return appendBytesField(dst, runNonceField, nonce)
+}
+
+// RunNonce returns the run_nonce field of the message the last successful
+// Decode decoded (the last one when the field is repeated), nil when it
+// had none. The slice is shared with later calls while the nonce stays the
+// same (a run's events all carry one): treat it as read-only.
+func (d *Decoder) RunNonce() []byte { return d.lastNonce }

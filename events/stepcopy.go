@@ -31,7 +31,11 @@ import (
 // is a clone made once per spec pointer the caller passes (the runtime
 // passes one per route), so that, as with a Decoder, an unchanged spec is
 // the same pointer from one copy to the next; its time is the time the
-// wire form holds (nanoseconds, UTC, the zero time for 0).
+// wire form holds (nanoseconds, UTC, the zero time for 0). A raw payload
+// (RawAction, RawObservation) is copied like the payload, into the same
+// buffer; the per-lane flags share one recycled []bool; an Infos map is a
+// proto.Clone (the only allocation a step copy makes beyond its buffers'
+// growth, and only for an event that carries infos).
 
 // StepCopy is a copy of one step event, with the buffers it lives in.
 // Return it to its StepCopier with Recycle once nothing refers to the
@@ -47,6 +51,7 @@ type StepCopy struct {
 	leaves  [][]byte
 	buf     []byte
 	rewards []float64
+	flags   []bool
 }
 
 // StepCopier makes StepCopies. It is safe for concurrent use. The zero
@@ -92,7 +97,7 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 			EpisodeRecordID: e.EpisodeRecordID, Step: e.Step, EnvIndex: e.EnvIndex}
 		x.act.EpisodeIDs, x.act.EpisodeRecordIDs = c.list(0, e.EpisodeIDs), c.list(1, e.EpisodeRecordIDs)
 		x.act.ActionSpace = c.spec(e.ActionSpace)
-		x.act.Action = x.copyLeaves(e.Action)
+		x.act.Action, x.act.RawAction = x.copyLeaves(e.Action, e.RawAction)
 		x.Event = &x.act
 	case *StepCompleted:
 		x.step = StepCompleted{SessionID: e.SessionID, Route: e.Route, EpisodeID: e.EpisodeID,
@@ -101,6 +106,9 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 			x.rewards = append(x.rewards[:0], e.Rewards...)
 			x.step.Rewards = x.rewards[:len(x.rewards):len(x.rewards)]
 		}
+		x.step.Infos = cloneInfos(e.Infos)
+		x.step.Terminated, x.step.Truncated, x.step.AutoresetRoll = x.copyFlags(e.Terminated, e.Truncated, e.AutoresetRoll)
+		x.step.PredictMs, x.step.StepMs = e.PredictMs, e.StepMs
 		x.Event = &x.step
 	case *ObservationEmitted:
 		x.obs = ObservationEmitted{SessionID: e.SessionID, Route: e.Route, EpisodeID: e.EpisodeID,
@@ -108,7 +116,8 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 			NumEnvs: e.NumEnvs}
 		x.obs.EpisodeIDs, x.obs.EpisodeRecordIDs = c.list(0, e.EpisodeIDs), c.list(1, e.EpisodeRecordIDs)
 		x.obs.ObservationSpace = c.spec(e.ObservationSpace)
-		x.obs.Observation = x.copyLeaves(e.Observation)
+		x.obs.Observation, x.obs.RawObservation = x.copyLeaves(e.Observation, e.RawObservation)
+		x.obs.Infos = cloneInfos(e.Infos)
 		x.Event = &x.obs
 	}
 	return x
@@ -158,13 +167,18 @@ func (c *StepCopier) list(k int, ids []string) []string {
 	return m.ids
 }
 
-// copyLeaves copies a leaf list as Decoder.leafList lays it out.
-func (x *StepCopy) copyLeaves(leaves [][]byte) [][]byte {
-	if leaves == nil {
-		return nil
+// copyLeaves copies a payload's leaf list and its raw one, as
+// Decoder.leafList lays each out, into one buffer: each result is nil
+// when its list is.
+func (x *StepCopy) copyLeaves(leaves, raw [][]byte) ([][]byte, [][]byte) {
+	if leaves == nil && raw == nil {
+		return nil, nil
 	}
 	total := 0
 	for _, l := range leaves {
+		total += len(l)
+	}
+	for _, l := range raw {
 		total += len(l)
 	}
 	// Non-nil even when empty: a present value's leaves are never nil.
@@ -173,7 +187,7 @@ func (x *StepCopy) copyLeaves(leaves [][]byte) [][]byte {
 	}
 	buf := x.buf[:total]
 	if x.leaves == nil {
-		x.leaves = make([][]byte, 0, len(leaves))
+		x.leaves = make([][]byte, 0, len(leaves)+len(raw))
 	}
 	x.leaves = x.leaves[:0]
 	off := 0
@@ -182,7 +196,44 @@ func (x *StepCopy) copyLeaves(leaves [][]byte) [][]byte {
 		x.leaves = append(x.leaves, buf[off:end:end])
 		off = end
 	}
-	return x.leaves[:len(x.leaves):len(x.leaves)]
+	n := len(x.leaves)
+	for _, l := range raw {
+		end := off + copy(buf[off:], l)
+		x.leaves = append(x.leaves, buf[off:end:end])
+		off = end
+	}
+	var a, b [][]byte
+	if leaves != nil {
+		a = x.leaves[:n:n]
+	}
+	if raw != nil {
+		b = x.leaves[n:len(x.leaves):len(x.leaves)]
+	}
+	return a, b
+}
+
+// copyFlags copies the three per-lane flag lists into the copy's flag
+// buffer, each nil when empty, as Decoder.flagLists lays them out.
+func (x *StepCopy) copyFlags(t, u, r []bool) ([]bool, []bool, []bool) {
+	if len(t)+len(u)+len(r) == 0 {
+		return nil, nil, nil
+	}
+	x.flags = append(append(append(x.flags[:0], t...), u...), r...)
+	part := func(lo, n int) []bool {
+		if n == 0 {
+			return nil
+		}
+		return x.flags[lo : lo+n : lo+n]
+	}
+	return part(0, len(t)), part(len(t), len(u)), part(len(t)+len(u), len(r))
+}
+
+// cloneInfos returns a copy of an infos map, nil for nil.
+func cloneInfos(m *spacesv1.MetaMap) *spacesv1.MetaMap {
+	if m == nil {
+		return nil
+	}
+	return proto.Clone(m).(*spacesv1.MetaMap)
 }
 
 // spec returns the clone of s, made on the first copy that carries s.

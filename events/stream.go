@@ -52,10 +52,17 @@ const maxVarintLen = 10
 // inside a message, so every later write returns the same error. A
 // StreamWriter is not safe for concurrent use.
 type StreamWriter struct {
-	w   io.Writer
-	buf []byte
-	n   int
-	err error
+	w     io.Writer
+	buf   []byte
+	n     int
+	err   error
+	nonce []byte
+}
+
+// SetRunNonce makes every later event carry nonce as its run_nonce (the
+// producing run's identity; nil for none). The writer keeps its own copy.
+func (s *StreamWriter) SetRunNonce(nonce []byte) {
+	s.nonce = append([]byte(nil), nonce...)
 }
 
 // NewStreamWriter returns a StreamWriter writing to w.
@@ -95,6 +102,7 @@ func (s *StreamWriter) WriteStamped(ev Event, t time.Time, recorderClock bool) e
 	if recorderClock {
 		buf = AppendRecorderClock(buf)
 	}
+	buf = AppendRunNonce(buf, s.nonce)
 	s.buf = buf
 	size := len(buf) - maxVarintLen
 	start := maxVarintLen - protowire.SizeVarint(uint64(size))
@@ -146,6 +154,7 @@ type StreamReader struct {
 	ev    Event
 	t     time.Time
 	rclk  bool
+	nonce []byte
 	index int   // index of the current message, -1 before the first
 	off   int64 // offset of the current message
 	next  int64 // offset of the next message
@@ -177,7 +186,7 @@ func (s *StreamReader) Next() bool {
 	if s.done {
 		return false
 	}
-	s.ev, s.t, s.rclk, s.err = nil, time.Time{}, false, nil
+	s.ev, s.t, s.rclk, s.nonce, s.err = nil, time.Time{}, false, nil, nil
 	s.index++
 	s.off = s.next
 	ev, t, n, err := s.read()
@@ -195,7 +204,7 @@ func (s *StreamReader) Next() bool {
 		return false
 	}
 	s.next += int64(n)
-	s.ev, s.t, s.rclk = ev, t, s.msg.GetRecorderClock()
+	s.ev, s.t, s.rclk, s.nonce = ev, t, s.msg.GetRecorderClock(), nilIfEmpty(s.msg.GetRunNonce())
 	return true
 }
 
@@ -301,6 +310,10 @@ func (s *StreamReader) Time() time.Time { return s.t }
 // clock reading (its recorder_clock field): an event recorded without a
 // time, replayed.
 func (s *StreamReader) RecorderClock() bool { return s.rclk }
+
+// RunNonce returns the current event's run_nonce field (the producing
+// run's identity), nil when it had none.
+func (s *StreamReader) RunNonce() []byte { return s.nonce }
 
 // Index returns the 0-based index of the current message in the stream.
 func (s *StreamReader) Index() int { return s.index }

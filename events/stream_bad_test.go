@@ -95,7 +95,7 @@ func TestStreamReaderBadInput(t *testing.T) {
 			wantN: goodN, wantErr: ErrMessageTooLarge, wantOff: off},
 		{name: "unknown kind", input: cat(good, frame(mustMarshal(t, &eventsv1.Event{SessionId: "s1"}))),
 			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off, invalid: true},
-		{name: "future kind field", input: cat(good, frame([]byte{0xb2, 0x01, 0x00})), // field 22, empty message
+		{name: "future kind field", input: cat(good, frame([]byte{0xba, 0x01, 0x00})), // field 23, empty message
 			wantN: goodN, wantErr: ErrUnknownKind, wantOff: off, invalid: true},
 		{name: "unknown log level", input: cat(good, frame(mustMarshal(t, &eventsv1.Event{Kind: &eventsv1.Event_Log{Log: &eventsv1.Log{Level: 9}}}))),
 			wantN: goodN, wantErr: ErrUnknownEnum, wantOff: off, invalid: true},

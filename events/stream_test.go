@@ -164,3 +164,34 @@ func TestStreamEventsOwnMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamRunNonce checks that a writer's run nonce reaches every later
+// event and that the reader hands it back, and nil before it was set.
+func TestStreamRunNonce(t *testing.T) {
+	nonce := bytes.Repeat([]byte{7}, 16)
+	var buf bytes.Buffer
+	sw := NewStreamWriter(&buf)
+	ev := &ModelConnected{SessionID: "s"}
+	if err := sw.Write(ev); err != nil {
+		t.Fatal(err)
+	}
+	sw.SetRunNonce(nonce)
+	nonce[0] = 9 // the writer keeps its own copy
+	for range 2 {
+		if err := sw.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sr := NewStreamReader(&buf, 0)
+	var got [][]byte
+	for sr.Next() {
+		got = append(got, sr.RunNonce())
+	}
+	if err := sr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte{7}, 16)
+	if len(got) != 3 || got[0] != nil || !bytes.Equal(got[1], want) || !bytes.Equal(got[2], want) {
+		t.Fatalf("nonces %x, want [nil %x %x]", got, want, want)
+	}
+}

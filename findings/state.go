@@ -17,11 +17,15 @@ type State struct {
 	LogRecords bool
 	// Writing: a recorder holds the lock.
 	Writing bool
+	// LogLost says what the log lacks of what it expects (a deleted log
+	// directory, segment or pending file: wal.CheckExpected), "" when
+	// nothing.
+	LogLost string
 }
 
 // NeedsRecovery reports whether the log holds records that no running
 // recorder will write out: 'rlrec recover ROOT' writes them.
-func (s State) NeedsRecovery() bool { return s.LogRecords && !s.Writing }
+func (s State) NeedsRecovery() bool { return (s.LogRecords || s.LogLost != "") && !s.Writing }
 
 // ReadState reads ROOT's lock and log without changing them: the lock is
 // tried and released at once (as 'rlrec verify' does), and the log is
@@ -58,6 +62,12 @@ func ReadStateDir(dir string) State {
 		}
 	}
 	logDir := filepath.Join(dir, hive.LogDir)
+	var ce *wal.CorruptionError
+	if err := wal.CheckExpected(fsys, logDir); errors.As(err, &ce) {
+		st.LogLost = ce.Err.Error()
+	} else if err != nil {
+		st.LogLost = err.Error()
+	}
 	if _, err := fsys.Stat(logDir); err != nil {
 		return st
 	}
@@ -67,7 +77,6 @@ func ReadStateDir(dir string) State {
 		return st
 	}
 	defer r.Close()
-	var ce *wal.CorruptionError
 	st.LogRecords = r.Next() || errors.As(r.Err(), &ce)
 	return st
 }

@@ -228,7 +228,7 @@ func testArrowReader(t *testing.T, fx *fixture) {
 					t.Errorf("partition column %s is stored in the file", part)
 				}
 			}
-			checkEq(t, "rlrec.schema_version", kv["rlrec.schema_version"], "2")
+			checkEq(t, "rlrec.schema_version", kv["rlrec.schema_version"], "3")
 			checkEq(t, "rlrec.layout", kv["rlrec.layout"], string(fx.layout))
 			checkEq(t, "rlrec.session_id", kv["rlrec.session_id"], tc.session)
 			checkEq(t, "rlrec.env_id", kv["rlrec.env_id"], rec.EnvID)
@@ -254,8 +254,9 @@ func testArrowReader(t *testing.T, fx *fixture) {
 				if v, ok := kv["rlrec.episode_record_id"]; ok {
 					t.Errorf("rlrec.episode_record_id = %q in an episodes file", v)
 				}
-				if n := sc.NumFields(); n < 2 || sc.Field(0).Name != "episode_record_id" || sc.Field(n-1).Name != "steps_file" {
-					t.Errorf("episodes columns %v, want episode_record_id first and steps_file last", sc)
+				// Schema version 3's six columns follow steps_file.
+				if n := sc.NumFields(); n < 8 || sc.Field(0).Name != "episode_record_id" || sc.Field(n-7).Name != "steps_file" || sc.Field(n-1).Name != "step_ms" {
+					t.Errorf("episodes columns %v, want episode_record_id first, steps_file last of version 2's and step_ms last", sc)
 				}
 			}
 			specs := specsOf(t, path, kv)

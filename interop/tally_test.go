@@ -246,3 +246,7 @@ func (t *tally) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySna
 	t.mu.Unlock()
 	return err
 }
+
+func (t *tally) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
+	return t.next.OnRelayAdvisory(ctx, ev)
+}

@@ -201,6 +201,9 @@ func testTypedColumnsEqualBlobs(t *testing.T, fx *fixture) {
 				"session_step": "BIGINT", "observation_blob": "BLOB", "action_blob": "BLOB", "reward": "DOUBLE",
 				"is_first": "BOOLEAN", "is_last": "BOOLEAN", "terminated": "BOOLEAN", "truncated": "BOOLEAN",
 				"recorded_at": "TIMESTAMP WITH TIME ZONE", "session_id": "VARCHAR", "env_id": "VARCHAR", "episode_record_id": "VARCHAR",
+				// schema version 3
+				"lane": "BIGINT", "infos": "VARCHAR", "raw_observation_blob": "BLOB", "raw_action_blob": "BLOB",
+				"predict_ms": "DOUBLE", "step_ms": "DOUBLE",
 			}
 			for _, side := range []struct {
 				prefix string
@@ -323,7 +326,7 @@ func testFileMetadata(t *testing.T, fx *fixture) {
 				keys = append(keys, k)
 				part[k] = unescape(t, v)
 			}
-			checkEq(t, "rlrec.schema_version", m["rlrec.schema_version"], "2")
+			checkEq(t, "rlrec.schema_version", m["rlrec.schema_version"], "3")
 			checkEq(t, "rlrec.layout", m["rlrec.layout"], string(fx.layout))
 			checkEq(t, "rlrec.session_id vs the path", m["rlrec.session_id"], part["session_id"])
 			checkEq(t, "rlrec.env_id vs the path", m["rlrec.env_id"], part["env_id"])
@@ -394,8 +397,9 @@ func testFileMetadata(t *testing.T, fx *fixture) {
 			for _, r := range query(t, db, "DESCRIBE SELECT * FROM read_parquet("+lit(filepath.Join(fx.root, rel))+", hive_partitioning=false)") {
 				cols = append(cols, r["column_name"].(string))
 			}
-			if len(cols) < 2 || cols[0] != "episode_record_id" || cols[len(cols)-1] != "steps_file" {
-				t.Errorf("%s: columns %v, want episode_record_id first and steps_file last", rel, cols)
+			// Schema version 3's six columns follow steps_file.
+			if len(cols) < 8 || cols[0] != "episode_record_id" || cols[len(cols)-7] != "steps_file" || cols[len(cols)-1] != "step_ms" {
+				t.Errorf("%s: columns %v, want episode_record_id first, steps_file last of version 2's and step_ms last", rel, cols)
 			}
 		}
 		if n == 0 {
@@ -433,7 +437,13 @@ func checkStepsColumns(t *testing.T, db *sql.DB, fx *fixture) {
 			t.Errorf("steps/%s: columns %v, want %v first", rel, cols, want)
 			continue
 		}
-		for _, c := range cols[len(want):] {
+		// Then the typed columns, then schema version 3's.
+		v3 := []string{"lane", "infos", "raw_observation_blob", "raw_action_blob", "predict_ms", "step_ms"}
+		if len(cols) < len(want)+len(v3) || !slices.Equal(cols[len(cols)-len(v3):], v3) {
+			t.Errorf("steps/%s: columns %v, want %v last", rel, cols, v3)
+			continue
+		}
+		for _, c := range cols[len(want) : len(cols)-len(v3)] {
 			if c != "observation" && c != "action" && !strings.HasPrefix(c, "observation.") && !strings.HasPrefix(c, "action.") {
 				t.Errorf("steps/%s: column %q after the fixed ones is no typed column", rel, c)
 			}

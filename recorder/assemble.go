@@ -77,6 +77,10 @@ type assembler struct {
 	// step of each recording's lane 0 episode (repeat.go).
 	repeats atomic.Int64
 	lane0   map[hive.Recording]lane0Step
+	// keepHashes: each session keeps the content hashes of its last
+	// numbered events (runid.go), while recovery replays the log of a
+	// recorder opened WithResume.
+	keepHashes bool
 }
 
 // minEpisodeBuffer is the least an open episode may buffer before its rows
@@ -172,9 +176,11 @@ func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
 // applyClocked is apply of an event whose time is the recorder's own
 // clock reading when recClock is set (or its log record says so).
 func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recClock bool) {
+	nonce, hash := logrec.RunOf(ev)
 	ev, seq, logged := logrec.Unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
 	s.seq = max(s.seq, seq)
+	a.noteRun(s, seq, nonce, hash)
 	if e, ok := ev.(*logrec.InvalidEvent); ok {
 		// A message of the stream that was no valid event: counted, and
 		// nothing of it applied.
@@ -208,7 +214,7 @@ func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recC
 		a.notStarted(s, ev)
 	}
 	switch e := ev.(type) {
-	case *events.EnvConnected, *events.ModelConnected:
+	case *events.EnvConnected, *events.ModelConnected, *events.RelayAdvisory:
 		// No table of their own: kept as logs rows (schema.SourceEvent).
 		a.eventLog(s, ev, at)
 	case *events.SessionStarted:
@@ -350,7 +356,7 @@ func (a *assembler) endSession(s *session, status, reason string, at time.Time) 
 	s.status = status
 	s.reason = reason
 	s.endedAt = at
-	a.closePending(s, true)
+	a.closeAllPending(s)
 	a.finalizeCompleted(s)
 	for _, ep := range sortedOpen(s) {
 		a.finishEpisode(s, ep, episodeIncomplete)
@@ -381,7 +387,10 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		a.problem(s, probDuplicateStart, "EpisodeStarted for %q which was already recorded", e.EpisodeRecordID)
 		return
 	}
-	a.laneOutOfRange(s, events.KindEpisodeStarted, e.EpisodeRecordID, e.EnvIndex)
+	a.noteV01(s, e.Route)
+	if !e.Route.Lane.Set {
+		a.laneOutOfRange(s, events.KindEpisodeStarted, e.EpisodeRecordID, e.EnvIndex)
+	}
 	a.open++
 	ep := &episode{
 		id:        e.EpisodeID,
@@ -392,6 +401,9 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		startedAt: at,
 		lastAt:    at,
 		firstPos:  pos,
+		seed:      e.Seed,
+		trial:     e.TrialIndex,
+		route:     e.Route.Lane,
 	}
 	if t := s.adopt[e.EpisodeRecordID]; t != nil {
 		// Recovery's catch-up: build into the restored episode.
@@ -426,13 +438,18 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 		a.problem(s, probDuplicateEnd, "EpisodeCompleted for %q, which was already completed", e.EpisodeRecordID)
 		return
 	}
-	a.laneOutOfRange(s, events.KindEpisodeCompleted, e.EpisodeRecordID, e.EnvIndex)
+	if !e.Route.Lane.Set {
+		a.laneOutOfRange(s, events.KindEpisodeCompleted, e.EpisodeRecordID, e.EnvIndex)
+	}
+	a.checkCompletion(s, ep, e)
 	ep.completed = true
 	c := *e
 	ep.completion = &c
 	ep.endedAt = at
 	ep.lastAt = at
-	if n := len(ep.rows); n > 0 && ep.rows[n-1].step == ep.nextStep-1 {
+	if n := len(ep.rows); n > 0 && ep.rows[n-1].step == ep.nextStep-1 && !ep.flagEnded {
+		// (An episode rlmesh 0.1's step flags ended keeps what they
+		// said: see stepflags.go.)
 		r := &ep.rows[n-1]
 		r.isLast, r.terminated, r.truncated = true, e.Terminated, e.Truncated
 	}
@@ -448,7 +465,7 @@ func (a *assembler) eventLog(s *session, ev events.Event, at time.Time) {
 		return
 	}
 	src := schema.SourceEvent
-	s.logs = append(s.logs, logRow{time: at, level: events.LogInfo.String(), message: msg, source: &src})
+	s.logs = append(s.logs, logRow{time: at, level: schema.EventLogLevel(ev), message: msg, source: &src})
 	s.logBytes += logRowBytes + len(msg)
 	a.logChunk(s)
 }

@@ -116,10 +116,15 @@ type sessionWriteJob struct {
 	logRows, teleRows int64
 	// seq is the recording's highest sequence number when the write was
 	// taken (the files' rlrec.last_sequence; 0: unnumbered events).
-	seq   uint64
-	logs  []schema.LogRow
-	tele  []schema.TelemetryRow
-	token any // its entry in writer.live
+	seq uint64
+	// nonce is the recording's run nonce (rlrec.run_nonce; nil: none).
+	nonce []byte
+	// charge is what the job holds of the rows in flight (writer.rows)
+	// until its files are written: its log and telemetry rows.
+	charge int64
+	logs   []schema.LogRow
+	tele   []schema.TelemetryRow
+	token  any // its entry in writer.live
 }
 
 // batchOf returns the batch of s's recording, creating it on first use.
@@ -257,6 +262,9 @@ func (w *writer) flush(b *batch) {
 	w.writeEpisodes(b.rec, eps, packed)
 	for _, e := range sessions {
 		w.writeSession(b.rec, e.session)
+		if c := e.session.charge; c > 0 {
+			w.rows.Release(c)
+		}
 	}
 }
 

@@ -991,6 +991,7 @@ func memoryChild(spec string, out io.Writer) error {
 	}
 	var d *benchDriver
 	var total int64
+	logN := 0
 	switch parts[0] {
 	case "image":
 		total, _ = strconv.ParseInt(parts[1], 10, 64)
@@ -1003,6 +1004,12 @@ func memoryChild(spec string, out io.Writer) error {
 		n, _ := strconv.Atoi(parts[1])
 		total, _ = strconv.ParseInt(parts[2], 10, 64)
 		d = newBenchDriver(r, benchSession, n, benchU8Box(1024, 1216, 3), 1024*1216*3)
+	case "logs":
+		// n log events of 15 MB in a one-lane session of small frames.
+		n, _ := strconv.Atoi(parts[1])
+		total = 100 * 84 * 84 * 3
+		d = newBenchDriver(r, benchSession, 1, benchU8Box(84, 84, 3), 84*84*3)
+		logN = n
 	default:
 		return fmt.Errorf("bad spec %q", spec)
 	}
@@ -1022,6 +1029,17 @@ func memoryChild(spec string, out io.Writer) error {
 			res.RSS = append(res.RSS, procStatus("VmRSS"))
 		}
 	}
+	if logN > 0 {
+		msg := strings.Repeat("x", 15_000_000)
+		for i := range logN {
+			must(r.OnLog(context.Background(), &events.Log{SessionID: d.sid, Route: benchRoute, Level: events.LogInfo, Message: msg[:len(msg)-i]}))
+			if (i+1)%max(logN/8, 1) == 0 {
+				runtime.GC()
+				res.RSS = append(res.RSS, procStatus("VmRSS"))
+			}
+		}
+		res.Bytes = total + int64(logN)*15_000_000
+	}
 	if p := os.Getenv("RLREC_BENCH_HEAPPROFILE"); p != "" {
 		// Before Close: what the workload holds at its peak.
 		if f, err := os.Create(p); err == nil {
@@ -1038,7 +1056,9 @@ func memoryChild(spec string, out io.Writer) error {
 	}
 	stopLive()
 	res.Seconds = time.Since(t0).Seconds()
-	res.Bytes = steps * perStep
+	if logN == 0 {
+		res.Bytes = steps * perStep
+	}
 	res.HWM = procStatus("VmHWM")
 	return json.NewEncoder(out).Encode(res)
 }

@@ -173,6 +173,10 @@ func (r *reportHooks) OnTelemetrySnapshot(ctx context.Context, ev *events.Teleme
 	return r.do(ctx, ev)
 }
 
+func (r *reportHooks) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
+	return r.do(ctx, ev)
+}
+
 // ackTally is the parent's record of what a child acknowledged.
 type ackTally struct {
 	eps      map[[2]string]*ackEp

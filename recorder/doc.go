@@ -110,11 +110,21 @@
 // logs rows (schema.UnfinishedAction), from which rlrec replay re-emits
 // it (unfinished.go).
 //
+// # rlmesh 0.1
+//
+// Streams of rlmesh 0.1 carry per-lane step flags, route lanes, raw
+// payloads, infos, seeds and times, and come in 0.1's order (completion at
+// the NEXT_STEP roll step, interleaved lanes of a lane-served env, surplus
+// episodes): stepflags.go and steps.go say how each is recorded, and
+// docs/format/tables-v3.md what the tables hold. A stream without them (rc.5
+// order) records as before.
+//
 // # Events after a session's end
 //
 // A session's last events are SessionEnded then its final session-horizon
-// TelemetrySnapshot (or that snapshot then SessionFailed); its sessions,
-// logs and telemetry files are written once both have come. rlmesh aborts
+// TelemetrySnapshot in rlmesh rc.5, that snapshot then SessionEnded in
+// 0.1 (or that snapshot then SessionFailed in both); its sessions, logs and
+// telemetry files are written once both have come. rlmesh aborts
 // its telemetry ticker rather than awaiting it, so a window snapshot
 // already in flight may come after either closing event. Telemetry and
 // logs after the end are recorded, not counted: before the files are

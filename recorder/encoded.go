@@ -33,6 +33,14 @@ import (
 // with RecordSequenced at a time of the caller's choosing). msg is copied;
 // the caller keeps it. ev passes to the recorder.
 func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Event, t time.Time, seq uint64) error {
+	return r.RecordEncodedRun(ctx, msg, ev, t, seq, Run{})
+}
+
+// RecordEncodedRun is RecordEncoded of an event of the run run (see
+// Run): its log record is msg with, appended, the run's nonce when the
+// nonce was derived (run.Derived: msg has none of its own) and the
+// event's content hash.
+func (r *Recorder) RecordEncodedRun(ctx context.Context, msg []byte, ev events.Event, t time.Time, seq uint64, run Run) error {
 	if ev == nil {
 		return fmt.Errorf("record encoded event: %w", events.ErrNilEvent)
 	}
@@ -40,7 +48,7 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 	if t.IsZero() {
 		return fmt.Errorf("record encoded %s of session %q: the message has no time: record it with RecordSequenced", ev.Kind(), sid)
 	}
-	if err := r.checkSize(ev, len(msg)+1); err != nil {
+	if err := r.checkSize(ev, len(msg)+1+run.recordBytes()); err != nil {
 		return err
 	}
 	if ev.Kind() == events.KindSessionStarted || r.refusedN.Load() > 0 {
@@ -48,13 +56,17 @@ func (r *Recorder) RecordEncoded(ctx context.Context, msg []byte, ev events.Even
 			return err
 		}
 	}
-	bp := r.bufs.Get(len(msg))
+	bp := r.bufs.Get(len(msg) + run.recordBytes())
 	*bp = append(append((*bp)[:0], byte(logrec.TypeEvent)), msg...)
+	if run.Derived {
+		*bp = events.AppendRunNonce(*bp, run.Nonce)
+	}
+	*bp = events.AppendContentHash(*bp, run.Hash)
 	// The decoded event waits in the queue beside its record: both are
 	// charged to the queue's budget.
 	payload := logrec.PayloadBytes(ev)
-	if seq != 0 {
-		ev = &logrec.Sequenced{Event: ev, Seq: seq}
+	if seq != 0 || !run.empty() {
+		ev = &logrec.Sequenced{Event: ev, Seq: seq, Nonce: run.Nonce, Hash: run.Hash}
 	}
 	return r.handOverDecoded(ctx, bp, nil, ev, t, payload, false)
 }

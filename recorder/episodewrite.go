@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/rlrec/rlrec/blob"
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/serial"
@@ -75,7 +76,7 @@ func (w *writer) stepsFull(s *session, ep *episode) {
 	}
 	f := w.fileOf(ep)
 	j := w.takeRows(s, ep)
-	meta := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	meta := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex, lane: ep.route}
 	w.pool.Submit(&f.q, func() {
 		err := w.writeRows(f, meta, j)
 		w.rows.Release(j.charge)
@@ -91,7 +92,10 @@ type episodeMeta struct {
 	rid, id string
 	index   int64
 	env     int32
+	lane    events.Option[uint32]
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // stepsPartition is the partition of an episode's steps files: its own
 // (layout "episode"), or its recording's (layout "session").
@@ -160,6 +164,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	f.steps.SetRowGroupBytes(w.files.RowGroupBytes(w.cfg.RowGroupBytes))
 	row := &f.row
 	row.EpisodeRecordID, row.EpisodeID, row.EpisodeIndex, row.EnvIndex = m.rid, m.id, m.index, m.env
+	row.Lane, row.HasLane = int64(m.lane.Value), m.lane.Set
 	for i := range j.rows {
 		r := &j.rows[i]
 		row.Step, row.SessionStep = r.step, r.sessionStep
@@ -175,6 +180,8 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			}
 			f.leaves[0], row.ObservationLeaves = leaves, leaves
 		}
+		row.Infos, row.RawObservationBlob, row.RawActionBlob = r.infos.bytes(j.arena), r.rawObs.bytes(j.arena), r.rawAct.bytes(j.arena)
+		row.PredictMs, row.HasPredictMs, row.StepMs, row.HasStepMs = r.predictMs, r.hasPredict, r.stepMs, r.hasStep
 		row.ActionBlob = j.arena[r.actOff : r.actOff+r.actLen]
 		leaves, err := blob.DecodeInto(f.leaves[1][:0], row.ActionBlob)
 		if err != nil {
@@ -188,6 +195,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	// Drop the references into j.arena: an open episode's file outlives
 	// the job, and would otherwise keep its last arena alive.
 	row.ObservationBlob, row.ObservationLeaves, row.ActionBlob, row.ActionLeaves = nil, nil, nil, nil
+	row.Infos, row.RawObservationBlob, row.RawActionBlob = nil, nil, nil
 	clear(f.leaves[0])
 	clear(f.leaves[1])
 	// The steps writer copied what it keeps: the buffers go back to the
@@ -232,7 +240,7 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 	}
 	b := w.batchOf(s)
 	b.add(e)
-	em := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex}
+	em := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex, lane: ep.route}
 	if w.layout == hive.LayoutSession && !streamed {
 		// Its rows go, whole, to the recording's packed steps file.
 		w.pool.Submit(&b.q, func() {
@@ -339,13 +347,44 @@ func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {
 		StartedAt:            ep.startedAt,
 		FinalObservationBlob: ep.finalObs,
 	}
+	if v, ok := ep.seed.Get(); ok {
+		row.Seed = &v
+	}
+	if v, ok := ep.trial.Get(); ok {
+		row.TrialIndex = &v
+	}
+	if v, ok := ep.route.Get(); ok {
+		lane := int64(v)
+		row.Lane = &lane
+	}
 	if c := ep.completion; c != nil {
 		row.StepCount = &c.StepCount
 		row.CumulativeReward = &c.CumulativeReward
 		row.Terminated, row.Truncated = c.Terminated, c.Truncated
 		row.DurationMs = &c.DurationMs
-		if v, ok := blob.Success(c.FinalInfo); ok {
-			row.Success = &v
+		// success: the runtime's own reading when it sent one (rlmesh
+		// 0.1), else rlrec's reading of final_info; success_source says
+		// which.
+		if v, ok := c.Success.Get(); ok {
+			row.Success, row.SuccessSource = &v, ptr(schema.SuccessFromRuntime)
+		} else if v, ok := blob.Success(c.FinalInfo); ok {
+			row.Success, row.SuccessSource = &v, ptr(schema.SuccessFromFinalInfo)
+		}
+		if row.Seed == nil {
+			if v, ok := c.Seed.Get(); ok {
+				row.Seed = &v
+			}
+		}
+		if row.TrialIndex == nil {
+			if v, ok := c.TrialIndex.Get(); ok {
+				row.TrialIndex = &v
+			}
+		}
+		if v, ok := c.PredictMs.Get(); ok {
+			row.PredictMs = &v
+		}
+		if v, ok := c.StepMs.Get(); ok {
+			row.StepMs = &v
 		}
 		if c.FinalInfo != nil {
 			js := blob.MetaJSON(c.FinalInfo)

@@ -298,7 +298,7 @@ func TestLayoutFile(t *testing.T) {
 	}
 	recordAll(t, root, c.evs)
 	b, err := os.ReadFile(filepath.Join(root, "_rlrec", "layout"))
-	if err != nil || string(b) != "schema_version=2\nlayout=episode\n" {
+	if err != nil || string(b) != "schema_version=3\nlayout=episode\n" {
 		t.Fatalf("layout file %q, %v", b, err)
 	}
 	for _, tc := range []struct {
@@ -317,7 +317,7 @@ func TestLayoutFile(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(root, "_rlrec", "layout"), []byte("schema_version=3\nlayout=episode\n"), 0o644)
+			return os.WriteFile(filepath.Join(root, "_rlrec", "layout"), []byte("schema_version=4\nlayout=episode\n"), 0o644)
 		}, nil},
 		{"another layout", func(root string) error {
 			if err := os.MkdirAll(filepath.Join(root, "_rlrec"), 0o755); err != nil {

@@ -86,3 +86,39 @@ func mibs(v []int64) []int64 {
 	}
 	return out
 }
+
+// TestPeakRSSManyLogEvents: a session with many large log events (15 MB
+// each, near the maximum event size) makes each a session write whose
+// rows are charged to the rows in flight, so that the hooks wait for
+// their files instead of queueing writes: the peak RSS does not grow
+// with their number. Before the charge it grew by about 15 MB a log event
+// (512 MiB for 12, 1,219 MiB for 60). The peak is still above the
+// documented bound of the image workloads (RELIABILITY.md, round four).
+func TestPeakRSSManyLogEvents(t *testing.T) {
+	run := func(n int) memResult {
+		t.Helper()
+		spec := "logs:" + strconv.Itoa(n) + ":gclimit"
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), memChildEnv+"="+spec, "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("child %s: %v", spec, err)
+		}
+		var res memResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("child output %q: %v", out, err)
+		}
+		return res
+	}
+	const mib = 1 << 20
+	few, many := run(6), run(24)
+	added := func(r memResult) int64 { return r.HWM - r.Baseline - r.Held }
+	t.Logf("peak RSS added by the recorder: %d MiB with 6 log events of 15 MB, %d MiB with 24 (budget %d MiB); live heap at most %d and %d MiB",
+		added(few)/mib, added(many)/mib, many.Budget/mib, few.LiveMax/mib, many.LiveMax/mib)
+	if grow := added(many) - added(few); grow > 64*mib {
+		t.Errorf("18 more log events of 15 MB added %d MiB to the peak RSS: their session writes are not bounded", grow/mib)
+	}
+}

@@ -95,6 +95,7 @@ type Recorder struct {
 	// sequence numbers, and whether Close leaves the log for the next Open.
 	resumed   int
 	recovSeqs map[hive.Recording]uint64
+	recovRuns map[hive.Recording]RecoveredRun
 	keepLog   bool
 }
 
@@ -193,6 +194,7 @@ func (r *Recorder) start() error {
 	}
 	r.w = newWriter(r)
 	r.asm = newAssembler(r.w, r.budget.episodes())
+	r.asm.keepHashes = o.resume
 	if err := r.recover(); err != nil {
 		r.w.stop()
 		return err
@@ -243,7 +245,7 @@ func (r *Recorder) submit(ctx context.Context, ev events.Event) error {
 // (events.StepCopier), so that its record need not be decoded again: the
 // copy equals the record's decoded event, as recovery will see it.
 func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) error {
-	return r.record(ctx, ev, t, 0, t.IsZero())
+	return r.record(ctx, ev, t, 0, t.IsZero(), Run{})
 }
 
 // RecordStamped hands over an event like RecordSequenced (seq 0: none)
@@ -253,12 +255,12 @@ func (r *Recorder) RecordAt(ctx context.Context, ev events.Event, t time.Time) e
 // sessions row's clock say so, as for an event RecordAt stamps itself.
 // The zero t is stamped with this recorder's clock.
 func (r *Recorder) RecordStamped(ctx context.Context, ev events.Event, t time.Time, seq uint64) error {
-	return r.record(ctx, ev, t, seq, true)
+	return r.record(ctx, ev, t, seq, true, Run{})
 }
 
 // record is RecordAt, and RecordSequenced when seq is not 0; recClock
 // says t is a recorder's clock (the zero t: this recorder's, now).
-func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq uint64, recClock bool) error {
+func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq uint64, recClock bool, run Run) error {
 	if ev == nil {
 		return fmt.Errorf("record: %w", events.ErrNilEvent)
 	}
@@ -282,13 +284,14 @@ func (r *Recorder) record(ctx context.Context, ev events.Event, t time.Time, seq
 	if recClock {
 		b = events.AppendRecorderClock(b)
 	}
+	b = events.AppendContentHash(events.AppendRunNonce(b, run.Nonce), run.Hash)
 	*bp = b
 	if err := r.checkSize(ev, len(b)); err != nil {
 		r.bufs.Put(bp)
 		return err
 	}
 	var cp *events.StepCopy
-	if seq == 0 && payload <= maxCopyPayload {
+	if seq == 0 && run.empty() && payload <= maxCopyPayload {
 		// (A sequenced event's record is decoded: it carries its number.
 		// So is an image batch's: copying it costs what decoding does.)
 		cp = r.copies.Copy(ev, t)
@@ -572,7 +575,11 @@ func (r *Recorder) Close(ctx context.Context) error {
 // Parquet files, so the next Open has nothing to recover.
 func (r *Recorder) clearLog() error {
 	dir := filepath.Join(r.state, logDir)
-	// The manifest first: it must never name a segment that is gone.
+	// The log's expectation outside it first, then its manifest: neither
+	// may name a segment or pending file that is gone.
+	if err := wal.RemoveExpected(r.fs, dir); err != nil {
+		return fmt.Errorf("clear log: %w", err)
+	}
 	if err := r.fs.Remove(filepath.Join(dir, wal.ManifestName)); err == nil {
 		if err := r.fs.SyncDir(dir); err != nil {
 			return fmt.Errorf("clear log: %w", err)
@@ -639,5 +646,11 @@ func (r *Recorder) OnObservationEmitted(ctx context.Context, ev *events.Observat
 }
 
 func (r *Recorder) OnTelemetrySnapshot(ctx context.Context, ev *events.TelemetrySnapshot) error {
+	return r.submit(ctx, ev)
+}
+
+// OnRelayAdvisory records a relay advisory as a row of the recording's
+// logs table (see the package doc on schema version 3).
+func (r *Recorder) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
 	return r.submit(ctx, ev)
 }

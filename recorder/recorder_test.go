@@ -240,6 +240,10 @@ func (c *countingHooks) OnTelemetrySnapshot(ctx context.Context, ev *events.Tele
 	return c.do(ctx, ev)
 }
 
+func (c *countingHooks) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
+	return c.do(ctx, ev)
+}
+
 // collector keeps a deep copy of every event it is handed, in order.
 type collector struct {
 	events.NoopHooks
@@ -288,6 +292,10 @@ func (c *collector) OnObservationEmitted(_ context.Context, ev *events.Observati
 	return c.keep(ev)
 }
 func (c *collector) OnTelemetrySnapshot(_ context.Context, ev *events.TelemetrySnapshot) error {
+	return c.keep(ev)
+}
+
+func (c *collector) OnRelayAdvisory(_ context.Context, ev *events.RelayAdvisory) error {
 	return c.keep(ev)
 }
 

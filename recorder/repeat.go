@@ -48,7 +48,7 @@ func (a *assembler) steppedLane0(s *session, ep *episode, step int64) {
 
 // repeatsStep reports whether e repeats a step of lane 0's episode, and
 // then counts it and leaves nothing pending for its StepCompleted. The
-// caller has set s.pending to e's lanes.
+// caller has set s.whole.pending to e's lanes.
 func (a *assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
 	if len(e.EpisodeRecordIDs) == 0 || e.EpisodeRecordIDs[0] == "" {
 		return false
@@ -63,7 +63,7 @@ func (a *assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
 		// counter a replayed stream does not keep).
 		return false
 	}
-	clear(s.pending)
+	clear(s.whole.pending)
 	a.problem(s, probRepeatedStep, "ActionReceived at step %d repeats a step episode %s already has (last at step %d: a resent part of the stream?); not recorded again",
 		e.Step, last.recordID, last.step)
 	return true

@@ -44,11 +44,14 @@ func (r *Recorder) Resumed() int { return r.resumed }
 // assembler, and the log is kept.
 func (r *Recorder) resumeRecovered(time.Time) error {
 	r.recovSeqs = make(map[hive.Recording]uint64)
+	r.recovRuns = make(map[hive.Recording]RecoveredRun)
+	r.asm.keepHashes = false
 	for _, s := range r.asm.sortedSessions() {
 		r.recovered.Sessions++
 		if s.seq != 0 {
 			r.recovSeqs[s.rec()] = s.seq
 		}
+		r.keepRecoveredRun(s)
 		if s.finalTelemetry {
 			// Ended, and its files are written.
 			continue

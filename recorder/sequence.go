@@ -37,7 +37,7 @@ import (
 // numbers; dropping duplicates is the caller's work. A seq of 0 is
 // RecordAt.
 func (r *Recorder) RecordSequenced(ctx context.Context, ev events.Event, t time.Time, seq uint64) error {
-	return r.record(ctx, ev, t, seq, t.IsZero())
+	return r.record(ctx, ev, t, seq, t.IsZero(), Run{})
 }
 
 // RecoveredSequence returns the highest sequence number (RecordSequenced)

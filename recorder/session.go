@@ -27,6 +27,35 @@ type stepRow struct {
 	terminated        bool
 	truncated         bool
 	recordedAt        stamp
+
+	// Schema version 3: the step's infos (JSON text) and the lane's raw
+	// payloads (blob form, only where they differ from the transformed
+	// ones), in the arena; the step's times when the runtime sent them.
+	infos, rawObs, rawAct arenaRef
+	predictMs, stepMs     float64
+	hasPredict, hasStep   bool
+}
+
+// arenaRef is an optional byte string in an episode's arena: absent (null)
+// unless set.
+type arenaRef struct {
+	off, n int
+	set    bool
+}
+
+// bytes returns the bytes r refers to in arena, nil when absent.
+func (r arenaRef) bytes(arena []byte) []byte {
+	if !r.set {
+		return nil
+	}
+	return arena[r.off : r.off+r.n : r.off+r.n]
+}
+
+// appendRef appends b to ep's arena and returns its reference.
+func appendRef(ep *episode, b []byte) arenaRef {
+	r := arenaRef{off: len(ep.arena), n: len(b), set: true}
+	ep.arena = append(ep.arena, b...)
+	return r
 }
 
 // stamp is a time without its location: Unix microseconds and the
@@ -54,6 +83,19 @@ type episode struct {
 	autoReset    bool
 	startedAt    time.Time
 	lastAt       time.Time
+
+	// rlmesh 0.1: the seed and trial index of its EpisodeStarted, and its
+	// route's lane (a lane-served env's).
+	seed  events.Option[int64]
+	trial events.Option[uint64]
+	route events.Option[uint32]
+
+	// flagged is set once a StepCompleted carried per-lane flags for one
+	// of its steps (rlmesh 0.1); flagEnded once they said that step ended
+	// it, with how (flagTerminated, flagTruncated). Its completion is
+	// checked against them (steps_flags.go).
+	flagged, flagEnded            bool
+	flagTerminated, flagTruncated bool
 
 	nextStep      int64
 	stepsRecorded int64
@@ -93,6 +135,10 @@ type lane struct {
 	obs       []byte
 	obsRecord string
 	hasObs    bool
+	// rawObs is the lane's raw (pre-transform) observation in blob form,
+	// when it came and differs from obs (rlmesh 0.1).
+	rawObs    []byte
+	hasRawObs bool
 
 	// ep is the open episode the lane's last step event named, under
 	// record id epRecord: consecutive step events of a lane name the same
@@ -123,12 +169,20 @@ const (
 	probNoSpace          problemKind = "missing_space_spec"
 	probNotStarted       problemKind = "session_not_started"
 	probInvalidEvent     problemKind = "invalid_event"
+	// probStepFlags: rlmesh 0.1's per-lane terminated, truncated and
+	// autoreset_roll flags of a StepCompleted disagree with the
+	// episode's completion (or its absence).
+	probStepFlags problemKind = "step_flags_disagree"
 )
 
 // session is the assembly state of one recording: one route run, named by
 // its session id and its route's env id (hive.Recording). Several
 // recordings may share a session id.
 type session struct {
+	// run is the recording's run identity and the content hashes of its
+	// last numbered events (runid.go).
+	run runState
+
 	id        string
 	route     events.RuntimeEnvContext
 	envID     string // SessionStarted.EnvID, which repeats route.EnvID
@@ -152,10 +206,25 @@ type session struct {
 	done     map[string]struct{} // finalised record ids
 	lanes    []lane
 
-	// pending holds, per lane of the last ActionReceived, the episode whose
-	// row awaits its reward (nil if the lane's step was dropped).
-	pending     []*episode
-	havePending bool
+	// whole is the step state of a whole-env route's lanes (every
+	// ActionReceived without a route lane); byLane that of each lane of a
+	// lane-served env (rlmesh 0.1), indexed by route lane, whose
+	// ActionReceived and StepCompleted pairs interleave.
+	whole  stepGroup
+	byLane []stepGroup
+
+	// surplusSteps counts lane-steps of surplus episodes (rlmesh 0.1:
+	// episodes of lanes beyond the max_episodes budget, which never
+	// start or complete); they are also in droppedSteps.
+	surplusSteps int64
+	// v01 is set once the recording showed rlmesh 0.1's events (per-lane
+	// flags on a StepCompleted, or a route lane). heldProblems and
+	// heldSteps count the unknown ids seen before, and their lane-steps:
+	// counted as problems until then, surplus episodes once v01 is set
+	// (unknownEpisode).
+	v01          bool
+	heldProblems int64
+	heldSteps    int64
 
 	// numEnvs is the session's lane count N, from its last batch; 0 until
 	// one is seen.
@@ -199,8 +268,11 @@ type session struct {
 	// the writer so far.
 	logRows, teleRows int64
 
-	// scratch for lane splitting
-	split [][][]byte
+	// scratch for lane splitting (the payload's, the raw payload's) and
+	// for a step's infos JSON
+	split    [][][]byte
+	rawSplit [][][]byte
+	infosBuf []byte
 
 	// adopt, in recovery's catch-up (catchup.go) only, maps the record
 	// ids of restored episodes to rebuild to the episodes to build into.
@@ -258,6 +330,18 @@ func (s *session) problemSummary() string {
 		b = strconv.AppendInt(b, s.problems[problemKind(k)], 10)
 	}
 	return string(b)
+}
+
+// stepGroup is the step state of one group of lanes: the episodes whose
+// rows await the rewards of the group's last ActionReceived.
+type stepGroup struct {
+	// pending holds, per lane of the last ActionReceived, the episode
+	// whose row awaits its reward (nil if the lane's step was dropped).
+	pending []*episode
+	// rolled marks, per lane, a step dropped as its episode's NEXT_STEP
+	// roll (the flags of the step before ended it).
+	rolled []bool
+	have   bool
 }
 
 type logRow struct {

@@ -1,11 +1,13 @@
 package recorder
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
+	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/schema"
 )
@@ -34,7 +36,7 @@ func (w *writer) sessionDone(s *session) {
 		s.logs, s.telemetry, s.logBytes = nil, nil, 0
 		return
 	}
-	job := &sessionWriteJob{k: k, seq: s.seq, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
+	job := &sessionWriteJob{k: k, seq: s.seq, nonce: s.run.nonce, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
 	for i, l := range s.logs {
 		job.logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source}
 	}
@@ -44,6 +46,7 @@ func (w *writer) sessionDone(s *session) {
 			Kind: r.Kind.String(), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99}
 	}
 	s.logs, s.telemetry, s.logBytes = nil, nil, 0
+	w.chargeSession(job)
 	s.logRows += int64(len(job.logs))
 	s.teleRows += int64(len(job.tele))
 	if final {
@@ -71,6 +74,9 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 	}
 	meta := w.meta(rec)
 	meta.LastSequence = job.seq
+	if job.nonce != nil {
+		meta.RunNonce = runid.Format(job.nonce)
+	}
 	var parts []store.Part
 	var files []string
 	write := func(table string, what string, finish func(p hive.Partition, n int) (store.Part, error)) bool {
@@ -127,6 +133,7 @@ func sessionRow(s *session) *schema.SessionRow {
 		DroppedSteps:     s.droppedSteps,
 		Problems:         s.problemCount(),
 		Clock:            s.clock(),
+		SurplusSteps:     ptr(s.surplusSteps),
 	}
 	if s.reason != "" {
 		reason := s.reason
@@ -190,4 +197,22 @@ func (w *writer) newSession(s *session, first events.Event) {
 // problem logs input that did not fit; the assembler counts it.
 func (w *writer) problem(s *session, kind problemKind, detail string) {
 	w.log.Warn("input did not fit the recording; counted and skipped", "session", s.id, "env", s.route.EnvID, "problem", string(kind), "detail", detail)
+}
+
+// chargeSession charges a session write's log and telemetry rows to the
+// rows in flight, as an episode's rows are (takeRows), waiting until there
+// is room: a producer of many large log events then waits for their files
+// instead of queueing session writes without bound. Recovery charges
+// nothing: it flushes its batches only at its end, so a charge there would
+// wait for ever (its replay is bounded by the log it reads instead).
+func (w *writer) chargeSession(job *sessionWriteJob) {
+	if w.now().replays() {
+		return
+	}
+	n := int64(len(job.tele)) * logRowBytes
+	for _, l := range job.logs {
+		n += logRowBytes + int64(len(l.Message))
+	}
+	job.charge = min(n, w.rowsMax)
+	w.rows.Acquire(context.Background(), job.charge)
 }

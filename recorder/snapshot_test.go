@@ -74,9 +74,9 @@ func normalize(s *session) map[string]any {
 		lanes[i].ep, lanes[i].epRecord = nil, ""
 	}
 	var pending []string // meaningful only while a reward is awaited
-	if s.havePending {
-		pending = make([]string, len(s.pending))
-		for i, ep := range s.pending {
+	if s.whole.have {
+		pending = make([]string, len(s.whole.pending))
+		for i, ep := range s.whole.pending {
 			if ep != nil {
 				pending[i] = ep.recordID
 			}
@@ -84,7 +84,7 @@ func normalize(s *session) map[string]any {
 	}
 	fields := []any{s.id, s.route, s.envID, s.status, s.reason, s.started, s.startedAt, s.endedAt, s.lastAt,
 		s.totalSteps, s.totalEpisodes, s.hasTotals, s.ended, s.finalTelemetry, s.sawFinalTelemetry, s.done,
-		s.havePending, s.obsSpecJSON, s.actSpecJSON, s.episodesRecorded, s.stepsRecorded, s.droppedSteps,
+		s.whole.have, s.obsSpecJSON, s.actSpecJSON, s.episodesRecorded, s.stepsRecorded, s.droppedSteps,
 		s.problems, s.logs, s.telemetry, s.writes, s.numEnvs}
 	return map[string]any{"session": fields, "episodes": eps, "lanes": lanes, "pending": pending}
 }

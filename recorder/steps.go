@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/rlrec/rlrec/blob"
@@ -84,14 +85,54 @@ func (s *session) lane(i int) *lane {
 	return &s.lanes[i]
 }
 
+// laneBase is the lane index of element 0 of a step event's vectors: its
+// route lane for a lane-served env (rlmesh 0.1: one-element vectors, one
+// group per lane), else 0.
+func laneBase(route events.RuntimeEnvContext) int {
+	if l, ok := route.Lane.Get(); ok {
+		return int(min(l, maxLanes))
+	}
+	return 0
+}
+
+// maxLanes bounds the lane index a route lane can name, so that a bogus
+// lane cannot make the assembler allocate per-lane state for it.
+const maxLanes = 1 << 16
+
+// group returns the step state of the group a step event's route names.
+func (s *session) group(route events.RuntimeEnvContext) *stepGroup {
+	l, ok := route.Lane.Get()
+	if !ok {
+		return &s.whole
+	}
+	i := int(min(l, maxLanes))
+	for len(s.byLane) <= i {
+		s.byLane = append(s.byLane, stepGroup{})
+	}
+	return &s.byLane[i]
+}
+
+// noteV01 marks the recording as one with rlmesh 0.1's events when the
+// event's route names a lane.
+func (a *assembler) noteV01(s *session, route events.RuntimeEnvContext) {
+	if route.Lane.Set {
+		a.markV01(s)
+	}
+}
+
 func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted, at time.Time) {
 	n := int(e.NumEnvs)
 	defer a.finalizeCompleted(s)
+	a.noteV01(s, e.Route)
 	if len(e.EpisodeRecordIDs) != n {
 		a.problem(s, probLaneCount, "ObservationEmitted at step %d: %d record ids for num_envs %d", e.Step, len(e.EpisodeRecordIDs), n)
 		return
 	}
-	a.setNumEnvs(s, n)
+	if !e.Route.Lane.Set {
+		// A lane-served env's events carry its group's width (1), not
+		// the env's lane count.
+		a.setNumEnvs(s, n)
+	}
 	if e.Observation == nil {
 		a.problem(s, probMissingPayload, "ObservationEmitted at step %d has no observation", e.Step)
 		return
@@ -108,36 +149,113 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 	if !ok {
 		return
 	}
+	var raw [][][]byte
+	if e.RawObservation != nil {
+		// The raw observation has the env contract's layout, which is
+		// the observation's unless a relay converted it; one that does
+		// not split so is counted and not kept.
+		if r, err := blob.SplitLanesInto(s.rawSplit, layout, e.RawObservation, n); err != nil {
+			a.problem(s, probBadSlab, "raw observation at step %d: %v; not recorded", e.Step, err)
+		} else {
+			raw, s.rawSplit = r, r
+		}
+	}
+	base := laneBase(e.Route)
 	for i, rid := range e.EpisodeRecordIDs {
 		if rid == "" {
 			continue
 		}
-		ep := s.episodeOn(i, rid)
+		li := base + i
+		ep := s.episodeOn(li, rid)
 		if ep == nil {
-			if _, done := s.done[rid]; !done {
-				a.problem(s, probUnknownEpisode, "observation at step %d for lane %d names %q, which never started", e.Step, i, rid)
-			}
+			a.unknownEpisode(s, "observation", e.Step, li, rid, false)
 			continue
 		}
-		if ep.completed {
-			// An observation after completion is the terminal observation.
+		if ep.completed || ep.flagEnded {
+			// An observation after completion (or, in rlmesh 0.1, after
+			// the step its flags ended) is the terminal observation.
 			if ep.finalObs == nil {
 				ep.finalObs = blob.Append(make([]byte, 0, blob.Size(lanes[i])), lanes[i])
 			}
 			continue
 		}
-		l := s.lane(i)
+		l := s.lane(li)
 		l.obs = blob.Append(l.obs[:0], lanes[i])
 		l.obsRecord = rid
 		l.hasObs = true
+		l.hasRawObs = false
+		if raw != nil && !sameLeaves(raw[i], lanes[i]) {
+			l.rawObs = blob.Append(l.rawObs[:0], raw[i])
+			l.hasRawObs = true
+		}
 		ep.lastAt = at
 	}
 }
 
+// sameLeaves reports whether two leaf lists hold the same bytes.
+func sameLeaves(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unknownEpisode handles a step event's lane naming rid, which is neither
+// open nor recorded; isStep says that it is an action's lane (a
+// lane-step). In a recording of rlmesh 0.1 that is a surplus episode
+// (lanes beyond the max_episodes budget run episodes that never start or
+// complete): no problem, and its lane-steps are counted in surplus_steps.
+// Before 0.1 it is a problem. A recording is known to be of 0.1 at its
+// first per-lane flags or route lane, which may come after the first
+// surplus ids (lanes can start surplus at the first reset): those are
+// counted as problems when they come, and taken back then (markV01).
+func (a *assembler) unknownEpisode(s *session, what string, step int64, lane int, rid string, isStep bool) {
+	if _, done := s.done[rid]; done {
+		return
+	}
+	if s.v01 {
+		if isStep {
+			s.surplusSteps++
+		}
+		return
+	}
+	if isStep {
+		s.heldSteps++
+	}
+	s.heldProblems++
+	a.problem(s, probUnknownEpisode, "%s at step %d for lane %d names %q, which never started", what, step, lane, rid)
+}
+
+// markV01 marks the recording as one of rlmesh 0.1: the ids counted as
+// unknown so far were surplus episodes, and are no problem.
+func (a *assembler) markV01(s *session) {
+	if s.v01 {
+		return
+	}
+	s.v01 = true
+	if n := s.heldProblems; n > 0 {
+		if s.problems[probUnknownEpisode] -= n; s.problems[probUnknownEpisode] <= 0 {
+			delete(s.problems, probUnknownEpisode)
+		}
+		a.problems.Add(-n)
+		s.surplusSteps += s.heldSteps
+	}
+	s.heldProblems, s.heldSteps = 0, 0
+}
+
 func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
-	a.closePending(s, false)
+	a.noteV01(s, e.Route)
+	g := s.group(e.Route)
+	a.closePending(s, g, laneBase(e.Route), false)
 	n := len(e.EpisodeRecordIDs)
-	a.setNumEnvs(s, n)
+	if !e.Route.Lane.Set {
+		a.setNumEnvs(s, n)
+	}
 	if e.Action == nil {
 		a.problem(s, probMissingPayload, "ActionReceived at step %d has no action", e.Step)
 		return
@@ -154,36 +272,61 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 	if !ok {
 		return
 	}
-	if cap(s.pending) < n {
-		s.pending = make([]*episode, n)
+	var raw [][][]byte
+	if e.RawAction != nil {
+		if r, err := blob.SplitLanesInto(s.rawSplit, layout, e.RawAction, n); err != nil {
+			a.problem(s, probBadSlab, "raw action at step %d: %v; not recorded", e.Step, err)
+		} else {
+			raw, s.rawSplit = r, r
+		}
 	}
-	s.pending = s.pending[:n]
-	s.havePending = true
-	if a.repeatsStep(s, e) {
+	if cap(g.pending) < n {
+		g.pending = make([]*episode, n)
+	}
+	if cap(g.rolled) < n {
+		g.rolled = make([]bool, n)
+	}
+	g.pending, g.rolled = g.pending[:n], g.rolled[:n]
+	clear(g.rolled)
+	g.have = true
+	if g == &s.whole && a.repeatsStep(s, e) {
 		return
 	}
+	base := laneBase(e.Route)
 	for i, rid := range e.EpisodeRecordIDs {
-		s.pending[i] = nil
+		g.pending[i] = nil
+		li := base + i
 		var ep *episode
 		if rid != "" {
-			ep = s.episodeOn(i, rid)
+			ep = s.episodeOn(li, rid)
 		}
-		if ep == nil || ep.completed {
+		if ep == nil || ep.completed || ep.flagEnded {
 			// A step that belongs to no episode: the lane has none, or
 			// (under NEXT_STEP autoreset) it still names the episode that
-			// completed on the previous step.
+			// completed on the previous step, or (rlmesh 0.1) whose step
+			// before ended it: the lane's roll step.
 			s.droppedSteps++
+			if ep != nil && ep.flagEnded && !ep.completed {
+				g.rolled[i] = true
+			}
 			if ep == nil && rid != "" {
-				if _, done := s.done[rid]; !done {
-					a.problem(s, probUnknownEpisode, "action at step %d for lane %d names %q, which never started", e.Step, i, rid)
-				}
+				a.unknownEpisode(s, "action", e.Step, li, rid, true)
 			}
 			continue
 		}
-		l := s.lane(i)
+		l := s.lane(li)
 		need := blob.Size(lanes[i])
-		if l.hasObs && l.obsRecord == rid {
+		withObs := l.hasObs && l.obsRecord == rid
+		if withObs {
 			need += len(l.obs)
+			if l.hasRawObs {
+				need += len(l.rawObs)
+			}
+		}
+		var rawAct [][]byte
+		if raw != nil && !sameLeaves(raw[i], lanes[i]) {
+			rawAct = raw[i]
+			need += blob.Size(rawAct)
 		}
 		a.reserve(s, ep, need)
 		row := stepRow{
@@ -193,44 +336,82 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			isFirst:     ep.nextStep == 0,
 			recordedAt:  stampOf(at),
 		}
-		if l.hasObs && l.obsRecord == rid {
+		if withObs {
 			row.obsOff = len(ep.arena)
 			ep.arena = append(ep.arena, l.obs...)
 			row.obsLen = len(l.obs)
+			if l.hasRawObs {
+				row.rawObs = appendRef(ep, l.rawObs)
+			}
 			// The observation is consumed by this action.
-			l.hasObs = false
+			l.hasObs, l.hasRawObs = false, false
 		}
 		row.actOff = len(ep.arena)
 		ep.arena = blob.Append(ep.arena, lanes[i])
 		row.actLen = len(ep.arena) - row.actOff
+		if rawAct != nil {
+			off := len(ep.arena)
+			ep.arena = blob.Append(ep.arena, rawAct)
+			row.rawAct = arenaRef{off: off, n: len(ep.arena) - off, set: true}
+		}
 		ep.rows = append(ep.rows, row)
 		ep.nextStep++
 		ep.stepsRecorded++
 		ep.lastAt = at
-		if i == 0 {
+		if li == 0 && g == &s.whole {
 			a.steppedLane0(s, ep, e.Step)
 		}
 		s.stepsRecorded++
-		s.pending[i] = ep
+		g.pending[i] = ep
 	}
 }
 
 func (a *assembler) stepCompleted(s *session, e *events.StepCompleted) {
-	if !s.havePending {
+	a.noteV01(s, e.Route)
+	g := s.group(e.Route)
+	if !g.have {
 		a.problem(s, probRewardWithout, "StepCompleted at step %d without a preceding ActionReceived", e.Step)
 		return
 	}
-	s.havePending = false
+	g.have = false
 	// An empty vector means every reward is 0 (RLMESH.md §4a); rows start at 0.
-	if len(e.Rewards) != 0 && len(e.Rewards) != len(s.pending) {
-		a.problem(s, probLaneCount, "StepCompleted at step %d: %d rewards for %d lanes", e.Step, len(e.Rewards), len(s.pending))
+	if len(e.Rewards) != 0 && len(e.Rewards) != len(g.pending) {
+		a.problem(s, probLaneCount, "StepCompleted at step %d: %d rewards for %d lanes", e.Step, len(e.Rewards), len(g.pending))
 	}
-	for i, ep := range s.pending {
-		if ep == nil || i >= len(e.Rewards) {
+	flags := len(e.Terminated) > 0 || len(e.Truncated) > 0 || len(e.AutoresetRoll) > 0
+	if flags {
+		a.markV01(s)
+		if len(e.Terminated) != len(g.pending) || len(e.Truncated) != len(g.pending) || len(e.AutoresetRoll) != len(g.pending) {
+			a.problem(s, probLaneCount, "StepCompleted at step %d: flags for %d, %d and %d lanes, the action had %d",
+				e.Step, len(e.Terminated), len(e.Truncated), len(e.AutoresetRoll), len(g.pending))
+			flags = false
+		}
+	}
+	var infos []byte
+	if e.Infos != nil {
+		infos = blob.AppendMetaJSON(s.infosBuf[:0], e.Infos)
+		s.infosBuf = infos
+	}
+	base := laneBase(e.Route)
+	for i, ep := range g.pending {
+		if flags {
+			a.checkRoll(s, e, base+i, ep, g.rolled[i], e.AutoresetRoll[i])
+		}
+		if ep == nil {
 			continue
 		}
-		r := e.Rewards[i]
-		ep.rows[len(ep.rows)-1].reward = r
-		ep.rewardSum += r
+		r := &ep.rows[len(ep.rows)-1]
+		if i < len(e.Rewards) {
+			r.reward = e.Rewards[i]
+			ep.rewardSum += r.reward
+		}
+		if infos != nil {
+			r.infos = appendRef(ep, infos)
+		}
+		r.predictMs, r.hasPredict = e.PredictMs.Get()
+		r.stepMs, r.hasStep = e.StepMs.Get()
+		if flags && !e.AutoresetRoll[i] {
+			a.stepFlags(s, ep, r, e.Terminated[i], e.Truncated[i])
+		}
 	}
 }

@@ -16,25 +16,36 @@ import (
 // another follows without a StepCompleted is also counted as
 // action_without_step_completed.
 
-// closePending settles a previous action whose StepCompleted never came:
-// its rows are taken back and kept as logs rows. atEnd says that the
-// session is ending, so that it is no problem.
-func (a *assembler) closePending(s *session, atEnd bool) {
-	if !s.havePending {
+// closeAllPending settles the pending action of every group of s (the
+// session is ending).
+func (a *assembler) closeAllPending(s *session) {
+	a.closePending(s, &s.whole, 0, true)
+	for i := range s.byLane {
+		a.closePending(s, &s.byLane[i], i, true)
+	}
+}
+
+// closePending settles a previous action of group g, whose lane 0 is lane
+// base of the session, whose StepCompleted never came: its rows are
+// taken back and kept as logs rows. atEnd says that the session is
+// ending, so that it is no problem. (A failed step of a lane-served env
+// can leave several lanes each ending on such an action.)
+func (a *assembler) closePending(s *session, g *stepGroup, base int, atEnd bool) {
+	if !g.have {
 		return
 	}
-	s.havePending = false
+	g.have = false
 	var kept, left []string
-	for i, ep := range s.pending {
+	for i, ep := range g.pending {
 		if ep == nil {
 			continue
 		}
-		if a.undoUnfinished(s, ep, int32(i)) {
+		if a.undoUnfinished(s, ep, int32(base+i)) {
 			kept = append(kept, ep.recordID)
 		} else {
 			left = append(left, ep.recordID)
 		}
-		s.pending[i] = nil
+		g.pending[i] = nil
 	}
 	switch {
 	case len(left) > 0:

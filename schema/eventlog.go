@@ -30,7 +30,13 @@ import (
 //	  "truncated":true,"duration_ms":40}
 //
 // (one line; a cumulative_reward that is NaN or infinite is the JSON
-// string "NaN", "Infinity" or "-Infinity"). rlrec replay re-emits them as
+// string "NaN", "Infinity" or "-Infinity"). A RelayAdvisory (rlmesh 0.1:
+// a relay policy converted a payload) is kept the same way, at level
+// "info" for an info advisory and "warn" for a caution (EventLogLevel):
+//
+//	RelayAdvisory {"leg":"env_to_model","severity":"caution","message":"..."}
+//
+// with "lane" added when the event's route named one. rlrec replay re-emits them as
 // the events they were, and rlrec inspect explains them. The format is
 // part of the recorded output: do not change it. An ActionReceived that no
 // StepCompleted followed is kept the same way, one row per lane
@@ -58,6 +64,22 @@ type eventLogEpisode struct {
 
 type eventLogEnv struct {
 	EnvID string `json:"env_id"`
+}
+
+type eventLogAdvisory struct {
+	Leg      string  `json:"leg"`
+	Severity string  `json:"severity"`
+	Message  string  `json:"message"`
+	Lane     *uint32 `json:"lane,omitempty"`
+}
+
+// EventLogLevel is the logs table's level of the row that holds ev:
+// "warn" for a caution RelayAdvisory, "info" for every other event.
+func EventLogLevel(ev events.Event) string {
+	if e, ok := ev.(*events.RelayAdvisory); ok && e.Severity == events.SeverityCaution {
+		return events.LogWarn.String()
+	}
+	return events.LogInfo.String()
 }
 
 // jsonFloat is a float64 whose NaN and infinities are JSON strings.
@@ -118,6 +140,12 @@ func EventLogMessage(ev events.Event) (string, bool) {
 		v = eventLogEpisode{EpisodeID: e.EpisodeID, EpisodeRecordID: e.EpisodeRecordID, EpisodeIndex: e.EpisodeIndex,
 			EnvIndex: e.EnvIndex, StepCount: e.StepCount, CumulativeReward: jsonFloat(e.CumulativeReward),
 			Terminated: e.Terminated, Truncated: e.Truncated, DurationMs: e.DurationMs}
+	case *events.RelayAdvisory:
+		a := eventLogAdvisory{Leg: e.Leg.String(), Severity: e.Severity.String(), Message: e.Message}
+		if lane, ok := e.Route.Lane.Get(); ok {
+			a.Lane = &lane
+		}
+		v = a
 	default:
 		return "", false
 	}
@@ -165,6 +193,29 @@ func ParseEventLog(sessionID string, route events.RuntimeEnvContext, msg string)
 			EpisodeRecordID: v.EpisodeRecordID, EpisodeIndex: v.EpisodeIndex, EnvIndex: v.EnvIndex,
 			StepCount: v.StepCount, CumulativeReward: float64(v.CumulativeReward), Terminated: v.Terminated,
 			Truncated: v.Truncated, DurationMs: v.DurationMs}, nil
+	case events.KindRelayAdvisory.String():
+		var v eventLogAdvisory
+		if err := dec(&v); err != nil {
+			return nil, err
+		}
+		e := &events.RelayAdvisory{SessionID: sessionID, Route: route, Message: v.Message}
+		for _, l := range []events.RelayLeg{events.LegEnvToModel, events.LegModelToEnv} {
+			if l.String() == v.Leg {
+				e.Leg = l
+			}
+		}
+		for _, sv := range []events.AdvisorySeverity{events.SeverityInfo, events.SeverityCaution} {
+			if sv.String() == v.Severity {
+				e.Severity = sv
+			}
+		}
+		if e.Leg == 0 || e.Severity == 0 {
+			return nil, fmt.Errorf("%w: %s: leg %q, severity %q", ErrEventLog, kind, v.Leg, v.Severity)
+		}
+		if v.Lane != nil {
+			e.Route.Lane = events.Some(*v.Lane)
+		}
+		return e, nil
 	}
 	return nil, fmt.Errorf("%w: kind %q", ErrEventLog, kind)
 }

@@ -43,6 +43,8 @@ func TestEventLogRoundTrip(t *testing.T) {
 			EpisodeIndex: 1, StepCount: 100, CumulativeReward: 0.1 + 0.2, Truncated: true, DurationMs: 40}},
 		{"infinite reward", &events.EpisodeCompleted{SessionID: "s", Route: route, EpisodeRecordID: "ep-000002",
 			CumulativeReward: math.Inf(-1), Truncated: true}},
+		{"relay advisory", &events.RelayAdvisory{SessionID: "s", Route: route, Leg: events.LegEnvToModel,
+			Severity: events.SeverityCaution, Message: "observation converted: float64 -> float32"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +74,8 @@ func TestEventLogRoundTrip(t *testing.T) {
 
 func TestParseEventLogRefuses(t *testing.T) {
 	for _, msg := range []string{"", "EnvConnected", "EnvConnected {", "Teleported {}", `EpisodeCompleted {"step_count":"x"}`,
-		`EpisodeCompleted {"cumulative_reward":"lots"}`} {
+		`EpisodeCompleted {"cumulative_reward":"lots"}`, `RelayAdvisory {"leg":"sideways","severity":"info","message":""}`,
+		`RelayAdvisory {"leg":"model_to_env","severity":"dire","message":""}`} {
 		if ev, err := ParseEventLog("s", events.RuntimeEnvContext{}, msg); !errors.Is(err, ErrEventLog) {
 			t.Errorf("%q: %+v, %v; want ErrEventLog", msg, ev, err)
 		}
@@ -185,4 +188,38 @@ func FuzzParseUnfinishedAction(f *testing.F) {
 			t.Fatalf("%q: %+v then %+v", msg, u, u2)
 		}
 	})
+}
+
+// TestRelayAdvisoryLog checks the level of an advisory's logs row and that
+// a lane survives the round trip.
+func TestRelayAdvisoryLog(t *testing.T) {
+	tests := []struct {
+		name  string
+		ev    *events.RelayAdvisory
+		level string
+	}{
+		{"info", &events.RelayAdvisory{SessionID: "s", Leg: events.LegModelToEnv, Severity: events.SeverityInfo, Message: "m"}, "info"},
+		{"caution on a lane", &events.RelayAdvisory{SessionID: "s", Route: events.RuntimeEnvContext{EnvID: "r", Lane: events.Some(uint32(0))},
+			Leg: events.LegEnvToModel, Severity: events.SeverityCaution, Message: "m"}, "warn"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := EventLogLevel(tc.ev); got != tc.level {
+				t.Errorf("level %q, want %q", got, tc.level)
+			}
+			msg, ok := EventLogMessage(tc.ev)
+			if !ok {
+				t.Fatal("not kept")
+			}
+			route := tc.ev.Route
+			route.Lane = events.Option[uint32]{}
+			got, err := ParseEventLog("s", route, msg)
+			if err != nil || !reflect.DeepEqual(got, tc.ev) {
+				t.Fatalf("%q decodes to %+v, %v; want %+v", msg, got, err, tc.ev)
+			}
+		})
+	}
+	if got := EventLogLevel(&events.ModelConnected{}); got != "info" {
+		t.Errorf("ModelConnected level %q", got)
+	}
 }

@@ -19,9 +19,17 @@ import (
 // types, metadata keys. Do not change any of it without bumping
 // SchemaVersion.
 
-// SchemaVersion is the version of the table layout, stored in every file
-// under MetaSchemaVersion.
-const SchemaVersion = "2"
+// SchemaVersion is the version of the table layout rlrec writes, stored in
+// every file under MetaSchemaVersion. Version 3 (rlmesh 0.1) adds columns
+// to version 2 and changes none (version3.go); readers accept both
+// (KnownSchemaVersion). Every file of one recording has one version.
+const SchemaVersion = "3"
+
+// SchemaVersion2 is the previous version, which readers still accept.
+const SchemaVersion2 = "2"
+
+// KnownSchemaVersion reports whether v is a version this rlrec reads.
+func KnownSchemaVersion(v string) bool { return v == SchemaVersion || v == SchemaVersion2 }
 
 // Key-value metadata keys of every table file.
 const (
@@ -45,6 +53,13 @@ const (
 	// files of unnumbered events have none, and readers that do not know
 	// it ignore it.
 	MetaLastSequence = "rlrec.last_sequence"
+	// MetaRunNonce, in a sessions, logs or telemetry file of a recording
+	// whose events came numbered, is the nonce of the run that recorded it
+	// (eventsv1.Event.run_nonce) in hex, or "rlrec-derived:" and hex for a
+	// run that sent none (the hash of its first event). A server started
+	// on the ROOT later refuses another run's events under the
+	// recording's ids. Optional: readers that do not know it ignore it.
+	MetaRunNonce = "rlrec.run_nonce"
 	// MetaStoreRequests, in a sessions file of a ROOT in object storage,
 	// counts the requests the writer had sent for the recording when it
 	// wrote the file's row: its claim, its listings, the puts of the
@@ -224,6 +239,51 @@ type EpisodeRow struct {
 	FinalInfo            *string    `parquet:"final_info,optional"`
 	FinalObservationBlob []byte     `parquet:"final_observation_blob,optional,plain"`
 	StepsFile            *string    `parquet:"steps_file,optional"`
+	// The columns of schema version 3 (version3.go), after every column of
+	// version 2.
+	Seed          *int64   `parquet:"seed,optional"`
+	TrialIndex    *uint64  `parquet:"trial_index,optional"`
+	SuccessSource *string  `parquet:"success_source,optional,dict"`
+	Lane          *int64   `parquet:"lane,optional"`
+	PredictMs     *float64 `parquet:"predict_ms,optional"`
+	StepMs        *float64 `parquet:"step_ms,optional"`
+}
+
+// EpisodeRowV2 is an episodes row of a schema version 2 file: EpisodeRow
+// without the version 3 columns.
+type EpisodeRowV2 struct {
+	EpisodeRecordID      string     `parquet:"episode_record_id"`
+	EpisodeID            string     `parquet:"episode_id"`
+	EpisodeIndex         int64      `parquet:"episode_index"`
+	EnvIndex             int32      `parquet:"env_index"`
+	EnvComponentID       string     `parquet:"env_component_id,dict"`
+	ModelComponentID     string     `parquet:"model_component_id,dict"`
+	StartedFromAutoReset bool       `parquet:"started_from_auto_reset"`
+	Status               string     `parquet:"status,dict"`
+	StepCount            *int64     `parquet:"step_count,optional"`
+	CumulativeReward     *float64   `parquet:"cumulative_reward,optional"`
+	StepsRecorded        int64      `parquet:"steps_recorded"`
+	RewardSum            float64    `parquet:"reward_sum"`
+	Terminated           bool       `parquet:"terminated"`
+	Truncated            bool       `parquet:"truncated"`
+	Success              *bool      `parquet:"success,optional"`
+	DurationMs           *int64     `parquet:"duration_ms,optional"`
+	StartedAt            time.Time  `parquet:"started_at,timestamp(microsecond:utc)"`
+	EndedAt              *time.Time `parquet:"ended_at,optional,timestamp(microsecond:utc)"`
+	FinalInfo            *string    `parquet:"final_info,optional"`
+	FinalObservationBlob []byte     `parquet:"final_observation_blob,optional,plain"`
+	StepsFile            *string    `parquet:"steps_file,optional"`
+}
+
+// Upgrade returns the row as a version 3 row: its version 3 columns null.
+func (r EpisodeRowV2) Upgrade() EpisodeRow {
+	return EpisodeRow{EpisodeRecordID: r.EpisodeRecordID, EpisodeID: r.EpisodeID, EpisodeIndex: r.EpisodeIndex,
+		EnvIndex: r.EnvIndex, EnvComponentID: r.EnvComponentID, ModelComponentID: r.ModelComponentID,
+		StartedFromAutoReset: r.StartedFromAutoReset, Status: r.Status, StepCount: r.StepCount,
+		CumulativeReward: r.CumulativeReward, StepsRecorded: r.StepsRecorded, RewardSum: r.RewardSum,
+		Terminated: r.Terminated, Truncated: r.Truncated, Success: r.Success, DurationMs: r.DurationMs,
+		StartedAt: r.StartedAt, EndedAt: r.EndedAt, FinalInfo: r.FinalInfo,
+		FinalObservationBlob: r.FinalObservationBlob, StepsFile: r.StepsFile}
 }
 
 // SessionRow is one row of the sessions table. total_steps and
@@ -245,6 +305,36 @@ type SessionRow struct {
 	Problems         int64      `parquet:"problems"`
 	ProblemSummary   *string    `parquet:"problem_summary,optional"`
 	Clock            string     `parquet:"clock,dict"`
+	// SurplusSteps (schema version 3) counts the lane-steps of surplus
+	// episodes (version3.go); null in version 2 files.
+	SurplusSteps *int64 `parquet:"surplus_steps,optional"`
+}
+
+// SessionRowV2 is a sessions row of a schema version 2 file: SessionRow
+// without surplus_steps.
+type SessionRowV2 struct {
+	EnvComponentID   string     `parquet:"env_component_id"`
+	ModelComponentID string     `parquet:"model_component_id"`
+	Status           string     `parquet:"status"`
+	Reason           *string    `parquet:"reason,optional"`
+	TotalSteps       *int64     `parquet:"total_steps,optional"`
+	TotalEpisodes    *int64     `parquet:"total_episodes,optional"`
+	StartedAt        time.Time  `parquet:"started_at,timestamp(microsecond:utc)"`
+	EndedAt          *time.Time `parquet:"ended_at,optional,timestamp(microsecond:utc)"`
+	EpisodesRecorded int64      `parquet:"episodes_recorded"`
+	StepsRecorded    int64      `parquet:"steps_recorded"`
+	DroppedSteps     int64      `parquet:"dropped_steps"`
+	Problems         int64      `parquet:"problems"`
+	ProblemSummary   *string    `parquet:"problem_summary,optional"`
+	Clock            string     `parquet:"clock,dict"`
+}
+
+// Upgrade returns the row as a version 3 row (surplus_steps null).
+func (r SessionRowV2) Upgrade() SessionRow {
+	return SessionRow{EnvComponentID: r.EnvComponentID, ModelComponentID: r.ModelComponentID, Status: r.Status,
+		Reason: r.Reason, TotalSteps: r.TotalSteps, TotalEpisodes: r.TotalEpisodes, StartedAt: r.StartedAt,
+		EndedAt: r.EndedAt, EpisodesRecorded: r.EpisodesRecorded, StepsRecorded: r.StepsRecorded,
+		DroppedSteps: r.DroppedSteps, Problems: r.Problems, ProblemSummary: r.ProblemSummary, Clock: r.Clock}
 }
 
 // SessionRowBeforeClock is a sessions row of a file written before the
@@ -294,7 +384,11 @@ type TelemetryRow struct {
 // Schemas of the fixed tables.
 var (
 	EpisodesSchema = parquet.SchemaOf(EpisodeRow{})
-	SessionsSchema = parquet.SchemaOf(SessionRow{})
+	// EpisodesSchemaV2 is the episodes table of schema version 2.
+	EpisodesSchemaV2 = parquet.SchemaOf(EpisodeRowV2{})
+	SessionsSchema   = parquet.SchemaOf(SessionRow{})
+	// SessionsSchemaV2 is the sessions table of schema version 2.
+	SessionsSchemaV2 = parquet.SchemaOf(SessionRowV2{})
 	// SessionsSchemaBeforeClock is the sessions table as rlrec wrote it
 	// before the clock column: readers and rlrec verify accept such files
 	// (their clock reads as "", unknown).
@@ -350,6 +444,11 @@ type StepsTable struct {
 	// Observation and Action list the typed columns, in leaf order.
 	Observation []TypedColumn
 	Action      []TypedColumn
+	// Version is the schema version the table is of; from version 3 on,
+	// the columns V3StepsColumns lists follow the typed ones, from
+	// V3Index on.
+	Version string
+	V3Index int
 }
 
 // Leaf column indexes of the fixed steps columns, in file order; the typed
@@ -410,17 +509,26 @@ func FixedStepsColumns() []StepsColumn {
 // stored as binary; 0 means DefaultBinaryThreshold. Text leaves are always
 // strings.
 func StepsSchema(obs, act *Layout, binaryThreshold int) (*StepsTable, error) {
-	return stepsSchema(obs, act, binaryThreshold, false)
+	return stepsSchema(obs, act, binaryThreshold, false, SchemaVersion)
+}
+
+// StepsSchemaOf is StepsSchema (or PackedStepsSchema, when packed) of the
+// given schema version: a version 2 table has no version 3 columns.
+func StepsSchemaOf(version string, obs, act *Layout, binaryThreshold int, packed bool) (*StepsTable, error) {
+	if !KnownSchemaVersion(version) {
+		return nil, fmt.Errorf("schema: steps table of unknown schema version %q", version)
+	}
+	return stepsSchema(obs, act, binaryThreshold, packed, version)
 }
 
 // PackedStepsSchema is StepsSchema for the packed steps files of layout
 // "session": the fixed columns end with episode_record_id
 // (StepsColEpisodeRecordID), since the file holds many episodes.
 func PackedStepsSchema(obs, act *Layout, binaryThreshold int) (*StepsTable, error) {
-	return stepsSchema(obs, act, binaryThreshold, true)
+	return stepsSchema(obs, act, binaryThreshold, true, SchemaVersion)
 }
 
-func stepsSchema(obs, act *Layout, binaryThreshold int, packed bool) (*StepsTable, error) {
+func stepsSchema(obs, act *Layout, binaryThreshold int, packed bool, version string) (*StepsTable, error) {
 	if binaryThreshold <= 0 {
 		binaryThreshold = DefaultBinaryThreshold
 	}
@@ -428,7 +536,7 @@ func stepsSchema(obs, act *Layout, binaryThreshold int, packed bool) (*StepsTabl
 	if packed {
 		fields = append(fields, orderedField{ColEpisodeRecordID, parquet.Encoded(parquet.String(), dictEnc)})
 	}
-	t := &StepsTable{Packed: packed}
+	t := &StepsTable{Packed: packed, Version: version}
 	seen := make(map[string]bool, len(fields))
 	for _, f := range fields {
 		seen[f.name] = true
@@ -439,6 +547,16 @@ func stepsSchema(obs, act *Layout, binaryThreshold int, packed bool) (*StepsTabl
 	}
 	if t.Action, fields, err = typedColumns(fields, seen, ColAction, act, binaryThreshold); err != nil {
 		return nil, err
+	}
+	t.V3Index = -1
+	if version != SchemaVersion2 {
+		t.V3Index = len(fields)
+		for _, c := range V3StepsColumns() {
+			if seen[c.Name] {
+				return nil, fmt.Errorf("schema: steps column %q appears twice", c.Name)
+			}
+			fields = append(fields, orderedField{c.Name, c.Node})
+		}
 	}
 	t.Schema = parquet.NewSchema(TableSteps, newOrderedGroup(fields))
 	return t, nil

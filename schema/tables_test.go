@@ -145,8 +145,28 @@ func TestStepsSchemaColumns(t *testing.T) {
 				t.Fatal(err)
 			}
 			fields := st.Schema.Fields()
-			if len(fields) != NumFixedStepsColumns+len(tt.want) {
-				t.Fatalf("%d fields, want %d:\n%s", len(fields), NumFixedStepsColumns+len(tt.want), st.Schema)
+			if len(fields) != NumFixedStepsColumns+len(tt.want)+NumV3StepsColumns {
+				t.Fatalf("%d fields, want %d:\n%s", len(fields), NumFixedStepsColumns+len(tt.want)+NumV3StepsColumns, st.Schema)
+			}
+			// Version 3's columns follow the typed ones, in their order.
+			if st.V3Index != NumFixedStepsColumns+len(tt.want) {
+				t.Errorf("V3Index %d, want %d", st.V3Index, NumFixedStepsColumns+len(tt.want))
+			}
+			for i, c := range V3StepsColumns() {
+				if got := fields[st.V3Index+i].Name(); got != c.Name {
+					t.Errorf("version 3 column %d is %q, want %q", i, got, c.Name)
+				}
+				if !fields[st.V3Index+i].Optional() {
+					t.Errorf("%s is not optional", c.Name)
+				}
+			}
+			// A version 2 table is the same without them.
+			v2, err := StepsSchemaOf(SchemaVersion2, obs, act, tt.threshold, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(v2.Schema.Fields()); n != NumFixedStepsColumns+len(tt.want) || v2.V3Index != -1 {
+				t.Errorf("version 2 table: %d fields, V3Index %d", n, v2.V3Index)
 			}
 			for i, name := range fixed {
 				if fields[i].Name() != name {
@@ -214,8 +234,20 @@ func TestRowStructTags(t *testing.T) {
 			ColStartedFromAutoReset, ColStatus, ColStepCount, ColCumulativeReward, ColStepsRecorded,
 			ColRewardSum, ColTerminated, ColTruncated, ColSuccess, ColDurationMs, ColStartedAt, ColEndedAt,
 			ColFinalInfo, ColFinalObservationBlob, ColStepsFile,
+			ColSeed, ColTrialIndex, ColSuccessSource, ColLane, ColPredictMs, ColStepMs,
+		}},
+		{"episodes version 2", EpisodesSchemaV2, []string{
+			ColEpisodeRecordID, ColEpisodeID, ColEpisodeIndex, ColEnvIndex, ColEnvComponentID, ColModelComponentID,
+			ColStartedFromAutoReset, ColStatus, ColStepCount, ColCumulativeReward, ColStepsRecorded,
+			ColRewardSum, ColTerminated, ColTruncated, ColSuccess, ColDurationMs, ColStartedAt, ColEndedAt,
+			ColFinalInfo, ColFinalObservationBlob, ColStepsFile,
 		}},
 		{"sessions", SessionsSchema, []string{
+			ColEnvComponentID, ColModelComponentID, ColStatus, ColReason, ColTotalSteps,
+			ColTotalEpisodes, ColStartedAt, ColEndedAt, ColEpisodesRecorded, ColStepsRecorded, ColDroppedSteps,
+			ColProblems, ColProblemSummary, ColClock, ColSurplusSteps,
+		}},
+		{"sessions version 2", SessionsSchemaV2, []string{
 			ColEnvComponentID, ColModelComponentID, ColStatus, ColReason, ColTotalSteps,
 			ColTotalEpisodes, ColStartedAt, ColEndedAt, ColEpisodesRecorded, ColStepsRecorded, ColDroppedSteps,
 			ColProblems, ColProblemSummary, ColClock,
@@ -236,7 +268,7 @@ func TestRowStructTags(t *testing.T) {
 				t.Fatalf("columns\n got %v\nwant %v", got, tt.cols)
 			}
 			for _, f := range fields {
-				if f.Name() == ColSessionID || f.Name() == ColEnvID || (f.Name() == ColEpisodeRecordID && tt.name != "episodes") {
+				if f.Name() == ColSessionID || f.Name() == ColEnvID || (f.Name() == ColEpisodeRecordID && !strings.HasPrefix(tt.name, "episodes")) {
 					t.Errorf("partition column %s inside the file", f.Name())
 				}
 				if strings.HasSuffix(f.Name(), "_at") || f.Name() == ColTime {

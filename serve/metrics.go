@@ -17,14 +17,19 @@ import (
 // Prometheus text format. Metric names are part of the interface
 // dashboards use: do not change them.
 type metrics struct {
-	streams         atomic.Int64
-	batches         atomic.Int64
-	events          atomic.Int64
-	bytes           atomic.Int64
-	unacked         atomic.Int64
-	duplicates      atomic.Int64
-	gaps            atomic.Int64
-	refusedRuns     atomic.Int64
+	streams     atomic.Int64
+	batches     atomic.Int64
+	events      atomic.Int64
+	bytes       atomic.Int64
+	unacked     atomic.Int64
+	duplicates  atomic.Int64
+	gaps        atomic.Int64
+	refusedRuns atomic.Int64
+	// contentMismatch counts events refused for content that differs
+	// from the event their number was given to; unverified the resends
+	// dropped whose content could not be checked (runid.Window).
+	contentMismatch atomic.Int64
+	unverified      atomic.Int64
 	unauthenticated atomic.Int64
 	// failedRecordings counts the recordings whose files failed.
 	failedRecordings atomic.Int64
@@ -101,7 +106,9 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	one("rlrec_serve_queue_bytes", "gauge", "Bytes of event messages received and not yet acknowledged durable.", m.unacked.Load())
 	one("rlrec_serve_duplicate_events_total", "counter", "Resent events dropped because the server had them.", m.duplicates.Load())
 	one("rlrec_serve_sequence_gaps_total", "counter", "Streams refused for an event whose sequence skipped numbers of its recording.", m.gaps.Load())
-	one("rlrec_serve_refused_runs_total", "counter", "SessionStarted events refused because another run is recording the same ids.", m.refusedRuns.Load())
+	one("rlrec_serve_refused_runs_total", "counter", "Runs refused on a stream because another run (another run nonce, or other content under its sequence numbers) is recording the same ids.", m.refusedRuns.Load())
+	one("rlrec_serve_content_mismatches_total", "counter", "Events refused because their content differs from the event their sequence number was given to.", m.contentMismatch.Load())
+	one("rlrec_serve_unverified_resends_total", "counter", "Resent events dropped whose content could not be checked (older than the kept hashes).", m.unverified.Load())
 	one("rlrec_serve_failed_recordings", "gauge", "Recordings whose files could not be written: their events are in the log, for the next recovery.", m.failedRecordings.Load())
 	one("rlrec_serve_unauthenticated_total", "counter", "Calls refused for a missing or wrong token.", m.unauthenticated.Load())
 	fmt.Fprintf(w, "# HELP rlrec_serve_refused_events_total Events not recorded, by reason.\n# TYPE rlrec_serve_refused_events_total counter\n")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/ingest/ingestv1"
+	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -92,6 +93,14 @@ type recordingState struct {
 	// the recording: a resent one is the same bytes (a client encodes an
 	// event once), a new run that reuses the recording's ids is not.
 	started []byte
+	// nonce is the recording's run nonce (internal/runid), when known
+	// (nonceKnown): from the log or the published files after a restart,
+	// else from the first event handed over that carried or derived one.
+	nonce      []byte
+	nonceKnown bool
+	// hashes are the content hashes of the recording's last numbered
+	// events, for telling a resend from new content under a used number.
+	hashes runid.Window
 }
 
 // NewServer returns a Server recording into rec, which should be opened
@@ -277,11 +286,21 @@ func (s *Server) recording(sessionID, envID string) *recordingState {
 	st := s.recs[k]
 	if st == nil {
 		st = &recordingState{last: s.rec.RecoveredSequence(sessionID, envID)}
+		if run, ok := s.rec.RecoveredRun(sessionID, envID); ok {
+			st.nonce, st.nonceKnown, st.hashes = run.Nonce, run.Nonce != nil, run.Hashes
+		}
 		if st.last == 0 {
 			var err error
 			if st.published, err = s.rec.PublishedSequence(sessionID, envID); err != nil {
 				s.log.Warn("cannot tell which resent events of a recording ROOT holds; they are recorded again as late parts",
 					"session", sessionID, "env", envID, "err", err)
+			}
+			if st.published != 0 {
+				if st.nonce, err = s.rec.PublishedRunNonce(sessionID, envID); err != nil {
+					s.log.Warn("cannot tell which run recorded a recording ROOT holds",
+						"session", sessionID, "env", envID, "err", err)
+				}
+				st.nonceKnown = st.nonce != nil
 			}
 		}
 		s.recs[k] = st
@@ -310,9 +329,26 @@ type stream struct {
 	// refused holds the recordings whose SessionStarted this stream sent
 	// for a recording open on the server: every later event of theirs on
 	// this stream is refused too, not taken for a resend.
-	refused map[recordingKey]struct{}
+	// The value is why (the first refusal's message).
+	refused map[recordingKey]string
 	// poke wakes sendAcks when the stream ends.
 	poke chan struct{}
+	// lastNonce is a copy of the last run nonce an event of the stream
+	// carried (nonce).
+	lastNonce []byte
+}
+
+// nonce returns the run nonce of the event just decoded, nil when it has
+// none, as a copy that the stream shares between events of one run.
+func (st *stream) nonce() []byte {
+	n := st.dec.RunNonce()
+	if len(n) == 0 {
+		return nil
+	}
+	if !bytes.Equal(n, st.lastNonce) {
+		st.lastNonce = bytes.Clone(n)
+	}
+	return st.lastNonce
 }
 
 // Record serves one stream: see the package doc.
@@ -445,27 +481,32 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 	}
 	stamped := !at.IsZero()
 	key := recordingKey{sid, route.EnvID}
-	if _, ok := st.refused[key]; ok {
+	if why, ok := st.refused[key]; ok {
 		return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq, Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER,
-			Message: fmt.Sprintf("%s of session %q (env_id %q): this stream's SessionStarted of the recording was refused (another run is recording it)", ev.Kind(), sid, route.EnvID)}, nil
+			Message: fmt.Sprintf("%s of session %q (env_id %q): an earlier event of this stream's run of the recording was refused, and so is the rest: %s", ev.Kind(), sid, route.EnvID, why)}, nil
 	}
 	rs := s.recording(sid, route.EnvID)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	run := recorder.Run{Nonce: st.nonce(), Hash: runid.ContentHash(msg)}
+	if len(run.Nonce) == 0 && seq == 1 {
+		// A run without a nonce: one derived from its first event.
+		run.Nonce, run.Derived = runid.Derive(msg), true
+	}
+	if ref := st.checkRun(rs, key, ev, seq, run); ref != nil {
+		return ref, nil
+	}
 	known := rs.last
 	if ev.Kind() != events.KindSessionStarted {
 		known = max(known, rs.published)
 	}
 	if seq <= known {
+		if ref := st.checkResend(rs, key, ev, seq, run); ref != nil {
+			return ref, nil
+		}
 		if ev.Kind() == events.KindSessionStarted && rs.started != nil && !bytes.Equal(rs.started, msg) {
 			// Not a resend: a second run reusing an open recording's ids.
-			if st.refused == nil {
-				st.refused = make(map[recordingKey]struct{})
-			}
-			st.refused[key] = struct{}{}
-			s.m.refusedRuns.Add(1)
-			return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq, Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER,
-				Message: fmt.Sprintf("SessionStarted of session %q (env_id %q) differs from the one this server recorded (%d events so far): another run with the same ids is still recording it; nothing of this run is recorded (give it another session id)", sid, route.EnvID, rs.last)}, nil
+			return st.refuseRun(key, ev, seq, fmt.Sprintf("SessionStarted of session %q (env_id %q) differs from the one this server recorded (%d events so far): another run with the same ids is still recording it; nothing of this run is recorded (give it another session id)", sid, route.EnvID, rs.last)), nil
 		}
 		s.m.duplicates.Add(1)
 		return nil, nil
@@ -484,17 +525,21 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 	case st.dec.RecorderClock():
 		// A replayed recording whose times were a recorder's: the log
 		// record says so (re-encoded).
-		err = s.rec.RecordStamped(ctx, ev, at, seq)
+		err = s.rec.RecordStampedRun(ctx, ev, at, seq, run)
 	case stamped:
 		// The log keeps the client's bytes: no second encode.
-		err = s.rec.RecordEncoded(ctx, msg, ev, at, seq)
+		err = s.rec.RecordEncodedRun(ctx, msg, ev, at, seq, run)
 	default:
 		// No time: the recorder stamps its clock, and says so.
-		err = s.rec.RecordSequenced(ctx, ev, time.Time{}, seq)
+		err = s.rec.RecordSequencedRun(ctx, ev, time.Time{}, seq, run)
 	}
 	switch {
 	case err == nil:
 		rs.last = seq
+		rs.hashes.Add(seq, run.Hash)
+		if !rs.nonceKnown && len(run.Nonce) > 0 {
+			rs.nonce, rs.nonceKnown = bytes.Clone(run.Nonce), true
+		}
 		if ev.Kind() == events.KindSessionStarted && rs.started == nil {
 			rs.started = bytes.Clone(msg)
 		}

@@ -77,7 +77,7 @@ func TestCappedDisabledAsRlmesh(t *testing.T) {
 	want := file.Events
 
 	route := events.RuntimeEnvContext{EnvID: "0190a000-0000-7000-8000-000000000001", EnvComponentID: "env/scripted", ModelComponentID: "model/scripted"}
-	cfg := Config{Env: "scripted", NumEnvs: 1, Autoreset: AutoresetDisabled, MaxEpisodeSteps: 3, MaxEpisodes: 5,
+	cfg := Config{Env: "scripted", NumEnvs: 1, Autoreset: AutoresetDisabled, MaxEpisodeSteps: 3, MaxEpisodes: 5, Order: OrderRC5,
 		testEnv: scriptedEnv(0, false), SessionID: "capped", Route: route,
 		Clock: StepClock(time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)}
 	c := &timedCollector{}

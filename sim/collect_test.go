@@ -84,11 +84,15 @@ func (c *collector) OnActionReceived(_ context.Context, ev *events.ActionReceive
 	e.EpisodeIDs = slices.Clone(ev.EpisodeIDs)
 	e.EpisodeRecordIDs = slices.Clone(ev.EpisodeRecordIDs)
 	e.Action = cloneSlabs(ev.Action)
+	e.RawAction = cloneSlabs(ev.RawAction)
 	return c.add(&e)
 }
 func (c *collector) OnStepCompleted(_ context.Context, ev *events.StepCompleted) error {
 	e := *ev
 	e.Rewards = slices.Clone(ev.Rewards)
+	e.Terminated = slices.Clone(ev.Terminated)
+	e.Truncated = slices.Clone(ev.Truncated)
+	e.AutoresetRoll = slices.Clone(ev.AutoresetRoll)
 	return c.add(&e)
 }
 func (c *collector) OnObservationEmitted(_ context.Context, ev *events.ObservationEmitted) error {
@@ -96,10 +100,16 @@ func (c *collector) OnObservationEmitted(_ context.Context, ev *events.Observati
 	e.EpisodeIDs = slices.Clone(ev.EpisodeIDs)
 	e.EpisodeRecordIDs = slices.Clone(ev.EpisodeRecordIDs)
 	e.Observation = cloneSlabs(ev.Observation)
+	e.RawObservation = cloneSlabs(ev.RawObservation)
 	return c.add(&e)
 }
 func (c *collector) OnTelemetrySnapshot(_ context.Context, ev *events.TelemetrySnapshot) error {
 	e := *ev
 	e.Snapshot.Rows = slices.Clone(ev.Snapshot.Rows)
+	return c.add(&e)
+}
+
+func (c *collector) OnRelayAdvisory(_ context.Context, ev *events.RelayAdvisory) error {
+	e := *ev
 	return c.add(&e)
 }

@@ -24,6 +24,45 @@ const (
 	AutoresetDisabled Autoreset = 2
 )
 
+// Order is the rlmesh release whose event order and fields a session
+// follows. Values are part of a Config: do not change them.
+type Order uint8
+
+const (
+	// Order01 is rlmesh 0.1's (the default): completions deferred to the
+	// NEXT_STEP roll step, per-lane flags, seeds, trial indices, success,
+	// infos, predict/step times and raw payloads, surplus episodes, the
+	// final telemetry before SessionEnded, and lane-served envs.
+	Order01 Order = 0
+	// OrderRC5 is rlmesh v0.1.0-rc.5's: none of 0.1's fields, the
+	// completion at the step that ended an episode, SessionEnded before
+	// the final telemetry, and the env server's second report of a capped
+	// episode (see CapsCompleteOnce).
+	OrderRC5 Order = 1
+)
+
+// String returns "0.1" or "rc5".
+func (o Order) String() string {
+	switch o {
+	case Order01:
+		return "0.1"
+	case OrderRC5:
+		return "rc5"
+	}
+	return fmt.Sprintf("Order(%d)", uint8(o))
+}
+
+// ParseOrder parses "0.1" or "rc5".
+func ParseOrder(s string) (Order, error) {
+	switch s {
+	case "0.1":
+		return Order01, nil
+	case "rc5":
+		return OrderRC5, nil
+	}
+	return 0, fmt.Errorf("rlmesh order %q (want 0.1 or rc5): %w", s, ErrConfig)
+}
+
 // DefaultMaxEpisodeSteps is the step cap rlmesh applies under disabled
 // autoreset when no cap is configured, so an env that never ends an
 // episode is truncated instead of hanging the run.
@@ -60,6 +99,29 @@ type Config struct {
 	NumEnvs int
 	// Autoreset is the autoreset mode (required).
 	Autoreset Autoreset
+	// Order is the rlmesh release the session follows: 0.1 (the zero
+	// value) or rc5.
+	Order Order
+	// LaneServed (0.1 only) makes the env a lane-served one (rlmesh's
+	// subset_step, an EnvServer of several envs): with NumEnvs > 1 each
+	// lane is its own group with its own reset, predict and step loop, in
+	// simulated time, so the lanes' events interleave; they carry
+	// route.lane, env_index = the lane, one-element id, reward and flag
+	// vectors and num_envs 1. Allowed under either autoreset mode.
+	LaneServed bool
+	// Transform (0.1 only) simulates transform hooks that change some
+	// payloads, so raw_observation and raw_action differ from what the
+	// model and the env received on those steps: the observation transform
+	// repeats a group's previous observation on every 4th step observation
+	// (a dropped camera frame), the action transform holds its previous
+	// action on every 5th action (an action repeat). Without it raw
+	// payloads equal the transformed ones and are left out.
+	Transform bool
+	// RelayAdvisory (0.1 only) simulates a custom relay policy that
+	// converts the observation for the model: one RelayAdvisory event
+	// (env to model, caution) right after SessionStarted. Stock rlmesh
+	// never sends one.
+	RelayAdvisory bool
 	// MaxEpisodes ends the session with SessionEnded once this many
 	// episodes have completed (>= 1).
 	MaxEpisodes int64
@@ -86,7 +148,9 @@ type Config struct {
 	// on each episode of the lane lasts one step and its completion comes
 	// one step late, until the env itself ends an episode on its one
 	// step. With CapsCompleteOnce, a capped episode completes once and
-	// the lane resets cleanly.
+	// the lane resets cleanly. This is rc5's behaviour: rlmesh 0.1 drops
+	// the server's stale report, so under Order01 a capped episode always
+	// completes once.
 	CapsCompleteOnce bool
 	// TimeLimit, when > 0, is the env's own time limit (a gymnasium
 	// TimeLimit wrapper): the env truncates an episode at this many steps,
@@ -123,9 +187,16 @@ type Config struct {
 	// window it is skipped when empty, as it may be when the ticker has
 	// just taken the last samples.
 	LateWindow bool
-	// Clock supplies every wall-clock value (episode ids, session id,
-	// duration_ms, telemetry durations); nil means time.Now.
+	// Clock gives the session's start: it is read once (and for minted
+	// session and env ids); nil means time.Now. From there the session
+	// runs in simulated time (every event time, episode id, duration_ms,
+	// time cap and telemetry duration): each step takes the env's control
+	// period (ControlPeriod), whatever the speed of the loop.
 	Clock func() time.Time
+	// ControlPeriod, when > 0, replaces the env's control period (0.02 s
+	// for cartpole, 0.1 s for pick-place, 0.05 s for all-leaves; see
+	// ControlPeriod()), the simulated time between two steps.
+	ControlPeriod time.Duration
 	// SessionID is the session id; "" mints a UUIDv7 from Clock and Seed.
 	SessionID string
 	// Route names the route; the zero value derives one from Env.
@@ -148,8 +219,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("autoreset %v, want next-step or disabled: %w", c.Autoreset, ErrConfig)
 	case c.MaxEpisodes < 1:
 		return fmt.Errorf("max_episodes %d, want >= 1: %w", c.MaxEpisodes, ErrConfig)
-	case c.NumEnvs > 1 && c.Autoreset != AutoresetNextStep:
-		return fmt.Errorf("num_envs %d with %v autoreset: num_envs > 1 requires next-step autoreset (disabled is allowed only with num_envs = 1): %w", c.NumEnvs, c.Autoreset, ErrConfig)
+	case c.Order != Order01 && c.Order != OrderRC5:
+		return fmt.Errorf("order %v, want 0.1 or rc5: %w", c.Order, ErrConfig)
+	case c.Order == OrderRC5 && (c.LaneServed || c.Transform || c.RelayAdvisory):
+		return fmt.Errorf("lane-served envs, transforms and relay advisories are rlmesh 0.1's, not rc5's: %w", ErrConfig)
+	case c.NumEnvs > 1 && c.Autoreset != AutoresetNextStep && !c.LaneServed:
+		return fmt.Errorf("num_envs %d with %v autoreset: num_envs > 1 requires next-step autoreset (disabled is allowed only with num_envs = 1, or with lane-served envs in rlmesh 0.1): %w", c.NumEnvs, c.Autoreset, ErrConfig)
 	case c.MaxEpisodeSteps < 0:
 		return fmt.Errorf("max episode steps %d, want >= 0 (0 = no cap): %w", c.MaxEpisodeSteps, ErrConfig)
 	case c.MaxEpisodeTime < 0:
@@ -160,6 +235,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("time limit %d, want >= 0 (0 = none): %w", c.TimeLimit, ErrConfig)
 	case c.FailAfterSteps < 0:
 		return fmt.Errorf("fail after %d steps, want >= 0 (0 = never): %w", c.FailAfterSteps, ErrConfig)
+	case c.ControlPeriod < 0:
+		return fmt.Errorf("control period %v, want >= 0 (0 = the env's): %w", c.ControlPeriod, ErrConfig)
 	case c.TelemetryInterval < 0:
 		return fmt.Errorf("telemetry interval %v, want >= 0: %w", c.TelemetryInterval, ErrConfig)
 	}

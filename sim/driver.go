@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
@@ -23,6 +24,7 @@ const (
 	streamSession = 4       // + session index in RunSessions
 	streamRoute   = 1 << 32 // + session index in RunSessions
 	streamLate    = 2 << 32 // where Config.LateWindow's snapshot lands
+	streamTiming  = 5       // the simulated durations of calls (pace)
 )
 
 // Summary is what a finished session did.
@@ -32,8 +34,13 @@ type Summary struct {
 	EnvID string
 	// Steps is the number of batch steps (env.step calls) taken.
 	Steps int64
-	// LaneSteps is Steps × NumEnvs.
+	// LaneSteps is the lane steps taken: Steps × NumEnvs, or with a
+	// lane-served env the sum of the groups' steps.
 	LaneSteps int64
+	// SurplusLaneSteps (rlmesh 0.1) is the part of LaneSteps whose lane
+	// held a surplus episode (beyond the max_episodes budget: it never
+	// starts or completes), its roll step included.
+	SurplusLaneSteps int64
 	// Episodes is the number of completed episodes.
 	Episodes int64
 	// Failed reports that the session ended with SessionFailed.
@@ -133,27 +140,35 @@ type interrupted struct {
 }
 
 type session struct {
-	ctx    context.Context
-	hooks  events.Hooks
-	cfg    Config
-	id     string
-	route  events.RuntimeEnvContext
-	clock  func() time.Time
-	newEnv envFactory
-	env    env
-	obsSp  *spacesv1.SpaceSpec
-	actSp  *spacesv1.SpaceSpec
-	idRNG  *rand.Rand
-	meter  *meter
-	lanes  []laneState
-	epIDs  []string
-	recIDs []string
+	ctx   context.Context
+	hooks events.Hooks
+	cfg   Config
+	id    string
+	route events.RuntimeEnvContext
+	// origin is Config.Clock's reading at the start; at the simulated
+	// time since (see pace): every event time is origin + at.
+	origin  time.Time
+	at      atomic.Int64 // nanoseconds; see elapsed
+	pace    pace
+	timeRNG *rand.Rand
+	newEnv  envFactory
+	env     env
+	obsSp   *spacesv1.SpaceSpec
+	actSp   *spacesv1.SpaceSpec
+	idRNG   *rand.Rand
+	meter   *meter
+	lanes   []laneState
+	epIDs   []string
+	recIDs  []string
 
 	rewards   []float64
 	stepCap   int64
 	nextIndex int64 // last episode index assigned
 	completed int64
 	steps     int64
+	laneSteps int64
+	// surplusSteps counts the lane-steps of surplus episodes (0.1).
+	surplusSteps int64
 
 	samples []sample // this round's telemetry, handed to meter at its end
 	wire    wireSizes
@@ -186,7 +201,8 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 	n := cfg.NumEnvs
 	s := &session{
 		ctx: ctx, hooks: hooks, cfg: cfg, id: cfg.SessionID, route: cfg.Route,
-		clock: clockOf(&cfg), newEnv: factory,
+		origin: clockOf(&cfg)(), pace: paceOf(&cfg), newEnv: factory,
+		timeRNG: rand.New(rand.NewPCG(cfg.Seed, streamTiming)),
 		idRNG:   rand.New(rand.NewPCG(cfg.Seed, streamIDs)),
 		meter:   newMeter(cfg.TelemetryInterval > 0 || cfg.LateWindow),
 		lanes:   make([]laneState, n),
@@ -197,8 +213,13 @@ func run(ctx context.Context, hooks events.Hooks, cfg Config, index int) (Summar
 		samples: make([]sample, 0, numSeries),
 		wire:    newWireSizes(cfg.SessionID, cfg.Route.EnvID),
 	}
-	err := s.loop()
-	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.steps * int64(n), Episodes: s.completed, Failed: err != nil}
+	var err error
+	if cfg.Order == OrderRC5 {
+		err = s.loop()
+	} else {
+		err = s.loop01()
+	}
+	sum := Summary{SessionID: s.id, EnvID: s.route.EnvID, Steps: s.steps, LaneSteps: s.laneSteps, SurplusLaneSteps: s.surplusSteps, Episodes: s.completed, Failed: err != nil}
 	if errors.Is(err, errInjected) {
 		err = nil
 	}
@@ -260,7 +281,8 @@ func (s *session) flushSamples() {
 	s.samples = s.samples[:0]
 }
 
-// loop runs the session; a non-nil error means it ended with SessionFailed.
+// loop runs the session in rlmesh rc.5's order (OrderRC5); a non-nil error
+// means it ended with SessionFailed.
 func (s *session) loop() error {
 	ctx := s.ctx
 	hctx := context.WithoutCancel(ctx)
@@ -270,11 +292,11 @@ func (s *session) loop() error {
 
 	// env.reset: the env attaches and resets every lane.
 	n := s.cfg.NumEnvs
-	t0 := s.clock()
+	t0 := s.now()
 	s.env = s.newEnv(n, rand.New(rand.NewPCG(s.cfg.Seed, streamEnv)), rand.New(rand.NewPCG(s.cfg.Seed, streamPolicy)))
 	s.obsSp, s.actSp = s.env.spaces()
 	obs := s.env.observe()
-	t1 := s.clock()
+	t1 := s.spend(s.pace.reset)
 	s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(n, false), s.wire.resetResponse(obs))
 	src := "runtime"
 	s.emit(hctx, &events.Log{SessionID: s.id, Route: s.route, Level: events.LogInfo,
@@ -286,7 +308,7 @@ func (s *session) loop() error {
 	s.emitObservation(hctx, obs, true)
 	s.flushSamples()
 
-	roundStart := s.clock()
+	roundStart := s.now()
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.fail(hctx, stopTelemetry, fmt.Sprintf("route %s cancelled at runtime step %d: %v",
@@ -294,7 +316,7 @@ func (s *session) loop() error {
 		}
 		// model.predict, then the action transform.
 		action := s.env.act()
-		s.recordPredict(roundStart, s.clock(), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
+		s.recordPredict(roundStart, s.spend(s.pace.predict), s.wire.predictRequest(s.evObs.Observation, n), s.wire.predictResponse(action))
 		s.record(transformActRPC, 0)
 
 		l0 := &s.lanes[0]
@@ -314,8 +336,9 @@ func (s *session) loop() error {
 		}
 
 		// env.step.
-		t0 := s.clock()
+		t0 := s.now()
 		s.steps++
+		s.laneSteps += int64(n)
 		allZero := true
 		// The env server reports the episodes the last reset interrupted
 		// first (drain_interrupted), then the env's completions.
@@ -351,7 +374,7 @@ func (s *session) loop() error {
 			rewards = s.rewards[:0]
 		}
 		obs = s.env.observe()
-		t1 := s.clock()
+		t1 := s.spend(s.pace.step)
 		s.recordCall(stepEndpoint, t0, t1, s.wire.stepRequest(action, n), s.wire.stepResponse(obs, len(rewards), n))
 
 		st := &s.evStep
@@ -397,7 +420,7 @@ func (s *session) loop() error {
 			}
 		}
 		if s.completed >= s.cfg.MaxEpisodes {
-			s.record(roundRPC, ms(s.clock().Sub(roundStart)))
+			s.record(roundRPC, ms(s.now().Sub(roundStart)))
 			s.flushSamples()
 			stopTelemetry()
 			late := s.lateWindowAfter()
@@ -416,7 +439,7 @@ func (s *session) loop() error {
 		if anyDone {
 			if s.cfg.Autoreset == AutoresetDisabled {
 				// env.reset of the lanes that completed.
-				t0 := s.clock()
+				t0 := s.now()
 				k := 0
 				for i := range s.lanes {
 					if l := &s.lanes[i]; l.complete || l.capped || l.reported {
@@ -431,7 +454,7 @@ func (s *session) loop() error {
 					}
 				}
 				obs = s.env.observe()
-				t1 := s.clock()
+				t1 := s.spend(s.pace.reset)
 				s.recordCall(resetEndpoint, t0, t1, s.wire.resetRequest(k, k < n), s.wire.resetResponse(obs))
 				for i := range s.lanes {
 					if l := &s.lanes[i]; l.complete || l.capped || l.reported {
@@ -448,7 +471,7 @@ func (s *session) loop() error {
 			}
 		}
 		s.emitObservation(hctx, obs, reset)
-		next := s.clock()
+		next := s.nextRound(roundStart)
 		s.record(roundRPC, ms(next.Sub(roundStart)))
 		s.flushSamples()
 		roundStart = next
@@ -539,7 +562,7 @@ func (s *session) startTelemetry(hctx context.Context) func() {
 // startEpisode gives lane a new episode: the next session-global record id
 // and index, a fresh UUIDv7, and emits EpisodeStarted.
 func (s *session) startEpisode(hctx context.Context, lane int, auto bool) {
-	now := s.clock()
+	now := s.now()
 	s.nextIndex++
 	l := &s.lanes[lane]
 	*l = laneState{started: now, index: s.nextIndex}
@@ -560,7 +583,7 @@ func (s *session) completeEpisode(hctx context.Context, lane int, finalInfo *spa
 		EpisodeID: s.epIDs[lane], EpisodeRecordID: s.recIDs[lane], EpisodeIndex: l.index,
 		EnvIndex: int32(lane), StepCount: l.steps, CumulativeReward: l.reward,
 		Terminated: l.term, Truncated: l.trunc,
-		DurationMs: s.clock().Sub(l.started).Milliseconds(),
+		DurationMs: s.now().Sub(l.started).Milliseconds(),
 		FinalInfo:  finalInfo}
 	s.emit(hctx, ev)
 }
@@ -604,5 +627,33 @@ func recordID(index int64) string {
 // that take the time (events.TimedHooks: the recorder, the serve client,
 // StreamHooks) get it through RecordAt; any other gets the method call.
 func (s *session) emit(hctx context.Context, ev events.Event) {
-	s.hookDone(events.DispatchAt(hctx, s.hooks, ev, s.clock()))
+	s.hookDone(events.DispatchAt(hctx, s.hooks, ev, s.now()))
+}
+
+// now is the simulated time: the session's origin plus the simulated
+// time spent since.
+func (s *session) now() time.Time { return s.origin.Add(s.elapsed()) }
+
+// elapsed is the simulated time since the session's start. It is read
+// by the window telemetry goroutine too, so it is kept atomically.
+func (s *session) elapsed() time.Duration { return time.Duration(s.at.Load()) }
+
+// setElapsed sets the simulated time since the session's start.
+func (s *session) setElapsed(d time.Duration) { s.at.Store(int64(d)) }
+
+// spend advances the simulated time by a duration drawn from sp and
+// returns the time after it.
+func (s *session) spend(sp span) time.Time {
+	s.setElapsed(s.elapsed() + sp.draw(s.timeRNG))
+	return s.now()
+}
+
+// nextRound advances the simulated time to the start of the round after
+// the one that started at roundStart: one control period later, or now
+// when the round overran its period. It returns that start.
+func (s *session) nextRound(roundStart time.Time) time.Time {
+	if due := roundStart.Add(s.pace.period); due.After(s.now()) {
+		s.setElapsed(due.Sub(s.origin))
+	}
+	return s.now()
 }

@@ -32,6 +32,13 @@ type env interface {
 	finalInfo(lane int) *spacesv1.MetaMap
 }
 
+// laneObserver is an env that can observe one lane alone, for a
+// lane-served env's groups: observeLane returns the n-lane slabs with
+// lane's part current (the others may be stale).
+type laneObserver interface {
+	observeLane(lane int) [][]byte
+}
+
 // envFactory builds an env with n lanes. envRNG drives the dynamics and
 // resets, policyRNG the built-in policy.
 type envFactory func(n int, envRNG, policyRNG *rand.Rand) env

@@ -32,9 +32,10 @@ type episodeTrack struct {
 	owed, reported bool
 }
 
-// checkSession asserts the invariants of RLMESH.md §5 (and the package
-// doc's readings of it) on one session's events, in arrival order. It
-// returns the number of completed episodes.
+// checkSession asserts the invariants of the session's order on one
+// session's events, in arrival order: rlmesh 0.1's (checkSession01), or
+// under OrderRC5 rlmesh rc.5's, as the package doc states them. It returns
+// the number of completed episodes.
 func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool) int64 {
 	return checkSessionOpts(t, cfg, evs, wantFailed, true)
 }
@@ -44,6 +45,9 @@ func checkSession(t *testing.T, cfg Config, evs []events.Event, wantFailed bool)
 // decoded from a stream, which get equal specs instead).
 func checkSessionOpts(t *testing.T, cfg Config, evs []events.Event, wantFailed, samePointers bool) int64 {
 	t.Helper()
+	if cfg.Order == Order01 {
+		return checkSession01(t, cfg, evs, wantFailed)
+	}
 	n := cfg.NumEnvs
 	fail := func(i int, format string, args ...any) {
 		t.Helper()
@@ -526,21 +530,29 @@ func fixedClock() func() time.Time {
 
 func TestInvariants(t *testing.T) {
 	// rlmesh allows disabled autoreset only with one lane.
+	// (and with lane-served envs in 0.1, with several).
 	runs := []struct {
+		order Order
 		mode  Autoreset
 		lanes []int
-	}{{AutoresetNextStep, []int{1, 3, 16}}, {AutoresetDisabled, []int{1}}}
+		laned bool
+	}{
+		{Order01, AutoresetNextStep, []int{1, 3, 16}, false}, {Order01, AutoresetDisabled, []int{1}, false},
+		{Order01, AutoresetNextStep, []int{3}, true}, {Order01, AutoresetDisabled, []int{3}, true},
+		{OrderRC5, AutoresetNextStep, []int{1, 3, 16}, false}, {OrderRC5, AutoresetDisabled, []int{1}, false},
+	}
 	for _, name := range Envs() {
 		for _, run := range runs {
 			mode := run.mode
 			for _, n := range run.lanes {
-				t.Run(fmt.Sprintf("%s/%s/n=%d", name, mode, n), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%s/n=%d/lanes=%v", name, run.order, mode, n, run.laned), func(t *testing.T) {
 					t.Parallel()
 					stepCap := int64(40)
 					if name == "pick-place" {
 						stepCap = 15 // keeps the image decoding under -race fast
 					}
 					cfg := limited(Config{Env: name, NumEnvs: n, Autoreset: mode, MaxEpisodes: int64(n) + 4,
+						Order: run.order, LaneServed: run.laned, Transform: run.laned,
 						Seed: uint64(n) * 7, Clock: fixedClock()}, stepCap)
 					c := &collector{}
 					sum, err := Run(context.Background(), c, cfg)

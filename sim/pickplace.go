@@ -174,21 +174,35 @@ func (p *pickPlace) step(lane int, action [][]byte) (float64, bool, bool) {
 
 func (p *pickPlace) observe() [][]byte {
 	for i := range p.n {
-		p.render(i)
-		st := p.state[i*ppStateDim*4:]
-		for k := range 3 {
-			putF32(st, 4*k, float32(p.gripper[i][k]))
-			putF32(st, 12+4*k, float32(p.block[i][k]))
-		}
-		c := float32(0)
-		if p.closed[i] {
-			c = 1
-		}
-		putF32(st, 24, c)
+		p.observeOne(i)
 	}
 	p.text = appendTextSlab(p.text[:0], p.instr)
 	p.obsSlabs[2] = p.text
 	return p.obsSlabs
+}
+
+// observeLane is observe for lane alone (a lane-served env's group): the
+// other lanes' parts of the slabs are left as they were.
+func (p *pickPlace) observeLane(lane int) [][]byte {
+	p.observeOne(lane)
+	p.text = appendTextSlab(p.text[:0], p.instr)
+	p.obsSlabs[2] = p.text
+	return p.obsSlabs
+}
+
+// observeOne renders lane's frame and writes its state.
+func (p *pickPlace) observeOne(i int) {
+	p.render(i)
+	st := p.state[i*ppStateDim*4:]
+	for k := range 3 {
+		putF32(st, 4*k, float32(p.gripper[i][k]))
+		putF32(st, 12+4*k, float32(p.block[i][k]))
+	}
+	c := float32(0)
+	if p.closed[i] {
+		c = 1
+	}
+	putF32(st, 24, c)
 }
 
 // render draws lane's frame: the background, the block's shadow and the

@@ -91,6 +91,10 @@ func (c *completions) OnSessionEnded(_ context.Context, ev *events.SessionEnded)
 	return nil
 }
 
+// TestCaps checks rlmesh rc.5's caps and env server (OrderRC5): the
+// server's second report of a capped episode, capped completions without
+// final_info. rlmesh 0.1's (one completion, the step's infos as final
+// info) are TestOrder01's.
 func TestCaps(t *testing.T) {
 	type done struct {
 		lane       int32
@@ -131,15 +135,17 @@ func TestCaps(t *testing.T) {
 			Config{Autoreset: AutoresetNextStep, NumEnvs: 3, MaxEpisodes: 3, TimeLimit: 4, testEnv: endless},
 			[]done{{0, 4, false, true}, {1, 4, false, true}, {2, 4, false, true}}, 0},
 		{"time cap",
-			Config{Autoreset: AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeTime: 30 * time.Millisecond, testEnv: endless,
-				Clock: StepClock(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC), time.Millisecond)},
-			[]done{{0, 5, false, false}, {0, 5, false, false}}, 30},
+			// Steps end 0.3-0.8 ms into their 20 ms periods: the 5th ends
+			// just past 80 ms of simulated time.
+			Config{Autoreset: AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeTime: 80 * time.Millisecond, testEnv: endless},
+			[]done{{0, 5, false, false}, {0, 5, false, false}}, 80},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Env = "scripted"
 			cfg.NumEnvs = max(cfg.NumEnvs, 1)
+			cfg.Order = OrderRC5
 			if cfg.Clock == nil {
 				cfg.Clock = fixedClock()
 			}
@@ -320,13 +326,13 @@ func TestLogLineAndReasons(t *testing.T) {
 		reason string // the reason, or a pattern
 	}{
 		{"success", Config{NumEnvs: 3, MaxEpisodes: 2, Clock: clock(3 * time.Millisecond)},
-			false, `env reset complete in 3ms (3 episode(s) ready)`, events.KindSessionEnded, `completed requested episodes`},
+			false, `env reset complete in 1ms (3 episode(s) ready)`, events.KindSessionEnded, `completed requested episodes`},
 		{"one lane, disabled", Config{NumEnvs: 1, Autoreset: AutoresetDisabled, MaxEpisodes: 1, Clock: clock(1500 * time.Microsecond)},
-			false, `env reset complete in 2ms (1 episode(s) ready)`, events.KindSessionEnded, `completed requested episodes`},
+			false, `env reset complete in 1ms (1 episode(s) ready)`, events.KindSessionEnded, `completed requested episodes`},
 		{"wall clock", Config{NumEnvs: 16, MaxEpisodes: 1},
 			false, `^env reset complete in [0-9]+ms \(16 episode\(s\) ready\)$`, events.KindSessionEnded, `completed requested episodes`},
 		{"env step failure", Config{NumEnvs: 2, MaxEpisodes: 1000, FailAfterSteps: 4, Clock: clock(time.Millisecond / 4)},
-			false, `env reset complete in 0ms (2 episode(s) ready)`, events.KindSessionFailed,
+			false, `env reset complete in 1ms (2 episode(s) ready)`, events.KindSessionFailed,
 			`^environment env\.step failed at runtime step 0: injected fault after 4 steps\. If the source is 'transport error: connection closed', the environment server exited`},
 		{"cancelled", Config{NumEnvs: 2, MaxEpisodes: 1 << 30},
 			true, `^env reset complete in`, events.KindSessionFailed,

@@ -74,3 +74,7 @@ func (h *StreamHooks) OnObservationEmitted(_ context.Context, ev *events.Observa
 func (h *StreamHooks) OnTelemetrySnapshot(_ context.Context, ev *events.TelemetrySnapshot) error {
 	return h.write(ev)
 }
+
+func (h *StreamHooks) OnRelayAdvisory(_ context.Context, ev *events.RelayAdvisory) error {
+	return h.write(ev)
+}

@@ -29,7 +29,13 @@ func valueField(leaves [][]byte) int {
 // predictRequest: the context, the observation and one EpisodeInfo (an
 // episode id) per lane.
 func (w wireSizes) predictRequest(obs [][]byte, lanes int) int {
-	return w.context + valueField(obs) + lanes*(1+protowire.SizeBytes(w.id))
+	return w.predictRequestLen(valueField(obs), lanes)
+}
+
+// predictRequestLen is predictRequest for an observation field of
+// obsField bytes (valueField).
+func (w wireSizes) predictRequestLen(obsField, lanes int) int {
+	return w.context + obsField + lanes*(1+protowire.SizeBytes(w.id))
 }
 
 // predictResponse: the context and one action frame.

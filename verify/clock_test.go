@@ -22,20 +22,20 @@ func TestVerifySessionsClock(t *testing.T) {
 		{"before the clock column", func(rows []parquet.Row) (*parquet.Schema, []parquet.Row) {
 			out := make([]parquet.Row, len(rows))
 			for i, r := range rows {
-				out[i] = r[:len(r)-1]
+				out[i] = r[:clockCol()] // and without version 3's surplus_steps, which follows it
 			}
 			return schema.SessionsSchemaBeforeClock, out
 		}, ""},
 		{"unknown clock", func(rows []parquet.Row) (*parquet.Schema, []parquet.Row) {
 			for _, r := range rows {
-				last := len(r) - 1
+				last := clockCol()
 				r[last] = parquet.ByteArrayValue([]byte("sundial")).Level(0, 0, r[last].Column())
 			}
 			return schema.SessionsSchema, rows
 		}, `clock "sundial" is none of`},
 		{"empty clock", func(rows []parquet.Row) (*parquet.Schema, []parquet.Row) {
 			for _, r := range rows {
-				last := len(r) - 1
+				last := clockCol()
 				r[last] = parquet.ByteArrayValue(nil).Level(0, 0, r[last].Column())
 			}
 			return schema.SessionsSchema, rows
@@ -98,4 +98,10 @@ func TestVerifyEventLogRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clockCol is the column index of the sessions table's clock column.
+func clockCol() int {
+	c, _ := schema.SessionsSchema.Lookup(schema.ColClock)
+	return c.ColumnIndex
 }

@@ -107,7 +107,10 @@
 //	                there mean a recorder did not close and the ROOT needs
 //	                recovery; damage in it is reported with the
 //	                segment and offset. The log is read only, never
-//	                repaired.
+//	                repaired. The log also has nothing missing of what it
+//	                expects (its manifest, and _rlrec/log-expect outside
+//	                it): a deleted log directory, manifest with its oldest
+//	                or newest segment, or pending file is named.
 //	lock            no recorder holds ROOT's lock (_rlrec/LOCK, tried and
 //	                released at once): while one writes, files are missing
 //	                or in progress, so temp files and the log's records are
@@ -116,6 +119,13 @@
 //	                a-w) verifies like any other: its lock is tried through
 //	                a read-only open, and a lock that cannot be tried at all
 //	                for want of access is not a problem
+//	claim           (a bucket's ROOT) no recording is claimed
+//	                (_rlrec/claims/...) with nothing published: a writer
+//	                recording it holds such a claim until its first publish,
+//	                and so does one that stopped before it, whose lost log
+//	                directory would block the recording for good; the
+//	                release-claim command releases one, never anything
+//	                automatic
 //
 // Directories and files whose names start with "_" or "." are skipped, as
 // dataset readers skip them (temp files excepted); entries at the top of

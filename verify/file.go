@@ -62,6 +62,8 @@ type fileCheck struct {
 	more     int
 	rows     int64
 	sum      fileSum
+	// version is the file's schema version, once checkMeta read it.
+	version string
 }
 
 func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any) {
@@ -189,11 +191,12 @@ func (c *fileCheck) checkMeta(pf *parquet.File) bool {
 	switch {
 	case !ok:
 		c.add(CheckMetadata, -1, fixForeign, "no %s in the key-value metadata", schema.MetaSchemaVersion)
-	case ver != schema.SchemaVersion:
+	case !schema.KnownSchemaVersion(ver):
 		c.add(CheckSchemaVersion, -1, "read it with the rlrec version that wrote it, or move it out of ROOT",
-			"schema version %q is not the known version %q", ver, schema.SchemaVersion)
+			"schema version %q is not a known version (%q or %q)", ver, schema.SchemaVersion2, schema.SchemaVersion)
 		return false
 	}
+	c.version = ver
 	c.checkLayout(pf)
 	if v, ok := pf.Lookup(schema.MetaLastSequence); ok {
 		// What a later rlrec serve takes for the recording's last event

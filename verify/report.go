@@ -29,6 +29,7 @@ const (
 	CheckStray         Check = "stray"
 	CheckLog           Check = "log"
 	CheckLock          Check = "lock"
+	CheckClaim         Check = "claim"
 )
 
 // Problem is one thing wrong in a ROOT.

@@ -49,6 +49,17 @@ func (v *verifier) checkLock() bool {
 // checkLog reads the log read-only: a clean close leaves no records.
 func (v *verifier) checkLog() {
 	dir := filepath.Join(v.root, hive.StateDir, hive.LogDir)
+	// What the log expects (its manifest, and the expectation beside the
+	// log directory): a missing log directory, segment or pending file.
+	var ce *wal.CorruptionError
+	if err := wal.CheckExpected(v.fs, dir); errors.As(err, &ce) {
+		v.add(Problem{Check: CheckLog, Path: v.rel(ce.Segment), Row: -1,
+			Message: "the log lacks what it expects: " + ce.Err.Error(),
+			Remedy:  findings.Recover, Fix: ": it refuses such a log and names what is lost, and a salvage writes what is left"})
+	} else if err != nil {
+		v.add(Problem{Check: CheckLog, Path: v.rel(dir), Row: -1, Message: "cannot read what the log expects: " + err.Error(),
+			Remedy: findings.Recover, Fix: ", which names what is wrong"})
+	}
 	if _, err := v.fs.Stat(dir); err != nil {
 		return
 	}
@@ -69,7 +80,6 @@ func (v *verifier) checkLog() {
 			Remedy:  findings.Recover, Fix: " to write them"})
 	}
 	err = r.Err()
-	var ce *wal.CorruptionError
 	switch {
 	case err == nil:
 	case errors.As(err, &ce) && ce.Torn:

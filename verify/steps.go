@@ -334,7 +334,9 @@ func (c *fileCheck) stepSide(s *side, row int64, cols [][]parquet.Value, leaves 
 // the file stores as binary: the threshold lies between the largest
 // stride stored typed and the smallest stored binary.
 func stepsTable(pf *parquet.File, obs, act *schema.Layout) (*schema.StepsTable, error) {
-	t, err := schema.StepsSchema(obs, act, math.MaxInt32)
+	version, _ := pf.Lookup(schema.MetaSchemaVersion)
+	packed := false // packed files are told apart by their episode_record_id column where it matters
+	t, err := schema.StepsSchemaOf(version, obs, act, math.MaxInt32, packed)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +355,7 @@ func stepsTable(pf *parquet.File, obs, act *schema.Layout) (*schema.StepsTable, 
 	if minBin == math.MaxInt64 {
 		return t, nil
 	}
-	return schema.StepsSchema(obs, act, int(max(minBin-1, 1)))
+	return schema.StepsSchemaOf(version, obs, act, int(max(minBin-1, 1)), packed)
 }
 
 // typedCols returns the typed columns of one side, with their leaf

@@ -49,9 +49,21 @@ type sessionRec struct {
 func (c *fileCheck) checkEpisodes(pf *parquet.File) {
 	obs, obsJS := c.space(pf, schema.MetaObservationSpace)
 	_, actJS := c.space(pf, schema.MetaActionSpace)
-	rows, ok := readRows[schema.EpisodeRow](c, pf, schema.EpisodesSchema)
-	if !ok {
-		return
+	var rows []schema.EpisodeRow
+	if c.version == schema.SchemaVersion2 {
+		old, ok := readRows[schema.EpisodeRowV2](c, pf, schema.EpisodesSchemaV2)
+		if !ok {
+			return
+		}
+		rows = make([]schema.EpisodeRow, len(old))
+		for i, r := range old {
+			rows[i] = r.Upgrade()
+		}
+	} else {
+		var ok bool
+		if rows, ok = readRows[schema.EpisodeRow](c, pf, schema.EpisodesSchema); !ok {
+			return
+		}
 	}
 	sum := &episodeSum{rel: c.f.Rel, rows: make([]episodeRec, len(rows)), obsSpace: obsJS, actSpace: actJS}
 	for i := range rows {
@@ -97,6 +109,14 @@ func (c *fileCheck) checkSessions(pf *parquet.File) {
 				StartedAt: r.StartedAt, EndedAt: r.EndedAt, EpisodesRecorded: r.EpisodesRecorded,
 				StepsRecorded: r.StepsRecorded, DroppedSteps: r.DroppedSteps, Problems: r.Problems,
 				ProblemSummary: r.ProblemSummary})
+		}
+	} else if c.version == schema.SchemaVersion2 {
+		old, ok := readRows[schema.SessionRowV2](c, pf, schema.SessionsSchemaV2)
+		if !ok {
+			return
+		}
+		for _, r := range old {
+			rows = append(rows, r.Upgrade())
 		}
 	} else {
 		var ok bool

@@ -113,6 +113,7 @@ func run(ctx context.Context, v *verifier, writing bool) (*Report, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNotRoot, err)
 	}
 	v.strays(l.Strays, writing)
+	v.claims(l)
 	files := make([]fileEntry, len(l.Files))
 	rep := &Report{Root: root, Files: len(files)}
 	for i, f := range l.Files {
@@ -232,4 +233,23 @@ func (v *verifier) rel(p string) string {
 		return filepath.ToSlash(p)
 	}
 	return filepath.ToSlash(r)
+}
+
+// claims reports, in a bucket's ROOT, each recording claimed with nothing
+// published (store.UnpublishedClaims): a writer recording it now holds
+// such a claim, and so does one that crashed before its first publish,
+// whose lost log directory would leave the recording blocked for good.
+func (v *verifier) claims(l *hive.Listing) {
+	claims, err := store.UnpublishedClaims(v.rd, l)
+	if err != nil {
+		v.add(Problem{Check: CheckClaim, Path: hive.StateDir + "/" + hive.ClaimsDir, Row: -1, Message: "cannot read the recordings' claims: " + err.Error(),
+			Fix: "check that the credentials may list and read the prefix's _rlrec/claims"})
+		return
+	}
+	for _, c := range claims {
+		v.add(Problem{Check: CheckClaim, Path: c.Rel, Row: -1,
+			Message: fmt.Sprintf("recording session %q env %q is claimed by writer %s but has nothing published: a writer is recording it now, or one stopped before its first publish; if that writer's log directory is lost, nothing will ever write the recording and every later writer of it is refused", c.SessionID, c.EnvID, c.Writer),
+			Remedy:  findings.Recover,
+			Fix:     fmt.Sprintf(" with the writer's log directory if no writer is recording it; if that directory is lost, release the claim explicitly (the release-claim command, session %q, env %q)", c.SessionID, c.EnvID)})
+	}
 }

@@ -29,12 +29,17 @@ var cmdDemo = &Command{
 	Name:      "demo",
 	UsageLine: "demo [-o DIR|s3://BUCKET/PREFIX] [--log-dir DIR] [--layout episode|session] [--seed N]",
 	Short:     "record simulated sessions and show how to open them",
-	Long: `Demo runs four simulated rlmesh sessions at once into one recorder:
+	Long: `Demo runs five simulated rlmesh 0.1 sessions at once into one recorder:
 cartpole and pick-place (84x84x3 camera images and a text instruction),
 each under both autoreset modes as rlmesh allows them: 16 and 4 lanes
-under next-step, one lane under disabled. It prints what it wrote (the
-files of this run only), why its lane-steps outnumber its step rows, and
-the DuckDB and pandas one-liners that open it.
+under next-step, one lane under disabled; and a lane-served cartpole env
+of 4 lanes (each lane its own loop, their events interleaved) under
+disabled autoreset, with transform hooks that change some observations
+and actions and a relay policy's advisory. Simulated time runs at each
+env's control rate (cartpole 50 Hz, pick-place a 10 Hz camera). It
+prints what it wrote (the files of this run only), why its lane-steps
+outnumber its step rows, and the DuckDB and pandas one-liners that open
+it.
 
 The recording goes to DIR (default ./rlrec-demo). Running the demo again adds
 new sessions beside the old ones.
@@ -60,8 +65,9 @@ Example:
 // disabled autoreset only with one lane, and the runtime's step cap only
 // under disabled autoreset (pick-place ends its episodes after 60 steps
 // by itself). The cartpole runs deliver window telemetry, and a window
-// after their end as rlmesh's aborted ticker can. Tests replace it with
-// smaller runs.
+// after their end as rlmesh's aborted ticker can. The lane-served run
+// shows 0.1's interleaved lanes, raw payloads that differ from the sent
+// ones, and a relay advisory. Tests replace it with smaller runs.
 var demoSessions = func(seed uint64) []sim.Config {
 	sid := fmt.Sprintf("local-%d", os.Getpid())
 	return []sim.Config{
@@ -69,6 +75,7 @@ var demoSessions = func(seed uint64) []sim.Config {
 		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 50, Seed: seed + 1, TelemetryInterval: 200 * time.Millisecond, LateWindow: true, SessionID: sid},
 		{Env: "pick-place", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 12, Seed: seed + 2, SessionID: sid},
 		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 4, MaxEpisodeSteps: 60, Seed: seed + 3, SessionID: sid},
+		{Env: "cartpole", NumEnvs: 4, LaneServed: true, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 20, Transform: true, RelayAdvisory: true, Seed: seed + 4, SessionID: sid},
 	}
 }
 
@@ -98,9 +105,10 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	}
 	elapsed := time.Since(start)
 
-	var laneSteps, episodes int64
+	var laneSteps, surplus, episodes int64
 	for _, s := range sums {
 		laneSteps += s.LaneSteps
+		surplus += s.SurplusLaneSteps
 		episodes += s.Episodes
 	}
 	w := env.Stdout
@@ -108,9 +116,15 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		count(len(sums), "simulated session"), count(episodes, "episode"), count(laneSteps, "lane-step"), root, elapsed.Seconds())
 	for i, s := range sums {
 		c := cfgs[i]
-		fmt.Fprintf(w, "  session %s  env %s  %-10s %8s  autoreset %-9s  %s completed\n", s.SessionID, s.EnvID, c.Env, count(c.NumEnvs, "lane"), c.Autoreset, count(s.Episodes, "episode"))
+		lanes := count(c.NumEnvs, "lane")
+		if c.LaneServed {
+			lanes += ", served"
+		}
+		fmt.Fprintf(w, "  session %s  env %s  %-10s %-16s  autoreset %-9s  %s completed\n", s.SessionID, s.EnvID, c.Env, lanes, c.Autoreset, count(s.Episodes, "episode"))
 	}
-	fmt.Fprintln(w, "\n  Episodes still running when a session reached its episode count are recorded\n  too, with status \"incomplete\".")
+	fmt.Fprintln(w, "\n  As in rlmesh 0.1, a session's episode count is a budget: exactly that many\n"+
+		"  episodes start and complete. Lanes the budget no longer covers run surplus\n"+
+		"  episodes, which never start or complete; their steps are counted, not kept.")
 
 	d, err := dataset.Open(root)
 	if err != nil {
@@ -118,7 +132,7 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 	}
 	defer d.Close()
 	mine := map[dataset.Recording]bool{}
-	var rows, dropped int64
+	var rows, dropped, recSurplus int64
 	for _, s := range sums {
 		r := dataset.Recording{SessionID: s.SessionID, EnvID: s.EnvID}
 		mine[r] = true
@@ -129,12 +143,20 @@ func runDemo(ctx context.Context, env *Env, args []string) error {
 		if row := sess.Row(); row != nil {
 			rows += row.StepsRecorded
 			dropped += row.DroppedSteps
+			if row.SurplusSteps != nil {
+				recSurplus += *row.SurplusSteps
+			}
 		}
 	}
 	fmt.Fprintf(w, "\n  The %d lane-steps are %d step rows and %d dropped steps: under next-step\n"+
-		"  autoreset, the step after an episode ends on a lane only resets that lane,\n"+
-		"  so it belongs to no episode; the sessions table counts it in dropped_steps.\n",
-		laneSteps, rows, dropped)
+		"  autoreset, the step after an episode ends on a lane only resets that lane\n"+
+		"  (its autoreset_roll), so it belongs to no episode, and a lane past the\n"+
+		"  budget runs a surplus episode; the sessions table counts both in\n"+
+		"  dropped_steps, %d of them surplus (surplus_steps).\n",
+		laneSteps, rows, dropped, recSurplus)
+	if recSurplus != surplus {
+		fmt.Fprintf(w, "  The simulator ran %d surplus lane-steps, the recording counts %d: run 'rlrec inspect %s'.\n", surplus, recSurplus, root)
+	}
 	if other := laneSteps - rows - dropped; other != 0 {
 		fmt.Fprintf(w, "  %d more lane-steps were counted as problems: run 'rlrec inspect %s'.\n", other, root)
 	}

@@ -18,23 +18,33 @@ func smallDemo(t *testing.T) {
 		return []sim.Config{
 			{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6, TimeLimit: 20, Seed: seed, LateWindow: true, SessionID: "demo-test"},
 			{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 20, Seed: seed + 1, SessionID: "demo-test"},
+			{Env: "cartpole", NumEnvs: 3, LaneServed: true, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 4, MaxEpisodeSteps: 20, Transform: true, RelayAdvisory: true, Seed: seed + 2, SessionID: "demo-test"},
 		}
 	}
 	t.Cleanup(func() { demoSessions = old })
 }
 
 // TestDemoSessionsFollowRlmesh: the demo's runs are ones rlmesh allows,
-// and show both autoreset modes and a window snapshot after a session's
-// end.
+// in 0.1's order, and show both autoreset modes, a window snapshot after a
+// session's end, a lane-served env, transforms and a relay advisory.
 func TestDemoSessionsFollowRlmesh(t *testing.T) {
 	modes := map[sim.Autoreset]bool{}
-	late := false
+	late, laned, transform, advisory := false, false, false, false
 	for i, cfg := range demoSessions(1) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("demo session %d: %v", i, err)
 		}
+		if cfg.Order != sim.Order01 {
+			t.Errorf("demo session %d follows rlmesh %v, want 0.1", i, cfg.Order)
+		}
 		modes[cfg.Autoreset] = true
 		late = late || cfg.LateWindow
+		laned = laned || cfg.LaneServed && cfg.NumEnvs > 1
+		transform = transform || cfg.Transform
+		advisory = advisory || cfg.RelayAdvisory
+	}
+	if !laned || !transform || !advisory {
+		t.Errorf("lane-served %v, transform %v, relay advisory %v: the demo shows none of some of rlmesh 0.1's", laned, transform, advisory)
 	}
 	if !modes[sim.AutoresetNextStep] || !modes[sim.AutoresetDisabled] {
 		t.Errorf("the demo shows autoreset modes %v, want both", modes)
@@ -46,7 +56,7 @@ func TestDemoSessionsFollowRlmesh(t *testing.T) {
 
 var (
 	demoFilesLine = regexp.MustCompile(`(?m)^  (\w+) +(\d+) files`)
-	demoLaneSteps = regexp.MustCompile(`The (\d+) lane-steps are (\d+) step rows and (\d+) dropped steps`)
+	demoLaneSteps = regexp.MustCompile(`The (\d+) lane-steps are (\d+) step rows and (\d+) dropped steps:[^%]*?dropped_steps, (\d+) of them surplus`)
 )
 
 // TestDemo: the demo says why its lane-steps and step rows differ, counts
@@ -65,12 +75,15 @@ func TestDemo(t *testing.T) {
 		if m == nil {
 			t.Fatalf("run %d: no lane-steps line:\n%s", run, out)
 		}
-		var lanes, rows, dropped int
-		fmt.Sscan(m[1]+" "+m[2]+" "+m[3], &lanes, &rows, &dropped)
-		if lanes != rows+dropped || dropped == 0 || rows == 0 {
-			t.Errorf("run %d: %d lane-steps, %d rows, %d dropped", run, lanes, rows, dropped)
+		var lanes, rows, dropped, surplus int
+		fmt.Sscan(m[1]+" "+m[2]+" "+m[3]+" "+m[4], &lanes, &rows, &dropped, &surplus)
+		if lanes != rows+dropped || dropped <= surplus || rows == 0 || surplus == 0 {
+			t.Errorf("run %d: %d lane-steps, %d rows, %d dropped, %d surplus", run, lanes, rows, dropped, surplus)
 		}
-		for _, want := range []string{"under next-step\n  autoreset", "dropped_steps", "pip install duckdb", "DuckDB CLI"} {
+		if strings.Contains(out, "counted as problems") || strings.Contains(out, "surplus lane-steps, the recording counts") {
+			t.Errorf("run %d: the recorder found problems in the simulator's events:\n%s", run, out)
+		}
+		for _, want := range []string{"under next-step\n  autoreset", "dropped_steps", "surplus_steps", "served", "pip install duckdb", "DuckDB CLI"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("run %d: output lacks %q:\n%s", run, want, out)
 			}

@@ -55,7 +55,12 @@ data files.
 Only completed episodes are exported unless --incomplete is given. fps is
 --fps, or else the median interval between the recorded step times; a
 recording whose times the recorder stamped (sessions clock "recorder")
-needs --fps. timestamp is frame_index / fps.
+needs --fps, and so do times that give a rate no recorded env has: above
+1,000 fps (times that measure how fast a loop ran, not the env), or too
+irregular to call a rate (fewer than 75% of the intervals within a factor
+1.5 of their median). A simulated run's times advance by its env's
+control period, so it exports at that rate (cartpole 50 fps, pick-place
+10 fps). timestamp is frame_index / fps.
 The exported recordings must share their observation and action spaces.
 
 Example:

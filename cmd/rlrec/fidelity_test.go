@@ -14,13 +14,14 @@ import (
 )
 
 // TestInspectCappedPattern: a capped run under disabled autoreset, as
-// rlmesh's env server makes it, is recorded without problems and inspect
-// explains the repeated completion as a note.
+// rlmesh rc.5's env server makes it (0.1 drops the server's stale report),
+// is recorded without problems and inspect explains the repeated
+// completion as a note.
 func TestInspectCappedPattern(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "capped.events")
 	env, _, stderr := simulateEnv()
-	if code := run(context.Background(), env, []string{"simulate", "--env", "cartpole", "--envs", "1", "--autoreset", "disabled",
+	if code := run(context.Background(), env, []string{"simulate", "--rlmesh", "rc5", "--env", "cartpole", "--envs", "1", "--autoreset", "disabled",
 		"--max-steps", "3", "--episodes", "6", "--reproducible", "-o", file}); code != 0 {
 		t.Fatalf("simulate: exit %d: %s", code, stderr)
 	}

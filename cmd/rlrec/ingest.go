@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder"
 )
 
@@ -150,6 +151,12 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, ".\n")
 	if len(rep.refused) > 0 {
 		for _, r := range rep.refused {
+			if r.claimed {
+				fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: another writer, with another log directory, claimed it in %s (%s not recorded); "+
+					"if no writer is recording it and that writer's log directory is lost, release the claim with 'rlrec release-claim --session %q --env %q %s' and ingest again\n",
+					r.rec, ingestFlags.out, count(r.events, "event"), r.rec.SessionID, r.rec.EnvID, ingestFlags.out)
+				continue
+			}
 			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%s not recorded again)\n", r.rec, ingestFlags.out, count(r.events, "event"))
 		}
 		return fmt.Errorf("%s: %s of the stream already in %s %s not recorded again; ingest into another ROOT to keep both copies",
@@ -228,6 +235,9 @@ func noEOF(err error) error {
 type refusal struct {
 	rec    hive.Recording
 	events int
+	// claimed: its refusal was another writer's claim (a bucket ROOT),
+	// not a recording ROOT holds.
+	claimed bool
 }
 
 // ingestReport is what an ingest recorded and what it skipped: messages of
@@ -246,7 +256,7 @@ type ingestReport struct {
 }
 
 // refuse notes an event of a recording ROOT already held.
-func (r *ingestReport) refuse(sid string, route events.RuntimeEnvContext) {
+func (r *ingestReport) refuse(sid string, route events.RuntimeEnvContext, err error) {
 	key := hive.Recording{SessionID: sid, EnvID: route.EnvID}
 	if r.index == nil {
 		r.index = make(map[hive.Recording]int)
@@ -258,6 +268,9 @@ func (r *ingestReport) refuse(sid string, route events.RuntimeEnvContext) {
 		r.refused = append(r.refused, refusal{rec: key})
 	}
 	r.refused[i].events++
+	if errors.Is(err, store.ErrExists) {
+		r.refused[i].claimed = true
+	}
 }
 
 // reportExamples is how many invalid events naming no recording the
@@ -305,7 +318,8 @@ func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage
 			}
 			if err != nil {
 				if errors.Is(err, recorder.ErrRecordingExists) {
-					rep.refuse(sr.Event().Header())
+					sid, route := sr.Event().Header()
+					rep.refuse(sid, route, err)
 					continue
 				}
 				return rep, fmt.Errorf("record event %d: %w", sr.Index(), err)
@@ -320,7 +334,7 @@ func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage
 		case err == nil:
 			rep.counted++
 		case errors.Is(err, recorder.ErrRecordingExists):
-			rep.refuse(bad.SessionID, bad.Route)
+			rep.refuse(bad.SessionID, bad.Route, err)
 		case errors.Is(err, recorder.ErrNoRecording):
 			rep.unnamed++
 			if len(rep.examples) < reportExamples {

@@ -68,15 +68,25 @@ sessions and episodes, and null for values the tables hold as null:
      "env_component_id", "model_component_id", "started_at", "ended_at",
      "total_steps", "total_episodes", "episodes_recorded",
      "episodes_completed", "episodes_incomplete", "steps_recorded",
-     "dropped_steps", "problems", "problem_summary", "clock",
+     "dropped_steps", "surplus_steps", "problems", "problem_summary", "clock",
      "repeated_completions", "reward_sum", "mean_return",
      "store_requests", "store_requests_per_episode",
      "spaces": {"observation": [{"path", "space"}], "action": [...]},
      "episodes": [{"episode_record_id", "episode_id", "episode_index",
        "env_index", "status", "started_from_auto_reset", "step_count",
        "steps_recorded", "return", "reward_sum", "terminated",
-       "truncated", "success", "duration_ms", "started_at", "ended_at",
-       "final_info"}]}]}
+       "truncated", "success", "success_source", "duration_ms", "started_at",
+       "ended_at", "final_info", "seed", "trial_index", "lane", "predict_ms",
+       "step_ms"}]}]}
+
+The fields of schema version 3 (rlmesh 0.1) are null for recordings of
+version 2: "surplus_steps" counts the lane-steps of surplus episodes (lanes
+beyond the max_episodes budget, never started or completed, not recorded);
+"success_source" says whether "success" is the runtime's own reading
+("runtime") or rlrec's reading of final_info ("final_info"); "seed",
+"trial_index" and "lane" are the episode's reset seed, trial ordinal and
+route lane (of a lane-served env); "predict_ms" and "step_ms" the
+runtime's per-step means over the episode.
 
 "clock" says whose clock the recording's times are: "event" (every event
 came with the time of its hook call), "recorder" (none did: the recorder
@@ -192,6 +202,7 @@ type inspectSession struct {
 	EpisodesIncomplete jsonInt  `json:"episodes_incomplete"`
 	StepsRecorded      jsonInt  `json:"steps_recorded"`
 	DroppedSteps       jsonInt  `json:"dropped_steps"`
+	SurplusSteps       *jsonInt `json:"surplus_steps"`
 	Problems           jsonInt  `json:"problems"`
 	ProblemSummary     *string  `json:"problem_summary"`
 	Clock              *string  `json:"clock"`
@@ -247,6 +258,12 @@ type inspectEpisode struct {
 	StartedAt            string          `json:"started_at"`
 	EndedAt              *string         `json:"ended_at"`
 	FinalInfo            json.RawMessage `json:"final_info"`
+	SuccessSource        *string         `json:"success_source"`
+	Seed                 *jsonInt        `json:"seed"`
+	TrialIndex           *uint64         `json:"trial_index"`
+	Lane                 *jsonInt        `json:"lane"`
+	PredictMs            *jsonFloat      `json:"predict_ms"`
+	StepMs               *jsonFloat      `json:"step_ms"`
 
 	finalInfoText *string
 }
@@ -309,6 +326,10 @@ func fmtTimePtr(t *time.Time) *string {
 	return &s
 }
 
+// inProgressTemp is what inspect says of a part's temp file while a
+// recorder writes ROOT.
+const inProgressTemp = "temp file of a write in progress (a recorder is writing ROOT; it is renamed into place or removed when the write ends)"
+
 func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) {
 	rep := &inspectReport{Root: d.Root(), Tables: []inspectTable{}, Strays: []inspectStray{}, Sessions: []inspectSession{}}
 	for _, t := range dataset.Tables {
@@ -319,9 +340,17 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		}
 		rep.Tables = append(rep.Tables, it)
 	}
+	// While a recorder writes ROOT (it holds the lock), a part's temp
+	// file is a write in progress, not one a crash left unfinished.
+	writing := findings.ReadState(d.Root()).Writing
 	for _, s := range d.Strays() {
-		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: s.Reason})
+		reason := s.Reason
+		if s.Temp && writing {
+			reason = inProgressTemp
+		}
+		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: reason})
 	}
+	rep.Strays = append(rep.Strays, unpublishedClaims(d.Root())...)
 	recs := d.Recordings()
 	if f.session != "" {
 		rec, err := lookupRecording(d, f.session, f.env)
@@ -345,6 +374,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.StartedAt, is.EndedAt = &st, fmtTimePtr(row.EndedAt)
 			is.TotalSteps, is.TotalEpisodes = (*jsonInt)(row.TotalSteps), (*jsonInt)(row.TotalEpisodes)
 			is.EpisodesRecorded, is.StepsRecorded, is.DroppedSteps = jsonInt(row.EpisodesRecorded), jsonInt(row.StepsRecorded), jsonInt(row.DroppedSteps)
+			is.SurplusSteps = (*jsonInt)(row.SurplusSteps)
 			is.Problems, is.ProblemSummary = jsonInt(row.Problems), row.ProblemSummary
 			if clock := row.Clock; clock != "" { // "": written before the column
 				is.Clock = &clock
@@ -387,6 +417,8 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 				Return: (*jsonFloat)(r.CumulativeReward), RewardSum: jsonFloat(r.RewardSum), Terminated: r.Terminated, Truncated: r.Truncated,
 				Success: r.Success, DurationMs: (*jsonInt)(r.DurationMs), StartedAt: fmtTime(r.StartedAt), EndedAt: fmtTimePtr(r.EndedAt),
 				FinalInfo: finalInfoJSON(r.FinalInfo), finalInfoText: r.FinalInfo,
+				SuccessSource: r.SuccessSource, Seed: (*jsonInt)(r.Seed), TrialIndex: r.TrialIndex, Lane: (*jsonInt)(r.Lane),
+				PredictMs: (*jsonFloat)(r.PredictMs), StepMs: (*jsonFloat)(r.StepMs),
 			})
 		}
 		if n > 0 {
@@ -661,4 +693,32 @@ func sparkline(vals []float64, width int) string {
 		b.WriteRune(runes[i])
 	}
 	return b.String() + suffix
+}
+
+// unpublishedClaims lists, for a bucket's ROOT, each recording claimed
+// with nothing published (store.UnpublishedClaims) as a stray: a claim
+// that may block the recording for good (see release-claim).
+func unpublishedClaims(root string) []inspectStray {
+	if !store.IsURL(root) {
+		return nil
+	}
+	rd, err := store.OpenReader(context.Background(), root)
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	l, err := rd.List()
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	claims, err := store.UnpublishedClaims(rd, l)
+	if err != nil {
+		return []inspectStray{{Path: root, Reason: "cannot read the recordings' claims: " + err.Error()}}
+	}
+	var out []inspectStray
+	for _, c := range claims {
+		out = append(out, inspectStray{Path: rd.Path(c.Rel), Reason: fmt.Sprintf(
+			"claim of session %q env %q by writer %s with nothing published: a writer is recording it, or one stopped before its first publish; if no writer is and its log directory is lost, release it with 'rlrec release-claim --session %q --env %q %s'",
+			c.SessionID, c.EnvID, c.Writer, c.SessionID, c.EnvID, root)})
+	}
+	return out
 }

@@ -91,7 +91,9 @@ func incompleteRoot(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2, Seed: 5,
+	// rlmesh rc.5's order: the session ends while episodes still run
+	// (0.1 runs every scored episode to its end).
+	cfg := sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2, Seed: 5, Order: sim.OrderRC5,
 		SessionID: "incomplete", Clock: sim.StepClock(start, time.Millisecond)}
 	hooks := &stampedHooks{rec: rec, now: sim.StepClock(start, 500*time.Microsecond)}
 	if _, err := sim.Run(context.Background(), hooks, cfg); err != nil {

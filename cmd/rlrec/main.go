@@ -81,6 +81,7 @@ var commands = []*Command{
 	cmdExport,
 	cmdVerify,
 	cmdRecover,
+	cmdReleaseClaim,
 	cmdVersion,
 }
 

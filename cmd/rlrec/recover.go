@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,13 +91,25 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := os.Stat(filepath.Join(state, hive.LogDir)); err != nil {
-			return fmt.Errorf("no log of %s in %s (%v): recover runs on the machine that recorded, with the --log-dir it recorded with", root, state, err)
+		if _, err := os.Stat(filepath.Join(state, hive.LogDir)); errors.Is(err, fs.ErrNotExist) {
+			// Nothing was logged here: a recorder killed before it made its
+			// log, or one that recorded elsewhere. Nothing to recover.
+			_, err := fmt.Fprintf(env.Stdout, "%s: no log in %s, so nothing to recover here (a recorder that was killed before it logged anything leaves none; one that recorded on another machine or with another --log-dir has its log there: run recover there)\n", root, state)
+			if err == nil {
+				err = writeClaims(env.Stdout, root)
+			}
+			return err
+		} else if err != nil {
+			return fmt.Errorf("cannot read the log of %s in %s: %v; check its permissions", root, state, err)
 		}
 	}
 	rec, err := openRecorder(ctx, env.Logger, root, recoverFlags.logDir, recorder.WithSalvage(salvage), recorder.WithLogger(env.Logger))
 	if err != nil {
 		var ce *wal.CorruptionError
+		if errors.As(err, &ce) && !salvage && errors.Is(err, wal.ErrPendingMissing) {
+			return fmt.Errorf("the log lacks its pending file, which held the last records a recorder accepted, so recover stops: %v; "+
+				"put the file back and run recover again, or rerun with --salvage to recover what the segments hold: what only the pending file held is lost", ce.Err)
+		}
 		if errors.As(err, &ce) && !salvage && errors.Is(err, wal.ErrSegmentMissing) {
 			return fmt.Errorf("the log lacks segments that held durable records, so recover stops: %v; "+
 				"put the files back and run recover again, or rerun with --salvage to recover what the other segments hold: "+
@@ -171,6 +184,9 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 		}
 	}
 	fmt.Fprintf(w, "  log damage:            %s\n", kind)
+	if d.PendingMissing != "" {
+		fmt.Fprintf(w, "    missing:             the pending file %s, whose records not yet in a segment are lost\n", d.PendingMissing)
+	}
 	if len(d.SegmentsMissing) > 0 {
 		fmt.Fprintf(w, "    missing:             %s (%s), whose records are lost\n", count(len(d.SegmentsMissing), "segment file"), strings.Join(d.SegmentsMissing, ", "))
 	}
@@ -185,6 +201,17 @@ func writeRecovery(w io.Writer, root string, rep recorder.RecoveryReport) error 
 	fmt.Fprintln(w)
 	if d.Salvaged {
 		fmt.Fprintf(w, "  the damaged records are lost, the intact ones around them kept: sessions recovered from the log may lack what they held and disagree with files written before the crash; run 'rlrec verify %s' to list them\n", root)
+	}
+	return nil
+}
+
+// writeClaims names the recordings of a bucket's ROOT claimed with
+// nothing published, which may be blocked for good (release-claim).
+func writeClaims(w io.Writer, root string) error {
+	for _, c := range unpublishedClaims(root) {
+		if _, err := fmt.Fprintf(w, "  %s: %s\n", c.Path, c.Reason); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -128,9 +128,11 @@ func resegment(t *testing.T, root string, size int64) {
 			t.Fatal(err)
 		}
 	}
-	// The new segments get a manifest of their own.
-	if err := os.Remove(filepath.Join(dir, wal.ManifestName)); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+	// The new segments get a manifest and an expectation of their own.
+	for _, name := range []string{filepath.Join(dir, wal.ManifestName), filepath.Join(root, "_rlrec", wal.ExpectName)} {
+		if err := os.Remove(name); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
 	}
 	l, err := wal.Open(vfs.OS(), dir, wal.Options{SegmentSize: size, Compression: wal.CompressionNone})
 	if err != nil {
@@ -209,6 +211,20 @@ func TestRecover(t *testing.T) {
 			want: []string{"cut by --salvage", "damaged record"}, root: segmentDeleted(stream, 1)},
 		{name: "newest-segment-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
 			want: []string{"missing:             1 segment file", "whose records are lost"}, root: segmentDeleted(stream, -1)},
+		// Deletions only the log's expectation, outside the log directory,
+		// tells (logLost).
+		{name: "manifest-and-oldest-deleted", code: 1, want: []string{"the log lacks segments", "0000000000000001.wal", "--salvage", "is lost"},
+			root: logLost(stream, "manifest-and-oldest")},
+		{name: "log-dir-deleted", code: 1, want: []string{"the log lacks segments", "0000000000000001.wal", "0 segment files are present", "--salvage"},
+			root: logLost(stream, "log-dir")},
+		{name: "pending-deleted", code: 1, want: []string{"the log lacks its pending file", "--salvage", "is lost"},
+			root: logLost(stream, "pending")},
+		{name: "manifest-and-oldest-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
+			want: []string{"missing:             1 segment file", "0000000000000001.wal", "whose records are lost"}, root: logLost(stream, "manifest-and-oldest")},
+		{name: "log-dir-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
+			want: []string{"segment file", "whose records are lost"}, root: logLost(stream, "log-dir")},
+		{name: "pending-deleted-salvage", args: []string{"--salvage"}, code: 0, salvaged: true,
+			want: []string{"missing:             the pending file", "are lost"}, root: logLost(stream, "pending")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,6 +376,58 @@ func TestWriteRecoverySnapshot(t *testing.T) {
 			}
 			if has := strings.Contains(b.String(), "replayed from:"); has != (tc.want != "") || !strings.Contains(b.String(), tc.want) {
 				t.Errorf("output:\n%s\nwant the line %q", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+// logLost builds a crashed ROOT whose log has several segments, then
+// deletes what only the log's expectation (wal.ExpectName, outside the
+// log directory) can tell is gone: the manifest and the oldest segment,
+// the whole log directory, or the pending file.
+func logLost(stream []byte, what string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		root := crashedRoot(t, stream, 300)
+		resegment(t, root, 4096)
+		dir := filepath.Join(root, "_rlrec", "log")
+		for _, name := range []string{filepath.Join(root, "_rlrec", wal.ExpectName), filepath.Join(dir, wal.PendingName)} {
+			if _, err := os.Stat(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var gone []string
+		switch what {
+		case "manifest-and-oldest":
+			gone = []string{filepath.Join(dir, wal.ManifestName), segments(t, root)[0]}
+		case "log-dir":
+			gone = []string{dir}
+		case "pending":
+			gone = []string{filepath.Join(dir, wal.PendingName)}
+		}
+		for _, g := range gone {
+			if err := os.RemoveAll(g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return root
+	}
+}
+
+// TestLogLossNamed: verify and inspect name a log that lacks what it
+// expects (a deleted manifest and oldest segment, log directory, or
+// pending file), never "no problems".
+func TestLogLossNamed(t *testing.T) {
+	stream := readTestStream(t)
+	for _, what := range []string{"manifest-and-oldest", "log-dir", "pending"} {
+		t.Run(what, func(t *testing.T) {
+			root := logLost(stream, what)(t)
+			code, out, errOut := runReadCmd(t, "verify", root)
+			if code != 1 || !strings.Contains(out, "the log lacks what it expects") {
+				t.Errorf("verify: exit %d, want 1 naming what the log lacks:\n%s%s", code, out, errOut)
+			}
+			code, out, errOut = runReadCmd(t, "inspect", root)
+			if code != 1 || !strings.Contains(out+errOut, "lacks what it expects") {
+				t.Errorf("inspect: exit %d, want 1 naming what the log lacks:\n%s%s", code, out, errOut)
 			}
 		})
 	}

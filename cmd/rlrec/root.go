@@ -273,6 +273,11 @@ func needsRecoveryText(root string) string {
 			logDir = filepath.Join(d, hive.LogDir)
 		}
 	}
+	if st := findings.ReadState(root); st.LogLost != "" {
+		return fmt.Sprintf("its log %s lacks what it expects (%s), so sessions and episodes may be missing or unfinished; "+
+			"run 'rlrec recover %s' first, which names what is lost (and writes what is left with --salvage), or give --published to read only what its files hold now",
+			logDir, st.LogLost, root)
+	}
 	return fmt.Sprintf("its log %s holds records a recorder never wrote out (it crashed or was killed), so sessions and episodes are missing or unfinished; "+
 		"run 'rlrec recover %s' first, or give --published to read only what its files hold now",
 		logDir, root)

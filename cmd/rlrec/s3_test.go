@@ -238,14 +238,15 @@ func TestRecordCommandsS3(t *testing.T) {
 			}
 		})
 	}
-	code, _, errOut := runReadCmd(t, "recover", "--log-dir", filepath.Join(dir, "nowhere"), "s3://rec/ingest-episode")
-	if code != 1 || !strings.Contains(errOut, "no log of s3://rec/ingest-episode in "+filepath.Join(dir, "nowhere")) {
-		t.Errorf("recover with a missing log directory: exit %d: %s", code, errOut)
+	// Nothing logged there: nothing to recover, exit 0, said so.
+	code, out, errOut := runReadCmd(t, "recover", "--log-dir", filepath.Join(dir, "nowhere"), "s3://rec/ingest-episode")
+	if code != 0 || !strings.Contains(out, "s3://rec/ingest-episode: no log in "+filepath.Join(dir, "nowhere")+", so nothing to recover here") {
+		t.Errorf("recover with a missing log directory: exit %d: %s%s", code, out, errOut)
 	}
 	if code, _, errOut := runReadCmd(t, "ingest", "-o", filepath.Join(dir, "x"), "--log-dir", dir, stream); code != 2 || !strings.Contains(errOut, "--log-dir is for an s3:// ROOT") {
 		t.Errorf("--log-dir with a directory ROOT: exit %d: %s", code, errOut)
 	}
-	code, out, errOut := runReadCmd(t, "demo", "-o", "s3://rec/demo", "--log-dir", filepath.Join(dir, "demo-log"))
+	code, out, errOut = runReadCmd(t, "demo", "-o", "s3://rec/demo", "--log-dir", filepath.Join(dir, "demo-log"))
 	if code != 0 || !strings.Contains(out, "s3://rec/demo") {
 		t.Fatalf("demo: exit %d: %s%s", code, out, errOut)
 	}
@@ -388,30 +389,31 @@ func treeBytes(t *testing.T, root, skip string) map[string]string {
 // 100-odd of its episodes and files.
 func TestServeS3(t *testing.T) {
 	srv := s3server.Start(t)
-	srv.Bucket(t, "rec")
+	bucketDir := srv.Bucket(t, "rec")
 	srv.SetEnv(t)
 	logDir := filepath.Join(t.TempDir(), "log")
 	addr, metricsURL, stop := startServeMetrics(t, "--out", "s3://rec/served", "--log-dir", logDir)
 	if code, _, errOut := runCmd(t, "simulate", "--env", "cartpole", "--envs", "4", "--episodes", "100", "--to", addr); code != 0 {
 		t.Fatalf("simulate --to: exit %d: %s", code, errOut)
 	}
-	// The batch delay publishes the episodes file; the recording ended.
-	time.Sleep(2500 * time.Millisecond)
-	resp, err := http.Get(metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics := string(body)
+	// The batch delay publishes the episodes file after the recording
+	// ended: wait for the state, the recording's sessions file published
+	// (its last write, after every episode's) and the metrics showing at
+	// least the 100 episodes simulated, bounded by a deadline only as a
+	// failure bound.
+	metrics := waitMetrics(t, metricsURL, 2*time.Minute, func(m string) bool {
+		n, err := strconv.Atoi(metricValue(m, "rlrec_recorder_episodes_written_total"))
+		if err != nil || n < 100 {
+			return false
+		}
+		sessions, _ := filepath.Glob(filepath.Join(bucketDir, "served", "sessions", "*", "*", "part-*.parquet"))
+		return len(sessions) > 0
+	})
 	code, errOut := stop()
 	if code != 0 {
 		t.Fatalf("serve: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 10",
+	for _, want := range []string{`rlrec_store_requests_total{op="put"} `, "rlrec_store_http_attempts_total ", "rlrec_recorder_episodes_written_total 1",
 		"rlrec_store_requests_per_recording 1"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)
@@ -428,5 +430,40 @@ func TestServeS3(t *testing.T) {
 	t.Logf("%s requests per episode", m[1])
 	if code, out, errOut := runReadCmd(t, "verify", "s3://rec/served"); code != 0 {
 		t.Errorf("verify: exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// metricValue returns the value of the unlabelled metric name in the
+// Prometheus text m, "" when m has none.
+func metricValue(m, name string) string {
+	v := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(m)
+	if v == nil {
+		return ""
+	}
+	return v[1]
+}
+
+// waitMetrics reads url's metrics until ready accepts them, and fails
+// the test with the last ones read when bound passes first.
+func waitMetrics(t *testing.T, url string, bound time.Duration, ready func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ready(string(body)) {
+			return string(body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics not in the awaited state after %v:\n%s", bound, body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

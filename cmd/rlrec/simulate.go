@@ -30,6 +30,11 @@ type simulateOptions struct {
 	seed         uint64
 	out          string
 	telemetry    time.Duration
+	period       time.Duration
+	rlmesh       string
+	laneServed   bool
+	transform    bool
+	advisory     bool
 	reproducible bool
 	to           string
 	tokenFile    string
@@ -44,7 +49,7 @@ var simulateClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var cmdSimulate = &Command{
 	Name:      "simulate",
-	UsageLine: "simulate [--env NAME] [--envs N] [--episodes N] [--autoreset next-step|disabled] [--max-steps N] [--sessions N] [--fail-after N] [--seed N] [--telemetry-interval DURATION] [--reproducible] -o FILE|- [--force] | --to ADDR [--token-file FILE] [--tls-ca FILE]",
+	UsageLine: "simulate [--env NAME] [--envs N] [--episodes N] [--autoreset next-step|disabled] [--max-steps N] [--sessions N] [--fail-after N] [--seed N] [--rlmesh 0.1|rc5] [--lane-served] [--transform] [--relay-advisory] [--period DURATION] [--telemetry-interval DURATION] [--reproducible] -o FILE|- [--force] | --to ADDR [--token-file FILE] [--tls-ca FILE]",
 	Short:     "write the event stream of simulated rlmesh sessions",
 	Long: `Simulate runs built-in rlmesh sessions (a simulated runtime driving a
 built-in environment and policy over N vectorized lanes) and writes their
@@ -57,23 +62,42 @@ Environments (--env):
                instruction; Box(7) action; sparse success reward
   all-leaves   every leaf kind and dtype, for coverage
 
-Each session stops when --episodes episodes have completed; episodes still
-running on other lanes at that point stay open, as in the runtime.
-As in rlmesh, more than one lane requires --autoreset next-step, and
-disabled autoreset runs one lane (--envs 1), whose episodes the runtime
-truncates at --max-steps steps (100,000 by default); a step cap under
-next-step is refused, since the env owns resets there. --fail-after injects a
-failure: after that many steps the session fails mid-episode (SessionFailed,
-no SessionEnded). With --sessions S, the sessions run concurrently into one
-stream, session i with seed X+i.
+The sessions follow rlmesh 0.1's driver (--rlmesh 0.1, the default): its
+event order (an episode that ends under next-step autoreset completes on
+the next step, the lane's roll; the final telemetry comes before
+SessionEnded) and its fields (per-lane terminated, truncated and
+autoreset_roll flags, seeds, trial indices, success, step and reset infos,
+predict and step times). --episodes is the budget: exactly that many
+episodes start and complete, and lanes beyond it run surplus episodes,
+which appear in the id vectors but never start or complete. --rlmesh rc5
+gives rlmesh v0.1.0-rc.5's order and fields instead (the session stops
+once --episodes have completed, possibly more on one step; episodes still
+running stay open).
 
-Every event carries the time of its hook call (time_unix_nano), read from
-the simulated runtime's clock, and 'rlrec ingest' keeps it. With
---reproducible the sessions read a simulated clock (starting at
-2026-01-01T00:00:00Z, 1 ms per reading, about 7 readings per step)
-instead of the wall clock, so one session's flags always give the same
-bytes, times included, and ingesting them gives the same tables;
-concurrent sessions (--sessions > 1) still interleave in a varying order.
+As in rlmesh, more than one lane requires --autoreset next-step, unless
+--lane-served (rlmesh 0.1's lane-served env, an env server of several
+envs: each lane is its own group with its own reset, predict and step
+loop, so the lanes' events interleave, each carrying its lane); disabled
+autoreset's episodes are truncated by the runtime at --max-steps steps
+(100,000 by default); a step cap under next-step is refused, since the
+env owns resets there. --transform simulates transform hooks that change
+some observations and actions (raw_observation and raw_action then differ
+from what the model and env received); --relay-advisory adds a relay
+policy's RelayAdvisory. --fail-after injects a failure: after that many
+steps the session fails mid-episode (SessionFailed, no SessionEnded).
+With --sessions S, the sessions run concurrently into one stream,
+session i with seed X+i.
+
+Every event carries the time of its hook call (time_unix_nano) in the
+simulated runtime's time, and 'rlrec ingest' keeps it: a session starts
+now and each step takes the env's control period (cartpole 0.02 s, as
+gymnasium's; pick-place 0.1 s, a 10 Hz camera; all-leaves 0.05 s; or
+--period), with simulated predict and env step times within it, however
+fast the simulation runs. So 'rlrec export' gives the env's frame rate.
+With --reproducible the sessions start at 2026-01-01T00:00:00Z instead of
+now, so one session's flags always give the same bytes, times included,
+and ingesting them gives the same tables; concurrent sessions
+(--sessions > 1) still interleave in a varying order.
 --telemetry-interval adds window telemetry snapshots, which are
 wall-clock driven and so never reproducible.
 
@@ -112,7 +136,12 @@ Example:
 		outFlag(fs, &f.out, "output `FILE`, or - for standard output (required without --to)")
 		forceFlag(fs, &f.force)
 		fs.DurationVar(&f.telemetry, "telemetry-interval", 0, "emit window telemetry snapshots every `DURATION`, such as 200ms (0: none)")
-		fs.BoolVar(&f.reproducible, "reproducible", false, "use a simulated clock so the same flags give the same bytes")
+		fs.StringVar(&f.rlmesh, "rlmesh", "0.1", "the rlmesh `ORDER` to follow: 0.1 or rc5")
+		fs.BoolVar(&f.laneServed, "lane-served", false, "a lane-served env: each lane its own group, interleaved (rlmesh 0.1)")
+		fs.BoolVar(&f.transform, "transform", false, "simulate transform hooks that change some payloads (rlmesh 0.1)")
+		fs.BoolVar(&f.advisory, "relay-advisory", false, "simulate a relay policy's advisory (rlmesh 0.1)")
+		fs.DurationVar(&f.period, "period", 0, "the control period, simulated time per step, such as 33ms (0: the env's)")
+		fs.BoolVar(&f.reproducible, "reproducible", false, "start the simulated time at a fixed instant so the same flags give the same bytes")
 		fs.StringVar(&f.to, "to", "", "send the events to the rlrec serve at `ADDR` (host:port) instead of -o")
 		fs.StringVar(&f.tokenFile, "token-file", "", "with --to: read the server's token from `FILE`")
 		fs.StringVar(&f.tlsCA, "tls-ca", "", "with --to: connect over TLS, trusting the CA certificates in PEM `FILE`")
@@ -212,15 +241,23 @@ func simulateConfigs(f simulateOptions) ([]sim.Config, error) {
 		return nil, usagef("--fail-after %d: want 0 (never) or more", f.failAfter)
 	case f.telemetry < 0:
 		return nil, usagef("--telemetry-interval %v: want 0 (none) or more", f.telemetry)
+	case f.period < 0:
+		return nil, usagef("--period %v: want 0 (the env's) or more", f.period)
 	}
 	mode, err := sim.ParseAutoreset(f.autoreset)
 	if err != nil {
 		return nil, usagef("--autoreset %q: want next-step or disabled", f.autoreset)
 	}
-	// What rlmesh validates before a run (RLMESH.md §4a).
+	order, err := sim.ParseOrder(f.rlmesh)
+	if err != nil {
+		return nil, usagef("--rlmesh %q: want 0.1 or rc5", f.rlmesh)
+	}
+	// What rlmesh validates before a run.
 	switch {
-	case f.envs > 1 && mode != sim.AutoresetNextStep:
-		return nil, usagef("--envs %d with --autoreset %s: more than one lane requires next-step autoreset (rlmesh allows disabled only with --envs 1)", f.envs, mode)
+	case order == sim.OrderRC5 && (f.laneServed || f.transform || f.advisory):
+		return nil, usagef("--lane-served, --transform and --relay-advisory are rlmesh 0.1's: not with --rlmesh rc5")
+	case f.envs > 1 && mode != sim.AutoresetNextStep && !f.laneServed:
+		return nil, usagef("--envs %d with --autoreset %s: more than one lane requires next-step autoreset (rlmesh allows disabled only with --envs 1, or with --lane-served)", f.envs, mode)
 	case f.maxSteps > 0 && mode != sim.AutoresetDisabled:
 		return nil, usagef("--max-steps %d with --autoreset %s: a step cap requires disabled autoreset (under next-step the env owns resets)", f.maxSteps, mode)
 	}
@@ -229,7 +266,8 @@ func simulateConfigs(f simulateOptions) ([]sim.Config, error) {
 		cfgs[i] = sim.Config{
 			Env: f.env, NumEnvs: f.envs, Autoreset: mode, MaxEpisodes: f.episodes,
 			MaxEpisodeSteps: f.maxSteps, FailAfterSteps: f.failAfter, Seed: f.seed + uint64(i),
-			TelemetryInterval: f.telemetry,
+			TelemetryInterval: f.telemetry, ControlPeriod: f.period,
+			Order: order, LaneServed: f.laneServed, Transform: f.transform, RelayAdvisory: f.advisory,
 		}
 		if f.reproducible {
 			cfgs[i].Clock = sim.StepClock(simulateClockStart, time.Millisecond)

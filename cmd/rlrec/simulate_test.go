@@ -101,6 +101,10 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"negative cap", []string{"--max-steps", "-1", "-o", "-"}, "--max-steps"},
 		{"disabled with the default 4 lanes", []string{"--autoreset", "disabled", "-o", "-"}, "more than one lane requires next-step autoreset"},
 		{"disabled with 2 lanes", []string{"--autoreset", "disabled", "--envs", "2", "--max-steps", "5", "-o", "-"}, "more than one lane requires next-step autoreset"},
+		{"bad rlmesh order", []string{"--rlmesh", "0.2", "-o", "-"}, "--rlmesh"},
+		{"lane-served under rc5", []string{"--rlmesh", "rc5", "--lane-served", "-o", "-"}, "not with --rlmesh rc5"},
+		{"transform under rc5", []string{"--rlmesh", "rc5", "--transform", "-o", "-"}, "not with --rlmesh rc5"},
+		{"negative period", []string{"--period", "-1ms", "-o", "-"}, "--period"},
 		{"step cap under next-step", []string{"--max-steps", "5", "-o", "-"}, "a step cap requires disabled autoreset"},
 		{"step cap under next-step, 1 lane", []string{"--envs", "1", "--autoreset", "next-step", "--max-steps", "5", "-o", "-"}, "a step cap requires disabled autoreset"},
 		{"negative fail", []string{"--fail-after", "-2", "-o", "-"}, "--fail-after"},
@@ -166,5 +170,78 @@ func TestSimulateToWaits(t *testing.T) {
 	}
 	if strings.Contains(errOut, "WithTLS") || strings.Contains(errOut, "client.") {
 		t.Errorf("stderr names Go API: %q", errOut)
+	}
+}
+
+// TestSimulateOrders: simulate follows rlmesh 0.1 by default (the final
+// telemetry before SessionEnded, per-lane flags on every step) and rc.5
+// with --rlmesh rc5 (SessionEnded first, no flags); --lane-served runs
+// each lane as its own group (events carry their lane, several lanes
+// under disabled autoreset), --transform gives raw payloads that differ,
+// --relay-advisory one RelayAdvisory after SessionStarted.
+func TestSimulateOrders(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, evs []events.Event)
+	}{
+		{"0.1 by default", nil, func(t *testing.T, evs []events.Event) {
+			n := len(evs)
+			if evs[n-2].Kind() != events.KindTelemetrySnapshot || evs[n-1].Kind() != events.KindSessionEnded {
+				t.Fatalf("ends %s, %s; want the final snapshot, then SessionEnded", evs[n-2].Kind(), evs[n-1].Kind())
+			}
+			for _, ev := range evs {
+				if st, ok := ev.(*events.StepCompleted); ok && (len(st.Terminated) != 3 || !st.StepMs.Set) {
+					t.Fatalf("a step without 0.1's per-lane flags or step_ms: %+v", st)
+				}
+			}
+		}},
+		{"rc5", []string{"--rlmesh", "rc5"}, func(t *testing.T, evs []events.Event) {
+			n := len(evs)
+			if evs[n-2].Kind() != events.KindSessionEnded || evs[n-1].Kind() != events.KindTelemetrySnapshot {
+				t.Fatalf("ends %s, %s; want SessionEnded, then the final snapshot", evs[n-2].Kind(), evs[n-1].Kind())
+			}
+			for _, ev := range evs {
+				if st, ok := ev.(*events.StepCompleted); ok && (st.Terminated != nil || st.StepMs.Set) {
+					t.Fatalf("an rc.5 step with 0.1's fields: %+v", st)
+				}
+			}
+		}},
+		{"lane-served, disabled, transform, advisory", []string{"--lane-served", "--autoreset", "disabled", "--transform", "--relay-advisory"}, func(t *testing.T, evs []events.Event) {
+			lanes := map[uint32]bool{}
+			raws := 0
+			for _, ev := range evs {
+				switch e := ev.(type) {
+				case *events.ActionReceived:
+					if !e.Route.Lane.Set || len(e.EpisodeIDs) != 1 {
+						t.Fatalf("a lane-served action without its lane: %+v", e.Route)
+					}
+					lanes[e.Route.Lane.Value] = true
+					if e.RawAction != nil {
+						raws++
+					}
+				case *events.ObservationEmitted:
+					if e.RawObservation != nil {
+						raws++
+					}
+				}
+			}
+			if len(lanes) != 3 || raws == 0 {
+				t.Fatalf("lanes %v, %d raw payloads; want 3 lanes and some", lanes, raws)
+			}
+			if evs[1].Kind() != events.KindRelayAdvisory {
+				t.Fatalf("second event %s, want RelayAdvisory", evs[1].Kind())
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, stdout, stderr := simulateEnv()
+			args := append([]string{"simulate", "--env", "cartpole", "--envs", "3", "--episodes", "5", "--seed", "2", "-o", "-"}, tc.args...)
+			if code := run(context.Background(), env, args); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			tc.check(t, readSimulatedStream(t, stdout.Bytes()))
+		})
 	}
 }

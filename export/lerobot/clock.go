@@ -93,8 +93,29 @@ func checkClock(rec dataset.Recording, clock string) error {
 	return nil
 }
 
+// MaxDerivedFPS is the highest frame rate an export derives from the
+// recorded times: no recorded env (a control loop, a camera, a
+// teleoperation rig) runs faster, so a median interval shorter than
+// 1/1,000 s measures how fast a loop ran (a simulation, a replay, a
+// recorder's arrival times), not the env, and is refused.
+const MaxDerivedFPS = 1000
+
+// Regularity: a rate is derived only when at least RegularShare of the
+// positive intervals between consecutive frames lie within a factor
+// RegularFactor of their median (median/1.5 to median×1.5). Real
+// recordings jitter and drop a frame now and then; times that arrive in
+// bursts, or mix two rates, fail this and are refused.
+const (
+	RegularShare  = 0.75
+	RegularFactor = 1.5
+)
+
 // fpsFromIntervals is the frame rate of the median positive interval
-// (seconds) between consecutive frames, rounded to a whole number.
+// (seconds) between consecutive frames, rounded to a whole number. Zero
+// intervals (frames with one time) are left out. It refuses
+// (ErrTimesUnknown) when no interval is positive, when the rate is below
+// 1 fps or above MaxDerivedFPS, and when the intervals are too irregular
+// to call a rate (see RegularShare).
 func fpsFromIntervals(iv []float64) (int, error) {
 	pos := make([]float64, 0, len(iv))
 	for _, v := range iv {
@@ -113,6 +134,18 @@ func fpsFromIntervals(iv []float64) (int, error) {
 	fps := math.Round(1 / m)
 	if fps < 1 {
 		return 0, fmt.Errorf("%w: the median interval between frames is %.3g s, below 1 frame per second; give the frame rate", ErrTimesUnknown, m)
+	}
+	if fps > MaxDerivedFPS {
+		return 0, fmt.Errorf("%w: the median interval between frames is %.3g ms, %.0f frames per second, above the %d that any recorded env runs at: these times measure how fast a loop ran (a simulation, a replay), not the env; give the frame rate", ErrTimesUnknown, m*1000, fps, MaxDerivedFPS)
+	}
+	regular := 0
+	for _, v := range pos {
+		if v >= m/RegularFactor && v <= m*RegularFactor {
+			regular++
+		}
+	}
+	if share := float64(regular) / float64(len(pos)); share < RegularShare {
+		return 0, fmt.Errorf("%w: the times between frames are too irregular to call a rate: %.0f%% of the %d intervals are within a factor %g of their median %.3g ms (a rate needs %.0f%%); give the frame rate", ErrTimesUnknown, share*100, len(pos), RegularFactor, m*1000, RegularShare*100)
 	}
 	return int(fps), nil
 }

@@ -46,7 +46,11 @@
 // rounded. Times the recorder stamped on arrival (the sessions table's
 // clock column "recorder" or "mixed") measure the recorder, not the env,
 // and no two frames with different times give no interval: both are
-// refused (ErrTimesUnknown) unless Options.FPS is given; a ROOT without a
+// refused (ErrTimesUnknown) unless Options.FPS is given. So is a rate the
+// times give that no recorded env has: above MaxDerivedFPS (1,000 fps;
+// times that measure a loop, not the env), or from intervals too irregular
+// to call a rate (fewer than 75% of the positive intervals within a factor
+// 1.5 of their median: bursts, or two rates mixed). A ROOT without a
 // clock column is taken to hold event times. timestamp (float32) is
 // frame_index / fps, which LeRobot checks within tolerance_s (1e-4 s by
 // default); an episode so long that float32 cannot hold its timestamps

@@ -21,8 +21,11 @@ var ErrExists = errors.New("lerobot: output directory exists and is not empty")
 // ErrTimesUnknown is returned when Options.FPS is 0 and the recorded step
 // times cannot give the frame rate: the recorder stamped them (the
 // sessions table's clock is "recorder" or "mixed"), no two frames have
-// different times, or they are more than 2 s apart (below 1 fps, which
-// info.json cannot say). The caller passes the frame rate instead.
+// different times, they are more than 2 s apart (below 1 fps once
+// rounded, which info.json cannot say), less than 1 ms apart (above MaxDerivedFPS, which
+// no recorded env runs at), or too irregular to call a rate (fewer than
+// RegularShare of the intervals within RegularFactor of their median).
+// The caller passes the frame rate instead.
 var ErrTimesUnknown = errors.New("lerobot: the recorded step times do not give a frame rate")
 
 // ErrFPS is returned for an Options.FPS below 0.

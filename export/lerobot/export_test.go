@@ -19,6 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/rlrec/rlrec/dataset"
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/export/lerobot"
 	"github.com/rlrec/rlrec/internal/roottest"
 	"github.com/rlrec/rlrec/recorder"
@@ -444,8 +445,9 @@ func TestDataFilesChunked(t *testing.T) {
 	checkLoadable(t, dir)
 }
 
-// TestTimesUnknown: without --fps, steps that all carry one time give no
-// frame rate, and the export refuses; with it, the export is written.
+// TestTimesUnknown: without --fps, steps whose times the recorder stamped
+// (here all one time) give no frame rate, and the export refuses; with
+// it, the export is written.
 func TestTimesUnknown(t *testing.T) {
 	cfg := sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2, Seed: 2, SessionID: "still"}
 	cfg.Clock = sim.StepClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), 0)
@@ -454,7 +456,9 @@ func TestTimesUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sim.RunSessions(context.Background(), rec, []sim.Config{cfg}); err != nil {
+	// Untimed: the hooks methods only, so the recorder stamps every event.
+	untimed := struct{ events.Hooks }{rec}
+	if _, err := sim.RunSessions(context.Background(), untimed, []sim.Config{cfg}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rec.Close(context.Background()); err != nil {
@@ -476,6 +480,103 @@ func TestTimesUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLoadable(t, dir)
+}
+
+// recordSim records cfgs into a new ROOT with their simulated times,
+// passed through warp when it is not nil.
+func recordSim(t *testing.T, warp func(time.Time) time.Time, cfgs ...sim.Config) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "root")
+	rec, err := recorder.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h events.Hooks = rec
+	if warp != nil {
+		h = &warped{rec: rec, warp: warp}
+	}
+	if _, err := sim.RunSessions(context.Background(), h, cfgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// warped hands the recorder every event at warp(its time).
+type warped struct {
+	events.Hooks
+	rec  *recorder.Recorder
+	warp func(time.Time) time.Time
+}
+
+func (w *warped) RecordAt(ctx context.Context, ev events.Event, at time.Time) error {
+	return w.rec.RecordAt(ctx, ev, w.warp(at))
+}
+
+// TestSimulatedRate: a simulated run's recorded times advance by its env's
+// control period, so an export without --fps gives that rate (cartpole 50
+// fps, pick-place 10 fps), with recorded times close to frame_index / fps;
+// times at a loop's speed (a period of 0.2 ms, 5,000 fps) and times in
+// bursts are refused.
+func TestSimulatedRate(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	bursty := func(at time.Time) time.Time {
+		// Cartpole's steps k = 0, 1, 2, ... (20 ms apart) in bursts of
+		// three, 5 ms apart, one burst every 100 ms.
+		d := at.Sub(start)
+		k := d / (20 * time.Millisecond)
+		return start.Add(k/3*100*time.Millisecond + k%3*5*time.Millisecond + d%(20*time.Millisecond))
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  sim.Config
+		warp func(time.Time) time.Time
+		fps  int
+		want string // for a refusal, what it says
+	}{
+		{"cartpole", sim.Config{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 6}, nil, 50, ""},
+		{"cartpole, one lane, disabled", sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 3}, nil, 50, ""},
+		{"pick-place", sim.Config{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2}, nil, 10, ""},
+		{"a loop's speed", sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, ControlPeriod: 200 * time.Microsecond}, nil, 0, "above the 1000"},
+		{"bursts", sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3}, bursty, 0, "too irregular"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Seed, cfg.SessionID, cfg.Clock = 7, "rate", sim.StepClock(start, 0)
+			root := recordSim(t, tc.warp, cfg)
+			d, err := dataset.Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			dir := filepath.Join(t.TempDir(), "out")
+			sum, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{})
+			if tc.fps == 0 {
+				if !errors.Is(err, lerobot.ErrTimesUnknown) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("export: %v, want ErrTimesUnknown saying %q", err, tc.want)
+				}
+				if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a refused export left %s: %v", dir, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in info
+			readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
+			if in.FPS != int64(tc.fps) || sum.FPS != tc.fps {
+				t.Fatalf("info.json fps %d, summary %d, want %d", in.FPS, sum.FPS, tc.fps)
+			}
+			// Each recorded time is its frame's tick plus the drift of the
+			// simulated call times within it: well under one period.
+			if period := time.Second / time.Duration(tc.fps); sum.MaxDrift >= period {
+				t.Errorf("recorded times up to %v from frame_index / fps, want less than a period (%v)", sum.MaxDrift, period)
+			}
+		})
+	}
 }
 
 // TestReplace: an existing non-empty directory is refused (ErrExists)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -160,25 +161,54 @@ func TestInexactRefused(t *testing.T) {
 }
 
 // TestFPSFromIntervals: the median interval rounded to whole frames per
-// second; no usable interval or below 1 fps is ErrTimesUnknown.
+// second; no usable interval, below 1 fps, above MaxDerivedFPS or too
+// irregular a rhythm is ErrTimesUnknown, with a message that says which.
 func TestFPSFromIntervals(t *testing.T) {
+	burst := []float64{}
+	for range 10 { // frames stamped in bursts: 3 close together, then a gap
+		burst = append(burst, 0.001, 0.001, 0.1)
+	}
+	dropped := []float64{}
+	for i := range 20 { // 30 fps dropping every 5th frame
+		if i%5 == 4 {
+			dropped = append(dropped, 2.0/30)
+		} else {
+			dropped = append(dropped, 1.0/30)
+		}
+	}
+	twoRates := []float64{}
+	for i := range 20 { // 10 fps and 50 fps, half and half
+		if i%2 == 0 {
+			twoRates = append(twoRates, 0.1)
+		} else {
+			twoRates = append(twoRates, 0.02)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		iv   []float64
 		fps  int
+		want string // for a refusal, what its message says
 	}{
-		{"30 fps with jitter", []float64{0.033, 0.034, 0.0333, 0.05, 0.0331}, 30},
-		{"29.97 rounds to 30", []float64{1 / 29.97, 1 / 29.97}, 30},
-		{"zero intervals ignored", []float64{0, 0, 0.01, 0.01}, 100},
-		{"all equal times", []float64{0, 0}, 0},
-		{"none", nil, 0},
-		{"below 1 fps", []float64{3, 3}, 0},
+		{"30 fps with jitter", []float64{0.033, 0.034, 0.0333, 0.05, 0.0331}, 30, ""},
+		{"29.97 rounds to 30", []float64{1 / 29.97, 1 / 29.97}, 30, ""},
+		{"zero intervals ignored", []float64{0, 0, 0.01, 0.01}, 100, ""},
+		{"cartpole 50 fps", []float64{0.0201, 0.0199, 0.0200, 0.0202}, 50, ""},
+		{"30 fps dropping every 5th frame", dropped, 30, ""},
+		{"1000 fps is the bound", []float64{0.001, 0.001, 0.001}, 1000, ""},
+		{"all equal times", []float64{0, 0}, 0, "no two consecutive frames"},
+		{"none", nil, 0, "no two consecutive frames"},
+		{"below 1 fps", []float64{3, 3}, 0, "below 1 frame per second"},
+		{"2786 fps: a loop's speed", []float64{1 / 2786.0, 1 / 2786.0, 1 / 2700.0}, 0, "above the 1000"},
+		{"500000 fps", []float64{2e-6, 2e-6}, 0, "above the 1000"},
+		{"bursts", burst, 0, "too irregular"},
+		{"two rates mixed", twoRates, 0, "too irregular"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fps, err := fpsFromIntervals(tc.iv)
 			if tc.fps == 0 {
-				if !errors.Is(err, ErrTimesUnknown) {
-					t.Errorf("fps %d, err %v; want ErrTimesUnknown", fps, err)
+				if !errors.Is(err, ErrTimesUnknown) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("fps %d, err %v; want ErrTimesUnknown saying %q", fps, err, tc.want)
 				}
 				return
 			}

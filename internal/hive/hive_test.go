@@ -234,15 +234,21 @@ func TestLayoutFile(t *testing.T) {
 			t.Errorf("ParseLayoutFile(LayoutFile(%q)) = %q, %v", l, got, err)
 		}
 	}
-	// The recorder's layout file as written since schema version 2.
-	if got := string(LayoutFile(LayoutSession)); got != "schema_version=2\nlayout=session\n" {
+	// The recorder's layout file as written since schema version 3.
+	if got := string(LayoutFile(LayoutSession)); got != "schema_version=3\nlayout=session\n" {
 		t.Errorf("LayoutFile = %q", got)
+	}
+	// A ROOT created at schema version 2 is still read (and takes
+	// version 3 recordings).
+	if got, err := ParseLayoutFile([]byte("schema_version=2\nlayout=session\n")); err != nil || got != LayoutSession {
+		t.Errorf("a version 2 layout file: %q, %v", got, err)
 	}
 	for _, tc := range []struct {
 		name, body string
 		want       error
 	}{
 		{"old version", "schema_version=1\nlayout=episode\n", ErrSchemaVersion},
+		{"future version", "schema_version=4\nlayout=episode\n", ErrSchemaVersion},
 		{"no version", "layout=episode\n", ErrSchemaVersion},
 		{"unknown layout", "schema_version=2\nlayout=frame\n", ErrBadLayout},
 		{"empty", "", ErrSchemaVersion},

@@ -85,7 +85,10 @@ func LayoutFile(l Layout) []byte {
 	return fmt.Appendf(nil, "%s=%s\n%s=%s\n", layoutKeyVersion, schema.SchemaVersion, layoutKeyLayout, l)
 }
 
-// ParseLayoutFile reads the body of a layout file: an error wrapping
+// ParseLayoutFile reads the body of a layout file (of a ROOT created at
+// schema version 2 or 3: the version the file names is that of the ROOT's
+// creation, and a ROOT created at version 2 takes recordings of version 3
+// too, each recording's files of one version): an error wrapping
 // ErrSchemaVersion names a ROOT of another schema version, one wrapping
 // ErrBadLayout an unknown layout.
 func ParseLayoutFile(b []byte) (Layout, error) {
@@ -94,8 +97,9 @@ func ParseLayoutFile(b []byte) (Layout, error) {
 		k, v, _ := strings.Cut(line, "=")
 		kv[k] = v
 	}
-	if v := kv[layoutKeyVersion]; v != schema.SchemaVersion {
-		return "", fmt.Errorf("%w %q: this rlrec reads and writes %q", ErrSchemaVersion, v, schema.SchemaVersion)
+	if v := kv[layoutKeyVersion]; !schema.KnownSchemaVersion(v) {
+		return "", fmt.Errorf("%w %q: this rlrec reads %q and %q and writes %q", ErrSchemaVersion, v,
+			schema.SchemaVersion2, schema.SchemaVersion, schema.SchemaVersion)
 	}
 	return ParseLayout(kv[layoutKeyLayout])
 }

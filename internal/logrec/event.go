@@ -1,6 +1,7 @@
 package logrec
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
@@ -22,6 +23,19 @@ type Sequenced struct {
 	events.Event
 	Seq           uint64
 	RecorderClock bool
+	// Nonce is the record's run_nonce (its run's, drawn or derived), nil
+	// when it has none; Hash its content_hash, 0 when none (events/runid.go).
+	Nonce []byte
+	Hash  uint64
+}
+
+// RunOf returns the run nonce and content hash of a logged event (a
+// Sequenced one), or nil and 0.
+func RunOf(ev events.Event) ([]byte, uint64) {
+	if s, ok := ev.(*Sequenced); ok {
+		return s.Nonce, s.Hash
+	}
+	return nil, 0
 }
 
 // Unsequence returns the event inside a Sequenced one, its number and
@@ -67,8 +81,11 @@ func AppendInvalidEvent(dst []byte, e *InvalidEvent, t time.Time) []byte {
 func DecodeEvent(dec *events.Decoder, rec []byte) (events.Event, time.Time, error) {
 	if Of(rec) != TypeInvalid {
 		ev, at, err := dec.Decode(rec[1:])
-		if err == nil && (dec.Sequence() != 0 || dec.RecorderClock()) {
-			ev = &Sequenced{Event: ev, Seq: dec.Sequence(), RecorderClock: dec.RecorderClock()}
+		if err == nil && (dec.Sequence() != 0 || dec.RecorderClock() || dec.RunNonce() != nil || dec.ContentHash() != 0) {
+			ev = &Sequenced{Event: ev, Seq: dec.Sequence(), RecorderClock: dec.RecorderClock(), Hash: dec.ContentHash()}
+			if n := dec.RunNonce(); n != nil {
+				ev.(*Sequenced).Nonce = bytes.Clone(n)
+			}
 		}
 		return ev, at, err
 	}

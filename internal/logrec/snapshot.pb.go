@@ -144,7 +144,12 @@ type Session struct {
 	// Whose clocks the recording's event times were (not zigzag): bit 1 an
 	// event came with its time, bit 2 one was stamped with the recorder's
 	// clock. Absent (0) in snapshots written before event times were kept.
-	Clocks        uint32 `protobuf:"varint,41,opt,name=clocks,proto3" json:"clocks,omitempty"`
+	Clocks uint32 `protobuf:"varint,41,opt,name=clocks,proto3" json:"clocks,omitempty"`
+	// The recording's run nonce (eventsv1.Event.run_nonce, drawn by its
+	// producer or derived from its first event), absent when its events
+	// came without one. Kept so that a restarted server tells another run
+	// reusing the recording's ids from a resend of this one.
+	RunNonce      []byte `protobuf:"bytes,42,opt,name=run_nonce,json=runNonce,proto3" json:"run_nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -422,6 +427,13 @@ func (x *Session) GetClocks() uint32 {
 		return x.Clocks
 	}
 	return 0
+}
+
+func (x *Session) GetRunNonce() []byte {
+	if x != nil {
+		return x.RunNonce
+	}
+	return nil
 }
 
 type Route struct {
@@ -1020,7 +1032,7 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\x1einternal/logrec/snapshot.proto\x12\x0frlrec.logrec.v1\"U\n" +
 	"\bSnapshot\x12\x13\n" +
 	"\x05as_of\x18\x01 \x01(\x04R\x04asOf\x124\n" +
-	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\x9a\n" +
+	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\xb7\n" +
 	"\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12,\n" +
@@ -1061,7 +1073,8 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\blog_rows\x18! \x01(\x12R\alogRows\x12%\n" +
 	"\x0etelemetry_rows\x18\" \x01(\x12R\rtelemetryRows\x12\x1a\n" +
 	"\bsequence\x18( \x01(\x04R\bsequence\x12\x16\n" +
-	"\x06clocks\x18) \x01(\rR\x06clocksB\r\n" +
+	"\x06clocks\x18) \x01(\rR\x06clocks\x12\x1b\n" +
+	"\trun_nonce\x18* \x01(\fR\brunNonceB\r\n" +
 	"\v_started_atB\v\n" +
 	"\t_ended_atB\n" +
 	"\n" +

@@ -67,7 +67,7 @@ func FuzzStepsWrite(f *testing.F) {
 			if !bytes.Equal(row[schema.StepsColObservationBlob][0].ByteArray(), want[i]) {
 				t.Fatalf("row %d blob differs", i)
 			}
-			if got := len(row); got != schema.NumFixedStepsColumns+len(obs.Leaves) {
+			if got := len(row); got != schema.NumFixedStepsColumns+len(obs.Leaves)+schema.NumV3StepsColumns {
 				t.Fatalf("row %d has %d columns", i, got)
 			}
 		}
@@ -97,7 +97,7 @@ func TestStepsNilLayoutIgnoresLeaves(t *testing.T) {
 		t.Error("observation space metadata without a layout")
 	}
 	rows := readRows(t, pf)
-	if len(rows) != 1 || len(rows[0]) != schema.NumFixedStepsColumns+1 || rows[0][schema.NumFixedStepsColumns][0].Int64() != 1 {
+	if len(rows) != 1 || len(rows[0]) != schema.NumFixedStepsColumns+1+schema.NumV3StepsColumns || rows[0][schema.NumFixedStepsColumns][0].Int64() != 1 {
 		t.Fatalf("rows %v", rows)
 	}
 }

@@ -30,6 +30,9 @@ type Metadata struct {
 	// LastSequence is stored under rlrec.last_sequence in sessions, logs
 	// and telemetry files, when not 0.
 	LastSequence uint64
+	// RunNonce is stored under rlrec.run_nonce in sessions, logs and
+	// telemetry files, when not "" (schema.MetaRunNonce).
+	RunNonce string
 	// StoreRequests is stored under rlrec.store_requests in sessions
 	// files, when not nil, as store.Requests writes JSON: the requests
 	// of the recording to its object store when its row was written
@@ -102,6 +105,9 @@ func keyValues(table string, meta Metadata, spaces spaceJSON) []kvPair {
 	}
 	if meta.LastSequence != 0 && (table == schema.TableSessions || table == schema.TableLogs || table == schema.TableTelemetry) {
 		kv = append(kv, kvPair{schema.MetaLastSequence, strconv.FormatUint(meta.LastSequence, 10)})
+	}
+	if meta.RunNonce != "" && (table == schema.TableSessions || table == schema.TableLogs || table == schema.TableTelemetry) {
+		kv = append(kv, kvPair{schema.MetaRunNonce, meta.RunNonce})
 	}
 	if table == schema.TableSteps || table == schema.TableEpisodes {
 		if spaces.has[0] {

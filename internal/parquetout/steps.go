@@ -43,6 +43,18 @@ type StepRow struct {
 	// columns.
 	ObservationLeaves [][]byte
 	ActionLeaves      [][]byte
+
+	// The columns of schema version 3 (schema/version3.go): Lane is
+	// written when HasLane, PredictMs and StepMs when their Has flag is
+	// set, else null; Infos (JSON text) and the raw blobs are null when
+	// nil.
+	Lane                    int64
+	HasLane                 bool
+	Infos                   []byte
+	RawObservationBlob      []byte
+	RawActionBlob           []byte
+	PredictMs, StepMs       float64
+	HasPredictMs, HasStepMs bool
 }
 
 // StepsFormat is the steps file format for one pair of spaces: the schema,
@@ -51,6 +63,7 @@ type StepRow struct {
 type StepsFormat struct {
 	table     *schema.StepsTable
 	fixed     int                   // the number of fixed columns: the typed ones follow
+	v3        int                   // the index of the first version 3 column (after the typed ones)
 	typed     []*schema.TypedColumn // observation then action columns
 	hasObs    bool                  // a side without a layout ignores its leaves
 	hasAct    bool
@@ -93,7 +106,7 @@ func newStepsFormat(obs, act *schema.Layout, cfg Config, packed bool) (*StepsFor
 	if err != nil {
 		return nil, err
 	}
-	f := &StepsFormat{table: table, cfg: cfg, hasObs: obs != nil, hasAct: act != nil, fixed: schema.NumFixedStepsColumns}
+	f := &StepsFormat{table: table, cfg: cfg, hasObs: obs != nil, hasAct: act != nil, fixed: schema.NumFixedStepsColumns, v3: table.V3Index}
 	if packed {
 		f.fixed++
 	}
@@ -106,7 +119,8 @@ func newStepsFormat(obs, act *schema.Layout, cfg Config, packed bool) (*StepsFor
 	for i := range table.Action {
 		f.typed = append(f.typed, &table.Action[i])
 	}
-	f.blobPaths = [][]string{{schema.ColObservationBlob}, {schema.ColActionBlob}}
+	f.blobPaths = [][]string{{schema.ColObservationBlob}, {schema.ColActionBlob},
+		{schema.ColRawObservationBlob}, {schema.ColRawActionBlob}}
 	for _, cols := range [][]schema.TypedColumn{table.Observation, table.Action} {
 		for _, c := range cols {
 			if c.Form == schema.FormBinary {
@@ -233,7 +247,7 @@ func (w *StepsWriter) Write(r *StepRow) error {
 	if err != nil {
 		return err
 	}
-	copyBytes += n + len(r.ObservationBlob) + len(r.ActionBlob)
+	copyBytes += n + len(r.ObservationBlob) + len(r.ActionBlob) + len(r.Infos) + len(r.RawObservationBlob) + len(r.RawActionBlob)
 	// A large row (images) goes to parquet-go on its own, straight from the
 	// caller's buffers: parquet-go copies it into its column buffers
 	// anyway, and a copy into the arena first would double the memory
@@ -263,6 +277,15 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		terminated:      r.Terminated,
 		truncated:       r.Truncated,
 		recordedAt:      r.RecordedAt.UnixMicro(),
+		lane:            r.Lane,
+		hasLane:         r.HasLane,
+		infos:           w.keepOptional(r.Infos),
+		rawObsBlob:      w.keepOptional(r.RawObservationBlob),
+		rawActBlob:      w.keepOptional(r.RawActionBlob),
+		predictMs:       r.PredictMs,
+		stepMs:          r.StepMs,
+		hasPredictMs:    r.HasPredictMs,
+		hasStepMs:       r.HasStepMs,
 	}
 	w.rowBuf = append(w.rowBuf, pr)
 	w.keepLeaves(len(t.Observation), obsLeaves)
@@ -347,6 +370,16 @@ type pendingRow struct {
 	isLast          bool
 	terminated      bool
 	truncated       bool
+	// schema version 3
+	infos        []byte
+	rawObsBlob   []byte
+	rawActBlob   []byte
+	lane         int64
+	predictMs    float64
+	stepMs       float64
+	hasLane      bool
+	hasPredictMs bool
+	hasStepMs    bool
 }
 
 // keepOptional copies b into the arena; nil stays nil (null).
@@ -408,6 +441,8 @@ func (w *StepsWriter) writePending() error {
 		// The typed columns and a packed file's episode_record_id first,
 		// then the fixed columns every steps file has.
 		switch {
+		case w.f.v3 >= 0 && c >= w.f.v3:
+			s = w.appendV3(w.values(len(rows)), c-w.f.v3)
 		case c >= w.f.fixed:
 			s = w.appendTyped(w.scratch[:0], c-w.f.fixed)
 		case c == schema.StepsColEpisodeRecordID:
@@ -501,6 +536,40 @@ func optionalBytes(b []byte) parquet.Value {
 		return parquet.NullValue()
 	}
 	v := parquet.ByteArrayValue(b)
+	v.SetDefinitionLevel(1)
+	return v
+}
+
+// appendV3 fills s with version 3 column k (schema.V3StepsX) of every
+// pending row.
+func (w *StepsWriter) appendV3(s []parquet.Value, k int) []parquet.Value {
+	rows := w.rowBuf
+	for i := range rows {
+		r := &rows[i]
+		switch k {
+		case schema.V3StepsLane:
+			s[i] = optionalValue(r.hasLane, parquet.Int64Value(r.lane))
+		case schema.V3StepsInfos:
+			s[i] = optionalBytes(r.infos)
+		case schema.V3StepsRawObservationBlob:
+			s[i] = optionalBytes(r.rawObsBlob)
+		case schema.V3StepsRawActionBlob:
+			s[i] = optionalBytes(r.rawActBlob)
+		case schema.V3StepsPredictMs:
+			s[i] = optionalValue(r.hasPredictMs, parquet.DoubleValue(r.predictMs))
+		case schema.V3StepsStepMs:
+			s[i] = optionalValue(r.hasStepMs, parquet.DoubleValue(r.stepMs))
+		}
+	}
+	return s
+}
+
+// optionalValue is v as a value of an optional top-level column, null
+// when not set.
+func optionalValue(set bool, v parquet.Value) parquet.Value {
+	if !set {
+		return parquet.NullValue()
+	}
 	v.SetDefinitionLevel(1)
 	return v
 }

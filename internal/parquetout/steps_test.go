@@ -62,7 +62,7 @@ func TestStepsCartpoleRoundTrip(t *testing.T) {
 		t.Errorf("%d row groups, want 4", got)
 	}
 	for key, want := range map[string]string{
-		schema.MetaSchemaVersion:   "2",
+		schema.MetaSchemaVersion:   schema.SchemaVersion,
 		schema.MetaLayout:          "episode",
 		schema.MetaSessionID:       "s1",
 		schema.MetaEpisodeRecordID: "ep-000001",

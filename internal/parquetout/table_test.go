@@ -73,7 +73,7 @@ func TestEpisodesTable(t *testing.T) {
 		t.Fatalf("rows differ:\n got %+v\nwant %+v", got, rows)
 	}
 	checkMeta(t, pf, map[string]string{
-		schema.MetaSchemaVersion: "2", schema.MetaLayout: "episode", schema.MetaSessionID: "s/1", schema.MetaEnvID: "r",
+		schema.MetaSchemaVersion: schema.SchemaVersion, schema.MetaLayout: "episode", schema.MetaSessionID: "s/1", schema.MetaEnvID: "r",
 	}, schema.MetaEpisodeRecordID)
 	js, _ := pf.Lookup(schema.MetaActionSpace)
 	if spec, err := schema.ParseSpecJSON([]byte(js)); err != nil || spec.GetDiscrete().GetN() != 2 {

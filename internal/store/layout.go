@@ -64,7 +64,7 @@ func OpenLayout(fsys vfs.FS, state string, st Root, want hive.Layout) (*LayoutFi
 		// published with the layout file.
 		if ok, _ := st.HasPart(t.Name, 4); ok {
 			return nil, fmt.Errorf("open %s: %w: it holds a %s table but no %s, so an rlrec before schema version %s wrote it; record into a new ROOT",
-				root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion)
+				root, ErrLayout, t.Name, filepath.Join(hive.StateDir, hive.LayoutName), schema.SchemaVersion2)
 		}
 	}
 	if want == "" {

@@ -241,7 +241,7 @@ func openRepaired(fsys vfs.FS, dir string, opts Options, lock io.Closer, rep Rep
 		// A log of an earlier version has no manifest: from now on it
 		// names its segments.
 		if m, ok, err := readManifest(fsys, dir); err != nil || !ok || m != manifestOf(segs) {
-			if err := writeManifest(fsys, dir, manifestOf(segs)); err != nil {
+			if err := writeManifest(fsys, dir, manifestOf(segs), false); err != nil {
 				return nil, err
 			}
 		}
@@ -288,6 +288,18 @@ func openRepaired(fsys vfs.FS, dir string, opts Options, lock io.Closer, rep Rep
 			p.start(0, l.last+1)
 			l.cur = p.area(0)[:0]
 		}
+	}
+	// The log expects its segments, and the pending file once it is in
+	// use (expect.go).
+	l.segMu.Lock()
+	e := logExpectation{m: manifest{first: l.segs[0].num, last: l.segs[len(l.segs)-1].num}, pending: l.pend != nil}
+	l.segMu.Unlock()
+	if err := writeExpectation(fsys, dir, e); err != nil {
+		l.pend.close()
+		if l.seg != nil {
+			l.seg.Close()
+		}
+		return nil, err
 	}
 	go l.run()
 	return l, nil
@@ -526,7 +538,7 @@ func (l *Log) RemoveBefore(pos Pos) error {
 		return nil
 	}
 	// The manifest stops naming them before they go.
-	if err := writeManifest(l.fsys, l.dir, manifest{first: l.segs[k].num, last: l.segs[len(l.segs)-1].num}); err != nil {
+	if err := writeManifest(l.fsys, l.dir, manifest{first: l.segs[k].num, last: l.segs[len(l.segs)-1].num}, l.pend != nil); err != nil {
 		return err
 	}
 	removed := 0

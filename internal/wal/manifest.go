@@ -114,8 +114,9 @@ func readFull(f vfs.File, b []byte) (int, error) {
 	return n, nil
 }
 
-// writeManifest makes m the log's manifest, durably.
-func writeManifest(fsys vfs.FS, dir string, m manifest) error {
+// writeManifest makes m the log's manifest, durably, and then the log's
+// expectation (expect.go), with pending saying a pending file is in use.
+func writeManifest(fsys vfs.FS, dir string, m manifest, pending bool) error {
 	name := filepath.Join(dir, ManifestName)
 	if err := vfs.WriteFile(fsys, name+tempSuffix, name, m.encode()); err != nil {
 		return fmt.Errorf("wal: write segment manifest: %w", err)
@@ -123,7 +124,7 @@ func writeManifest(fsys vfs.FS, dir string, m manifest) error {
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("wal: sync log directory %s: %w", dir, err)
 	}
-	return nil
+	return writeExpectation(fsys, dir, logExpectation{m: m, pending: pending})
 }
 
 // manifestOf is the manifest of segs, which must not be empty.

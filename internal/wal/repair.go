@@ -49,6 +49,9 @@ type RepairReport struct {
 	// those a salvage wrote anew without their damaged bytes.
 	SegmentsRemoved   []string
 	SegmentsRewritten []string
+	// PendingMissing is the pending file a salvage found missing though
+	// the log's expectation says a writer had it in use ("" if none).
+	PendingMissing string
 	// SegmentsMissing lists the segment files the log's manifest names
 	// that were not there (see ManifestName): a salvage recovered what
 	// the others hold, and their records are lost.
@@ -85,9 +88,28 @@ func Repair(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (RepairR
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	pendingLost, err := checkPending(fsys, dir)
+	if err != nil {
+		return RepairReport{}, err
+	}
+	if pendingLost != nil && !salvage {
+		// Missing segments are named first: the larger loss.
+		if err := CheckExpected(fsys, dir); err != nil {
+			return RepairReport{}, err
+		}
+		return RepairReport{}, pendingLost
+	}
 	rep, err := repairLog(fsys, dir, salvage, logger)
 	if err != nil {
 		return rep, err
+	}
+	if pendingLost != nil {
+		logger.Error("wal: salvaging a log whose pending file is missing: the records it held and had not written to a segment are lost", "cause", pendingLost.Err.Error())
+		rep.PendingMissing = pendingLost.Segment
+		rep.Cut, rep.Salvaged = true, true
+		if rep.Cause == nil {
+			rep.Segment, rep.Cause = pendingLost.Segment, pendingLost
+		}
 	}
 	if err := restorePending(fsys, dir, &rep, logger); err != nil {
 		return rep, err
@@ -127,7 +149,7 @@ func repairLog(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (Repa
 		}
 		return rep, err
 	}
-	return rep, writeManifest(fsys, dir, manifestOf(segs))
+	return rep, writeManifest(fsys, dir, manifestOf(segs), false)
 }
 
 // missingReport is what checkManifest found missing.
@@ -140,7 +162,7 @@ type missingReport struct {
 // there. It returns the error unless salvage is set; then it logs it and
 // returns what is missing for the report.
 func checkManifest(fsys vfs.FS, dir string, salvage bool, logger *slog.Logger) (*missingReport, error) {
-	m, ok, err := readManifest(fsys, dir)
+	m, ok, _, err := expectedManifest(fsys, dir)
 	if err != nil || !ok {
 		return nil, err
 	}

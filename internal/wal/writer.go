@@ -232,5 +232,5 @@ func (l *Log) newSegment(first Pos) error {
 	defer l.segMu.Unlock()
 	l.segs = append(l.segs, segmentInfo{path: path, num: num, first: first})
 	// The segment is durable: the manifest may name it.
-	return writeManifest(l.fsys, l.dir, manifest{first: l.segs[0].num, last: num})
+	return writeManifest(l.fsys, l.dir, manifest{first: l.segs[0].num, last: num}, l.pend != nil)
 }
