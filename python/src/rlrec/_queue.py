@@ -12,6 +12,14 @@ episode's start and end, log lines) are never dropped: they are small, and
 without them the recording would not be readable. ``drain`` waits until
 everything put so far is delivered; an error of the destination is raised
 from the next ``put`` or ``drain``.
+
+With a ``spool`` (see _spool.py), ``put`` hands the group to
+``spool.write(events)`` once there is room, before queueing it and before
+the hook returns: it numbers and serializes the events, writes them to the
+spool and returns what the sender delivers. When that write fails (a full
+disk), a droppable group is dropped and counted like one that found no
+room; a lifecycle group goes on in memory only (``spool.memory(events)``).
+The spool's failures are counted in ``spool_failures``.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ._pb import events_pb2
 
@@ -39,15 +48,25 @@ class Drops:
 class EventQueue:
     """Events from hooks to deliver(event), from a thread of its own."""
 
-    def __init__(self, deliver: Callable[[events_pb2.Event], None], *, max_bytes: int, max_wait: float | None) -> None:
+    def __init__(
+        self,
+        deliver: Callable[[Any], None],
+        *,
+        max_bytes: int,
+        max_wait: float | None,
+        spool: Any = None,
+    ) -> None:
         if max_bytes < 1:
             raise ValueError(f"max_queue_bytes must be positive, got {max_bytes}")
         if max_wait is not None and max_wait < 0:
             raise ValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
         self._deliver = deliver
+        self.spool = spool
+        self.spool_failures = 0
+        self.spool_error: OSError | None = None
         self.max_bytes, self.max_wait = max_bytes, max_wait
         self._cv = threading.Condition()
-        self._q: deque[tuple[events_pb2.Event, int]] = deque()
+        self._q: deque[tuple[Any, int]] = deque()
         self._queued = 0  # bytes in _q plus the event being delivered
         self._busy = False
         self._error: BaseException | None = None
@@ -74,15 +93,29 @@ class EventQueue:
                     self._cv.wait(left)
                 self._raise_locked()
                 if self._queued + size > self.max_bytes and self._queued > 0:
-                    self.drops.groups += 1
-                    self.drops.events += len(events)
-                    self.drops.bytes += size
+                    self._drop_locked(len(events), size)
                     return False
-            for ev, n in zip(events, sizes, strict=True):
+            items: list[Any] = events
+            if self.spool is not None:
+                try:
+                    items = self.spool.write(events)
+                except OSError as exc:
+                    self.spool_failures += 1
+                    self.spool_error = exc
+                    if droppable:
+                        self._drop_locked(len(events), size)
+                        return False
+                    items = self.spool.memory(events)
+            for ev, n in zip(items, sizes, strict=True):
                 self._q.append((ev, n))
             self._queued += size
             self._cv.notify_all()
             return True
+
+    def _drop_locked(self, events: int, size: int) -> None:
+        self.drops.groups += 1
+        self.drops.events += events
+        self.drops.bytes += size
 
     def drain(self, timeout: float | None = None) -> None:
         """Waits until every queued event is delivered (TimeoutError after
