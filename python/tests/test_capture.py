@@ -629,7 +629,9 @@ class ServeTest(CaptureCase):
         srv = Server(root, token_file=tok)
         try:
             env = CartEnv()
-            bad = Capture(srv.addr, token="wrong")
+            # Its refused events stay in its spool for a Capture with the
+            # right token: a spool of its own keeps them out of this ROOT.
+            bad = Capture(srv.addr, token="wrong", spool=os.path.join(TMP, "token-spool"))
             with self.assertRaises(Exception) as cm:
                 run_session(bad, env, random_policy(env.action_space, 1), episodes=1)
             self.assertIn("refused the token", str(cm.exception))

@@ -114,15 +114,17 @@ class Capture:
     **A hook that returned survives kill -9** (with ``addr``): before it
     returns, its events (numbered, serialized, with the run's nonce) are
     written with one ``os.write`` to a spool file in the spool directory
-    ``spool`` (default ``$RLREC_SPOOL_DIR``, else
-    ``~/.cache/rlrec/spool/HOST_PORT`` for the server's address, with
-    ``$XDG_CACHE_HOME`` for ``~/.cache``): in the page cache, it outlives
+    ``spool`` (default ``BASE/HOST_PORT`` for the server's address, BASE
+    ``$RLREC_SPOOL_DIR``, else ``$XDG_CACHE_HOME/rlrec/spool``, else
+    ``~/.cache/rlrec/spool``): in the page cache, it outlives
     the process (not a power cut; never fsynced). The sender thread writes
     the server's acknowledgements beside each file and removes segments
     (``spool_segment_bytes``, 64 MiB) once acknowledged, so the spool
     holds about what the server has not acknowledged. A Capture started on
-    the same spool directory resends what a dead process left (the server
-    drops sequence numbers it has: exactly once); ``rlrec ingest`` reads a
+    the same spool directory resends what a dead process left, or a
+    closed one could not deliver (a refused token, a server gone past
+    ``flush_timeout``); the server drops sequence numbers it has: exactly
+    once; ``rlrec ingest`` reads a
     spool file as an event stream. The format is rlrec-hooks' (the Rust
     forwarder's), so either takes over the other's spool. ``spool=False``
     keeps events in memory only. With ``root``, events are not spooled:
@@ -740,13 +742,16 @@ class Recovery:
 
 
 def default_spool_dir(addr: str) -> str:
-    """$RLREC_SPOOL_DIR, else the cache directory's rlrec/spool/HOST_PORT."""
-    env = os.environ.get("RLREC_SPOOL_DIR")
-    if env:
-        return env
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """The spool directory of the server at addr: BASE/HOST_PORT, BASE
+    $RLREC_SPOOL_DIR, else $XDG_CACHE_HOME/rlrec/spool, else
+    ~/.cache/rlrec/spool. One per address, so that a dead run is resent to
+    the server it was recording into."""
+    base = os.environ.get("RLREC_SPOOL_DIR")
+    if not base:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(cache, "rlrec", "spool")
     safe = "".join(c if c.isalnum() or c in "-." else "_" for c in addr)
-    return os.path.join(cache, "rlrec", "spool", safe)
+    return os.path.join(base, safe)
 
 
 class _SpoolWriter:
