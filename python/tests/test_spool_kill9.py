@@ -12,6 +12,7 @@ address then gets the spool from a restarted Capture."""
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 from conftest import free_port
+from rlmesh_envs import CameraEnv, Tee, model
 
 import rlrec
 
@@ -151,3 +153,39 @@ def test_kill9_spool_delivers_every_returned_hook(rlrec_bin, tmp_path):
         run_rlrec(rlrec_bin, "recover", str(root2))
     check_delivery("rlrec ingest SPOOL", root2, session, env_id, rep)
     shutil.rmtree(tmp_path / "spool", ignore_errors=True)
+
+
+def test_a_spool_that_cannot_be_written_drops_steps_and_records_it(rlrec_bin, tmp_path):
+    """A full disk, made real with RLIMIT_FSIZE on this process (writes past
+    64 KiB fail with EFBIG, the first one short): the run goes on, the
+    steps whose spool write failed are dropped and counted, the recording
+    gets the WARN row, and everything else is recorded."""
+    root = tmp_path / "root"
+    addr = f"127.0.0.1:{free_port()}"
+    srv = subprocess.Popen([rlrec_bin, "serve", "--listen", addr, "--out", str(root)], stderr=subprocess.DEVNULL)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        cap = rlrec.Capture(addr, spool=tmp_path / "spool")
+        tee = Tee(cap)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, hard))
+        try:
+            model().run(CameraEnv(horizon=40), seeds=list(range(20)), hooks=tee)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        cap.close()
+    finally:
+        signal.signal(signal.SIGXFSZ, old)
+        srv.terminate()
+        srv.wait()
+    (run,) = cap.runs
+    seen = sum(len(v) for v in tee.runs[0].steps.values())
+    assert run.completed == 20 and 0 < run.dropped_steps < seen, (run.dropped_steps, seen)
+    r = rlrec.open(root)
+    assert len(r.steps_pandas(session=cap.session_id, env=run.env_id)) == seen - run.dropped_steps
+    eps = r.episodes(session=cap.session_id, env=run.env_id)
+    assert len(eps) == 20 and (eps["status"] == "completed").all()
+    warns = [m for m in r.logs()["message"] if m.startswith("rlrec capture dropped")]
+    # The first drop and the run's total, each naming the spool's failure.
+    assert len(warns) == 2 and all("the spool could not be written" in m for m in warns), warns
+    assert not any(p.name.endswith(".events") for p in (tmp_path / "spool").iterdir())

@@ -74,6 +74,8 @@ class RunInfo:
     dropped_steps: int = 0
     dropped_events: int = 0
     dropped_bytes: int = 0
+    # A spool write failed in this run (its first drop is logged).
+    spool_failed: bool = False
 
 
 class Capture:
@@ -637,7 +639,16 @@ class Capture:
 
     def _dropped(self, run: RunInfo, events: int) -> None:
         run.dropped_steps += 1
-        if run.dropped_steps == 1:
+        err = self._queue.spool_error
+        if err is not None and not run.spool_failed:
+            run.spool_failed = True
+            self._log(
+                events_pb2.LOG_LEVEL_WARN,
+                f"rlrec capture dropped a step's {events} events: the spool could not be written ({err}); "
+                "steps are dropped while it fails (free space in the spool directory); the run's total comes "
+                "at its end",
+            )
+        elif run.dropped_steps == 1:
             self._log(
                 events_pb2.LOG_LEVEL_WARN,
                 f"rlrec capture dropped a step's {events} events: the destination takes events slower than "
