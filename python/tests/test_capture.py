@@ -116,6 +116,11 @@ def run_session(hooks, env, policy, *, episodes, seeds=None, step_cap=100_000, a
                 t1 = time.perf_counter()
                 obs, reward, term, trunc, last_info = env.step(action)
                 t2 = time.perf_counter()
+                # rlmesh 0.1 flags the step cap on the capped step itself
+                # (Session.run: "the event says so -- as the native loop's
+                # does"), so the step's flags agree with the episode's end.
+                if not (term or trunc) and steps + 1 >= step_cap:
+                    trunc = True
                 fed[-1].append((prev, action, reward))
                 hooks.on_step(
                     StepEvent(
