@@ -71,3 +71,19 @@ def test_the_events_file_is_a_stream_rlrec_ingest_reads(tmp_path):
     assert data == b"\xc8\x01" + b"a" * 200 + b"\x00" + b"\x03bbb"
     assert [e for e, _ in split(data)[0]] == events
     s.close()
+
+
+def test_the_sequence_appended_to_a_serialized_event_reads_back():
+    from rlrec._pb import events_pb2
+    from rlrec._spool import varint
+    from rlrec.capture import _SEQUENCE_TAG
+
+    ev = events_pb2.Event(session_id="s", run_nonce=b"n" * 16)
+    ev.route.env_id = "e"
+    ev.log.message = "hello"
+    for seq in (1, 127, 128, 1 << 40):
+        got = events_pb2.Event.FromString(ev.SerializeToString() + _SEQUENCE_TAG + varint(seq))
+        want = events_pb2.Event()
+        want.CopyFrom(ev)
+        want.sequence = seq
+        assert got == want, seq

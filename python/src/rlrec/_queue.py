@@ -14,11 +14,13 @@ everything put so far is delivered; an error of the destination is raised
 from the next ``put`` or ``drain``.
 
 With a ``spool`` (see _spool.py), ``put`` hands the group to
-``spool.write(events)`` once there is room, before queueing it and before
-the hook returns: it numbers and serializes the events, writes them to the
-spool and returns what the sender delivers. When that write fails (a full
+``spool.write(events, encoded)`` (the events and their serialized bytes,
+made here once) when there is room, before queueing it and before the
+hook returns: it numbers the events, writes them to the spool and returns
+what the sender delivers. When that write fails (a full
 disk), a droppable group is dropped and counted like one that found no
-room; a lifecycle group goes on in memory only (``spool.memory(events)``).
+room; a lifecycle group goes on in memory only (``spool.memory(events,
+encoded)``).
 The spool's failures are counted in ``spool_failures``.
 """
 
@@ -34,6 +36,9 @@ from typing import Any
 from ._pb import events_pb2
 
 __all__ = ["Drops", "EventQueue"]
+
+# The bytes an event's sequence field adds at most (tag and a varint).
+SEQUENCE_BYTES = 11
 
 
 @dataclass
@@ -77,7 +82,13 @@ class EventQueue:
 
     def put(self, events: list[events_pb2.Event], *, droppable: bool) -> bool:
         """Queues events as one group; False if the group was dropped."""
-        sizes = [ev.ByteSize() for ev in events]
+        if self.spool is not None:
+            # Serialized once, here: the spool writes these bytes.
+            encoded = [ev.SerializeToString() for ev in events]
+            sizes = [len(d) + SEQUENCE_BYTES for d in encoded]
+        else:
+            encoded = None
+            sizes = [ev.ByteSize() for ev in events]
         size = sum(sizes)
         with self._cv:
             self._raise_locked()
@@ -98,14 +109,14 @@ class EventQueue:
             items: list[Any] = events
             if self.spool is not None:
                 try:
-                    items = self.spool.write(events)
+                    items = self.spool.write(events, encoded)
                 except OSError as exc:
                     self.spool_failures += 1
                     self.spool_error = exc
                     if droppable:
                         self._drop_locked(len(events), size)
                         return False
-                    items = self.spool.memory(events)
+                    items = self.spool.memory(events, encoded)
             for ev, n in zip(items, sizes, strict=True):
                 self._q.append((ev, n))
             self._queued += size

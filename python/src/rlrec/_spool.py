@@ -37,11 +37,12 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["ACKED_SUFFIX", "EVENTS_SUFFIX", "Recovered", "Segment", "Spool", "frame", "recover", "split"]
+__all__ = ["ACKED_SUFFIX", "EVENTS_SUFFIX", "Recovered", "Segment", "Spool", "frame", "recover", "split", "varint"]
 
 EVENTS_SUFFIX = ".events"  # on-disk name: do not change
 ACKED_SUFFIX = ".acked"  # on-disk name: do not change
 ACKED_LEN = 8  # one u64, little-endian: do not change
+_IOV_MAX = 1024  # Linux's limit of buffers in one writev
 
 
 def segment_name(run: str, n: int) -> str:
@@ -126,19 +127,20 @@ class Segment:
             raise _err("create", apath, exc) from None
         return cls(path, fd, afd, 0)
 
-    def append(self, data: bytes) -> int:
-        """Writes framed events with one write(2); the file's new length.
-        A short write (disk full) is cut back and raised."""
+    def append(self, bufs: list[bytes], size: int) -> int:
+        """Writes framed events, given as buffers of size bytes in all, with
+        one write(2) (writev: no copy into one buffer); the file's new
+        length. A short write (disk full) is cut back and raised."""
         try:
-            n = os.write(self.fd, data)
+            n = os.writev(self.fd, bufs) if len(bufs) <= _IOV_MAX else os.write(self.fd, b"".join(bufs))
         except OSError as exc:
             raise _err("append to", self.events_path, exc) from None
-        if n != len(data):
+        if n != size:
             try:
                 os.ftruncate(self.fd, self.end)
             except OSError:
                 pass
-            raise SpoolError(28, f"rlrec spool: short write to {self.events_path} ({n} of {len(data)} bytes)")
+            raise SpoolError(28, f"rlrec spool: short write to {self.events_path} ({n} of {size} bytes)")
         self.end += n
         return self.end
 
@@ -248,20 +250,30 @@ class Spool:
             self._retire_current_locked()
             self._run, self._number = run, 0
 
-    def append(self, events: list[bytes]) -> None:
-        """Writes serialized events (one hook's) with one write(2)."""
-        data = b"".join(frame(e) for e in events)
+    def append(self, events: list[bytes | tuple[bytes, ...]]) -> None:
+        """Writes serialized events (one hook's) with one write(2); an event
+        may come in parts (its bytes are their concatenation)."""
+        bufs: list[bytes] = []
+        lengths = []
+        for e in events:
+            parts = (e,) if isinstance(e, bytes) else e
+            n = sum(len(p) for p in parts)
+            head = varint(n)
+            bufs.append(head)
+            bufs.extend(parts)
+            lengths.append(len(head) + n)
+        size = sum(lengths)
         with self._lock:
             seg = self._current
-            if seg is None or (seg.end and seg.end + len(data) > self.segment_bytes):
+            if seg is None or (seg.end and seg.end + size > self.segment_bytes):
                 self._retire_current_locked()
                 self._number += 1
                 seg = self._current = Segment.create(self.directory, segment_name(self._run, self._number))
                 self._waiting[seg] = 0
             start = seg.end
-            seg.append(data)
-            for e in events:
-                start += len(varint(len(e))) + len(e)
+            seg.append(bufs, size)
+            for n in lengths:
+                start += n
                 self._order.append((seg, start))
             self._waiting[seg] += len(events)
 

@@ -21,7 +21,7 @@ from ._ids import record_id, uuid7
 from ._ingest import IngestProcess
 from ._pb import events_pb2, spaces_pb2
 from ._queue import EventQueue
-from ._spool import Spool, recover
+from ._spool import Spool, recover, varint
 from ._telemetry import DURATION_MS, Meter
 from .leaves import LeafError, compile_spec, encode_batch
 from .spaces import space_spec
@@ -608,7 +608,8 @@ class Capture:
     def _deliver(self, ev: Any) -> None:
         """Runs on the queue's thread."""
         if isinstance(ev, tuple):  # numbered and serialized for the spool
-            self._client.record_encoded(*ev)
+            key, seq, data, tail = ev
+            self._client.record_encoded(key, seq, data + tail)
         elif self._client is not None:
             self._client.record(ev)
         else:
@@ -766,36 +767,45 @@ def default_spool_dir(addr: str) -> str:
 
 
 class _SpoolWriter:
-    """Numbers a hook's events in their recording, serializes them once and
-    writes them to the spool (EventQueue calls it with room ensured)."""
+    """Numbers a hook's events in their recording and writes them to the
+    spool (EventQueue calls it with room ensured). The events come
+    serialized without their sequence number, which is appended as field
+    4 (a protobuf message may carry its fields in any order; the
+    run_nonce and everything else stay as serialized), so each event is
+    serialized once."""
 
     def __init__(self, cap: Capture) -> None:
         self._cap = cap
 
-    def _encode(self, events: list[events_pb2.Event]) -> list[tuple[tuple[str, str], int, bytes]]:
+    def _number(self, events: list[events_pb2.Event], encoded: list[bytes]):
         cap = self._cap
         out = []
-        for ev in events:
+        for ev, data in zip(events, encoded, strict=True):
             cap._seq += 1
             ev.sequence = cap._seq
-            out.append(((ev.session_id, ev.route.env_id), cap._seq, ev.SerializeToString()))
+            out.append(((ev.session_id, ev.route.env_id), cap._seq, data, _SEQUENCE_TAG + varint(cap._seq)))
         return out
 
-    def write(self, events: list[events_pb2.Event]) -> list[tuple[tuple[str, str], int, bytes]]:
+    def write(self, events: list[events_pb2.Event], encoded: list[bytes]):
         cap = self._cap
         first = cap._seq
-        items = self._encode(events)
+        items = self._number(events, encoded)
         try:
-            cap._spool.append([data for _, _, data in items])
+            cap._spool.append([(data, tail) for _, _, data, tail in items])
         except OSError:
             cap._seq = first  # the numbers go to the next group
             raise
         return items
 
-    def memory(self, events: list[events_pb2.Event]) -> list[tuple[tuple[str, str], int, bytes]]:
-        items = self._encode(events)
+    def memory(self, events: list[events_pb2.Event], encoded: list[bytes]):
+        items = self._number(events, encoded)
         self._cap._spool.unspooled(len(items))
         return items
+
+
+# Event.sequence (field 4, varint) as a tag byte: (4 << 3) | 0. Wire
+# value: do not change.
+_SEQUENCE_TAG = bytes([4 << 3])
 
 
 # rlmesh TelemetryRow.unit to the wire's MetricKind.
