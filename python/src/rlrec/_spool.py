@@ -10,7 +10,7 @@ its segments in name order):
 - ``RUN-NNNNNN.events``: the segment's events, each an
   ``rlrec.events.v1.Event`` preceded by its length as a base-128 varint
   (the stream ``rlrec ingest`` reads: ``cat RUN-*.events | rlrec ingest
-  --out ROOT -``). A hook's events are written with one ``os.write``
+  --out ROOT -``). A hook's events are written with one ``os.writev`` (one write(2) call)
   before the hook returns: they are then in the kernel's page cache and
   outlive the process (not a power cut: the spool is never fsynced).
   Events carry their sequence numbers and the run's nonce, so a resend

@@ -115,7 +115,7 @@ class Capture:
 
     **A hook that returned survives kill -9** (with ``addr``): before it
     returns, its events (numbered, serialized, with the run's nonce) are
-    written with one ``os.write`` to a spool file in the spool directory
+    written with one ``os.writev`` to a spool file in the spool directory
     ``spool`` (default ``BASE/HOST_PORT`` for the server's address, BASE
     ``$RLREC_SPOOL_DIR``, else ``$XDG_CACHE_HOME/rlrec/spool``, else
     ``~/.cache/rlrec/spool``): in the page cache, it outlives
