@@ -45,6 +45,9 @@ func exceptBoth(t *testing.T, db *sql.DB, what, a, b string, skip ...string) int
 		q := fmt.Sprintf("SELECT count(*) AS n FROM (SELECT %s FROM %s EXCEPT ALL SELECT %s FROM %s)", list, dir[0], list, dir[1])
 		if n := query(t, db, q)[0]["n"].(int64); n != 0 {
 			t.Errorf("%s: %d rows of %s are not in %s", what, n, dir[0], dir[1])
+			for _, r := range query(t, db, fmt.Sprintf("SELECT %s FROM %s EXCEPT ALL SELECT %s FROM %s LIMIT 3", list, dir[0], list, dir[1])) {
+				t.Logf("%s: not in %s: %v", what, dir[1], r)
+			}
 		}
 	}
 	return query(t, db, "SELECT count(*) AS n FROM "+a)[0]["n"].(int64)

@@ -108,6 +108,7 @@ func testSessionsTable(t *testing.T, fx *fixture) {
 			checkEq(t, "episodes_recorded", r["episodes_recorded"], int64(len(s.episodes)))
 			checkEq(t, "steps_recorded", r["steps_recorded"], steps)
 			checkEq(t, "dropped_steps", r["dropped_steps"], dropped)
+			checkEq(t, "surplus_steps", r["surplus_steps"], s.surplus)
 			// The simulator produces no input problem: the action of a
 			// failing env step, which gets no StepCompleted, is no step
 			// (a logs row per episode it named), not a problem.
@@ -209,11 +210,23 @@ func testEpisodesTable(t *testing.T, fx *fixture) {
 			}
 			// A one-lane session (the only kind rlmesh allows under
 			// disabled autoreset) leaves no episode running when it ends on
-			// its episode count: only a failure leaves one open.
+			// its episode count: only a failure leaves one open. Under
+			// rc.5's order a wider vector leaves its other lanes' episodes
+			// running; under 0.1's those lanes run surplus episodes, which
+			// never start and are counted (surplus_steps), not recorded,
+			// so every recorded episode completes.
 			cfg := fx.configs[rec]
-			oneOpen := cfg.NumEnvs > 1 || cfg.FailAfterSteps > 0
+			oneOpen := cfg.NumEnvs > 1 && cfg.Order == sim.OrderRC5 || cfg.FailAfterSteps > 0
 			if completed == 0 || oneOpen && incomplete == 0 {
 				t.Errorf("session has %d completed and %d incomplete episodes; the fixture should give both", completed, incomplete)
+			}
+			if cfg.NumEnvs > 1 && cfg.Order == sim.Order01 && cfg.FailAfterSteps == 0 {
+				if incomplete != 0 {
+					t.Errorf("rlmesh 0.1: %d episodes incomplete in a session that ended on its episode count, want 0 (the lanes past the budget run surplus episodes)", incomplete)
+				}
+				if s.surplus == 0 {
+					t.Errorf("rlmesh 0.1: no surplus lane-steps in a %d-lane session that ended on its episode count; the fixture should give some", cfg.NumEnvs)
+				}
 			}
 			// Except through rlmesh's env server: a capped episode is
 			// reported again on the next step, and a session that reaches

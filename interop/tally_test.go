@@ -16,6 +16,17 @@ import (
 // before a Flush covers only events that Flush makes durable. It keys what
 // it counts by recording, (session_id, env_id) as every event names it, so
 // that runs sharing a session id are counted apart.
+//
+// It understands both event orders of the simulator. In rlmesh rc.5's an
+// episode ends at its EpisodeCompleted. In rlmesh 0.1's a StepCompleted's
+// per-lane terminated/truncated flags end the lane's episode; the next
+// action on that lane (before the EpisodeCompleted that 0.1 defers to it
+// under NEXT_STEP autoreset) is the lane's roll step, which belongs to no
+// episode (a dropped step, no row), and an observation in between is the
+// episode's terminal observation. Lanes naming an episode that never
+// started are 0.1's surplus episodes: their lane-steps are dropped and
+// counted as surplus, not recorded. The tally keeps the simulator's
+// sessions to a single lane group per recording (no lane-served envs).
 type tally struct {
 	next events.Hooks
 
@@ -35,7 +46,8 @@ type sessionTally struct {
 	// lastAction is the record id each lane's latest ActionReceived
 	// named, for mapping StepCompleted rewards.
 	lastAction []string
-	dropped    int64 // lane actions naming a completed episode
+	dropped    int64 // lane actions that are no episode's step (roll steps, surplus and completed episodes)
+	surplus    int64 // lane actions naming an episode that never started (rlmesh 0.1's surplus episodes)
 	// pending is set between an ActionReceived and its StepCompleted,
 	// with the episodes it named in pendingEps; unanswered counts actions
 	// the session failed without a StepCompleted for: no steps, a logs
@@ -54,10 +66,11 @@ type episodeTally struct {
 	envIndex     int32
 	autoReset    bool
 	completed    *events.EpisodeCompleted
+	flagEnded    bool    // a StepCompleted's flags ended it (rlmesh 0.1): no further step is its
 	finalInfo    bool    // EpisodeCompleted carried a final_info
 	actions      int64   // lane actions while the episode was open that a StepCompleted followed: its step rows
 	rewardSum    float64 // rewards of those actions
-	finalObsSeen bool    // an observation arrived for it after completion
+	finalObsSeen bool    // an observation arrived for it after it ended (flags or completion)
 }
 
 func newTally(next events.Hooks) *tally {
@@ -195,7 +208,15 @@ func (t *tally) OnActionReceived(ctx context.Context, ev *events.ActionReceived)
 		e := s.episodes[rid]
 		switch {
 		case e == nil:
-		case e.completed != nil:
+			// No episode's step: 0.1's surplus episode (or an empty id).
+			s.dropped++
+			if rid != "" {
+				s.surplus++
+			}
+			s.lastAction[i] = ""
+		case e.completed != nil || e.flagEnded:
+			// The roll step of an episode ended by the step before
+			// (0.1), or a completed episode's lane (rc.5, NEXT_STEP).
 			s.dropped++
 			s.lastAction[i] = ""
 		default:
@@ -222,6 +243,12 @@ func (t *tally) OnStepCompleted(ctx context.Context, ev *events.StepCompleted) e
 			}
 		}
 	}
+	for i := range s.lastAction {
+		ended := i < len(ev.Terminated) && ev.Terminated[i] || i < len(ev.Truncated) && ev.Truncated[i]
+		if e := s.episodes[s.lastAction[i]]; e != nil && ended {
+			e.flagEnded = true
+		}
+	}
 	t.mu.Unlock()
 	return err
 }
@@ -231,7 +258,7 @@ func (t *tally) OnObservationEmitted(ctx context.Context, ev *events.Observation
 	t.mu.Lock()
 	s := t.session(ev.SessionID, ev.Route)
 	for _, rid := range ev.EpisodeRecordIDs {
-		if e := s.episodes[rid]; e != nil && e.completed != nil {
+		if e := s.episodes[rid]; e != nil && (e.completed != nil || e.flagEnded) {
 			e.finalObsSeen = true
 		}
 	}
