@@ -603,12 +603,12 @@ func checkClaims(t *testing.T, db *sql.DB, lane *crashLane, tally *crashTally) {
 	steps := scan(tableGlob(root, "steps"), "union_by_name=true")
 	type stepAgg struct {
 		n, lasts  int64
-		lastOnTop bool // the is_last row, if any, is the episode's highest step
+		lastBelow bool // an is_last row is below the episode's highest step
 	}
 	got := map[episodeKey]stepAgg{}
 	var rows, distinct int64
-	for _, r := range queryTable(t, db, "SELECT session_id, env_id, episode_record_id, count(*) AS n, count(DISTINCT step) AS d, count(*) FILTER (is_last) AS lasts, coalesce(max(step) FILTER (is_last) = max(step), true) AS last_on_top FROM "+steps+" GROUP BY ALL") {
-		got[episodeKeyOf(r)] = stepAgg{asInt64(t, r["n"]), asInt64(t, r["lasts"]), r["last_on_top"] == true}
+	for _, r := range queryTable(t, db, "SELECT session_id, env_id, episode_record_id, count(*) AS n, count(DISTINCT step) AS d, count(*) FILTER (is_last) AS lasts, coalesce(max(step) FILTER (is_last) < max(step), false) AS last_below FROM "+steps+" GROUP BY ALL") {
+		got[episodeKeyOf(r)] = stepAgg{asInt64(t, r["n"]), asInt64(t, r["lasts"]), r["last_below"] == true}
 		rows += asInt64(t, r["n"])
 		distinct += asInt64(t, r["d"])
 	}
@@ -635,8 +635,8 @@ func checkClaims(t *testing.T, db *sql.DB, lane *crashLane, tally *crashTally) {
 			// row says it ended and that no completion closed, which is
 			// recovered as incomplete with that is_last row. Before 0.1
 			// (and when no flag ended it) an incomplete episode has none.
-			if got[k].lasts > 1 || !got[k].lastOnTop {
-				t.Errorf("%s: an incomplete episode has %d is_last rows (on its last step: %v), want at most one, on its last step", k, got[k].lasts, got[k].lastOnTop)
+			if got[k].lasts > 1 || got[k].lastBelow {
+				t.Errorf("%s: an incomplete episode has %d is_last rows (one below its last step: %v), want at most one, on its last step", k, got[k].lasts, got[k].lastBelow)
 			}
 		default:
 			t.Errorf("%s: status %v", k, r["status"])
@@ -690,6 +690,9 @@ func checkClaims(t *testing.T, db *sql.DB, lane *crashLane, tally *crashTally) {
 			if e.Completed {
 				checkEq(t, k.String()+" status of an episode completed before the kill", r["status"], "completed")
 				checkEq(t, k.String()+" step_count", r["step_count"], e.StepCount)
+			}
+			if e.FlagEnded {
+				checkEq(t, k.String()+" is_last rows of an episode its flags ended before the kill", got[k].lasts, int64(1))
 			}
 		}
 		for _, tb := range []struct {
