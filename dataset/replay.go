@@ -96,8 +96,15 @@ type ReplayReport struct {
 // and autoreset_roll on the lanes whose episode ended on the step before
 // (the lane names that episode until its completion, which follows). A
 // lane-served env's recording (episodes with a lane) is replayed as
-// lockstep batches without route lanes, and surplus episodes are not
-// re-created (only counted): notes say so.
+// lockstep batches without route lanes. Surplus episodes are not
+// recorded, only counted (surplus_steps): the replay names the lanes of
+// its batches that have no row and no episode of their own (none started
+// yet, or the last completed) as a surplus episode's ("surplus-lane-N"),
+// as many as were counted, so that recording the stream again counts them
+// again (a note says when fewer such lanes are found). The terminal
+// observation of an episode whose flags ended it goes out right after
+// that step, as in 0.1, so an episode the session's failure left
+// incomplete keeps it.
 //
 // Memory: the fixed columns of the session's rows without their blobs
 // (about 60 bytes a row) plus one open steps file per lane.
@@ -148,6 +155,10 @@ type replayEpisode struct {
 	// ended: its last row went out with is_last (rlmesh 0.1: its lane
 	// names it until its EpisodeCompleted, at the roll step).
 	ended bool
+	// finalQueued: (rlmesh 0.1) its terminal observation was queued as
+	// its last row went out, at finalAt, before its completion.
+	finalQueued bool
+	finalAt     time.Time
 }
 
 // laneRow is one steps row of a batch, or one lane of an unfinished
@@ -190,8 +201,10 @@ type item struct {
 	seq   int
 	ev    events.Event
 	ep    *replayEpisode // EpisodeCompleted: the episode
-	// hidden: an all-dropped batch rebuilt at this place
+	// hidden: an all-dropped batch rebuilt at this place, hstep its
+	// step
 	hidden int
+	hstep  int64
 }
 
 // Ranks order events at equal times as the runtime does.
@@ -235,6 +248,9 @@ type replayer struct {
 	// per lane, the batch's roll lanes.
 	v01  bool
 	roll []bool
+	// surplus is the number of surplus lane-steps (rlmesh 0.1) still to
+	// be replayed: lanes of visible batches that had no episode.
+	surplus int64
 
 	zeroObs, zeroAct [][]byte
 	laneBuf          [][][]byte
@@ -270,7 +286,7 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 	index := map[key][]int{}
 	if n := r.row.SurplusSteps; n != nil && *n > 0 {
 		r.v01 = true
-		r.note("%d steps of surplus episodes (rlmesh 0.1) are counted but not recorded; they are not replayed", *n)
+		r.surplus = *n
 	}
 	lanes := false
 	for _, e := range rows {
@@ -433,7 +449,9 @@ func (r *replayer) planHidden() {
 		}
 		all := true
 		for _, lr := range b.rows {
-			all = all && lr.step == lr.ep.rows-1 && lr.ep.row.StepCount != nil
+			// (rlmesh 0.1: an episode its flags ended has its roll step
+			// next, whether or not it completed before the session's end.)
+			all = all && lr.step == lr.ep.rows-1 && (lr.ep.row.StepCount != nil || r.v01 && lr.isLast)
 		}
 		if all {
 			cands = append(cands, bi)
@@ -450,14 +468,22 @@ func (r *replayer) planHidden() {
 		return
 	}
 	for _, bi := range cands {
-		// Just after the episodes of batch bi completed.
-		var t time.Time
+		// Just after the episodes of batch bi completed (or, when none
+		// did, just after the batch).
+		t := r.batches[bi].t
 		for _, lr := range r.batches[bi].rows {
 			if e := lr.ep.row.EndedAt; e != nil && e.After(t) {
 				t = *e
 			}
 		}
-		r.items = append(r.items, item{slot: bi + 1, t: t, rank: rankHiddenBatch, hidden: r.n})
+		// rlmesh 0.1's roll step counts on from the step that ended
+		// the episodes (a step the recorder does not take for a
+		// repeat of one it has); rc.5's is replayed as step 0.
+		var hstep int64
+		if r.v01 {
+			hstep = r.batches[bi].sstep + 1
+		}
+		r.items = append(r.items, item{slot: bi + 1, t: t, rank: rankHiddenBatch, hidden: r.n, hstep: hstep})
 	}
 }
 
@@ -697,6 +723,11 @@ func (r *replayer) run(logs []schema.LogRow, tele []schema.TelemetryRow) error {
 		if a.rank != b.rank {
 			return a.rank < b.rank
 		}
+		if a.rank == rankEpisodeCompleted && a.ep != nil && b.ep != nil && a.ep.row.EnvIndex != b.ep.row.EnvIndex {
+			// Completions at one time come in lane order (both rlmesh
+			// orders report a step's completions so).
+			return a.ep.row.EnvIndex < b.ep.row.EnvIndex
+		}
 		return a.seq < b.seq
 	})
 	r.laneBuf = make([][][]byte, r.n)
@@ -723,6 +754,9 @@ func (r *replayer) run(logs []schema.LogRow, tele []schema.TelemetryRow) error {
 			}
 		}
 	}
+	if r.surplus > 0 {
+		r.note("%d steps of surplus episodes (rlmesh 0.1) could not be placed on lanes without an episode; the replayed session's surplus_steps will differ", r.surplus)
+	}
 	return nil
 }
 
@@ -733,7 +767,7 @@ func (r *replayer) send(ev events.Event, t time.Time) error {
 
 func (r *replayer) emitItem(it *item) error {
 	if it.hidden > 0 {
-		return r.emitHidden(it.hidden, it.t)
+		return r.emitHidden(it.hidden, it.hstep, it.t)
 	}
 	switch e := it.ev.(type) {
 	case *events.EpisodeStarted:
@@ -744,7 +778,7 @@ func (r *replayer) emitItem(it *item) error {
 			break
 		}
 		it.ep.completed = true
-		if it.ep.row.FinalObservationBlob != nil {
+		if it.ep.row.FinalObservationBlob != nil && !it.ep.finalQueued {
 			lane := it.ep.row.EnvIndex
 			if r.pendingFinal[lane] != nil {
 				// Two terminal observations due on one lane: the first
@@ -808,8 +842,12 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 		}
 		lanes[lane], eps[lane] = leaves, p
 		r.pendingFinal[lane] = nil
-		if p.row.EndedAt != nil && p.row.EndedAt.After(t) {
-			t = *p.row.EndedAt
+		at := p.row.EndedAt
+		if p.finalQueued {
+			at = &p.finalAt
+		}
+		if at != nil && at.After(t) {
+			t = *at
 		}
 	}
 	if b != nil {
@@ -953,6 +991,7 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 			r.roll[i] = r.v01 && ep.ended && !ep.completed
 		}
 	}
+	r.surplusLanes(b)
 	var raw [][][]byte
 	for _, lr := range b.rows {
 		leaves, err := r.actionOf(lr)
@@ -1000,7 +1039,64 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 	if r.v01 {
 		r.stepFlags(sc, b)
 	}
-	return r.send(sc, b.t)
+	if err := r.send(sc, b.t); err != nil {
+		return err
+	}
+	if r.v01 {
+		return r.queueFinals(b)
+	}
+	return nil
+}
+
+// surplusLanes names, in a recording of rlmesh 0.1 that counted surplus
+// steps, the lanes of batch b without a row and without an episode of
+// their own (none started on the lane yet, or its last one completed and
+// rolled) as a surplus episode's (an id no episode has), so that the
+// recorder counts them in surplus_steps again, until as many as the
+// session counted are placed. A roll lane still names its ended episode.
+func (r *replayer) surplusLanes(b *replayBatch) {
+	if r.surplus <= 0 {
+		return
+	}
+	for i := range r.n {
+		if r.surplus <= 0 {
+			return
+		}
+		if b.hasLane(int32(i)) || r.roll[i] {
+			continue
+		}
+		if ep := r.lastStarted[i]; ep != nil && !ep.completed {
+			continue
+		}
+		r.idBuf[i], r.ridBuf[i] = surplusID(i), surplusID(i)
+		r.surplus--
+	}
+}
+
+// surplusID is the id replay gives lane's surplus episodes: no recorded
+// episode's record id (those are ep-NNNNNN).
+func surplusID(lane int) string { return fmt.Sprintf("surplus-lane-%d", lane) }
+
+// queueFinals queues (rlmesh 0.1) the terminal observations of the
+// episodes batch b ended: 0.1 sends one right after the step that ended
+// the episode, before its roll step and its deferred completion, so an
+// episode that never completed (the session failed at its roll step)
+// has one too.
+func (r *replayer) queueFinals(b *replayBatch) error {
+	for _, lr := range b.rows {
+		ep := lr.ep
+		if lr.logged || !ep.ended || ep.finalQueued || ep.row.FinalObservationBlob == nil {
+			continue
+		}
+		if r.pendingFinal[lr.lane] != nil {
+			if err := r.emitObservation(nil); err != nil {
+				return err
+			}
+		}
+		ep.finalQueued, ep.finalAt = true, b.t
+		r.pendingFinal[lr.lane] = ep
+	}
+	return nil
 }
 
 // stepFlags sets what a StepCompleted of rlmesh 0.1 carries beyond the
@@ -1032,8 +1128,8 @@ func (r *replayer) stepFlags(sc *events.StepCompleted, b *replayBatch) {
 	}
 }
 
-// emitHidden emits an all-dropped batch of n lanes.
-func (r *replayer) emitHidden(n int, t time.Time) error {
+// emitHidden emits an all-dropped batch of n lanes at step.
+func (r *replayer) emitHidden(n int, step int64, t time.Time) error {
 	if r.spaces.Action == nil {
 		return nil
 	}
@@ -1051,7 +1147,7 @@ func (r *replayer) emitHidden(n int, t time.Time) error {
 		for i := range lanes {
 			lanes[i] = r.zeroAct
 			if i < len(r.lastStarted) {
-				if ep := r.lastStarted[i]; ep != nil && ep.completed {
+				if ep := r.lastStarted[i]; ep != nil && (ep.completed || r.v01 && ep.ended) {
 					ids[i], rids[i] = ep.row.EpisodeID, ep.rid
 				}
 			}
@@ -1061,7 +1157,7 @@ func (r *replayer) emitHidden(n int, t time.Time) error {
 			return err
 		}
 		if err := r.send(&events.ActionReceived{SessionID: r.sid, Route: r.route, EpisodeID: ids[0], EpisodeRecordID: rids[0],
-			EpisodeIDs: ids, EpisodeRecordIDs: rids, Step: 0, ActionSpace: r.spaces.Action.Spec, Action: slabs}, t); err != nil {
+			EpisodeIDs: ids, EpisodeRecordIDs: rids, Step: step, ActionSpace: r.spaces.Action.Spec, Action: slabs}, t); err != nil {
 			return err
 		}
 		if err := r.send(&events.StepCompleted{SessionID: r.sid, Route: r.route, EpisodeID: ids[0], EpisodeRecordID: rids[0],
