@@ -985,8 +985,9 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 		// A lane without a row names its completed episode, as under
 		// next-step autoreset; the recorder drops the step. In rlmesh
 		// 0.1 it is the roll step of an episode that ended on the step
-		// before, whose completion follows it.
-		if ep := r.lastStarted[i]; ep != nil && (ep.completed || r.v01 && ep.ended) {
+		// before, whose completion follows it; no lane names a completed
+		// episode (the recorder takes that for a repeat).
+		if ep := r.lastStarted[i]; ep != nil && r.names(ep) {
 			r.idBuf[i], r.ridBuf[i] = ep.row.EpisodeID, ep.rid
 			r.roll[i] = r.v01 && ep.ended && !ep.completed
 		}
@@ -1046,6 +1047,17 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 		return r.queueFinals(b)
 	}
 	return nil
+}
+
+// names reports whether a lane without a row names ep, its latest
+// episode: rc.5 names it once completed (its next-step autoreset step),
+// 0.1 from the step its flags ended it until its completion (its roll
+// step).
+func (r *replayer) names(ep *replayEpisode) bool {
+	if r.v01 {
+		return ep.ended && !ep.completed
+	}
+	return ep.completed
 }
 
 // surplusLanes names, in a recording of rlmesh 0.1 that counted surplus
@@ -1147,7 +1159,7 @@ func (r *replayer) emitHidden(n int, step int64, t time.Time) error {
 		for i := range lanes {
 			lanes[i] = r.zeroAct
 			if i < len(r.lastStarted) {
-				if ep := r.lastStarted[i]; ep != nil && (ep.completed || r.v01 && ep.ended) {
+				if ep := r.lastStarted[i]; ep != nil && r.names(ep) {
 					ids[i], rids[i] = ep.row.EpisodeID, ep.rid
 				}
 			}
