@@ -388,6 +388,7 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		return
 	}
 	a.noteV01(s, e.Route)
+	a.noteV01Fields(s, e.Seed.Set || e.TrialIndex.Set)
 	if !e.Route.Lane.Set {
 		a.laneOutOfRange(s, events.KindEpisodeStarted, e.EpisodeRecordID, e.EnvIndex)
 	}

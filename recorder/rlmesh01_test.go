@@ -278,6 +278,33 @@ func TestRecordRlmesh01(t *testing.T) {
 			},
 		},
 		{
+			// As above, but as rlmesh 0.1 sends it: the first
+			// EpisodeStarted has a seed, so the recording is 0.1's
+			// before lane 1's surplus ids come, and no problem is ever
+			// counted or logged for them.
+			name: "surplus lane from the first reset, known by the seed",
+			evs: func() *v01 {
+				ids := []string{"ep-000001", "ep-000002"}
+				s := newV01("s").start()
+				s.started("ep-000001", 0, false, events.Some(int64(11)), events.Some(uint64(0)))
+				s.observe(0, true, ids, 1, 2)
+				s.action(1, ids, 0, 0).stepped(1, []float64{1, 1}, "", "")
+				s.observe(1, false, ids, 1, 2)
+				s.action(2, ids, 0, 0).stepped(2, []float64{1, 1}, "term", "")
+				s.completed("ep-000001", 0, 2, 2, true, noneBool)
+				return s.finish()
+			},
+			check: func(t *testing.T, c *capture) {
+				if len(c.problems) != 0 {
+					t.Fatalf("problems logged: %v", c.problems)
+				}
+				s := c.sessions[len(c.sessions)-1]
+				if s.problemCount() != 0 || s.surplusSteps != 2 || s.droppedSteps != 2 || s.stepsRecorded != 2 {
+					t.Fatalf("problems %v surplus %d dropped %d recorded %d", s.problemSummary(), s.surplusSteps, s.droppedSteps, s.stepsRecorded)
+				}
+			},
+		},
+		{
 			name: "a completion that disagrees with the step's flags is a problem",
 			evs: func() *v01 {
 				s := newV01("s").start()
