@@ -210,13 +210,10 @@ func testRecordingFailure(t *testing.T, layout hive.Layout, ops []vfs.Op, syncFS
 // runs long enough for snapshots and the removal of log segments: the
 // failed recording's records must all stay in the log, so that recovery
 // writes every one of its episodes.
-//
-// Pinned to rlmesh rc.5's order (sim.OrderRC5): no snapshot is taken
-// while a recording of rlmesh 0.1 is open (recorder/snapshot.go).
 func TestRecordingFailureKeepsLog(t *testing.T) {
 	cfgs := []sim.Config{
-		{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, TimeLimit: 20, Seed: 21, SessionID: "keep-long", Order: sim.OrderRC5},
-		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 60, TimeLimit: 20, Seed: 22, SessionID: "keep-bad", Order: sim.OrderRC5},
+		{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, TimeLimit: 20, Seed: 21, SessionID: "keep-long"},
+		{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 60, TimeLimit: 20, Seed: 22, SessionID: "keep-bad"},
 	}
 	evs := simEvents(t, cfgs)
 	ta := newTally()

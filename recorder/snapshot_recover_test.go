@@ -25,19 +25,14 @@ var snapshotWorkloads = []struct {
 	// and the log is kept from their first event.
 	images bool
 }{
-	// Pinned to rlmesh rc.5's order (sim.OrderRC5): the recorder takes
-	// no snapshot while a recording of rlmesh 0.1 is open (the snapshot
-	// format does not yet carry its lane groups, roll steps and version 3
-	// row values; recorder/snapshot.go), so these workloads, which test
-	// snapshots, are rc.5-only behaviour until it does.
 	{"small", []sim.Config{
-		{Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 400, TimeLimit: 12, Seed: 5, SessionID: "long-cartpole", Order: sim.OrderRC5},
-		{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 40, MaxEpisodeSteps: 9, Seed: 6, SessionID: "long-leaves", Order: sim.OrderRC5},
+		{Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 400, TimeLimit: 12, Seed: 5, SessionID: "long-cartpole"},
+		{Env: "all-leaves", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 40, MaxEpisodeSteps: 9, Seed: 6, SessionID: "long-leaves"},
 	}, false},
 	{"images", []sim.Config{
-		{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, TimeLimit: 12, Seed: 5, SessionID: "long-cartpole", Order: sim.OrderRC5},
-		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, TimeLimit: 40, Seed: 7, SessionID: "long-images", Order: sim.OrderRC5},
-		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 12, MaxEpisodeSteps: 30, Seed: 8, SessionID: "long-images-disabled", Order: sim.OrderRC5},
+		{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 300, TimeLimit: 12, Seed: 5, SessionID: "long-cartpole"},
+		{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, TimeLimit: 40, Seed: 7, SessionID: "long-images"},
+		{Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 12, MaxEpisodeSteps: 30, Seed: 8, SessionID: "long-images-disabled"},
 	}, true},
 }
 
