@@ -37,6 +37,10 @@ rlrec two kills: the Python process alone (the recorder process, ``rlrec
 ingest`` or ``rlrec serve``, lives on: ingest sees its input end, serve
 keeps the recording open until ``rlrec recover``), and the Python process
 together with the recorder process (then ``rlrec recover`` before reading).
+For the ``rlrec-serve`` tools a Capture is then started on the killed
+run's spool (worker.py resend; a new ``rlrec serve`` on the same ROOT when
+the server was killed too): it resends what the server had not
+acknowledged before the reader counts.
 
 The smoke pass (--smoke) covers the harness end to end with the light
 peers: rlrec (ingest and serve; a 300 MB venv), EnvLogger (130 MB) and the env alone,
@@ -322,6 +326,20 @@ def read_back(py, tool, env, out, rlrec) -> dict:
     return {"episodes": 0, "error": f"reader exited {p.returncode}: {p.stderr.strip()[-300:]}"}
 
 
+def resend(py, tool, env, out, rlrec, addr) -> dict:
+    e = dict(os.environ, RLREC_BIN=rlrec)
+    p = subprocess.run(
+        [py, WORKER, "resend", "--tool", tool, "--env", env, "--out", out, "--addr", addr],
+        capture_output=True,
+        text=True,
+        env=e,
+    )
+    for x in p.stdout.splitlines():
+        if x.startswith("resend "):
+            return json.loads(x[len("resend ") :])
+    return {"error": f"resend exited {p.returncode}: {p.stderr.strip()[-300:]}"}
+
+
 def wait_group_gone(pgid: int, bound_s: float = 120) -> None:
     """Waits until every process of the group has exited (a recorder child
     finishing its input); the bound only turns a hang into a failure."""
@@ -358,17 +376,28 @@ def crash_once(py, tool, env, episodes, workdir, rlrec, seed, at_s, kill_recorde
     p.wait()
     lines.join(timeout=30)
     wait_group_gone(p.pid)
+    resent = None
     if server:
-        server.stop(kill=kill_recorder)
+        # The capture spools each event before its hook returns: a Capture
+        # started on the killed run's spool resends what the server had not
+        # acknowledged (to a new server on the same ROOT when it was killed
+        # too).
+        if kill_recorder:
+            server.stop(kill=True)
+            server = Server(rlrec, out)
+        resent = resend(py, tool, env, out, rlrec, server.addr)
+        server.stop()
     finished = lines.finished()
     got = read_back(py, tool, env, out, rlrec)
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(out + ".spool", ignore_errors=True)
     return {
         "at_s": round(at_s, 2),
         "finished": finished,
         "loaded": got.get("episodes", 0),
         "completed_run": lines.result() is not None,
         "error": got.get("error"),
+        "resent": resent,
     }
 
 
@@ -489,6 +518,7 @@ def main() -> None:
                         log(
                             f"{env} crash {name} at {c['at_s']} s: finished {c['finished']}, loaded {c['loaded']}"
                             + (f" ({c['error']})" if c["error"] else "")
+                            + (f"; resent from the spool: {c['resent']}" if c["resent"] else "")
                         )
                     crashes[name] = rows
             results["crashes"][env] = crashes

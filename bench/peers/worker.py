@@ -127,7 +127,7 @@ class RlrecRecorder(NoRecorder):
             max_wait=None,
         )
         if self.a.tool.startswith("rlrec-serve"):
-            self.cap = self.Capture(self.a.addr, **kw)
+            self.cap = self.Capture(self.a.addr, spool=spool_dir(self.a.out), **kw)
         else:
             self.cap = self.Capture(root=self.a.out, rlrec=RLREC, **kw)
         self.cap.on_run_start(None)
@@ -406,6 +406,24 @@ def record(a) -> None:
 # Readers: complete episodes each tool's own reader loads from DIR.
 
 
+def spool_dir(out: str) -> str:
+    """The capture's spool for a recording into out (beside it, so that its
+    files are not counted as the recording's)."""
+    return out.rstrip("/") + ".spool"
+
+
+def resend(a) -> dict:
+    """A Capture started on a killed run's spool: it resends what the
+    server had not acknowledged, and returns once it is acknowledged."""
+    from rlrec import Capture
+
+    t = time.monotonic()
+    cap = Capture(a.addr, spool=spool_dir(a.out))
+    cap.close()
+    r = cap.recovered
+    return {"segments": r.segments, "events": r.events, "torn_bytes": r.torn_bytes, "s": round(time.monotonic() - t, 3)}
+
+
 def read(a) -> dict:
     if not os.path.isdir(a.out) or not os.listdir(a.out):
         return {"episodes": 0, "error": "nothing on disk"}
@@ -448,7 +466,7 @@ def read(a) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["record", "read"])
+    ap.add_argument("mode", choices=["record", "read", "resend"])
     ap.add_argument("--tool", required=True, choices=sorted([*RECORDERS, "envlogger"]))
     ap.add_argument("--env", required=True, choices=["cartpole", "camera"])
     ap.add_argument("--episodes", type=int, default=10)
@@ -459,6 +477,8 @@ def main() -> None:
     a.out = os.path.abspath(a.out)
     if a.mode == "record":
         record(a)
+    elif a.mode == "resend":
+        say("resend " + json.dumps(resend(a)))
     else:
         try:
             r = read(a)
