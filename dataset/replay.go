@@ -167,6 +167,7 @@ type laneRow struct {
 	// schema version 3
 	isLast, terminated, truncated bool
 	infos                         []byte
+	obsInfos                      []byte // the infos of the row's observation
 	predictMs, stepMs             float64
 	hasPredict, hasStep           bool
 }
@@ -316,6 +317,9 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 				predictMs: s.PredictMs, stepMs: s.StepMs, hasPredict: s.HasPredictMs, hasStep: s.HasStepMs}
 			if s.Infos != nil {
 				lr.infos = append([]byte{}, s.Infos...)
+			}
+			if s.ObservationInfos != nil {
+				lr.obsInfos = append([]byte{}, s.ObservationInfos...)
 			}
 			r.v01 = r.v01 || s.HasPredictMs || s.HasLane
 			b.rows = append(b.rows, lr)
@@ -795,6 +799,8 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 		r.idBuf[i], r.ridBuf[i] = "", ""
 	}
 	var raw [][][]byte // the raw observation's lanes, once a row has one
+	var infos []byte   // the observation's infos: the first row's that has any
+	var infosOf *laneRow
 	var t time.Time
 	isReset := false
 	var step int64
@@ -832,6 +838,9 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 				raw[lr.lane] = rl
 			}
 			isReset = isReset || lr.step == 0
+			if infos == nil && lr.obsInfos != nil {
+				infos, infosOf = lr.obsInfos, &lr
+			}
 			if lr.lane == 0 {
 				step = lr.step
 			}
@@ -850,9 +859,17 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 	if err != nil {
 		return fmt.Errorf("session %q: %w: observation lanes do not join: %w", r.sid, ErrInconsistent, err)
 	}
-	return r.send(&events.ObservationEmitted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
+	oe := &events.ObservationEmitted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
 		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: step, IsReset: isReset, NumEnvs: uint32(r.n),
-		ObservationSpace: r.spaces.Observation.Spec, Observation: slabs, RawObservation: rawSlabs}, t)
+		ObservationSpace: r.spaces.Observation.Spec, Observation: slabs, RawObservation: rawSlabs}
+	if infos != nil {
+		if m, err := ParseFinalInfo(string(infos)); err == nil {
+			oe.Infos = m
+		} else {
+			r.note("episode %s step %d: observation_infos: %v; replayed without them", infosOf.ep.rid, infosOf.step, err)
+		}
+	}
+	return r.send(oe, t)
 }
 
 // rawOf returns a batch row's raw observation (obs) or raw action

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,8 +151,10 @@ func TestReplayRlmesh01(t *testing.T) {
 		t.Fatal(err)
 	}
 	var raws, infos, times int
+	var obsInfos []string
 	for st.Next() {
 		x := st.Step()
+		obsInfos = append(obsInfos, string(x.ObservationInfos))
 		if x.RawActionBlob != nil {
 			raws++
 		}
@@ -165,6 +168,11 @@ func TestReplayRlmesh01(t *testing.T) {
 	st.Close()
 	if raws != 1 || infos != 2 || times != 3 { // no infos on the roll step
 		t.Fatalf("ep-000001: %d raw actions (want 1), %d infos (want 2), %d step times (want 3)", raws, infos, times)
+	}
+	// The reset observation's infos, and the infos of the observation
+	// that carried lane 1's roll (an event's infos go to each lane's row).
+	if want := []string{`{"t":0}`, "", `{"t":2}`}; strings.Join(obsInfos, "|") != strings.Join(want, "|") {
+		t.Fatalf("ep-000001 observation_infos %q, want %q", obsInfos, want)
 	}
 	dst, reps := replayInto(t, src)
 	for _, rep := range reps {
