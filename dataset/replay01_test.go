@@ -14,6 +14,7 @@ import (
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
+	"github.com/rlrec/rlrec/sim"
 )
 
 var (
@@ -188,4 +189,74 @@ func derefStr(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestReplayLaneServed records a simulated lane-served env (rlmesh 0.1
+// subset_step, lanes interleaved) under both autoreset modes, replays it:
+// every per-lane event must name its route lane, with num_envs 1,
+// one-element vectors and env_index the lane (the roll steps of NEXT_STEP
+// rebuilt, flagged), and recording the replay again must give equal
+// tables.
+func TestReplayLaneServed(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		autoreset sim.Autoreset
+		rolls     bool
+	}{
+		{"disabled", sim.AutoresetDisabled, false},
+		{"next-step", sim.AutoresetNextStep, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, _ := record(t, sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: tc.autoreset, LaneServed: true,
+				MaxEpisodes: 5, TimeLimit: 20, Seed: 5})
+			d, err := dataset.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := d.Recordings()[0]
+			lanes, rolls := map[uint32]int{}, 0
+			_, err = d.ReplayEvents(rec, func(ev events.Event, _ time.Time) error {
+				var route events.RuntimeEnvContext
+				var n, envIndex int
+				switch e := ev.(type) {
+				case *events.ObservationEmitted:
+					route, n, envIndex = e.Route, len(e.EpisodeRecordIDs), int(e.EnvIndex)
+					if e.NumEnvs != 1 {
+						t.Errorf("ObservationEmitted num_envs %d", e.NumEnvs)
+					}
+				case *events.ActionReceived:
+					route, n, envIndex = e.Route, len(e.EpisodeRecordIDs), int(e.EnvIndex)
+				case *events.StepCompleted:
+					route, n, envIndex = e.Route, len(e.Rewards), int(e.EnvIndex)
+					if len(e.AutoresetRoll) == 1 && e.AutoresetRoll[0] {
+						rolls++
+					}
+				default:
+					return nil
+				}
+				l, ok := route.Lane.Get()
+				if !ok || n != 1 || envIndex != int(l) {
+					t.Fatalf("%s: route lane %v, %d lanes, env_index %d", ev.Kind(), route.Lane, n, envIndex)
+				}
+				lanes[l]++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lanes) != 3 {
+				t.Errorf("per-lane events on lanes %v, want 3 lanes", lanes)
+			}
+			if (rolls > 0) != tc.rolls {
+				t.Errorf("%d roll steps replayed", rolls)
+			}
+			dst, reps := replayInto(t, src)
+			for _, rep := range reps {
+				if len(rep.Notes) > 0 {
+					t.Errorf("replay notes: %v", rep.Notes)
+				}
+			}
+			compareRoots(t, src, dst)
+		})
+	}
 }
