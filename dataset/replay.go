@@ -421,6 +421,15 @@ func endOf(ep *replayEpisode) time.Time {
 	return ep.row.StartedAt
 }
 
+// logRoute is the route of a Log event whose row says lane (nil: none).
+func (r *replayer) logRoute(lane *int64) events.RuntimeEnvContext {
+	route := r.route
+	if lane != nil && *lane >= 0 && *lane <= 1<<32-1 {
+		route.Lane = events.Some(uint32(*lane))
+	}
+	return route
+}
+
 func derefLane(p *int64) any {
 	if p == nil {
 		return "null"
@@ -714,7 +723,7 @@ func (r *replayer) logAndTelemetryItems(logs []schema.LogRow, tele []schema.Tele
 			return fmt.Errorf("session %q: %w: log level %q unknown", r.sid, ErrInconsistent, l.Level)
 		}
 		r.items = append(r.items, item{slot: r.slotOf(l.Time, false), t: l.Time, rank: rankLogTelemetry,
-			ev: &events.Log{SessionID: r.sid, Route: r.route, Level: lv, Message: l.Message, Source: l.Source}})
+			ev: &events.Log{SessionID: r.sid, Route: r.logRoute(l.Lane), Level: lv, Message: l.Message, Source: l.Source}})
 	}
 	for i := 0; i < len(tele); {
 		j := i

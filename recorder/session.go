@@ -356,6 +356,16 @@ type logRow struct {
 	level   string
 	message string
 	source  *string
+	lane    *int64 // the Log event's route lane (rlmesh 0.1)
+}
+
+// routeLane is a route's lane as a nullable column value.
+func routeLane(route events.RuntimeEnvContext) *int64 {
+	if l, ok := route.Lane.Get(); ok {
+		v := int64(l)
+		return &v
+	}
+	return nil
 }
 
 type telemetryRow struct {

@@ -54,6 +54,10 @@ import "github.com/parquet-go/parquet-go"
 //	                            StepCompleted events carry per-lane flags, or whose events
 //	                            carry a route lane)
 //
+// logs: after every version 2 column (LogRow):
+//
+//	lane  int64, null  the Log event's route lane (a lane-served env's per-lane logs)
+//
 // Relay advisories (rlmesh 0.1's RelayAdvisory event) are rows of the
 // logs table with source SourceEvent (see EventLogMessage): a relay
 // sends each distinct advisory once, a handful per run, which a table
