@@ -68,8 +68,12 @@ func (r *replayer) planUnfinished(logs []schema.LogRow) error {
 			index[k] = append(index[k], b)
 			r.batches = append(r.batches, b)
 		}
-		b.rows = append(b.rows, laneRow{ep: ep, lane: lane, step: u.EpisodeStep, hasObs: u.Observation != nil,
-			logged: true, obs: u.Observation, act: u.Action})
+		lr := laneRow{ep: ep, lane: lane, step: u.EpisodeStep, hasObs: u.Observation != nil,
+			logged: true, obs: u.Observation, act: u.Action}
+		if u.ObservationInfos != "" {
+			lr.obsInfos = []byte(u.ObservationInfos)
+		}
+		b.rows = append(b.rows, lr)
 	}
 	return nil
 }
