@@ -22,6 +22,15 @@ REPO = Path(__file__).resolve().parents[2]
 S3_ACCESS, S3_SECRET, S3_REGION = "rlrec-test", "rlrec-test-secret", "us-east-1"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def spool_dir(tmp_path_factory) -> Path:
+    """The captures' default spool base for the tests (RLREC_SPOOL_DIR), so
+    that no test reads or leaves spools in the user's cache."""
+    d = tmp_path_factory.mktemp("spool")
+    os.environ["RLREC_SPOOL_DIR"] = str(d)
+    return d
+
+
 @pytest.fixture(scope="session")
 def rlrec_bin(tmp_path_factory) -> str:
     """$RLREC_BIN, else rlrec built from this checkout."""

@@ -116,6 +116,11 @@ def run_session(hooks, env, policy, *, episodes, seeds=None, step_cap=100_000, a
                 t1 = time.perf_counter()
                 obs, reward, term, trunc, last_info = env.step(action)
                 t2 = time.perf_counter()
+                # rlmesh 0.1 flags the step cap on the capped step itself
+                # (Session.run: "the event says so -- as the native loop's
+                # does"), so the step's flags agree with the episode's end.
+                if not (term or trunc) and steps + 1 >= step_cap:
+                    trunc = True
                 fed[-1].append((prev, action, reward))
                 hooks.on_step(
                     StepEvent(
@@ -629,7 +634,9 @@ class ServeTest(CaptureCase):
         srv = Server(root, token_file=tok)
         try:
             env = CartEnv()
-            bad = Capture(srv.addr, token="wrong")
+            # Its refused events stay in its spool for a Capture with the
+            # right token: a spool of its own keeps them out of this ROOT.
+            bad = Capture(srv.addr, token="wrong", spool=os.path.join(TMP, "token-spool"))
             with self.assertRaises(Exception) as cm:
                 run_session(bad, env, random_policy(env.action_space, 1), episodes=1)
             self.assertIn("refused the token", str(cm.exception))

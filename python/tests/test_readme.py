@@ -117,7 +117,9 @@ def test_duckdb_one_liners_over_a_root(ids_root):
 def test_python_one_liners_over_a_bucket(ids_root, s3):
     s3.bucket("datasets")
     s3.put_tree(ids_root, "datasets", "ids")
-    lines = [code for code in readme_lines('python3 -c "') if "BUCKET/PREFIX" in code]
+    # The pyspark lines (s3a://) need Spark's connector from the local Maven
+    # repository .ci/run fills: tests/test_spark.py runs them as written.
+    lines = [code for code in readme_lines('python3 -c "') if "BUCKET/PREFIX" in code and "s3a://" not in code]
     assert len(lines) >= 2, "the README's polars and pyarrow one-liners over a bucket"
     env = {**s3.env(), "AWS_ACCESS_KEY_ID": S3_ACCESS, "AWS_SECRET_ACCESS_KEY": S3_SECRET}
     for code in lines:

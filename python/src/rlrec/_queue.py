@@ -12,6 +12,16 @@ episode's start and end, log lines) are never dropped: they are small, and
 without them the recording would not be readable. ``drain`` waits until
 everything put so far is delivered; an error of the destination is raised
 from the next ``put`` or ``drain``.
+
+With a ``spool`` (see _spool.py), ``put`` hands the group to
+``spool.write(events, encoded)`` (the events and their serialized bytes,
+made here once) when there is room, before queueing it and before the
+hook returns: it numbers the events, writes them to the spool and returns
+what the sender delivers. When that write fails (a full
+disk), a droppable group is dropped and counted like one that found no
+room; a lifecycle group goes on in memory only (``spool.memory(events,
+encoded)``).
+The spool's failures are counted in ``spool_failures``.
 """
 
 from __future__ import annotations
@@ -21,10 +31,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ._pb import events_pb2
 
 __all__ = ["Drops", "EventQueue"]
+
+# The bytes an event's sequence field adds at most (tag and a varint).
+SEQUENCE_BYTES = 11
 
 
 @dataclass
@@ -39,15 +53,25 @@ class Drops:
 class EventQueue:
     """Events from hooks to deliver(event), from a thread of its own."""
 
-    def __init__(self, deliver: Callable[[events_pb2.Event], None], *, max_bytes: int, max_wait: float | None) -> None:
+    def __init__(
+        self,
+        deliver: Callable[[Any], None],
+        *,
+        max_bytes: int,
+        max_wait: float | None,
+        spool: Any = None,
+    ) -> None:
         if max_bytes < 1:
             raise ValueError(f"max_queue_bytes must be positive, got {max_bytes}")
         if max_wait is not None and max_wait < 0:
             raise ValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
         self._deliver = deliver
+        self.spool = spool
+        self.spool_failures = 0
+        self.spool_error: OSError | None = None
         self.max_bytes, self.max_wait = max_bytes, max_wait
         self._cv = threading.Condition()
-        self._q: deque[tuple[events_pb2.Event, int]] = deque()
+        self._q: deque[tuple[Any, int]] = deque()
         self._queued = 0  # bytes in _q plus the event being delivered
         self._busy = False
         self._error: BaseException | None = None
@@ -58,7 +82,13 @@ class EventQueue:
 
     def put(self, events: list[events_pb2.Event], *, droppable: bool) -> bool:
         """Queues events as one group; False if the group was dropped."""
-        sizes = [ev.ByteSize() for ev in events]
+        if self.spool is not None:
+            # Serialized once, here: the spool writes these bytes.
+            encoded = [ev.SerializeToString() for ev in events]
+            sizes = [len(d) + SEQUENCE_BYTES for d in encoded]
+        else:
+            encoded = None
+            sizes = [ev.ByteSize() for ev in events]
         size = sum(sizes)
         with self._cv:
             self._raise_locked()
@@ -74,15 +104,29 @@ class EventQueue:
                     self._cv.wait(left)
                 self._raise_locked()
                 if self._queued + size > self.max_bytes and self._queued > 0:
-                    self.drops.groups += 1
-                    self.drops.events += len(events)
-                    self.drops.bytes += size
+                    self._drop_locked(len(events), size)
                     return False
-            for ev, n in zip(events, sizes, strict=True):
+            items: list[Any] = events
+            if self.spool is not None:
+                try:
+                    items = self.spool.write(events, encoded)
+                except OSError as exc:
+                    self.spool_failures += 1
+                    self.spool_error = exc
+                    if droppable:
+                        self._drop_locked(len(events), size)
+                        return False
+                    items = self.spool.memory(events, encoded)
+            for ev, n in zip(items, sizes, strict=True):
                 self._q.append((ev, n))
             self._queued += size
             self._cv.notify_all()
             return True
+
+    def _drop_locked(self, events: int, size: int) -> None:
+        self.drops.groups += 1
+        self.drops.events += events
+        self.drops.bytes += size
 
     def drain(self, timeout: float | None = None) -> None:
         """Waits until every queued event is delivered (TimeoutError after

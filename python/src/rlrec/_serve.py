@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -77,6 +78,7 @@ class IngestClient:
         min_backoff: float = 0.05,
         max_backoff: float = 5.0,
         connect_timeout: float = 10.0,
+        on_acked: Callable[[int], None] | None = None,
     ) -> None:
         if max_unacked_bytes < 1 << 20:
             raise ValueError("max_unacked_bytes below 1 MiB")
@@ -85,6 +87,9 @@ class IngestClient:
         if not 0 < min_backoff <= max_backoff:
             raise ValueError("want 0 < min_backoff <= max_backoff")
         self.addr = addr
+        # Called on the client's thread with the number of events just
+        # acknowledged (in the order they were queued).
+        self._on_acked = on_acked
         self._max_unacked = max_unacked_bytes
         self._max_message = max_message_bytes
         self._batch_bytes = batch_bytes
@@ -141,6 +146,15 @@ class IngestClient:
         """
         key = (event.session_id, event.route.env_id)
         size = event.ByteSize() + 11  # and the sequence field, at most 11 bytes
+        return self._enqueue(key, size, event, None, timeout)
+
+    def record_encoded(self, key: tuple[str, str], sequence: int, data: bytes, timeout: float | None = None) -> int:
+        """Queues an event already numbered and serialized (data carries
+        sequence, the event's number in its recording key = (session_id,
+        env_id)); later record() calls for key number on from it."""
+        return self._enqueue(key, len(data), None, (sequence, data), timeout)
+
+    def _enqueue(self, key, size, event, encoded, timeout) -> int:
         if size + 64 > self._max_message:
             raise ValueError(
                 f"event of {size} bytes is over the {self._max_message}-byte message limit "
@@ -162,10 +176,13 @@ class IngestClient:
             self._usable()
             # Numbered and queued in one step, so the queue holds each
             # recording's events in sequence order.
-            seq = self._next.get(key, 0) + 1
-            event.sequence = seq
-            data = event.SerializeToString()
-            self._next[key] = seq
+            if encoded is None:
+                seq = self._next.get(key, 0) + 1
+                event.sequence = seq
+                data = event.SerializeToString()
+            else:
+                seq, data = encoded
+            self._next[key] = max(seq, self._next.get(key, 0))
             self._q.append(data)
             self._bytes += len(data)
             self.queued += 1
@@ -344,6 +361,8 @@ class IngestClient:
             del self._q[:n]
             self._sent -= n
             self.acked += n
+            if n and self._on_acked is not None:
+                self._on_acked(n)
             for r in resp.refused:
                 self._refused.append(r)
                 self.refused_total += 1

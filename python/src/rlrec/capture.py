@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import math
 import os
 import sys
@@ -20,11 +21,14 @@ from ._ids import record_id, uuid7
 from ._ingest import IngestProcess
 from ._pb import events_pb2, spaces_pb2
 from ._queue import EventQueue
+from ._spool import Spool, recover, varint
 from ._telemetry import DURATION_MS, Meter
 from .leaves import LeafError, compile_spec, encode_batch
 from .spaces import space_spec
 
 __all__ = ["END_REASON", "Capture", "EpisodeInfo", "RunInfo", "meta_map"]
+
+_log = logging.getLogger("rlrec")
 
 # What the runtime says when a run ends by reaching its episode count.
 END_REASON = "completed requested episodes"
@@ -70,6 +74,8 @@ class RunInfo:
     dropped_steps: int = 0
     dropped_events: int = 0
     dropped_bytes: int = 0
+    # A spool write failed in this run (its first drop is logged).
+    spool_failed: bool = False
 
 
 class Capture:
@@ -106,6 +112,27 @@ class Capture:
     Values are encoded against them; a value that does not fit raises
     LeafError (``strict``), or with ``strict=False`` is left out of its
     event and logged.
+
+    **A hook that returned survives kill -9** (with ``addr``): before it
+    returns, its events (numbered, serialized, with the run's nonce) are
+    written with one ``os.writev`` to a spool file in the spool directory
+    ``spool`` (default ``BASE/HOST_PORT`` for the server's address, BASE
+    ``$RLREC_SPOOL_DIR``, else ``$XDG_CACHE_HOME/rlrec/spool``, else
+    ``~/.cache/rlrec/spool``): in the page cache, it outlives
+    the process (not a power cut; never fsynced). The sender thread writes
+    the server's acknowledgements beside each file and removes segments
+    (``spool_segment_bytes``, 64 MiB) once acknowledged, so the spool
+    holds about what the server has not acknowledged. A Capture started on
+    the same spool directory resends what a dead process left, or a
+    closed one could not deliver (a refused token, a server gone past
+    ``flush_timeout``); the server drops sequence numbers it has: exactly
+    once; ``rlrec ingest`` reads a
+    spool file as an event stream. The format is rlrec-hooks' (the Rust
+    forwarder's), so either takes over the other's spool. ``spool=False``
+    keeps events in memory only. With ``root``, events are not spooled:
+    ``rlrec ingest`` records what reached its input when the process
+    dies, and a second ingest of the same recording into that ROOT is
+    refused, so only ``on_run_end`` (or ``flush``) makes a run durable.
 
     **Never blocks the run past a bound.** Hooks hand their events to a
     sender thread through a queue of at most ``max_queue_bytes``; when it is
@@ -163,6 +190,8 @@ class Capture:
         max_unacked_bytes: int = 64 << 20,
         max_queue_bytes: int = 64 << 20,
         max_wait: float | None = 0.1,
+        spool: str | os.PathLike[str] | bool | None = None,
+        spool_segment_bytes: int = 64 << 20,
     ) -> None:
         if (addr is None) == (root is None):
             raise ValueError("give exactly one of addr (an rlrec serve) and root (a ROOT for rlrec ingest)")
@@ -182,6 +211,11 @@ class Capture:
         self._strict = strict
         self._flush_timeout = flush_timeout
         self._client = None
+        self._spool: Spool | None = None
+        self.recovered = Recovery()
+        if addr is not None and spool is not False:
+            directory = default_spool_dir(addr) if spool is None or spool is True else os.fspath(spool)
+            self._spool = Spool(directory, segment_bytes=spool_segment_bytes)
         if addr is not None:
             from ._serve import IngestClient  # grpc only when it is used
 
@@ -189,8 +223,18 @@ class Capture:
             if tls_ca is not None:
                 with open(tls_ca, "rb") as f:
                     ca = f.read()
-            self._client = IngestClient(addr, token=token, root_certificates=ca, max_unacked_bytes=max_unacked_bytes)
-        self._queue = EventQueue(self._deliver, max_bytes=max_queue_bytes, max_wait=max_wait)
+            self._client = IngestClient(
+                addr,
+                token=token,
+                root_certificates=ca,
+                max_unacked_bytes=max_unacked_bytes,
+                on_acked=None if self._spool is None else self._spool.ack,
+            )
+        self._seq = 0  # the last sequence number of the run's recording
+        writer = None if self._spool is None else _SpoolWriter(self)
+        self._queue = EventQueue(self._deliver, max_bytes=max_queue_bytes, max_wait=max_wait, spool=writer)
+        if self._spool is not None:
+            self._resend_dead_runs()
         self.runs: list[RunInfo] = []
         self._run: RunInfo | None = None
         self._proc: IngestProcess | None = None
@@ -241,7 +285,11 @@ class Capture:
         if self._root is not None:
             self._proc = IngestProcess(self._root, rlrec=self._rlrec, layout=self._layout)
         self._run, self._eps, self._meter = run, {}, Meter()
+        self._seq = 0
+        if self._spool is not None:
+            self._spool.start_run(run.run_nonce.hex())
         self._queue.take_drops()
+        self._queue.spool_error = None
         self.runs.append(run)
         try:
             # The spaces now when given or already known (session loop);
@@ -447,8 +495,12 @@ class Capture:
         finally:
             self._closed = True
             self._queue.close()
-            if self._client is not None:
-                self._client.close(self._flush_timeout)
+            try:
+                if self._client is not None:
+                    self._client.close(self._flush_timeout)
+            finally:
+                if self._spool is not None:
+                    self._spool.close()
 
     def __enter__(self) -> Capture:
         return self
@@ -553,16 +605,51 @@ class Capture:
     def _send(self, events: list[events_pb2.Event], *, droppable: bool = False) -> bool:
         return self._queue.put(events, droppable=droppable)
 
-    def _deliver(self, ev: events_pb2.Event) -> None:
+    def _deliver(self, ev: Any) -> None:
         """Runs on the queue's thread."""
-        if self._client is not None:
+        if isinstance(ev, tuple):  # numbered and serialized for the spool
+            key, seq, data, tail = ev
+            self._client.record_encoded(key, seq, data + tail)
+        elif self._client is not None:
             self._client.record(ev)
         else:
             self._proc.send(ev)
 
+    def _resend_dead_runs(self) -> None:
+        """Hands what dead processes left in the spool directory to the
+        server, before this Capture's own events."""
+        for rec in recover(self._spool.directory):
+            self.recovered.segments += 1
+            self.recovered.torn_bytes += rec.torn
+            self._spool.adopt(rec)
+            for data, _ in rec.events:
+                ev = events_pb2.Event.FromString(data)
+                key = (ev.session_id, ev.route.env_id)
+                if ev.sequence:
+                    self._client.record_encoded(key, ev.sequence, data)
+                else:
+                    self._client.record(ev)
+                self.recovered.events += 1
+        if self.recovered.segments:
+            _log.info(
+                "rlrec capture: resending %d events of %d spool segment(s) left in %s",
+                self.recovered.events,
+                self.recovered.segments,
+                self._spool.directory,
+            )
+
     def _dropped(self, run: RunInfo, events: int) -> None:
         run.dropped_steps += 1
-        if run.dropped_steps == 1:
+        err = self._queue.spool_error
+        if err is not None and not run.spool_failed:
+            run.spool_failed = True
+            self._log(
+                events_pb2.LOG_LEVEL_WARN,
+                f"rlrec capture dropped a step's {events} events: the spool could not be written ({err}); "
+                "steps are dropped while it fails (free space in the spool directory); the run's total comes "
+                "at its end",
+            )
+        elif run.dropped_steps == 1:
             self._log(
                 events_pb2.LOG_LEVEL_WARN,
                 f"rlrec capture dropped a step's {events} events: the destination takes events slower than "
@@ -598,7 +685,12 @@ class Capture:
                 self._log(
                     events_pb2.LOG_LEVEL_WARN,
                     f"rlrec capture dropped {drops.groups} step(s) of this run ({drops.events} events, "
-                    f"{drops.bytes} bytes): the destination took events slower than the run made them",
+                    f"{drops.bytes} bytes): the destination took events slower than the run made them"
+                    + (
+                        f", or the spool could not be written ({self._queue.spool_error})"
+                        if self._queue.spool_error is not None
+                        else ""
+                    ),
                 )
             if failed is None:
                 ev = self._event()
@@ -615,6 +707,8 @@ class Capture:
             self._queue.drain(self._flush_timeout)
         finally:
             run.ended = True
+            if self._spool is not None:
+                self._spool.end_run()
             self._unwatch_resets()
             self._eps = {}
             self._context = None
@@ -648,6 +742,70 @@ class Capture:
         else:
             ev.telemetry_snapshot.CopyFrom(self._meter.snapshot(events_pb2.TELEMETRY_HORIZON_SESSION))
         self._send([ev])
+
+
+@dataclass
+class Recovery:
+    """What a Capture took over from dead runs in its spool directory."""
+
+    segments: int = 0
+    events: int = 0
+    torn_bytes: int = 0  # a torn last event cut (a hook that never returned)
+
+
+def default_spool_dir(addr: str) -> str:
+    """The spool directory of the server at addr: BASE/HOST_PORT, BASE
+    $RLREC_SPOOL_DIR, else $XDG_CACHE_HOME/rlrec/spool, else
+    ~/.cache/rlrec/spool. One per address, so that a dead run is resent to
+    the server it was recording into."""
+    base = os.environ.get("RLREC_SPOOL_DIR")
+    if not base:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(cache, "rlrec", "spool")
+    safe = "".join(c if c.isalnum() or c in "-." else "_" for c in addr)
+    return os.path.join(base, safe)
+
+
+class _SpoolWriter:
+    """Numbers a hook's events in their recording and writes them to the
+    spool (EventQueue calls it with room ensured). The events come
+    serialized without their sequence number, which is appended as field
+    4 (a protobuf message may carry its fields in any order; the
+    run_nonce and everything else stay as serialized), so each event is
+    serialized once."""
+
+    def __init__(self, cap: Capture) -> None:
+        self._cap = cap
+
+    def _number(self, events: list[events_pb2.Event], encoded: list[bytes]):
+        cap = self._cap
+        out = []
+        for ev, data in zip(events, encoded, strict=True):
+            cap._seq += 1
+            ev.sequence = cap._seq
+            out.append(((ev.session_id, ev.route.env_id), cap._seq, data, _SEQUENCE_TAG + varint(cap._seq)))
+        return out
+
+    def write(self, events: list[events_pb2.Event], encoded: list[bytes]):
+        cap = self._cap
+        first = cap._seq
+        items = self._number(events, encoded)
+        try:
+            cap._spool.append([(data, tail) for _, _, data, tail in items])
+        except OSError:
+            cap._seq = first  # the numbers go to the next group
+            raise
+        return items
+
+    def memory(self, events: list[events_pb2.Event], encoded: list[bytes]):
+        items = self._number(events, encoded)
+        self._cap._spool.unspooled(len(items))
+        return items
+
+
+# Event.sequence (field 4, varint) as a tag byte: (4 << 3) | 0. Wire
+# value: do not change.
+_SEQUENCE_TAG = bytes([4 << 3])
 
 
 # rlmesh TelemetryRow.unit to the wire's MetricKind.
