@@ -49,9 +49,19 @@ func (s *v01) started(rid string, lane int32, auto bool, seed events.Option[int6
 	return s
 }
 
+// observe adds an ObservationEmitted; a reset observation carries reset
+// infos ({"phase":"reset","none":null}, with 0.1's explicit null), as
+// rlmesh 0.1 sends them.
 func (s *v01) observe(step int64, reset bool, ids []string, vals ...float32) *v01 {
-	s.add(&events.ObservationEmitted{SessionID: s.sid, Route: s.route(), EpisodeRecordIDs: ids, Step: step, IsReset: reset,
-		NumEnvs: uint32(len(ids)), ObservationSpace: testObsSpec, Observation: obsSlab(vals...)})
+	e := &events.ObservationEmitted{SessionID: s.sid, Route: s.route(), EpisodeRecordIDs: ids, Step: step, IsReset: reset,
+		NumEnvs: uint32(len(ids)), ObservationSpace: testObsSpec, Observation: obsSlab(vals...)}
+	if reset {
+		e.Infos = &spacesv1.MetaMap{Entries: map[string]*spacesv1.MetaValue{
+			"phase": {Kind: &spacesv1.MetaValue_Text{Text: "reset"}},
+			"none":  {Kind: &spacesv1.MetaValue_Null{Null: &spacesv1.MetaNull{}}},
+		}}
+	}
+	s.add(e)
 	return s
 }
 
@@ -202,6 +212,14 @@ func TestRecordRlmesh01(t *testing.T) {
 				}
 				if r.rawObs.set || r.rawAct.set {
 					t.Fatal("raw payloads without a transform")
+				}
+				// The reset infos are the first row's observation infos;
+				// a later observation without infos keeps none.
+				if got := string(e1.rows[0].obsInfos.bytes(e1.ep.arena)); got != `{"none":null,"phase":"reset"}` {
+					t.Fatalf("first row's observation infos %q", got)
+				}
+				if r.obsInfos.set {
+					t.Fatalf("second row's observation infos %q", r.obsInfos.bytes(e1.ep.arena))
 				}
 				if e2 := c.episode(t, "ep-000002"); e2.ep.trial != events.Some(uint64(1)) || !e2.rows[0].truncated {
 					t.Fatalf("ep-000002: %+v", e2.ep)

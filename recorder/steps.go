@@ -175,6 +175,11 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 			raw, s.rawSplit = r, r
 		}
 	}
+	var obsInfos []byte
+	if e.Infos != nil {
+		obsInfos = blob.AppendMetaJSON(s.infosBuf[:0], e.Infos)
+		s.infosBuf = obsInfos
+	}
 	base := laneBase(e.Route)
 	for i, rid := range e.EpisodeRecordIDs {
 		if rid == "" {
@@ -199,6 +204,10 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 		l.obsRecord = rid
 		l.hasObs = true
 		l.hasRawObs = false
+		l.hasObsInfos = obsInfos != nil
+		if obsInfos != nil {
+			l.obsInfos = append(l.obsInfos[:0], obsInfos...)
+		}
 		if raw != nil && !sameLeaves(raw[i], lanes[i]) {
 			l.rawObs = blob.Append(l.rawObs[:0], raw[i])
 			l.hasRawObs = true
@@ -339,6 +348,9 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			if l.hasRawObs {
 				need += len(l.rawObs)
 			}
+			if l.hasObsInfos {
+				need += len(l.obsInfos)
+			}
 		}
 		var rawAct [][]byte
 		if raw != nil && !sameLeaves(raw[i], lanes[i]) {
@@ -360,8 +372,11 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			if l.hasRawObs {
 				row.rawObs = appendRef(ep, l.rawObs)
 			}
+			if l.hasObsInfos {
+				row.obsInfos = appendRef(ep, l.obsInfos)
+			}
 			// The observation is consumed by this action.
-			l.hasObs, l.hasRawObs = false, false
+			l.hasObs, l.hasRawObs, l.hasObsInfos = false, false, false
 		}
 		row.actOff = len(ep.arena)
 		ep.arena = blob.Append(ep.arena, lanes[i])
