@@ -36,8 +36,9 @@ func Success(info *spacesv1.MetaMap) (value, ok bool) {
 // MetaJSON renders a MetaMap (the runtime's metadata, such as an
 // episode's final_info) as JSON text: an object with keys sorted, integers and numbers as JSON numbers (NaN and
 // infinities as the strings "NaN", "Infinity", "-Infinity"), text as a
-// string, bytes as a base64 string, lists as arrays, maps as objects. A nil
-// map renders as "" (a null final_info column).
+// string, bytes as a base64 string, lists as arrays, maps as objects, and
+// null (rlmesh 0.1's MetaValue.null, field 8, or a value with no kind,
+// which is how 0.1 emitters encode null) as null. A nil map renders as "" (a null final_info column).
 func MetaJSON(m *spacesv1.MetaMap) string {
 	if m == nil {
 		return ""
@@ -97,6 +98,10 @@ func appendMetaValue(dst []byte, v *spacesv1.MetaValue) []byte {
 		return append(dst, ']')
 	case *spacesv1.MetaValue_Map:
 		return appendMetaMap(dst, k.Map)
+	case *spacesv1.MetaValue_Null:
+		// rlmesh 0.1's explicit null (field 8).
 	}
+	// null: the explicit null, an unset kind (how rlmesh 0.1 emitters
+	// encode null), or a kind newer than this package.
 	return append(dst, "null"...)
 }

@@ -75,6 +75,15 @@ func TestMetaJSON(t *testing.T) {
 			"m": {Kind: &spacesv1.MetaValue_Map{Map: metaMap(map[string]*spacesv1.MetaValue{"z": v(false)})}},
 			"u": v(nil),
 		}), `{"l":[1,"a"],"m":{"z":false},"u":null}`},
+		// rlmesh 0.1's explicit null (MetaValue.null, field 8), alone and
+		// inside a list and a map, writes null as an unset kind does.
+		{"explicit-null", metaMap(map[string]*spacesv1.MetaValue{
+			"n": {Kind: &spacesv1.MetaValue_Null{Null: &spacesv1.MetaNull{}}},
+			"l": {Kind: &spacesv1.MetaValue_List{List: &spacesv1.MetaList{Items: []*spacesv1.MetaValue{
+				{Kind: &spacesv1.MetaValue_Null{Null: &spacesv1.MetaNull{}}}, v(int64(2))}}}},
+			"m": {Kind: &spacesv1.MetaValue_Map{Map: metaMap(map[string]*spacesv1.MetaValue{
+				"x": {Kind: &spacesv1.MetaValue_Null{}}})}},
+		}), `{"l":[null,2],"m":{"x":null},"n":null}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := MetaJSON(tc.m); got != tc.want {

@@ -246,25 +246,38 @@ func TestStepsMatchEvents(t *testing.T) {
 	}
 }
 
-// collectAll files each applied lane step under its episode; steps of
-// completed episodes (the next-step autoreset step) are left out, as the
-// recorder drops them.
+// collectAll files each applied lane step under its episode. Left out,
+// as the recorder records no row for them: steps of completed episodes
+// (rlmesh rc.5's next-step autoreset step), the lanes a StepCompleted
+// flags as their autoreset roll (rlmesh 0.1: the roll step names the
+// ended episode until its deferred completion), and lanes of surplus
+// episodes (0.1: ids that never got an EpisodeStarted).
 type collectAll struct {
 	events.NoopHooks
-	c    *collector
-	done map[string]bool
+	c       *collector
+	done    map[string]bool
+	started map[string]bool
 }
 
 func (h *collectAll) OnActionReceived(ctx context.Context, e *events.ActionReceived) error {
 	return h.c.OnActionReceived(ctx, e)
 }
 
+func (h *collectAll) OnEpisodeStarted(_ context.Context, e *events.EpisodeStarted) error {
+	if h.started == nil {
+		h.started = map[string]bool{}
+	}
+	h.started[e.EpisodeRecordID] = true
+	return nil
+}
+
 func (h *collectAll) OnStepCompleted(ctx context.Context, e *events.StepCompleted) error {
 	if err := h.c.OnStepCompleted(ctx, e); err != nil {
 		return err
 	}
-	for _, ls := range h.c.pending {
-		if ls.rid != "" && !h.done[ls.rid] {
+	for i, ls := range h.c.pending {
+		roll := i < len(e.AutoresetRoll) && e.AutoresetRoll[i]
+		if ls.rid != "" && !h.done[ls.rid] && h.started[ls.rid] && !roll {
 			h.c.steps[ls.rid] = append(h.c.steps[ls.rid], ls)
 		}
 	}

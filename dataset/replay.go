@@ -94,10 +94,27 @@ type ReplayReport struct {
 // surplus steps) each StepCompleted carries the step's times and infos
 // and per-lane flags: terminated and truncated from the rows' is_last,
 // and autoreset_roll on the lanes whose episode ended on the step before
-// (the lane names that episode until its completion, which follows). A
-// lane-served env's recording (episodes with a lane) is replayed as
-// lockstep batches without route lanes, and surplus episodes are not
-// re-created (only counted): notes say so.
+// (the lane names that episode until its completion, which follows).
+// Surplus episodes are not recorded, only counted (surplus_steps): the
+// replay names the lanes of its batches that have no row and no episode
+// of their own (none started
+// yet, or the last completed) as a surplus episode's ("surplus-lane-N"),
+// as many as were counted, so that recording the stream again counts them
+// again (a note says when fewer such lanes are found). The terminal
+// observation of an episode whose flags ended it goes out right after
+// that step, as in 0.1, so an episode the session's failure left
+// incomplete keeps it.
+//
+// A lane-served env's recording (episodes with a lane) is replayed per
+// lane, as rlmesh 0.1 emits it: every steps row is a lane-step of its own
+// (ObservationEmitted, ActionReceived and StepCompleted with the route
+// lane set, one-element vectors, num_envs 1 and env_index the lane; the
+// episode events with the route lane and the episode's env_index), a
+// terminal observation goes out on its lane alone, and under NEXT_STEP
+// each episode whose last row ended it gets its roll step (the zero action
+// under its id, flagged autoreset_roll, reward 0) just before its
+// EpisodeCompleted, when the session's dropped steps beyond its surplus
+// steps are exactly those. N is then 1 + the highest lane.
 //
 // Memory: the fixed columns of the session's rows without their blobs
 // (about 60 bytes a row) plus one open steps file per lane.
@@ -148,6 +165,15 @@ type replayEpisode struct {
 	// ended: its last row went out with is_last (rlmesh 0.1: its lane
 	// names it until its EpisodeCompleted, at the roll step).
 	ended bool
+	// finalQueued: (rlmesh 0.1) its terminal observation was queued as
+	// its last row went out, at finalAt, before its completion.
+	finalQueued bool
+	finalAt     time.Time
+	// fromRoll: a lane-served env's episode that a NEXT_STEP roll started
+	// (its first observation is no reset observation).
+	fromRoll bool
+	// finalSent: its terminal observation went out (before its roll step)
+	finalSent bool
 }
 
 // laneRow is one steps row of a batch, or one lane of an unfinished
@@ -167,6 +193,7 @@ type laneRow struct {
 	// schema version 3
 	isLast, terminated, truncated bool
 	infos                         []byte
+	obsInfos                      []byte // the infos of the row's observation
 	predictMs, stepMs             float64
 	hasPredict, hasStep           bool
 }
@@ -190,8 +217,12 @@ type item struct {
 	seq   int
 	ev    events.Event
 	ep    *replayEpisode // EpisodeCompleted: the episode
-	// hidden: an all-dropped batch rebuilt at this place
+	// hidden: an all-dropped batch rebuilt at this place, hstep its
+	// step
 	hidden int
+	hstep  int64
+	// roll: the roll step of this episode of a lane-served env
+	roll *replayEpisode
 }
 
 // Ranks order events at equal times as the runtime does.
@@ -199,6 +230,7 @@ const (
 	rankConnected = iota // EnvConnected, ModelConnected: before SessionStarted
 	rankSessionStarted
 	rankEpisodeStarted
+	rankLaneRoll // a lane-served env's roll step: before the completion
 	rankEpisodeCompleted
 	rankHiddenBatch
 	rankLogTelemetry
@@ -235,6 +267,12 @@ type replayer struct {
 	// per lane, the batch's roll lanes.
 	v01  bool
 	roll []bool
+	// surplus is the number of surplus lane-steps (rlmesh 0.1) still to
+	// be replayed: lanes of visible batches that had no episode.
+	surplus int64
+	// laneServed: the recording is of a lane-served env (its episodes
+	// have a lane), replayed per lane (see ReplayEvents).
+	laneServed bool
 
 	zeroObs, zeroAct [][]byte
 	laneBuf          [][][]byte
@@ -253,10 +291,16 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 	r.route = events.RuntimeEnvContext{EnvID: r.rec.EnvID, EnvComponentID: r.row.EnvComponentID, ModelComponentID: r.row.ModelComponentID}
 	r.n = 1
 	for _, e := range rows {
+		r.laneServed = r.laneServed || e.Row.Lane != nil
+	}
+	for _, e := range rows {
 		if e.Row.EnvIndex < 0 || e.Row.EnvIndex >= blob.MaxLanes {
 			return fmt.Errorf("%s: env_index %d out of range; the episode cannot be replayed", e.Path, e.Row.EnvIndex)
 		}
-		r.n = max(r.n, int(e.Row.EnvIndex)+1)
+		if r.laneServed && (e.Row.Lane == nil || *e.Row.Lane < 0 || *e.Row.Lane >= blob.MaxLanes) {
+			return fmt.Errorf("%s: episode %s of a lane-served env has lane %v; the recording cannot be replayed", e.Path, e.EpisodeRecordID, derefLane(e.Row.Lane))
+		}
+		r.n = max(r.n, int(r.laneOfRow(&e.Row))+1)
 	}
 	r.rep.Lanes = r.n
 	r.byLane = make([][]*replayEpisode, r.n)
@@ -270,21 +314,16 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 	index := map[key][]int{}
 	if n := r.row.SurplusSteps; n != nil && *n > 0 {
 		r.v01 = true
-		r.note("%d steps of surplus episodes (rlmesh 0.1) are counted but not recorded; they are not replayed", *n)
+		r.surplus = *n
 	}
-	lanes := false
 	for _, e := range rows {
 		x := &e.Row
 		r.v01 = r.v01 || x.Lane != nil || x.Seed != nil || x.TrialIndex != nil || x.PredictMs != nil
-		lanes = lanes || x.Lane != nil
-	}
-	if lanes {
-		r.note("a lane-served env's recording is replayed as lockstep batches, without route lanes")
 	}
 	for _, e := range rows {
 		ep := &replayEpisode{row: e.Row, rid: e.EpisodeRecordID, first: -1, last: -1}
 		r.eps = append(r.eps, ep)
-		r.byLane[e.Row.EnvIndex] = append(r.byLane[e.Row.EnvIndex], ep)
+		r.byLane[r.laneOf(ep)] = append(r.byLane[r.laneOf(ep)], ep)
 		if !r.d.HasSteps(r.rec, e.EpisodeRecordID) {
 			continue
 		}
@@ -294,11 +333,12 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 		}
 		for st.Next() {
 			s := st.Step()
-			lane := e.Row.EnvIndex
+			lane := r.laneOf(ep)
 			k := key{s.RecordedAt.UnixMicro(), s.SessionStep}
 			var b *replayBatch
 			for _, bi := range index[k] {
-				if !r.batches[bi].hasLane(lane) {
+				// A lane-served env's rows are lane-steps of their own.
+				if !r.laneServed && !r.batches[bi].hasLane(lane) {
 					b = r.batches[bi]
 					break
 				}
@@ -316,6 +356,9 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 				predictMs: s.PredictMs, stepMs: s.StepMs, hasPredict: s.HasPredictMs, hasStep: s.HasStepMs}
 			if s.Infos != nil {
 				lr.infos = append([]byte{}, s.Infos...)
+			}
+			if s.ObservationInfos != nil {
+				lr.obsInfos = append([]byte{}, s.ObservationInfos...)
 			}
 			r.v01 = r.v01 || s.HasPredictMs || s.HasLane
 			b.rows = append(b.rows, lr)
@@ -368,6 +411,49 @@ func (r *replayer) plan(rows []Episode, logs []schema.LogRow) error {
 	return err
 }
 
+// laneOfRow is an episode's lane in the batches: its route lane in a
+// lane-served env's recording, else its env_index.
+func (r *replayer) laneOfRow(e *schema.EpisodeRow) int32 {
+	if r.laneServed && e.Lane != nil {
+		return int32(*e.Lane)
+	}
+	return e.EnvIndex
+}
+
+func (r *replayer) laneOf(ep *replayEpisode) int32 { return r.laneOfRow(&ep.row) }
+
+// routeOf is the route of ep's events: a lane-served env's name the lane.
+func (r *replayer) routeOf(ep *replayEpisode) events.RuntimeEnvContext {
+	route := r.route
+	if r.laneServed {
+		route.Lane = events.Some(uint32(r.laneOf(ep)))
+	}
+	return route
+}
+
+func endOf(ep *replayEpisode) time.Time {
+	if ep.row.EndedAt != nil {
+		return *ep.row.EndedAt
+	}
+	return ep.row.StartedAt
+}
+
+// logRoute is the route of a Log event whose row says lane (nil: none).
+func (r *replayer) logRoute(lane *int64) events.RuntimeEnvContext {
+	route := r.route
+	if lane != nil && *lane >= 0 && *lane <= 1<<32-1 {
+		route.Lane = events.Some(uint32(*lane))
+	}
+	return route
+}
+
+func derefLane(p *int64) any {
+	if p == nil {
+		return "null"
+	}
+	return *p
+}
+
 func (b *replayBatch) hasLane(lane int32) bool {
 	for _, lr := range b.rows {
 		if lr.lane == lane {
@@ -415,6 +501,10 @@ func (r *replayer) slotOf(t time.Time, incl bool) int {
 
 // planHidden works out the all-dropped batches that recorded no row.
 func (r *replayer) planHidden() {
+	if r.laneServed {
+		r.planLaneRolls()
+		return
+	}
 	var visible int64
 	for _, b := range r.batches {
 		visible += int64(r.n - len(b.rows))
@@ -433,7 +523,9 @@ func (r *replayer) planHidden() {
 		}
 		all := true
 		for _, lr := range b.rows {
-			all = all && lr.step == lr.ep.rows-1 && lr.ep.row.StepCount != nil
+			// (rlmesh 0.1: an episode its flags ended has its roll step
+			// next, whether or not it completed before the session's end.)
+			all = all && lr.step == lr.ep.rows-1 && (lr.ep.row.StepCount != nil || r.v01 && lr.isLast)
 		}
 		if all {
 			cands = append(cands, bi)
@@ -450,14 +542,72 @@ func (r *replayer) planHidden() {
 		return
 	}
 	for _, bi := range cands {
-		// Just after the episodes of batch bi completed.
-		var t time.Time
+		// Just after the episodes of batch bi completed (or, when none
+		// did, just after the batch).
+		t := r.batches[bi].t
 		for _, lr := range r.batches[bi].rows {
 			if e := lr.ep.row.EndedAt; e != nil && e.After(t) {
 				t = *e
 			}
 		}
-		r.items = append(r.items, item{slot: bi + 1, t: t, rank: rankHiddenBatch, hidden: r.n})
+		// rlmesh 0.1's roll step counts on from the step that ended
+		// the episodes (a step the recorder does not take for a
+		// repeat of one it has); rc.5's is replayed as step 0.
+		var hstep int64
+		if r.v01 {
+			hstep = r.batches[bi].sstep + 1
+		}
+		r.items = append(r.items, item{slot: bi + 1, t: t, rank: rankHiddenBatch, hidden: r.n, hstep: hstep})
+	}
+}
+
+// planLaneRolls places the roll steps of a lane-served env's NEXT_STEP
+// episodes: no batch of it drops a lane, so its dropped steps are its
+// surplus steps and its roll steps, one per episode whose last row ended
+// it (and which completed).
+func (r *replayer) planLaneRolls() {
+	var surplus int64
+	if n := r.row.SurplusSteps; n != nil {
+		surplus = *n
+	}
+	deficit := r.row.DroppedSteps - surplus
+	if deficit == 0 {
+		return
+	}
+	var cands []*replayEpisode
+	for _, ep := range r.eps {
+		if ep.last < 0 || ep.row.StepCount == nil {
+			continue
+		}
+		b := r.batches[ep.last]
+		if lr := b.rows[0]; lr.ep == ep && lr.isLast && (lr.terminated || lr.truncated) {
+			cands = append(cands, ep)
+		}
+	}
+	if int64(len(cands)) < deficit {
+		r.note("%d dropped steps of a lane-served env could not be placed as roll steps (%d episodes ended on a flagged step); they are not replayed", deficit, len(cands))
+		return
+	}
+	// rlmesh 0.1 completes the episodes still awaiting their roll at once
+	// when the budget is spent, without a roll step: those are the
+	// latest completions.
+	sort.SliceStable(cands, func(i, j int) bool { return endOf(cands[i]).Before(endOf(cands[j])) })
+	cands = cands[:deficit]
+	for _, lane := range r.byLane {
+		sort.SliceStable(lane, func(i, j int) bool { return lane[i].row.EpisodeIndex < lane[j].row.EpisodeIndex })
+	}
+	for _, ep := range cands {
+		lane := r.byLane[r.laneOf(ep)]
+		for i, x := range lane {
+			if x == ep && i+1 < len(lane) {
+				lane[i+1].fromRoll = true
+			}
+		}
+		t := ep.row.StartedAt
+		if ep.row.EndedAt != nil {
+			t = *ep.row.EndedAt
+		}
+		r.items = append(r.items, item{slot: ep.last + 1, t: t, rank: rankLaneRoll, roll: ep})
 	}
 }
 
@@ -473,7 +623,7 @@ func (r *replayer) planItems() {
 			slot = min(slot, ep.first)
 		}
 		r.items = append(r.items, item{slot: slot, t: e.StartedAt, rank: rankEpisodeStarted, ep: ep,
-			ev: &events.EpisodeStarted{SessionID: r.sid, Route: r.route, EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
+			ev: &events.EpisodeStarted{SessionID: r.sid, Route: r.routeOf(ep), EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
 				EpisodeIndex: e.EpisodeIndex, EnvIndex: e.EnvIndex, StartedFromAutoReset: e.StartedFromAutoReset,
 				Seed: optOf(e.Seed), TrialIndex: optOf(e.TrialIndex)}})
 		if e.StepCount == nil {
@@ -487,8 +637,15 @@ func (r *replayer) planItems() {
 		if ep.last >= 0 {
 			slot = max(slot, ep.last+1)
 		}
-		c := &events.EpisodeCompleted{SessionID: r.sid, Route: r.route, EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
-			EpisodeIndex: e.EpisodeIndex, EnvIndex: e.EnvIndex, StepCount: *e.StepCount,
+		envIndex := e.EnvIndex
+		if r.laneServed {
+			// rlmesh 0.1.0 names a lane's episode by env_index 0 (its index
+			// in the lane's group) when it starts, by the lane when it
+			// completes.
+			envIndex = r.laneOf(ep)
+		}
+		c := &events.EpisodeCompleted{SessionID: r.sid, Route: r.routeOf(ep), EpisodeID: e.EpisodeID, EpisodeRecordID: ep.rid,
+			EpisodeIndex: e.EpisodeIndex, EnvIndex: envIndex, StepCount: *e.StepCount,
 			Terminated: e.Terminated, Truncated: e.Truncated,
 			Seed: optOf(e.Seed), TrialIndex: optOf(e.TrialIndex), PredictMs: optOf(e.PredictMs), StepMs: optOf(e.StepMs)}
 		if e.Success != nil && e.SuccessSource != nil && *e.SuccessSource == schema.SuccessFromRuntime {
@@ -593,7 +750,7 @@ func (r *replayer) logAndTelemetryItems(logs []schema.LogRow, tele []schema.Tele
 			return fmt.Errorf("session %q: %w: log level %q unknown", r.sid, ErrInconsistent, l.Level)
 		}
 		r.items = append(r.items, item{slot: r.slotOf(l.Time, false), t: l.Time, rank: rankLogTelemetry,
-			ev: &events.Log{SessionID: r.sid, Route: r.route, Level: lv, Message: l.Message, Source: l.Source}})
+			ev: &events.Log{SessionID: r.sid, Route: r.logRoute(l.Lane), Level: lv, Message: l.Message, Source: l.Source}})
 	}
 	for i := 0; i < len(tele); {
 		j := i
@@ -697,6 +854,11 @@ func (r *replayer) run(logs []schema.LogRow, tele []schema.TelemetryRow) error {
 		if a.rank != b.rank {
 			return a.rank < b.rank
 		}
+		if a.rank == rankEpisodeCompleted && a.ep != nil && b.ep != nil && a.ep.row.EnvIndex != b.ep.row.EnvIndex {
+			// Completions at one time come in lane order (both rlmesh
+			// orders report a step's completions so).
+			return a.ep.row.EnvIndex < b.ep.row.EnvIndex
+		}
 		return a.seq < b.seq
 	})
 	r.laneBuf = make([][][]byte, r.n)
@@ -723,6 +885,9 @@ func (r *replayer) run(logs []schema.LogRow, tele []schema.TelemetryRow) error {
 			}
 		}
 	}
+	if r.surplus > 0 {
+		r.note("%d steps of surplus episodes (rlmesh 0.1) could not be placed on lanes without an episode; the replayed session's surplus_steps will differ", r.surplus)
+	}
 	return nil
 }
 
@@ -733,19 +898,22 @@ func (r *replayer) send(ev events.Event, t time.Time) error {
 
 func (r *replayer) emitItem(it *item) error {
 	if it.hidden > 0 {
-		return r.emitHidden(it.hidden, it.t)
+		return r.emitHidden(it.hidden, it.hstep, it.t)
 	}
-	switch e := it.ev.(type) {
+	if it.roll != nil {
+		return r.emitLaneRoll(it.roll, it.t)
+	}
+	switch it.ev.(type) {
 	case *events.EpisodeStarted:
-		r.lastStarted[e.EnvIndex] = it.ep
+		r.lastStarted[r.laneOf(it.ep)] = it.ep
 	case *events.EpisodeCompleted:
 		if it.ep == nil {
 			// A repeated completion kept in the logs table.
 			break
 		}
 		it.ep.completed = true
-		if it.ep.row.FinalObservationBlob != nil {
-			lane := it.ep.row.EnvIndex
+		if it.ep.row.FinalObservationBlob != nil && !it.ep.finalQueued && !it.ep.finalSent {
+			lane := r.laneOf(it.ep)
 			if r.pendingFinal[lane] != nil {
 				// Two terminal observations due on one lane: the first
 				// goes out now.
@@ -764,6 +932,14 @@ func (r *replayer) emitItem(it *item) error {
 // lane with both gets its terminal observation in an event of its own
 // first.
 func (r *replayer) emitObservation(b *replayBatch) error {
+	if r.laneServed {
+		for lane := range r.pendingFinal {
+			if err := r.emitLaneFinal(int32(lane)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	conflict := false
 	has := false
 	for _, p := range r.pendingFinal {
@@ -795,6 +971,8 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 		r.idBuf[i], r.ridBuf[i] = "", ""
 	}
 	var raw [][][]byte // the raw observation's lanes, once a row has one
+	var infos []byte   // the observation's infos: the first row's that has any
+	var infosOf *laneRow
 	var t time.Time
 	isReset := false
 	var step int64
@@ -808,8 +986,12 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 		}
 		lanes[lane], eps[lane] = leaves, p
 		r.pendingFinal[lane] = nil
-		if p.row.EndedAt != nil && p.row.EndedAt.After(t) {
-			t = *p.row.EndedAt
+		at := p.row.EndedAt
+		if p.finalQueued {
+			at = &p.finalAt
+		}
+		if at != nil && at.After(t) {
+			t = *at
 		}
 	}
 	if b != nil {
@@ -832,6 +1014,9 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 				raw[lr.lane] = rl
 			}
 			isReset = isReset || lr.step == 0
+			if infos == nil && lr.obsInfos != nil {
+				infos, infosOf = lr.obsInfos, &lr
+			}
 			if lr.lane == 0 {
 				step = lr.step
 			}
@@ -850,9 +1035,17 @@ func (r *replayer) emitObservation(b *replayBatch) error {
 	if err != nil {
 		return fmt.Errorf("session %q: %w: observation lanes do not join: %w", r.sid, ErrInconsistent, err)
 	}
-	return r.send(&events.ObservationEmitted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
+	oe := &events.ObservationEmitted{SessionID: r.sid, Route: r.route, EpisodeID: r.idBuf[0], EpisodeRecordID: r.ridBuf[0],
 		EpisodeIDs: r.idBuf, EpisodeRecordIDs: r.ridBuf, Step: step, IsReset: isReset, NumEnvs: uint32(r.n),
-		ObservationSpace: r.spaces.Observation.Spec, Observation: slabs, RawObservation: rawSlabs}, t)
+		ObservationSpace: r.spaces.Observation.Spec, Observation: slabs, RawObservation: rawSlabs}
+	if infos != nil {
+		if m, err := ParseFinalInfo(string(infos)); err == nil {
+			oe.Infos = m
+		} else {
+			r.note("episode %s step %d: observation_infos: %v; replayed without them", infosOf.ep.rid, infosOf.step, err)
+		}
+	}
+	return r.send(oe, t)
 }
 
 // rawOf returns a batch row's raw observation (obs) or raw action
@@ -931,6 +1124,9 @@ func (r *replayer) stepsChanged(ep *replayEpisode, err error) error {
 
 // emitBatch emits a batch's observation, action and rewards.
 func (r *replayer) emitBatch(b *replayBatch, last bool) error {
+	if r.laneServed {
+		return r.emitLaneStep(b, last)
+	}
 	r.rep.Batches++
 	if err := r.emitObservation(b); err != nil {
 		return err
@@ -947,12 +1143,14 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 		// A lane without a row names its completed episode, as under
 		// next-step autoreset; the recorder drops the step. In rlmesh
 		// 0.1 it is the roll step of an episode that ended on the step
-		// before, whose completion follows it.
-		if ep := r.lastStarted[i]; ep != nil && (ep.completed || r.v01 && ep.ended) {
+		// before, whose completion follows it; no lane names a completed
+		// episode (the recorder takes that for a repeat).
+		if ep := r.lastStarted[i]; ep != nil && r.names(ep) {
 			r.idBuf[i], r.ridBuf[i] = ep.row.EpisodeID, ep.rid
 			r.roll[i] = r.v01 && ep.ended && !ep.completed
 		}
 	}
+	r.surplusLanes(b)
 	var raw [][][]byte
 	for _, lr := range b.rows {
 		leaves, err := r.actionOf(lr)
@@ -1000,7 +1198,75 @@ func (r *replayer) emitBatch(b *replayBatch, last bool) error {
 	if r.v01 {
 		r.stepFlags(sc, b)
 	}
-	return r.send(sc, b.t)
+	if err := r.send(sc, b.t); err != nil {
+		return err
+	}
+	if r.v01 {
+		return r.queueFinals(b)
+	}
+	return nil
+}
+
+// names reports whether a lane without a row names ep, its latest
+// episode: rc.5 names it once completed (its next-step autoreset step),
+// 0.1 from the step its flags ended it until its completion (its roll
+// step).
+func (r *replayer) names(ep *replayEpisode) bool {
+	if r.v01 {
+		return ep.ended && !ep.completed
+	}
+	return ep.completed
+}
+
+// surplusLanes names, in a recording of rlmesh 0.1 that counted surplus
+// steps, the lanes of batch b without a row and without an episode of
+// their own (none started on the lane yet, or its last one completed and
+// rolled) as a surplus episode's (an id no episode has), so that the
+// recorder counts them in surplus_steps again, until as many as the
+// session counted are placed. A roll lane still names its ended episode.
+func (r *replayer) surplusLanes(b *replayBatch) {
+	if r.surplus <= 0 {
+		return
+	}
+	for i := range r.n {
+		if r.surplus <= 0 {
+			return
+		}
+		if b.hasLane(int32(i)) || r.roll[i] {
+			continue
+		}
+		if ep := r.lastStarted[i]; ep != nil && !ep.completed {
+			continue
+		}
+		r.idBuf[i], r.ridBuf[i] = surplusID(i), surplusID(i)
+		r.surplus--
+	}
+}
+
+// surplusID is the id replay gives lane's surplus episodes: no recorded
+// episode's record id (those are ep-NNNNNN).
+func surplusID(lane int) string { return fmt.Sprintf("surplus-lane-%d", lane) }
+
+// queueFinals queues (rlmesh 0.1) the terminal observations of the
+// episodes batch b ended: 0.1 sends one right after the step that ended
+// the episode, before its roll step and its deferred completion, so an
+// episode that never completed (the session failed at its roll step)
+// has one too.
+func (r *replayer) queueFinals(b *replayBatch) error {
+	for _, lr := range b.rows {
+		ep := lr.ep
+		if lr.logged || !ep.ended || ep.finalQueued || ep.row.FinalObservationBlob == nil {
+			continue
+		}
+		if r.pendingFinal[lr.lane] != nil {
+			if err := r.emitObservation(nil); err != nil {
+				return err
+			}
+		}
+		ep.finalQueued, ep.finalAt = true, b.t
+		r.pendingFinal[lr.lane] = ep
+	}
+	return nil
 }
 
 // stepFlags sets what a StepCompleted of rlmesh 0.1 carries beyond the
@@ -1032,8 +1298,8 @@ func (r *replayer) stepFlags(sc *events.StepCompleted, b *replayBatch) {
 	}
 }
 
-// emitHidden emits an all-dropped batch of n lanes.
-func (r *replayer) emitHidden(n int, t time.Time) error {
+// emitHidden emits an all-dropped batch of n lanes at step.
+func (r *replayer) emitHidden(n int, step int64, t time.Time) error {
 	if r.spaces.Action == nil {
 		return nil
 	}
@@ -1051,7 +1317,7 @@ func (r *replayer) emitHidden(n int, t time.Time) error {
 		for i := range lanes {
 			lanes[i] = r.zeroAct
 			if i < len(r.lastStarted) {
-				if ep := r.lastStarted[i]; ep != nil && ep.completed {
+				if ep := r.lastStarted[i]; ep != nil && r.names(ep) {
 					ids[i], rids[i] = ep.row.EpisodeID, ep.rid
 				}
 			}
@@ -1061,7 +1327,7 @@ func (r *replayer) emitHidden(n int, t time.Time) error {
 			return err
 		}
 		if err := r.send(&events.ActionReceived{SessionID: r.sid, Route: r.route, EpisodeID: ids[0], EpisodeRecordID: rids[0],
-			EpisodeIDs: ids, EpisodeRecordIDs: rids, Step: 0, ActionSpace: r.spaces.Action.Spec, Action: slabs}, t); err != nil {
+			EpisodeIDs: ids, EpisodeRecordIDs: rids, Step: step, ActionSpace: r.spaces.Action.Spec, Action: slabs}, t); err != nil {
 			return err
 		}
 		if err := r.send(&events.StepCompleted{SessionID: r.sid, Route: r.route, EpisodeID: ids[0], EpisodeRecordID: rids[0],

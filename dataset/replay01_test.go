@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/rlrec/rlrec/recorder"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
+	"github.com/rlrec/rlrec/sim"
 )
 
 var (
@@ -150,8 +152,10 @@ func TestReplayRlmesh01(t *testing.T) {
 		t.Fatal(err)
 	}
 	var raws, infos, times int
+	var obsInfos []string
 	for st.Next() {
 		x := st.Step()
+		obsInfos = append(obsInfos, string(x.ObservationInfos))
 		if x.RawActionBlob != nil {
 			raws++
 		}
@@ -165,6 +169,11 @@ func TestReplayRlmesh01(t *testing.T) {
 	st.Close()
 	if raws != 1 || infos != 2 || times != 3 { // no infos on the roll step
 		t.Fatalf("ep-000001: %d raw actions (want 1), %d infos (want 2), %d step times (want 3)", raws, infos, times)
+	}
+	// The reset observation's infos, and the infos of the observation
+	// that carried lane 1's roll (an event's infos go to each lane's row).
+	if want := []string{`{"t":0}`, "", `{"t":2}`}; strings.Join(obsInfos, "|") != strings.Join(want, "|") {
+		t.Fatalf("ep-000001 observation_infos %q, want %q", obsInfos, want)
 	}
 	dst, reps := replayInto(t, src)
 	for _, rep := range reps {
@@ -180,4 +189,74 @@ func derefStr(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestReplayLaneServed records a simulated lane-served env (rlmesh 0.1
+// subset_step, lanes interleaved) under both autoreset modes, replays it:
+// every per-lane event must name its route lane, with num_envs 1,
+// one-element vectors and env_index the lane (the roll steps of NEXT_STEP
+// rebuilt, flagged), and recording the replay again must give equal
+// tables.
+func TestReplayLaneServed(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		autoreset sim.Autoreset
+		rolls     bool
+	}{
+		{"disabled", sim.AutoresetDisabled, false},
+		{"next-step", sim.AutoresetNextStep, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, _ := record(t, sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: tc.autoreset, LaneServed: true,
+				MaxEpisodes: 5, TimeLimit: 20, Seed: 5})
+			d, err := dataset.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := d.Recordings()[0]
+			lanes, rolls := map[uint32]int{}, 0
+			_, err = d.ReplayEvents(rec, func(ev events.Event, _ time.Time) error {
+				var route events.RuntimeEnvContext
+				var n, envIndex int
+				switch e := ev.(type) {
+				case *events.ObservationEmitted:
+					route, n, envIndex = e.Route, len(e.EpisodeRecordIDs), int(e.EnvIndex)
+					if e.NumEnvs != 1 {
+						t.Errorf("ObservationEmitted num_envs %d", e.NumEnvs)
+					}
+				case *events.ActionReceived:
+					route, n, envIndex = e.Route, len(e.EpisodeRecordIDs), int(e.EnvIndex)
+				case *events.StepCompleted:
+					route, n, envIndex = e.Route, len(e.Rewards), int(e.EnvIndex)
+					if len(e.AutoresetRoll) == 1 && e.AutoresetRoll[0] {
+						rolls++
+					}
+				default:
+					return nil
+				}
+				l, ok := route.Lane.Get()
+				if !ok || n != 1 || envIndex != int(l) {
+					t.Fatalf("%s: route lane %v, %d lanes, env_index %d", ev.Kind(), route.Lane, n, envIndex)
+				}
+				lanes[l]++
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lanes) != 3 {
+				t.Errorf("per-lane events on lanes %v, want 3 lanes", lanes)
+			}
+			if (rolls > 0) != tc.rolls {
+				t.Errorf("%d roll steps replayed", rolls)
+			}
+			dst, reps := replayInto(t, src)
+			for _, rep := range reps {
+				if len(rep.Notes) > 0 {
+					t.Errorf("replay notes: %v", rep.Notes)
+				}
+			}
+			compareRoots(t, src, dst)
+		})
+	}
 }

@@ -47,6 +47,9 @@ type Step struct {
 	RawActionBlob           []byte
 	PredictMs, StepMs       float64
 	HasPredictMs, HasStepMs bool
+	// ObservationInfos: the infos of the row's observation (JSON text),
+	// an episode's reset infos on its first row.
+	ObservationInfos []byte
 }
 
 // fixed columns of the steps table, in file order, then the columns of
@@ -198,7 +201,10 @@ func (s *Steps) openNext() error {
 	for i, c := range fixedColumns {
 		kind := c.Node.Type().Kind()
 		leaf, ok := sch.Lookup(c.Name)
-		if !ok && i >= schema.NumFixedStepsColumns && f.version == schema.SchemaVersion2 {
+		// A version 2 file has no version 3 column; a version 3 file
+		// written before observation_infos joined the version lacks that
+		// one (read as null).
+		if !ok && i >= schema.NumFixedStepsColumns && (f.version == schema.SchemaVersion2 || i == schema.NumFixedStepsColumns+schema.V3StepsObservationInfos) {
 			s.cols[i] = -1
 			continue
 		}
@@ -459,6 +465,7 @@ func (s *Steps) fill(i int) {
 	p, m := v3(schema.V3StepsPredictMs), v3(schema.V3StepsStepMs)
 	st.PredictMs, st.HasPredictMs = p.Double(), !p.IsNull()
 	st.StepMs, st.HasStepMs = m.Double(), !m.IsNull()
+	st.ObservationInfos = blobOf(v3(schema.V3StepsObservationInfos))
 }
 
 func blobOf(v parquet.Value) []byte {

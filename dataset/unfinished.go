@@ -46,7 +46,11 @@ func (r *replayer) planUnfinished(logs []schema.LogRow) error {
 			r.note("an unfinished action of episode %s, which has no episodes row, is not replayed", u.EpisodeRecordID)
 			continue
 		}
-		if u.EnvIndex != ep.row.EnvIndex {
+		lane := u.EnvIndex
+		if r.laneServed {
+			// One batch per lane-step; the lane is the episode's route lane.
+			lane = r.laneOf(ep)
+		} else if u.EnvIndex != ep.row.EnvIndex {
 			return fmt.Errorf("session %q episode %s: %w: an unfinished action on lane %d, the episode's env_index is %d",
 				r.sid, ep.rid, ErrInconsistent, u.EnvIndex, ep.row.EnvIndex)
 		}
@@ -54,7 +58,7 @@ func (r *replayer) planUnfinished(logs []schema.LogRow) error {
 		k := key{l.Time.UnixNano(), u.Step}
 		var b *replayBatch
 		for _, c := range index[k] {
-			if !c.hasLane(u.EnvIndex) {
+			if !r.laneServed && !c.hasLane(lane) {
 				b = c
 				break
 			}
@@ -64,8 +68,12 @@ func (r *replayer) planUnfinished(logs []schema.LogRow) error {
 			index[k] = append(index[k], b)
 			r.batches = append(r.batches, b)
 		}
-		b.rows = append(b.rows, laneRow{ep: ep, lane: u.EnvIndex, step: u.EpisodeStep, hasObs: u.Observation != nil,
-			logged: true, obs: u.Observation, act: u.Action})
+		lr := laneRow{ep: ep, lane: lane, step: u.EpisodeStep, hasObs: u.Observation != nil,
+			logged: true, obs: u.Observation, act: u.Action}
+		if u.ObservationInfos != "" {
+			lr.obsInfos = []byte(u.ObservationInfos)
+		}
+		b.rows = append(b.rows, lr)
 	}
 	return nil
 }

@@ -203,7 +203,7 @@ func testTypedColumnsEqualBlobs(t *testing.T, fx *fixture) {
 				"recorded_at": "TIMESTAMP WITH TIME ZONE", "session_id": "VARCHAR", "env_id": "VARCHAR", "episode_record_id": "VARCHAR",
 				// schema version 3
 				"lane": "BIGINT", "infos": "VARCHAR", "raw_observation_blob": "BLOB", "raw_action_blob": "BLOB",
-				"predict_ms": "DOUBLE", "step_ms": "DOUBLE",
+				"predict_ms": "DOUBLE", "step_ms": "DOUBLE", "observation_infos": "VARCHAR",
 			}
 			for _, side := range []struct {
 				prefix string
@@ -438,7 +438,7 @@ func checkStepsColumns(t *testing.T, db *sql.DB, fx *fixture) {
 			continue
 		}
 		// Then the typed columns, then schema version 3's.
-		v3 := []string{"lane", "infos", "raw_observation_blob", "raw_action_blob", "predict_ms", "step_ms"}
+		v3 := []string{"lane", "infos", "raw_observation_blob", "raw_action_blob", "predict_ms", "step_ms", "observation_infos"}
 		if len(cols) < len(want)+len(v3) || !slices.Equal(cols[len(cols)-len(v3):], v3) {
 			t.Errorf("steps/%s: columns %v, want %v last", rel, cols, v3)
 			continue

@@ -201,7 +201,7 @@ func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recC
 			a.telemetry(s, e, at)
 			return
 		case *events.Log:
-			s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source})
+			s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source, lane: routeLane(e.Route)})
 			if s.finalTelemetry {
 				a.out.sessionDone(s)
 			}
@@ -241,7 +241,8 @@ func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recC
 		s.finalTelemetry = true
 		a.out.sessionDone(s)
 	case *events.Log:
-		s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source})
+		a.noteV01(s, e.Route)
+		s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source, lane: routeLane(e.Route)})
 		s.logBytes += logRowBytes + len(e.Message)
 		a.logChunk(s)
 	case *events.TelemetrySnapshot:
@@ -388,6 +389,7 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 		return
 	}
 	a.noteV01(s, e.Route)
+	a.noteV01Fields(s, e.Seed.Set || e.TrialIndex.Set)
 	if !e.Route.Lane.Set {
 		a.laneOutOfRange(s, events.KindEpisodeStarted, e.EpisodeRecordID, e.EnvIndex)
 	}

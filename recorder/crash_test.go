@@ -55,7 +55,13 @@ func encodeAck(ev events.Event) string {
 	case *events.ActionReceived:
 		return fmt.Sprintf("A %q %q", sid, strings.Join(e.EpisodeRecordIDs, ","))
 	case *events.StepCompleted:
-		return fmt.Sprintf("R %q", sid)
+		// rlmesh 0.1's roll flags: a lane's roll step names its ended
+		// episode (whose completion follows) but is a step of none.
+		rolls := make([]string, len(e.AutoresetRoll))
+		for i, r := range e.AutoresetRoll {
+			rolls[i] = strconv.FormatBool(r)
+		}
+		return fmt.Sprintf("R %q %q", sid, strings.Join(rolls, ","))
 	case *events.SessionEnded:
 		return fmt.Sprintf("END %q", sid)
 	case *events.SessionFailed:
@@ -184,8 +190,12 @@ type ackTally struct {
 	ended    map[string]bool
 	sessions map[string]bool
 	// pending holds, per session, the episodes the last acknowledged
-	// action named: a step of each once its StepCompleted is acknowledged
-	// (an action without one is no step).
+	// action named, by lane (nil: a lane of no open episode): a step of
+	// each once its StepCompleted is acknowledged (an action without one
+	// is no step), unless the StepCompleted flags the lane as its
+	// autoreset roll (rlmesh 0.1, where the completion comes after the
+	// roll step; rc.5's comes before, so its autoreset step names a
+	// completed episode).
 	pending map[string][]*ackEp
 }
 
@@ -225,13 +235,23 @@ func (a *ackTally) apply(t *testing.T, line string) {
 		for _, rid := range strings.Split(unq(f[2]), ",") {
 			if ep := a.eps[[2]string{sid, rid}]; ep != nil && !ep.completed {
 				p = append(p, ep)
+			} else {
+				p = append(p, nil)
 			}
 		}
 		a.pending[sid] = p
 	case "R":
 		sid := unq(f[1])
-		for _, ep := range a.pending[sid] {
-			ep.steps++
+		var rolls []string
+		if len(f) > 2 {
+			if r := unq(f[2]); r != "" {
+				rolls = strings.Split(r, ",")
+			}
+		}
+		for i, ep := range a.pending[sid] {
+			if ep != nil && (i >= len(rolls) || rolls[i] != "true") {
+				ep.steps++
+			}
 		}
 		delete(a.pending, sid)
 	default:

@@ -117,7 +117,8 @@
 // the NEXT_STEP roll step, interleaved lanes of a lane-served env, surplus
 // episodes): stepflags.go and steps.go say how each is recorded, and
 // docs/format/tables-v3.md what the tables hold. A stream without them (rc.5
-// order) records as before.
+// order) records as before. Snapshots carry a 0.1 recording's state too
+// (snapshot.go), so it checkpoints like an rc.5 one.
 //
 // # Events after a session's end
 //

@@ -182,6 +182,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		}
 		row.Infos, row.RawObservationBlob, row.RawActionBlob = r.infos.bytes(j.arena), r.rawObs.bytes(j.arena), r.rawAct.bytes(j.arena)
 		row.PredictMs, row.HasPredictMs, row.StepMs, row.HasStepMs = r.predictMs, r.hasPredict, r.stepMs, r.hasStep
+		row.ObservationInfos = r.obsInfos.bytes(j.arena)
 		row.ActionBlob = j.arena[r.actOff : r.actOff+r.actLen]
 		leaves, err := blob.DecodeInto(f.leaves[1][:0], row.ActionBlob)
 		if err != nil {
@@ -195,7 +196,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	// Drop the references into j.arena: an open episode's file outlives
 	// the job, and would otherwise keep its last arena alive.
 	row.ObservationBlob, row.ObservationLeaves, row.ActionBlob, row.ActionLeaves = nil, nil, nil, nil
-	row.Infos, row.RawObservationBlob, row.RawActionBlob = nil, nil, nil
+	row.Infos, row.RawObservationBlob, row.RawActionBlob, row.ObservationInfos = nil, nil, nil, nil
 	clear(f.leaves[0])
 	clear(f.leaves[1])
 	// The steps writer copied what it keeps: the buffers go back to the

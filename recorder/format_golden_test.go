@@ -65,7 +65,11 @@ func goldenSnapshotState(external bool) *assembler {
 // internal/logrec/snapshot.proto) decode to the state they were taken of.
 // The bytes need not match: done episodes and problems were written in map
 // order. Snapshots from before the clocks field (41) decode with no clock
-// bits; snapshot-clocks.bin has them.
+// bits; snapshot-clocks.bin has them. All three are from before rlmesh
+// 0.1's fields (43 on): the unknown ids they counted decode as counted
+// problems, not as held ones (no such snapshot was taken of a recording
+// known to be 0.1's, and a held count lost leaves the problem counted,
+// not a row lost).
 func TestGoldenSnapshots(t *testing.T) {
 	const asOf = 1234
 	for _, tc := range []struct {
@@ -99,9 +103,11 @@ func TestGoldenSnapshots(t *testing.T) {
 				if want == nil {
 					t.Fatalf("decoded session %s is not in the state", g.rec())
 				}
-				w := normalize(want)
+				old := *want
+				old.heldProblems, old.heldSteps = 0, 0
+				w := normalize(&old)
 				if tc.external {
-					w = normalizeExternal(want)
+					w = normalizeExternal(&old)
 				}
 				if !reflect.DeepEqual(normalize(g), w) {
 					t.Errorf("session %s decodes to\n %+v\nwant %+v", g.id, normalize(g), w)

@@ -57,9 +57,12 @@ func TestLateWindowTelemetry(t *testing.T) {
 	}{{"one run", oneRun}, {"close and resume", closeResume}, {"close and reopen", closeNoResume}, {"crash and resume", crash}}
 	// A failed session's failing step's ActionReceived, which has no
 	// StepCompleted, is no step and no problem (a logs row); nothing is
-	// a problem. Closing without
-	// resume between its final snapshot and SessionFailed ends the
-	// recording there (status open), so that case is left out.
+	// a problem. Closing without resume between the final snapshot and
+	// the closing event after it ends the recording there (status open),
+	// so that case is left out where the snapshot comes first: a failed
+	// session in either order, and an ended one in rlmesh 0.1's (final
+	// snapshot, then SessionEnded). rc.5's ended session (SessionEnded,
+	// then the snapshot) keeps it, pinned to sim.OrderRC5.
 	configs := []struct {
 		name     string
 		cfg      sim.Config
@@ -68,6 +71,8 @@ func TestLateWindowTelemetry(t *testing.T) {
 		hows     []handover
 	}{
 		{"ended", sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4}, "ended", "",
+			[]handover{oneRun, closeResume, crash}},
+		{"ended rc.5", sim.Config{Env: "cartpole", NumEnvs: 3, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Order: sim.OrderRC5}, "ended", "",
 			[]handover{oneRun, closeResume, closeNoResume, crash}},
 		{"failed", sim.Config{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 50, FailAfterSteps: 12}, "failed",
 			"", []handover{oneRun, closeResume, crash}},

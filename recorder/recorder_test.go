@@ -40,8 +40,12 @@ type epTally struct {
 	steps     int64 // lane-steps an ActionReceived gave it while open
 	rewards   float64
 	completed bool
+	// flagEnded: (rlmesh 0.1) a StepCompleted's terminated or truncated
+	// flag ended it; its lane's next action is its roll step, a step of
+	// no episode, before its completion (which 0.1 defers to that step).
+	flagEnded bool
 	comp      events.EpisodeCompleted
-	finalObs  bool // an observation was emitted for it after completion
+	finalObs  bool // an observation was emitted for it after its end
 }
 
 // sessTally is what the acknowledged events say about one session.
@@ -84,7 +88,10 @@ func (s *sessTally) unfinished() int {
 
 // tally is a reference model of the recording semantics (the
 // recording semantics of assemble.go) for well-formed input: it counts, per episode, the
-// steps and rewards the tables must hold.
+// steps and rewards the tables must hold. It reads both rlmesh orders:
+// rc.5's autoreset step names a completed episode, 0.1's roll step an
+// episode its step flags ended, whose completion follows; neither is a
+// step of it.
 type tally struct {
 	mu       sync.Mutex
 	sessions map[string]*sessTally
@@ -139,7 +146,7 @@ func (t *tally) add(ev events.Event) {
 		s.havePending = true
 		for _, rid := range e.EpisodeRecordIDs {
 			ep := t.eps[[2]string{sid, rid}]
-			if ep == nil || ep.completed {
+			if ep == nil || ep.completed || ep.flagEnded {
 				s.dropped++
 				s.pending = append(s.pending, nil)
 				continue
@@ -161,6 +168,9 @@ func (t *tally) add(ev events.Event) {
 				if i < len(e.Rewards) {
 					ep.rewards += e.Rewards[i]
 				}
+				if i < len(e.Terminated) && i < len(e.Truncated) && (e.Terminated[i] || e.Truncated[i]) {
+					ep.flagEnded = true
+				}
 			}
 		}
 		s.havePending = false
@@ -177,7 +187,7 @@ func (t *tally) add(ev events.Event) {
 		}
 	case *events.ObservationEmitted:
 		for _, rid := range e.EpisodeRecordIDs {
-			if ep := t.eps[[2]string{sid, rid}]; ep != nil && ep.completed {
+			if ep := t.eps[[2]string{sid, rid}]; ep != nil && (ep.completed || ep.flagEnded) {
 				ep.finalObs = true
 			}
 		}
@@ -572,8 +582,12 @@ func checkTables(t testing.TB, tb *tables, ta *tally, want expect) {
 				if !want.atLeast && er.Status != schema.EpisodeIncomplete {
 					t.Errorf("session %s episode %s: status %s, want incomplete", sid, ep.rid, er.Status)
 				}
-				if er.Status == schema.EpisodeIncomplete && n > 0 && rows[n-1].IsLast {
-					t.Errorf("session %s episode %s: incomplete episode has is_last", sid, ep.rid)
+				// An incomplete episode's last row has is_last only if
+				// (rlmesh 0.1) the step's flags ended it, its completion
+				// deferred to a roll step that never came; and then it
+				// must have.
+				if er.Status == schema.EpisodeIncomplete && n > 0 && rows[n-1].IsLast != ep.flagEnded {
+					t.Errorf("session %s episode %s: incomplete episode's last row has is_last %v, its step flags ended it %v", sid, ep.rid, rows[n-1].IsLast, ep.flagEnded)
 				}
 				continue
 			}

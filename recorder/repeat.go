@@ -12,7 +12,12 @@ import (
 // restarts with each of lane 0's episodes and otherwise goes up by one per
 // step: an ActionReceived whose step is not after the last one recorded in
 // lane 0's episode, while that episode is open, repeats steps already
-// recorded. It is dropped whole (no
+// recorded. In a recording of rlmesh 0.1 an ActionReceived that names a
+// completed episode on any lane repeats too: 0.1 defers a NEXT_STEP
+// completion to after the lane's roll step, so no lane names an episode
+// once it completed (rc.5 names it once more, on its autoreset step),
+// and this catches a resent part that began before lane 0's episode
+// did, whose other lanes' episodes are still open. It is dropped whole (no
 // row, no reward for any lane: its StepCompleted finds nothing pending) and
 // counted as repeated_step. Together with a second SessionStarted of a
 // recording and events after its end, these are the repeats
@@ -50,6 +55,20 @@ func (a *assembler) steppedLane0(s *session, ep *episode, step int64) {
 // then counts it and leaves nothing pending for its StepCompleted. The
 // caller has set s.whole.pending to e's lanes.
 func (a *assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
+	if s.v01 {
+		for i, rid := range e.EpisodeRecordIDs {
+			if rid == "" {
+				continue
+			}
+			_, done := s.done[rid]
+			if ep := s.episodeOn(i, rid); done || ep != nil && ep.completed {
+				clear(s.whole.pending)
+				a.problem(s, probRepeatedStep, "ActionReceived at step %d names episode %s on lane %d, which completed (rlmesh 0.1 names no completed episode: a resent part of the stream?); not recorded again",
+					e.Step, rid, i)
+				return true
+			}
+		}
+	}
 	if len(e.EpisodeRecordIDs) == 0 || e.EpisodeRecordIDs[0] == "" {
 		return false
 	}

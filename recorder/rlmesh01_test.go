@@ -49,9 +49,19 @@ func (s *v01) started(rid string, lane int32, auto bool, seed events.Option[int6
 	return s
 }
 
+// observe adds an ObservationEmitted; a reset observation carries reset
+// infos ({"phase":"reset","none":null}, with 0.1's explicit null), as
+// rlmesh 0.1 sends them.
 func (s *v01) observe(step int64, reset bool, ids []string, vals ...float32) *v01 {
-	s.add(&events.ObservationEmitted{SessionID: s.sid, Route: s.route(), EpisodeRecordIDs: ids, Step: step, IsReset: reset,
-		NumEnvs: uint32(len(ids)), ObservationSpace: testObsSpec, Observation: obsSlab(vals...)})
+	e := &events.ObservationEmitted{SessionID: s.sid, Route: s.route(), EpisodeRecordIDs: ids, Step: step, IsReset: reset,
+		NumEnvs: uint32(len(ids)), ObservationSpace: testObsSpec, Observation: obsSlab(vals...)}
+	if reset {
+		e.Infos = &spacesv1.MetaMap{Entries: map[string]*spacesv1.MetaValue{
+			"phase": {Kind: &spacesv1.MetaValue_Text{Text: "reset"}},
+			"none":  {Kind: &spacesv1.MetaValue_Null{Null: &spacesv1.MetaNull{}}},
+		}}
+	}
+	s.add(e)
 	return s
 }
 
@@ -203,6 +213,14 @@ func TestRecordRlmesh01(t *testing.T) {
 				if r.rawObs.set || r.rawAct.set {
 					t.Fatal("raw payloads without a transform")
 				}
+				// The reset infos are the first row's observation infos;
+				// a later observation without infos keeps none.
+				if got := string(e1.rows[0].obsInfos.bytes(e1.ep.arena)); got != `{"none":null,"phase":"reset"}` {
+					t.Fatalf("first row's observation infos %q", got)
+				}
+				if r.obsInfos.set {
+					t.Fatalf("second row's observation infos %q", r.obsInfos.bytes(e1.ep.arena))
+				}
 				if e2 := c.episode(t, "ep-000002"); e2.ep.trial != events.Some(uint64(1)) || !e2.rows[0].truncated {
 					t.Fatalf("ep-000002: %+v", e2.ep)
 				}
@@ -274,6 +292,33 @@ func TestRecordRlmesh01(t *testing.T) {
 				s := c.sessions[len(c.sessions)-1]
 				if s.surplusSteps != 2 || s.droppedSteps != 2 || s.stepsRecorded != 2 {
 					t.Fatalf("surplus %d dropped %d recorded %d", s.surplusSteps, s.droppedSteps, s.stepsRecorded)
+				}
+			},
+		},
+		{
+			// As above, but as rlmesh 0.1 sends it: the first
+			// EpisodeStarted has a seed, so the recording is 0.1's
+			// before lane 1's surplus ids come, and no problem is ever
+			// counted or logged for them.
+			name: "surplus lane from the first reset, known by the seed",
+			evs: func() *v01 {
+				ids := []string{"ep-000001", "ep-000002"}
+				s := newV01("s").start()
+				s.started("ep-000001", 0, false, events.Some(int64(11)), events.Some(uint64(0)))
+				s.observe(0, true, ids, 1, 2)
+				s.action(1, ids, 0, 0).stepped(1, []float64{1, 1}, "", "")
+				s.observe(1, false, ids, 1, 2)
+				s.action(2, ids, 0, 0).stepped(2, []float64{1, 1}, "term", "")
+				s.completed("ep-000001", 0, 2, 2, true, noneBool)
+				return s.finish()
+			},
+			check: func(t *testing.T, c *capture) {
+				if len(c.problems) != 0 {
+					t.Fatalf("problems logged: %v", c.problems)
+				}
+				s := c.sessions[len(c.sessions)-1]
+				if s.problemCount() != 0 || s.surplusSteps != 2 || s.droppedSteps != 2 || s.stepsRecorded != 2 {
+					t.Fatalf("problems %v surplus %d dropped %d recorded %d", s.problemSummary(), s.surplusSteps, s.droppedSteps, s.stepsRecorded)
 				}
 			},
 		},

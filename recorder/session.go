@@ -32,8 +32,11 @@ type stepRow struct {
 	// payloads (blob form, only where they differ from the transformed
 	// ones), in the arena; the step's times when the runtime sent them.
 	infos, rawObs, rawAct arenaRef
-	predictMs, stepMs     float64
-	hasPredict, hasStep   bool
+	// obsInfos: the infos of the row's observation (ObservationEmitted.infos,
+	// JSON text), in the arena.
+	obsInfos            arenaRef
+	predictMs, stepMs   float64
+	hasPredict, hasStep bool
 }
 
 // arenaRef is an optional byte string in an episode's arena: absent (null)
@@ -139,6 +142,10 @@ type lane struct {
 	// when it came and differs from obs (rlmesh 0.1).
 	rawObs    []byte
 	hasRawObs bool
+	// obsInfos is the infos of the lane's last observation as JSON text
+	// (rlmesh 0.1 sends them with a reset observation), when it had any.
+	obsInfos    []byte
+	hasObsInfos bool
 
 	// ep is the open episode the lane's last step event named, under
 	// record id epRecord: consecutive step events of a lane name the same
@@ -349,6 +356,16 @@ type logRow struct {
 	level   string
 	message string
 	source  *string
+	lane    *int64 // the Log event's route lane (rlmesh 0.1)
+}
+
+// routeLane is a route's lane as a nullable column value.
+func routeLane(route events.RuntimeEnvContext) *int64 {
+	if l, ok := route.Lane.Get(); ok {
+		v := int64(l)
+		return &v
+	}
+	return nil
 }
 
 type telemetryRow struct {

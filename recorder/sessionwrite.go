@@ -38,7 +38,7 @@ func (w *writer) sessionDone(s *session) {
 	}
 	job := &sessionWriteJob{k: k, seq: s.seq, nonce: s.run.nonce, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
 	for i, l := range s.logs {
-		job.logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source}
+		job.logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source, Lane: l.lane}
 	}
 	for i, t := range s.telemetry {
 		r := t.row

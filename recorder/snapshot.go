@@ -34,12 +34,7 @@ import (
 // are only in the log until the file is durable).
 func (a *assembler) snapshotable() (size int, ok bool) {
 	for _, s := range a.sessions {
-		if len(s.toFinalize) > 0 || s.v01 {
-			// A recording with rlmesh 0.1's events holds state the
-			// snapshot format does not carry yet (lane groups, roll
-			// steps, the version 3 columns of buffered rows): its
-			// records stay in the log until it ends, as they did before
-			// checkpoints.
+		if len(s.toFinalize) > 0 {
 			return 0, false
 		}
 		size += 256 + len(s.done)*16 + len(s.logs)*128 + len(s.telemetry)*160
@@ -50,8 +45,9 @@ func (a *assembler) snapshotable() (size int, ok bool) {
 			}
 		}
 		for _, l := range s.lanes {
-			size += 32 + len(l.obs)
+			size += 32 + len(l.obs) + len(l.rawObs)
 		}
+		size += len(s.byLane) * 32
 	}
 	return size, true
 }
@@ -112,6 +108,7 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 		RowDone: s.rowDone, LogRows: s.logRows, TelemetryRows: s.teleRows,
 		Sequence: s.seq, Clocks: uint32(s.clocks),
 		RunNonce: s.run.nonce,
+		V01:      s.v01, HeldProblems: s.heldProblems, HeldSteps: s.heldSteps, SurplusSteps: s.surplusSteps,
 	}
 	m.Route = logrec.RouteOf(s.route)
 	for _, ep := range sortedOpen(s) {
@@ -129,17 +126,28 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 		ml := &logrec.Lane{RecordId: []byte(l.obsRecord)}
 		if l.hasObs {
 			ml.Observation = logrec.Present(l.obs)
+			if l.hasRawObs {
+				ml.RawObservation = logrec.Present(l.rawObs)
+			}
 		}
 		m.Lanes = append(m.Lanes, ml)
 	}
 	if s.whole.have {
-		for _, ep := range s.whole.pending {
-			rid := []byte{}
-			if ep != nil {
-				rid = []byte(ep.recordID)
-			}
-			m.Pending = append(m.Pending, rid)
+		m.Pending = pendingIDs(s.whole.pending)
+		if slices.Contains(s.whole.rolled, true) {
+			m.Rolled = s.whole.rolled
 		}
+	}
+	for i := range s.byLane {
+		g := &s.byLane[i]
+		mg := &logrec.StepGroup{HavePending: g.have}
+		if g.have {
+			mg.Pending = pendingIDs(g.pending)
+			if slices.Contains(g.rolled, true) {
+				mg.Rolled = g.rolled
+			}
+		}
+		m.LaneGroups = append(m.LaneGroups, mg)
 	}
 	var err error
 	if m.ObservationSpace, err = logrec.SpecBytes(s.obsSpec); err != nil {
@@ -161,13 +169,71 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 	return m, nil
 }
 
+// pendingIDs is a step group's pending episodes as their record ids ("":
+// a lane whose step was dropped).
+func pendingIDs(pending []*episode) [][]byte {
+	out := make([][]byte, len(pending))
+	for i, ep := range pending {
+		out[i] = []byte{}
+		if ep != nil {
+			out[i] = []byte(ep.recordID)
+		}
+	}
+	return out
+}
+
+// restorePending is the step group a snapshot's pending ids, have and
+// rolled flags describe, its episodes looked up in s.
+func restorePending(s *session, ids [][]byte, have bool, rolled []bool) (stepGroup, error) {
+	g := stepGroup{have: have}
+	if !have {
+		return g, nil
+	}
+	if len(rolled) != 0 && len(rolled) != len(ids) {
+		return g, fmt.Errorf("%w: session %s: %d roll flags for %d pending lanes", logrec.ErrSnapshot, s.id, len(rolled), len(ids))
+	}
+	g.pending = make([]*episode, len(ids))
+	g.rolled = make([]bool, len(ids))
+	copy(g.rolled, rolled)
+	for i, rid := range ids {
+		if len(rid) == 0 {
+			continue
+		}
+		if g.pending[i] = s.episodes[string(rid)]; g.pending[i] == nil {
+			return g, fmt.Errorf("%w: session %s: pending step of %q, which is not open", logrec.ErrSnapshot, s.id, rid)
+		}
+	}
+	return g, nil
+}
+
+// optionPtr is an Option as a snapshot's optional field.
+func optionPtr[T any](o events.Option[T]) *T {
+	if v, ok := o.Get(); ok {
+		return &v
+	}
+	return nil
+}
+
+// optionOf is a snapshot's optional field as an Option.
+func optionOf[T any](p *T) events.Option[T] {
+	if p == nil {
+		return events.Option[T]{}
+	}
+	return events.Some(*p)
+}
+
 func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 	if ep.completed {
 		return nil, fmt.Errorf("episode %s is completed: snapshots hold open episodes only", ep.recordID)
 	}
 	m := &logrec.Episode{Id: []byte(ep.id), RecordId: []byte(ep.recordID), Index: ep.index, EnvIndex: int64(ep.envIndex),
 		AutoReset: ep.autoReset, StartedAt: logrec.UnixNanos(ep.startedAt), LastAt: logrec.UnixNanos(ep.lastAt),
-		NextStep: ep.nextStep, StepsRecorded: ep.stepsRecorded, RewardSum: ep.rewardSum}
+		NextStep: ep.nextStep, StepsRecorded: ep.stepsRecorded, RewardSum: ep.rewardSum,
+		Seed: optionPtr(ep.seed), TrialIndex: optionPtr(ep.trial), RouteLane: optionPtr(ep.route),
+		Flagged: ep.flagged, FlagEnded: ep.flagEnded, FlagTerminated: ep.flagTerminated, FlagTruncated: ep.flagTruncated}
+	if ep.finalObs != nil {
+		m.FinalObservation = logrec.Present(ep.finalObs)
+	}
 	if external(ep) {
 		from := ep.firstPos
 		m.ReplayFrom = &from
@@ -185,6 +251,21 @@ func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 		mr.Reward = r.reward
 		mr.Flags = logrec.RowFlags(r.isFirst, r.isLast, r.terminated, r.truncated)
 		mr.RecordedAt = r.recordedAt.time().UnixNano()
+		if r.infos.set {
+			mr.Infos = logrec.Present(r.infos.bytes(ep.arena))
+		}
+		if r.rawObs.set {
+			mr.RawObservation = logrec.Present(r.rawObs.bytes(ep.arena))
+		}
+		if r.rawAct.set {
+			mr.RawAction = logrec.Present(r.rawAct.bytes(ep.arena))
+		}
+		if r.hasPredict {
+			mr.PredictMs = &r.predictMs
+		}
+		if r.hasStep {
+			mr.StepMs = &r.stepMs
+		}
 		m.Rows[i] = mr
 	}
 	return m, nil
@@ -222,14 +303,14 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		episodesRecorded: m.EpisodesRecorded, stepsRecorded: m.StepsRecorded, droppedSteps: m.DroppedSteps,
 		writes: int(m.Writes), numEnvs: int32(m.NumEnvs),
 		rowDone: m.RowDone, logRows: m.LogRows, teleRows: m.TelemetryRows,
-		seq:      m.Sequence,
-		run:      runState{nonce: m.RunNonce},
+		seq: m.Sequence,
+		run: runState{nonce: m.RunNonce},
+		v01: m.V01, heldProblems: m.HeldProblems, heldSteps: m.HeldSteps, surplusSteps: m.SurplusSteps,
 		clocks:   uint8(m.Clocks & uint32(clockEvent|clockRecorder)),
 		episodes: make(map[string]*episode, len(m.Episodes)),
 		done:     make(map[string]struct{}, len(m.Done)),
 		problems: make(map[problemKind]int64, len(m.Problems)),
 	}
-	s.whole.have = m.HavePending
 	if len(m.Status) > 0 {
 		s.status = string(m.Status)
 	}
@@ -245,7 +326,8 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		s.done[string(rid)] = struct{}{}
 	}
 	for _, l := range m.Lanes {
-		s.lanes = append(s.lanes, lane{obs: l.Observation, hasObs: l.Observation != nil, obsRecord: string(l.RecordId)})
+		s.lanes = append(s.lanes, lane{obs: l.Observation, hasObs: l.Observation != nil, obsRecord: string(l.RecordId),
+			rawObs: l.RawObservation, hasRawObs: l.Observation != nil && l.RawObservation != nil})
 	}
 	for _, p := range m.Problems {
 		s.problems[problemKind(p.Kind)] = p.Count
@@ -259,16 +341,19 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		s.telemetry = append(s.telemetry, telemetryRow{time: logrec.TimeOf(t.Time), horizon: string(t.Horizon), row: t.Row()})
 	}
 	s.logBytes += logRowBytes * len(s.telemetry)
-	if s.whole.have {
-		s.whole.pending = make([]*episode, len(m.Pending))
-		for i, rid := range m.Pending {
-			if len(rid) == 0 {
-				continue
-			}
-			if s.whole.pending[i] = s.episodes[string(rid)]; s.whole.pending[i] == nil {
-				return nil, fmt.Errorf("%w: session %s: pending step of %q, which is not open", logrec.ErrSnapshot, s.id, rid)
-			}
+	var err error
+	if s.whole, err = restorePending(s, m.Pending, m.HavePending, m.Rolled); err != nil {
+		return nil, err
+	}
+	if len(m.LaneGroups) > maxLanes {
+		return nil, fmt.Errorf("%w: session %s: %d lane groups", logrec.ErrSnapshot, s.id, len(m.LaneGroups))
+	}
+	for _, g := range m.LaneGroups {
+		sg, err := restorePending(s, g.Pending, g.HavePending, g.Rolled)
+		if err != nil {
+			return nil, err
 		}
+		s.byLane = append(s.byLane, sg)
 	}
 	for _, w := range []struct {
 		wire []byte
@@ -292,7 +377,10 @@ func restoreSession(m *logrec.Session) (*session, error) {
 func restoreEpisode(m *logrec.Episode) (*episode, error) {
 	ep := &episode{id: string(m.Id), recordID: string(m.RecordId), index: m.Index, envIndex: int32(m.EnvIndex),
 		autoReset: m.AutoReset, startedAt: logrec.TimeOf(m.StartedAt), lastAt: logrec.TimeOf(m.LastAt),
-		nextStep: m.NextStep, stepsRecorded: m.StepsRecorded, rewardSum: m.RewardSum}
+		nextStep: m.NextStep, stepsRecorded: m.StepsRecorded, rewardSum: m.RewardSum,
+		seed: optionOf(m.Seed), trial: optionOf(m.TrialIndex), route: optionOf(m.RouteLane),
+		flagged: m.Flagged, flagEnded: m.FlagEnded, flagTerminated: m.FlagTerminated, flagTruncated: m.FlagTruncated,
+		finalObs: m.FinalObservation}
 	if m.ReplayFrom != nil {
 		if ep.replayFrom = *m.ReplayFrom; ep.replayFrom == 0 {
 			return nil, fmt.Errorf("%w: episode replayed from position 0", logrec.ErrSnapshot)
@@ -300,7 +388,7 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 	}
 	size := 0
 	for _, r := range m.Rows {
-		size += len(r.Observation) + len(r.Action)
+		size += len(r.Observation) + len(r.Action) + len(r.Infos) + len(r.RawObservation) + len(r.RawAction)
 	}
 	if size > 0 {
 		ep.arena = make([]byte, 0, size)
@@ -316,6 +404,21 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 		}
 		row.actOff, row.actLen = len(ep.arena), len(r.Action)
 		ep.arena = append(ep.arena, r.Action...)
+		if r.Infos != nil {
+			row.infos = appendRef(ep, r.Infos)
+		}
+		if r.RawObservation != nil {
+			row.rawObs = appendRef(ep, r.RawObservation)
+		}
+		if r.RawAction != nil {
+			row.rawAct = appendRef(ep, r.RawAction)
+		}
+		if r.PredictMs != nil {
+			row.predictMs, row.hasPredict = *r.PredictMs, true
+		}
+		if r.StepMs != nil {
+			row.stepMs, row.hasStep = *r.StepMs, true
+		}
 		ep.rows = append(ep.rows, row)
 	}
 	if ep.recordID == "" {

@@ -48,18 +48,23 @@ func snapshotScript() *script {
 func normalize(s *session) map[string]any {
 	type row struct {
 		stepRow
-		obs, act []byte
+		obs, act              []byte
+		infos, rawObs, rawAct []byte
 	}
 	eps := map[string]any{}
 	for rid, ep := range s.episodes {
 		c := *ep
 		rows := make([]row, len(ep.rows))
 		for i, r := range ep.rows {
-			rows[i] = row{stepRow: r, act: ep.arena[r.actOff : r.actOff+r.actLen]}
+			rows[i] = row{stepRow: r, act: ep.arena[r.actOff : r.actOff+r.actLen],
+				infos: r.infos.bytes(ep.arena), rawObs: r.rawObs.bytes(ep.arena), rawAct: r.rawAct.bytes(ep.arena)}
 			if r.obsLen >= 0 {
 				rows[i].obs = ep.arena[r.obsOff : r.obsOff+r.obsLen]
 			}
 			rows[i].obsOff, rows[i].actOff = 0, 0
+			for _, ref := range []*arenaRef{&rows[i].stepRow.infos, &rows[i].stepRow.rawObs, &rows[i].stepRow.rawAct} {
+				ref.off = 0
+			}
 		}
 		c.rows, c.arena, c.firstPos, c.file = nil, nil, 0, nil
 		eps[rid] = []any{c, rows}
@@ -70,23 +75,39 @@ func normalize(s *session) map[string]any {
 		if !l.hasObs {
 			lanes[i].obs = nil
 		}
+		if !l.hasObs || !l.hasRawObs {
+			lanes[i].rawObs, lanes[i].hasRawObs = nil, false
+		}
 		// A cache of the episodes map.
 		lanes[i].ep, lanes[i].epRecord = nil, ""
 	}
-	var pending []string // meaningful only while a reward is awaited
-	if s.whole.have {
-		pending = make([]string, len(s.whole.pending))
-		for i, ep := range s.whole.pending {
+	// A group's pending lanes are meaningful only while a reward is
+	// awaited.
+	group := func(g *stepGroup) []any {
+		if !g.have {
+			return nil
+		}
+		pending := make([]string, len(g.pending))
+		for i, ep := range g.pending {
 			if ep != nil {
 				pending[i] = ep.recordID
 			}
 		}
+		rolled := make([]bool, len(g.pending))
+		copy(rolled, g.rolled)
+		return []any{pending, rolled}
+	}
+	pending := group(&s.whole)
+	var byLane [][]any
+	for i := range s.byLane {
+		byLane = append(byLane, group(&s.byLane[i]))
 	}
 	fields := []any{s.id, s.route, s.envID, s.status, s.reason, s.started, s.startedAt, s.endedAt, s.lastAt,
 		s.totalSteps, s.totalEpisodes, s.hasTotals, s.ended, s.finalTelemetry, s.sawFinalTelemetry, s.done,
 		s.whole.have, s.obsSpecJSON, s.actSpecJSON, s.episodesRecorded, s.stepsRecorded, s.droppedSteps,
-		s.problems, s.logs, s.telemetry, s.writes, s.numEnvs}
-	return map[string]any{"session": fields, "episodes": eps, "lanes": lanes, "pending": pending}
+		s.problems, s.logs, s.telemetry, s.writes, s.numEnvs,
+		s.v01, s.heldProblems, s.heldSteps, s.surplusSteps}
+	return map[string]any{"session": fields, "episodes": eps, "lanes": lanes, "pending": pending, "byLane": byLane}
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {
@@ -232,5 +253,116 @@ func TestSnapshotExternalEpisode(t *testing.T) {
 	if b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000001"].firstPos != ep.firstPos || b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000003"].firstPos != 100 {
 		t.Errorf("restored first positions %d and %d, want %d and 100", b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000001"].firstPos,
 			b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000003"].firstPos, ep.firstPos)
+	}
+}
+
+// TestSnapshotRoundTrip01 restores, after every event where a snapshot
+// may be taken, sessions in rlmesh 0.1's order: a lockstep vector whose
+// lane 1 ends, rolls and restarts (a roll step pending, a terminal
+// observation before the completion), a surplus lane, raw payloads,
+// infos and step times in the buffered rows, seeds and trial indices,
+// and a lane-served env with two actions outstanding at once.
+func TestSnapshotRoundTrip01(t *testing.T) {
+	two := []string{"ep-000001", "ep-000002"}
+	scripts := map[string]func() *v01{
+		"vector roll": func() *v01 {
+			s := newV01("s").start()
+			s.started("ep-000001", 0, false, events.Some(int64(7)), events.Some(uint64(0))).started("ep-000002", 1, false, events.Some(int64(8)), events.Some(uint64(1)))
+			s.add(&events.ObservationEmitted{SessionID: s.sid, Route: s.route(), EpisodeRecordIDs: two, NumEnvs: 2, IsReset: true,
+				ObservationSpace: testObsSpec, Observation: obsSlab(10, 20), RawObservation: obsSlab(10, 29)})
+			s.add(&events.ActionReceived{SessionID: s.sid, Route: s.route(), EpisodeRecordIDs: two, Step: 1,
+				ActionSpace: testActSpec, Action: actSlab(1, 0), RawAction: actSlab(5, 0)})
+			s.stepped(1, []float64{1, 5}, "", "term")
+			s.observe(1, false, two, 11, 21)
+			s.action(2, two, 0, 1).stepped(2, []float64{1, 99}, "", "roll")
+			s.completed("ep-000002", 1, 1, 5, true, events.Some(true))
+			s.started("ep-000003", 1, true, none64, noneTrial)
+			s.observe(2, false, []string{"ep-000001", "ep-000003"}, 12, 30)
+			s.action(3, []string{"ep-000001", "ep-000003"}, 1, 1).stepped(3, []float64{1, 2}, "trunc", "term")
+			s.completed("ep-000001", 0, 3, 3, false, noneBool).completed("ep-000003", 1, 1, 2, true, events.Some(false))
+			return s.finish()
+		},
+		"surplus lane": func() *v01 {
+			s := newV01("s").start()
+			s.started("ep-000001", 0, false, none64, noneTrial)
+			s.observe(0, true, two, 1, 2)
+			s.action(1, two, 0, 0).stepped(1, []float64{1, 1}, "", "")
+			s.observe(1, false, two, 1, 2)
+			s.action(2, two, 0, 0).stepped(2, []float64{1, 1}, "term", "")
+			s.completed("ep-000001", 0, 2, 2, true, noneBool)
+			return s.finish()
+		},
+		"lane-served": func() *v01 {
+			s := newV01("s").start()
+			s.on(0).started("ep-000001", 0, false, none64, events.Some(uint64(0)))
+			s.on(1).started("ep-000002", 1, false, none64, events.Some(uint64(1)))
+			s.on(1).observe(0, true, []string{"ep-000002"}, 20)
+			s.on(0).observe(0, true, []string{"ep-000001"}, 10)
+			s.on(0).action(1, []string{"ep-000001"}, 0)
+			s.on(1).action(1, []string{"ep-000002"}, 1)
+			s.on(1).stepped(1, []float64{2}, "")
+			s.on(1).observe(1, false, []string{"ep-000002"}, 21)
+			s.on(1).action(2, []string{"ep-000002"}, 1)
+			s.on(0).stepped(1, []float64{1}, "term")
+			s.on(0).completed("ep-000001", 0, 1, 1, true, noneBool)
+			s.on(1).stepped(2, []float64{3}, "trunc")
+			s.on(1).completed("ep-000002", 1, 2, 5, false, noneBool)
+			return s.finish()
+		},
+	}
+	for name, build := range scripts {
+		s := build()
+		taken := 0
+		for cut := 1; cut <= len(s.evs); cut++ {
+			t.Run(fmt.Sprintf("%s/after-%d-%s", name, cut, s.evs[cut-1].Kind()), func(t *testing.T) {
+				a := newAssembler(&capture{}, 1<<20)
+				at := time.Unix(1700000000, 0).UTC()
+				for i, ev := range s.evs[:cut] {
+					a.apply(ev, at.Add(time.Duration(i)*time.Millisecond), uint64(i+1))
+				}
+				if _, ok := a.snapshotable(); !ok {
+					return // an episode awaits finalisation: no snapshot here
+				}
+				taken++
+				rec, err := a.appendSnapshot(nil, uint64(cut))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, got, err := parseSnapshot(rec[1:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := a.sessions[hive.Recording{SessionID: s.sid, EnvID: "env"}]
+				if len(got) != 1 || want == nil {
+					t.Fatalf("%d sessions restored; the original found: %v", len(got), want != nil)
+				}
+				if !reflect.DeepEqual(normalize(got[0]), normalize(want)) {
+					t.Errorf("restored session differs:\n got %+v\nwant %+v", normalize(got[0]), normalize(want))
+				}
+				if cut == len(s.evs) {
+					return
+				}
+				// Going on from the restored state records what going on
+				// from the original does.
+				b := newAssembler(&capture{}, 1<<20)
+				b.restore(got, uint64(cut)+1)
+				for i, ev := range s.evs[cut:] {
+					a.apply(ev, at.Add(time.Duration(cut+i)*time.Millisecond), uint64(cut+i+1))
+					b.apply(ev, at.Add(time.Duration(cut+i)*time.Millisecond), uint64(cut+i+1))
+				}
+				ca, cb := a.out.(*capture), b.out.(*capture)
+				if len(ca.sessions) == 0 || len(cb.sessions) == 0 {
+					t.Fatalf("sessions finished: original %d, restored %d", len(ca.sessions), len(cb.sessions))
+				}
+				sa, sb := ca.sessions[len(ca.sessions)-1], cb.sessions[len(cb.sessions)-1]
+				if sa.problemSummary() != sb.problemSummary() || sa.surplusSteps != sb.surplusSteps || sa.droppedSteps != sb.droppedSteps || sa.stepsRecorded != sb.stepsRecorded {
+					t.Errorf("restored run: problems %q surplus %d dropped %d steps %d; original %q %d %d %d",
+						sb.problemSummary(), sb.surplusSteps, sb.droppedSteps, sb.stepsRecorded, sa.problemSummary(), sa.surplusSteps, sa.droppedSteps, sa.stepsRecorded)
+				}
+			})
+		}
+		if taken == 0 {
+			t.Errorf("%s: no snapshot taken", name)
+		}
 	}
 }

@@ -120,10 +120,25 @@ func (a *assembler) noteV01(s *session, route events.RuntimeEnvContext) {
 	}
 }
 
+// noteV01Fields marks the recording as one of rlmesh 0.1 when an event
+// carries a field only 0.1 sends (has): an EpisodeStarted's seed or
+// trial index (0.1 seeds every reset its driver makes, so a recording's
+// first EpisodeStarted has one), an observation's reset infos or raw
+// payload, an action's raw payload. A lockstep vector whose lane is
+// surplus from the first reset is then known to be 0.1's before that
+// lane's ids come, and they are counted as surplus, not first as
+// unknown episodes.
+func (a *assembler) noteV01Fields(s *session, has bool) {
+	if has {
+		a.markV01(s)
+	}
+}
+
 func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted, at time.Time) {
 	n := int(e.NumEnvs)
 	defer a.finalizeCompleted(s)
 	a.noteV01(s, e.Route)
+	a.noteV01Fields(s, e.Infos != nil || e.RawObservation != nil)
 	if len(e.EpisodeRecordIDs) != n {
 		a.problem(s, probLaneCount, "ObservationEmitted at step %d: %d record ids for num_envs %d", e.Step, len(e.EpisodeRecordIDs), n)
 		return
@@ -160,6 +175,11 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 			raw, s.rawSplit = r, r
 		}
 	}
+	var obsInfos []byte
+	if e.Infos != nil {
+		obsInfos = blob.AppendMetaJSON(s.infosBuf[:0], e.Infos)
+		s.infosBuf = obsInfos
+	}
 	base := laneBase(e.Route)
 	for i, rid := range e.EpisodeRecordIDs {
 		if rid == "" {
@@ -184,6 +204,10 @@ func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted,
 		l.obsRecord = rid
 		l.hasObs = true
 		l.hasRawObs = false
+		l.hasObsInfos = obsInfos != nil
+		if obsInfos != nil {
+			l.obsInfos = append(l.obsInfos[:0], obsInfos...)
+		}
 		if raw != nil && !sameLeaves(raw[i], lanes[i]) {
 			l.rawObs = blob.Append(l.rawObs[:0], raw[i])
 			l.hasRawObs = true
@@ -211,9 +235,10 @@ func sameLeaves(a, b [][]byte) bool {
 // (lanes beyond the max_episodes budget run episodes that never start or
 // complete): no problem, and its lane-steps are counted in surplus_steps.
 // Before 0.1 it is a problem. A recording is known to be of 0.1 at its
-// first per-lane flags or route lane, which may come after the first
-// surplus ids (lanes can start surplus at the first reset): those are
-// counted as problems when they come, and taken back then (markV01).
+// first per-lane flags, route lane, seed, trial index, infos or raw
+// payload (noteV01Fields), which may come after the first surplus ids
+// (lanes can start surplus at the first reset): those are counted as
+// problems when they come, and taken back then (markV01).
 func (a *assembler) unknownEpisode(s *session, what string, step int64, lane int, rid string, isStep bool) {
 	if _, done := s.done[rid]; done {
 		return
@@ -250,6 +275,7 @@ func (a *assembler) markV01(s *session) {
 
 func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
 	a.noteV01(s, e.Route)
+	a.noteV01Fields(s, e.RawAction != nil)
 	g := s.group(e.Route)
 	a.closePending(s, g, laneBase(e.Route), false)
 	n := len(e.EpisodeRecordIDs)
@@ -322,6 +348,9 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			if l.hasRawObs {
 				need += len(l.rawObs)
 			}
+			if l.hasObsInfos {
+				need += len(l.obsInfos)
+			}
 		}
 		var rawAct [][]byte
 		if raw != nil && !sameLeaves(raw[i], lanes[i]) {
@@ -343,8 +372,11 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			if l.hasRawObs {
 				row.rawObs = appendRef(ep, l.rawObs)
 			}
+			if l.hasObsInfos {
+				row.obsInfos = appendRef(ep, l.obsInfos)
+			}
 			// The observation is consumed by this action.
-			l.hasObs, l.hasRawObs = false, false
+			l.hasObs, l.hasRawObs, l.hasObsInfos = false, false, false
 		}
 		row.actOff = len(ep.arena)
 		ep.arena = blob.Append(ep.arena, lanes[i])

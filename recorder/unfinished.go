@@ -78,6 +78,7 @@ func (a *assembler) undoUnfinished(s *session, ep *episode, lane int32) bool {
 	cut := r.actOff
 	if r.obsLen >= 0 {
 		u.Observation = append([]byte{}, ep.arena[r.obsOff:r.obsOff+r.obsLen]...)
+		u.ObservationInfos = string(r.obsInfos.bytes(ep.arena))
 		cut = r.obsOff
 	}
 	ep.rows = ep.rows[:n-1]

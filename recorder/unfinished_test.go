@@ -3,6 +3,7 @@ package recorder_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,13 +49,22 @@ func TestUnfinishedAction(t *testing.T) {
 		{"action after action", ending, func(evs []events.Event) ([]events.Event, int) {
 			// An action whose step completed no episode: its
 			// StepCompleted and next observation are left out, so that
-			// the next action comes right after it.
+			// the next action comes right after it. (rlmesh 0.1 defers
+			// a completion to the lane's roll step, so the StepCompleted
+			// must also flag no lane's end or roll: the flags left out
+			// would leave the next roll flag disagreeing.)
 			for i := lastOf[*events.ActionReceived](evs, len(evs)/2); i > 0; i = lastOf[*events.ActionReceived](evs, i) {
 				j := i + 1
 				plain := true
 				for ; j < len(evs); j++ {
-					switch evs[j].(type) {
-					case *events.StepCompleted, *events.ObservationEmitted, *events.TelemetrySnapshot, *events.Log:
+					switch e := evs[j].(type) {
+					case *events.StepCompleted:
+						if slices.Contains(e.Terminated, true) || slices.Contains(e.Truncated, true) || slices.Contains(e.AutoresetRoll, true) {
+							plain = false
+							break
+						}
+						continue
+					case *events.ObservationEmitted, *events.TelemetrySnapshot, *events.Log:
 						continue
 					case *events.ActionReceived:
 					default:

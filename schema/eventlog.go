@@ -247,6 +247,9 @@ type UnfinishedAction struct {
 	// Observation is nil when the lane had no observation.
 	Observation []byte `json:"observation"`
 	Action      []byte `json:"action"`
+	// ObservationInfos is the observation's infos as JSON text (rlmesh
+	// 0.1's reset infos), absent when it had none.
+	ObservationInfos string `json:"observation_infos,omitempty"`
 }
 
 // unfinishedKind is the message's kind: the event it holds a lane of.

@@ -362,6 +362,18 @@ type LogRow struct {
 	Level   string    `parquet:"level,dict"`
 	Message string    `parquet:"message"`
 	Source  *string   `parquet:"source,optional,dict"`
+	// Lane (schema version 3) is the route lane of a lane-served env's
+	// Log event (rlmesh 0.1 route.lane), null otherwise; a file written
+	// before version 3 gained it has no such column (LogsSchemaV2).
+	Lane *int64 `parquet:"lane,optional"`
+}
+
+// LogRowV2 is a logs row of a file without the lane column.
+type LogRowV2 struct {
+	Time    time.Time `parquet:"time,timestamp(microsecond:utc)"`
+	Level   string    `parquet:"level,dict"`
+	Message string    `parquet:"message"`
+	Source  *string   `parquet:"source,optional,dict"`
 }
 
 // TelemetryRow is one row of the telemetry table: one metric of one
@@ -394,6 +406,7 @@ var (
 	// (their clock reads as "", unknown).
 	SessionsSchemaBeforeClock = parquet.SchemaOf(SessionRowBeforeClock{})
 	LogsSchema                = parquet.SchemaOf(LogRow{})
+	LogsSchemaV2              = parquet.SchemaOf(LogRowV2{})
 	TelemetrySchema           = parquet.SchemaOf(TelemetryRow{})
 )
 

@@ -252,7 +252,8 @@ func TestRowStructTags(t *testing.T) {
 			ColTotalEpisodes, ColStartedAt, ColEndedAt, ColEpisodesRecorded, ColStepsRecorded, ColDroppedSteps,
 			ColProblems, ColProblemSummary, ColClock,
 		}},
-		{"logs", LogsSchema, []string{ColTime, ColLevel, ColMessage, ColSource}},
+		{"logs", LogsSchema, []string{ColTime, ColLevel, ColMessage, ColSource, ColLane}},
+		{"logs version 2", LogsSchemaV2, []string{ColTime, ColLevel, ColMessage, ColSource}},
 		{"telemetry", TelemetrySchema, []string{
 			ColTime, ColHorizon, ColOp, ColComponent, ColMetric, ColKind, ColCount, ColAvg, ColP50, ColP95, ColP99,
 		}},

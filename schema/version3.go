@@ -24,6 +24,11 @@ import "github.com/parquet-go/parquet-go"
 //	raw_action_blob       binary, null  the lane's action before transform_action; null likewise
 //	predict_ms            double, null  the step's predict wall time (StepCompleted.predict_ms)
 //	step_ms               double, null  the step's env round trip (StepCompleted.step_ms)
+//	observation_infos     string, null  the infos of the observation the row's observation_blob
+//	                                    is (ObservationEmitted.infos) as JSON text: rlmesh 0.1
+//	                                    sends them with a reset observation, so an episode's
+//	                                    first row holds its reset infos (under NEXT_STEP, the
+//	                                    roll's infos); null when the runtime sent none
 //
 // episodes: after every version 2 column (EpisodeRow):
 //
@@ -49,6 +54,10 @@ import "github.com/parquet-go/parquet-go"
 //	                            StepCompleted events carry per-lane flags, or whose events
 //	                            carry a route lane)
 //
+// logs: after every version 2 column (LogRow):
+//
+//	lane  int64, null  the Log event's route lane (a lane-served env's per-lane logs)
+//
 // Relay advisories (rlmesh 0.1's RelayAdvisory event) are rows of the
 // logs table with source SourceEvent (see EventLogMessage): a relay
 // sends each distinct advisory once, a handful per run, which a table
@@ -63,6 +72,7 @@ const (
 	ColRawActionBlob      = "raw_action_blob"
 	ColPredictMs          = "predict_ms"
 	ColStepMs             = "step_ms"
+	ColObservationInfos   = "observation_infos"
 	ColSeed               = "seed"
 	ColTrialIndex         = "trial_index"
 	ColSuccessSource      = "success_source"
@@ -85,7 +95,8 @@ const (
 	V3StepsRawActionBlob      = 3
 	V3StepsPredictMs          = 4
 	V3StepsStepMs             = 5
-	NumV3StepsColumns         = 6
+	V3StepsObservationInfos   = 6
+	NumV3StepsColumns         = 7
 )
 
 // V3StepsColumns returns the steps columns schema version 3 adds, in file
@@ -98,5 +109,6 @@ func V3StepsColumns() []StepsColumn {
 		{ColRawActionBlob, parquet.Optional(parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), plainEnc))},
 		{ColPredictMs, parquet.Optional(parquet.Leaf(parquet.DoubleType))},
 		{ColStepMs, parquet.Optional(parquet.Leaf(parquet.DoubleType))},
+		{ColObservationInfos, parquet.Optional(parquet.String())},
 	}
 }

@@ -115,7 +115,17 @@ func (v *verifier) checkFile(f *fileEntry) (c *fileCheck) {
 		c.checkSessions(pf)
 	case schema.TableLogs:
 		var rows []schema.LogRow
-		rows, c.sum.read = readRows[schema.LogRow](c, pf, schema.LogsSchema)
+		if parquet.EqualNodes(pf.Schema(), schema.LogsSchemaV2) {
+			// A file without the lane column (schema version 2, or
+			// version 3 before it gained it).
+			var old []schema.LogRowV2
+			old, c.sum.read = readRows[schema.LogRowV2](c, pf, schema.LogsSchemaV2)
+			for _, r := range old {
+				rows = append(rows, schema.LogRow{Time: r.Time, Level: r.Level, Message: r.Message, Source: r.Source})
+			}
+		} else {
+			rows, c.sum.read = readRows[schema.LogRow](c, pf, schema.LogsSchema)
+		}
 		c.sum.rows = int64(len(rows))
 		for i, r := range rows {
 			// A row that holds an event must hold one: replay re-emits it.

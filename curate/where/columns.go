@@ -1,6 +1,7 @@
 package where
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -111,6 +112,20 @@ var columns = func() map[string]*column {
 		{schema.ColEndedAt, TypeTimestamp, func(e *dataset.Episode) value { return optTime(e.Row.EndedAt) }},
 		{schema.ColFinalInfo, TypeString, func(e *dataset.Episode) value { return optStr(e.Row.FinalInfo) }},
 		{schema.ColStepsFile, TypeString, func(e *dataset.Episode) value { return optStr(e.Row.StepsFile) }},
+		// Schema version 3 (rlmesh 0.1); null in version 2 rows.
+		{schema.ColSeed, TypeInt, func(e *dataset.Episode) value { return optInt(e.Row.Seed) }},
+		{schema.ColTrialIndex, TypeInt, func(e *dataset.Episode) value {
+			if e.Row.TrialIndex == nil || *e.Row.TrialIndex > math.MaxInt64 {
+				// A trial index past int64 (no runtime counts that far)
+				// compares as null rather than wrapping.
+				return value{null: true}
+			}
+			return value{i: int64(*e.Row.TrialIndex)}
+		}},
+		{schema.ColSuccessSource, TypeString, func(e *dataset.Episode) value { return optStr(e.Row.SuccessSource) }},
+		{schema.ColLane, TypeInt, func(e *dataset.Episode) value { return optInt(e.Row.Lane) }},
+		{schema.ColPredictMs, TypeFloat, func(e *dataset.Episode) value { return optFloat(e.Row.PredictMs) }},
+		{schema.ColStepMs, TypeFloat, func(e *dataset.Episode) value { return optFloat(e.Row.StepMs) }},
 	}
 	m := make(map[string]*column, len(cols))
 	for _, c := range cols {

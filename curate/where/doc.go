@@ -35,9 +35,10 @@
 //
 //	string     session_id, env_id, episode_record_id, episode_id,
 //	           env_component_id, model_component_id, status, final_info,
-//	           steps_file
-//	integer    episode_index, env_index, step_count, steps_recorded, duration_ms
-//	float      cumulative_reward, reward_sum
+//	           steps_file, success_source
+//	integer    episode_index, env_index, step_count, steps_recorded, duration_ms,
+//	           seed, trial_index, lane
+//	float      cumulative_reward, reward_sum, predict_ms, step_ms
 //	bool       started_from_auto_reset, terminated, truncated, success
 //	timestamp  started_at, ended_at
 //
@@ -55,7 +56,9 @@
 // # NULL
 //
 // step_count, cumulative_reward, duration_ms, success, ended_at,
-// final_info and steps_file may be null. As in SQL, a comparison with a
+// final_info and steps_file may be null, and so may schema version 3's
+// columns (rlmesh 0.1: seed, trial_index, success_source, lane,
+// predict_ms, step_ms), which are null in every version 2 row. As in SQL, a comparison with a
 // null value is unknown, NOT unknown is unknown, FALSE AND unknown is
 // FALSE, TRUE OR unknown is TRUE, and an episode is selected only when
 // the whole filter is TRUE. "column = NULL" is refused: write

@@ -149,7 +149,20 @@ type Session struct {
 	// producer or derived from its first event), absent when its events
 	// came without one. Kept so that a restarted server tells another run
 	// reusing the recording's ids from a resend of this one.
-	RunNonce      []byte `protobuf:"bytes,42,opt,name=run_nonce,json=runNonce,proto3" json:"run_nonce,omitempty"`
+	RunNonce []byte `protobuf:"bytes,42,opt,name=run_nonce,json=runNonce,proto3" json:"run_nonce,omitempty"`
+	// rlmesh 0.1 (numbers from 43). v01: the recording showed 0.1's events;
+	// held_problems and held_steps count the unknown ids seen before it did
+	// (taken back as surplus once it does); surplus_steps counts the
+	// lane-steps of surplus episodes.
+	V01          bool  `protobuf:"varint,43,opt,name=v01,proto3" json:"v01,omitempty"`
+	HeldProblems int64 `protobuf:"zigzag64,44,opt,name=held_problems,json=heldProblems,proto3" json:"held_problems,omitempty"`
+	HeldSteps    int64 `protobuf:"zigzag64,45,opt,name=held_steps,json=heldSteps,proto3" json:"held_steps,omitempty"`
+	SurplusSteps int64 `protobuf:"zigzag64,46,opt,name=surplus_steps,json=surplusSteps,proto3" json:"surplus_steps,omitempty"`
+	// Per lane of the last whole-env ActionReceived (with have_pending), a
+	// step dropped as its episode's NEXT_STEP roll.
+	Rolled []bool `protobuf:"varint,47,rep,packed,name=rolled,proto3" json:"rolled,omitempty"`
+	// The step state of each lane of a lane-served env, by route lane.
+	LaneGroups    []*StepGroup `protobuf:"bytes,48,rep,name=lane_groups,json=laneGroups,proto3" json:"lane_groups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -436,6 +449,110 @@ func (x *Session) GetRunNonce() []byte {
 	return nil
 }
 
+func (x *Session) GetV01() bool {
+	if x != nil {
+		return x.V01
+	}
+	return false
+}
+
+func (x *Session) GetHeldProblems() int64 {
+	if x != nil {
+		return x.HeldProblems
+	}
+	return 0
+}
+
+func (x *Session) GetHeldSteps() int64 {
+	if x != nil {
+		return x.HeldSteps
+	}
+	return 0
+}
+
+func (x *Session) GetSurplusSteps() int64 {
+	if x != nil {
+		return x.SurplusSteps
+	}
+	return 0
+}
+
+func (x *Session) GetRolled() []bool {
+	if x != nil {
+		return x.Rolled
+	}
+	return nil
+}
+
+func (x *Session) GetLaneGroups() []*StepGroup {
+	if x != nil {
+		return x.LaneGroups
+	}
+	return nil
+}
+
+// StepGroup is the step state of one lane group of a lane-served env
+// (rlmesh 0.1): as Session's pending, have_pending and rolled.
+type StepGroup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pending       [][]byte               `protobuf:"bytes,1,rep,name=pending,proto3" json:"pending,omitempty"`
+	HavePending   bool                   `protobuf:"varint,2,opt,name=have_pending,json=havePending,proto3" json:"have_pending,omitempty"`
+	Rolled        []bool                 `protobuf:"varint,3,rep,packed,name=rolled,proto3" json:"rolled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepGroup) Reset() {
+	*x = StepGroup{}
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepGroup) ProtoMessage() {}
+
+func (x *StepGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepGroup.ProtoReflect.Descriptor instead.
+func (*StepGroup) Descriptor() ([]byte, []int) {
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StepGroup) GetPending() [][]byte {
+	if x != nil {
+		return x.Pending
+	}
+	return nil
+}
+
+func (x *StepGroup) GetHavePending() bool {
+	if x != nil {
+		return x.HavePending
+	}
+	return false
+}
+
+func (x *StepGroup) GetRolled() []bool {
+	if x != nil {
+		return x.Rolled
+	}
+	return nil
+}
+
 type Route struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	EnvId            []byte                 `protobuf:"bytes,1,opt,name=env_id,json=envId,proto3" json:"env_id,omitempty"`
@@ -447,7 +564,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[2]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +576,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[2]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +589,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{2}
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Route) GetEnvId() []byte {
@@ -511,14 +628,28 @@ type Episode struct {
 	Rows          []*Row                 `protobuf:"bytes,11,rep,name=rows,proto3" json:"rows,omitempty"`
 	// Present: the rows are not in the snapshot; recovery rebuilds them by
 	// replaying the log from this position (never 0).
-	ReplayFrom    *uint64 `protobuf:"varint,12,opt,name=replay_from,json=replayFrom,proto3,oneof" json:"replay_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReplayFrom *uint64 `protobuf:"varint,12,opt,name=replay_from,json=replayFrom,proto3,oneof" json:"replay_from,omitempty"`
+	// rlmesh 0.1: the seed and trial index of its EpisodeStarted, its
+	// route lane (a lane-served env's), and what its steps' flags said
+	// (flagged: some step carried flags; flag_ended: one ended it, with
+	// flag_terminated and flag_truncated).
+	Seed           *int64  `protobuf:"zigzag64,13,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
+	TrialIndex     *uint64 `protobuf:"varint,14,opt,name=trial_index,json=trialIndex,proto3,oneof" json:"trial_index,omitempty"`
+	RouteLane      *uint32 `protobuf:"varint,15,opt,name=route_lane,json=routeLane,proto3,oneof" json:"route_lane,omitempty"`
+	Flagged        bool    `protobuf:"varint,16,opt,name=flagged,proto3" json:"flagged,omitempty"`
+	FlagEnded      bool    `protobuf:"varint,17,opt,name=flag_ended,json=flagEnded,proto3" json:"flag_ended,omitempty"`
+	FlagTerminated bool    `protobuf:"varint,18,opt,name=flag_terminated,json=flagTerminated,proto3" json:"flag_terminated,omitempty"`
+	FlagTruncated  bool    `protobuf:"varint,19,opt,name=flag_truncated,json=flagTruncated,proto3" json:"flag_truncated,omitempty"`
+	// Its terminal observation in blob form, which 0.1 sends after the
+	// step that ended it and before its completion; absent: none yet.
+	FinalObservation []byte `protobuf:"bytes,20,opt,name=final_observation,json=finalObservation,proto3,oneof" json:"final_observation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Episode) Reset() {
 	*x = Episode{}
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[3]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +661,7 @@ func (x *Episode) String() string {
 func (*Episode) ProtoMessage() {}
 
 func (x *Episode) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[3]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +674,7 @@ func (x *Episode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Episode.ProtoReflect.Descriptor instead.
 func (*Episode) Descriptor() ([]byte, []int) {
-	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{3}
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Episode) GetId() []byte {
@@ -630,6 +761,62 @@ func (x *Episode) GetReplayFrom() uint64 {
 	return 0
 }
 
+func (x *Episode) GetSeed() int64 {
+	if x != nil && x.Seed != nil {
+		return *x.Seed
+	}
+	return 0
+}
+
+func (x *Episode) GetTrialIndex() uint64 {
+	if x != nil && x.TrialIndex != nil {
+		return *x.TrialIndex
+	}
+	return 0
+}
+
+func (x *Episode) GetRouteLane() uint32 {
+	if x != nil && x.RouteLane != nil {
+		return *x.RouteLane
+	}
+	return 0
+}
+
+func (x *Episode) GetFlagged() bool {
+	if x != nil {
+		return x.Flagged
+	}
+	return false
+}
+
+func (x *Episode) GetFlagEnded() bool {
+	if x != nil {
+		return x.FlagEnded
+	}
+	return false
+}
+
+func (x *Episode) GetFlagTerminated() bool {
+	if x != nil {
+		return x.FlagTerminated
+	}
+	return false
+}
+
+func (x *Episode) GetFlagTruncated() bool {
+	if x != nil {
+		return x.FlagTruncated
+	}
+	return false
+}
+
+func (x *Episode) GetFinalObservation() []byte {
+	if x != nil {
+		return x.FinalObservation
+	}
+	return nil
+}
+
 type Row struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Step        int64                  `protobuf:"zigzag64,1,opt,name=step,proto3" json:"step,omitempty"`
@@ -641,14 +828,22 @@ type Row struct {
 	// 1 first, 2 last, 4 terminated, 8 truncated.
 	Flags int64 `protobuf:"zigzag64,6,opt,name=flags,proto3" json:"flags,omitempty"`
 	// Absent: the Unix epoch.
-	RecordedAt    int64 `protobuf:"zigzag64,7,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RecordedAt int64 `protobuf:"zigzag64,7,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
+	// Schema version 3 (rlmesh 0.1); absent: null. infos is the step's
+	// infos as JSON text, raw_observation and raw_action the lane's raw
+	// payloads in blob form where they differ from the transformed ones.
+	Infos          []byte   `protobuf:"bytes,8,opt,name=infos,proto3,oneof" json:"infos,omitempty"`
+	RawObservation []byte   `protobuf:"bytes,9,opt,name=raw_observation,json=rawObservation,proto3,oneof" json:"raw_observation,omitempty"`
+	RawAction      []byte   `protobuf:"bytes,10,opt,name=raw_action,json=rawAction,proto3,oneof" json:"raw_action,omitempty"`
+	PredictMs      *float64 `protobuf:"fixed64,11,opt,name=predict_ms,json=predictMs,proto3,oneof" json:"predict_ms,omitempty"`
+	StepMs         *float64 `protobuf:"fixed64,12,opt,name=step_ms,json=stepMs,proto3,oneof" json:"step_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[4]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +855,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[4]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +868,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{4}
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Row) GetStep() int64 {
@@ -725,19 +920,57 @@ func (x *Row) GetRecordedAt() int64 {
 	return 0
 }
 
+func (x *Row) GetInfos() []byte {
+	if x != nil {
+		return x.Infos
+	}
+	return nil
+}
+
+func (x *Row) GetRawObservation() []byte {
+	if x != nil {
+		return x.RawObservation
+	}
+	return nil
+}
+
+func (x *Row) GetRawAction() []byte {
+	if x != nil {
+		return x.RawAction
+	}
+	return nil
+}
+
+func (x *Row) GetPredictMs() float64 {
+	if x != nil && x.PredictMs != nil {
+		return *x.PredictMs
+	}
+	return 0
+}
+
+func (x *Row) GetStepMs() float64 {
+	if x != nil && x.StepMs != nil {
+		return *x.StepMs
+	}
+	return 0
+}
+
 type Lane struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lane's last observation; absent: none pending.
 	Observation []byte `protobuf:"bytes,1,opt,name=observation,proto3,oneof" json:"observation,omitempty"`
 	// The record id of the episode it was emitted for.
-	RecordId      []byte `protobuf:"bytes,2,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RecordId []byte `protobuf:"bytes,2,opt,name=record_id,json=recordId,proto3" json:"record_id,omitempty"`
+	// Its raw (pre-transform) observation where it differs (rlmesh 0.1);
+	// absent: none.
+	RawObservation []byte `protobuf:"bytes,3,opt,name=raw_observation,json=rawObservation,proto3,oneof" json:"raw_observation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Lane) Reset() {
 	*x = Lane{}
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[5]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +982,7 @@ func (x *Lane) String() string {
 func (*Lane) ProtoMessage() {}
 
 func (x *Lane) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[5]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +995,7 @@ func (x *Lane) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lane.ProtoReflect.Descriptor instead.
 func (*Lane) Descriptor() ([]byte, []int) {
-	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{5}
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Lane) GetObservation() []byte {
@@ -779,6 +1012,13 @@ func (x *Lane) GetRecordId() []byte {
 	return nil
 }
 
+func (x *Lane) GetRawObservation() []byte {
+	if x != nil {
+		return x.RawObservation
+	}
+	return nil
+}
+
 type Problem struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          []byte                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
@@ -789,7 +1029,7 @@ type Problem struct {
 
 func (x *Problem) Reset() {
 	*x = Problem{}
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[6]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +1041,7 @@ func (x *Problem) String() string {
 func (*Problem) ProtoMessage() {}
 
 func (x *Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[6]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +1054,7 @@ func (x *Problem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Problem.ProtoReflect.Descriptor instead.
 func (*Problem) Descriptor() ([]byte, []int) {
-	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{6}
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Problem) GetKind() []byte {
@@ -844,7 +1084,7 @@ type Log struct {
 
 func (x *Log) Reset() {
 	*x = Log{}
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[7]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1096,7 @@ func (x *Log) String() string {
 func (*Log) ProtoMessage() {}
 
 func (x *Log) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[7]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1109,7 @@ func (x *Log) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Log.ProtoReflect.Descriptor instead.
 func (*Log) Descriptor() ([]byte, []int) {
-	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{7}
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Log) GetTime() int64 {
@@ -920,7 +1160,7 @@ type Telemetry struct {
 
 func (x *Telemetry) Reset() {
 	*x = Telemetry{}
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[8]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1172,7 @@ func (x *Telemetry) String() string {
 func (*Telemetry) ProtoMessage() {}
 
 func (x *Telemetry) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_logrec_snapshot_proto_msgTypes[8]
+	mi := &file_internal_logrec_snapshot_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1185,7 @@ func (x *Telemetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Telemetry.ProtoReflect.Descriptor instead.
 func (*Telemetry) Descriptor() ([]byte, []int) {
-	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{8}
+	return file_internal_logrec_snapshot_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Telemetry) GetTime() int64 {
@@ -1032,8 +1272,7 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\x1einternal/logrec/snapshot.proto\x12\x0frlrec.logrec.v1\"U\n" +
 	"\bSnapshot\x12\x13\n" +
 	"\x05as_of\x18\x01 \x01(\x04R\x04asOf\x124\n" +
-	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\xb7\n" +
-	"\n" +
+	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\x87\f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12,\n" +
 	"\x05route\x18\x02 \x01(\v2\x16.rlrec.logrec.v1.RouteR\x05route\x12\x15\n" +
@@ -1074,17 +1313,29 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\x0etelemetry_rows\x18\" \x01(\x12R\rtelemetryRows\x12\x1a\n" +
 	"\bsequence\x18( \x01(\x04R\bsequence\x12\x16\n" +
 	"\x06clocks\x18) \x01(\rR\x06clocks\x12\x1b\n" +
-	"\trun_nonce\x18* \x01(\fR\brunNonceB\r\n" +
+	"\trun_nonce\x18* \x01(\fR\brunNonce\x12\x10\n" +
+	"\x03v01\x18+ \x01(\bR\x03v01\x12#\n" +
+	"\rheld_problems\x18, \x01(\x12R\fheldProblems\x12\x1d\n" +
+	"\n" +
+	"held_steps\x18- \x01(\x12R\theldSteps\x12#\n" +
+	"\rsurplus_steps\x18. \x01(\x12R\fsurplusSteps\x12\x16\n" +
+	"\x06rolled\x18/ \x03(\bR\x06rolled\x12;\n" +
+	"\vlane_groups\x180 \x03(\v2\x1a.rlrec.logrec.v1.StepGroupR\n" +
+	"laneGroupsB\r\n" +
 	"\v_started_atB\v\n" +
 	"\t_ended_atB\n" +
 	"\n" +
 	"\b_last_atB\x14\n" +
 	"\x12_observation_spaceB\x0f\n" +
-	"\r_action_spaceJ\x04\b\x1f\x10 \"v\n" +
+	"\r_action_spaceJ\x04\b\x1f\x10 \"`\n" +
+	"\tStepGroup\x12\x18\n" +
+	"\apending\x18\x01 \x03(\fR\apending\x12!\n" +
+	"\fhave_pending\x18\x02 \x01(\bR\vhavePending\x12\x16\n" +
+	"\x06rolled\x18\x03 \x03(\bR\x06rolled\"v\n" +
 	"\x05Route\x12\x15\n" +
 	"\x06env_id\x18\x01 \x01(\fR\x05envId\x12(\n" +
 	"\x10env_component_id\x18\x02 \x01(\fR\x0eenvComponentId\x12,\n" +
-	"\x12model_component_id\x18\x03 \x01(\fR\x10modelComponentId\"\xa8\x03\n" +
+	"\x12model_component_id\x18\x03 \x01(\fR\x10modelComponentId\"\x84\x06\n" +
 	"\aEpisode\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12\x1b\n" +
 	"\trecord_id\x18\x02 \x01(\fR\brecordId\x12\x14\n" +
@@ -1102,11 +1353,26 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	" \x01(\x01R\trewardSum\x12(\n" +
 	"\x04rows\x18\v \x03(\v2\x14.rlrec.logrec.v1.RowR\x04rows\x12$\n" +
 	"\vreplay_from\x18\f \x01(\x04H\x02R\n" +
-	"replayFrom\x88\x01\x01B\r\n" +
+	"replayFrom\x88\x01\x01\x12\x17\n" +
+	"\x04seed\x18\r \x01(\x12H\x03R\x04seed\x88\x01\x01\x12$\n" +
+	"\vtrial_index\x18\x0e \x01(\x04H\x04R\n" +
+	"trialIndex\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"route_lane\x18\x0f \x01(\rH\x05R\trouteLane\x88\x01\x01\x12\x18\n" +
+	"\aflagged\x18\x10 \x01(\bR\aflagged\x12\x1d\n" +
+	"\n" +
+	"flag_ended\x18\x11 \x01(\bR\tflagEnded\x12'\n" +
+	"\x0fflag_terminated\x18\x12 \x01(\bR\x0eflagTerminated\x12%\n" +
+	"\x0eflag_truncated\x18\x13 \x01(\bR\rflagTruncated\x120\n" +
+	"\x11final_observation\x18\x14 \x01(\fH\x06R\x10finalObservation\x88\x01\x01B\r\n" +
 	"\v_started_atB\n" +
 	"\n" +
 	"\b_last_atB\x0e\n" +
-	"\f_replay_from\"\xda\x01\n" +
+	"\f_replay_fromB\a\n" +
+	"\x05_seedB\x0e\n" +
+	"\f_trial_indexB\r\n" +
+	"\v_route_laneB\x14\n" +
+	"\x12_final_observation\"\xd1\x03\n" +
 	"\x03Row\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x12R\x04step\x12!\n" +
 	"\fsession_step\x18\x02 \x01(\x12R\vsessionStep\x12%\n" +
@@ -1115,12 +1381,28 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\x06reward\x18\x05 \x01(\x01R\x06reward\x12\x14\n" +
 	"\x05flags\x18\x06 \x01(\x12R\x05flags\x12\x1f\n" +
 	"\vrecorded_at\x18\a \x01(\x12R\n" +
-	"recordedAtB\x0e\n" +
-	"\f_observation\"Z\n" +
+	"recordedAt\x12\x19\n" +
+	"\x05infos\x18\b \x01(\fH\x01R\x05infos\x88\x01\x01\x12,\n" +
+	"\x0fraw_observation\x18\t \x01(\fH\x02R\x0erawObservation\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"raw_action\x18\n" +
+	" \x01(\fH\x03R\trawAction\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"predict_ms\x18\v \x01(\x01H\x04R\tpredictMs\x88\x01\x01\x12\x1c\n" +
+	"\astep_ms\x18\f \x01(\x01H\x05R\x06stepMs\x88\x01\x01B\x0e\n" +
+	"\f_observationB\b\n" +
+	"\x06_infosB\x12\n" +
+	"\x10_raw_observationB\r\n" +
+	"\v_raw_actionB\r\n" +
+	"\v_predict_msB\n" +
+	"\n" +
+	"\b_step_ms\"\x9c\x01\n" +
 	"\x04Lane\x12%\n" +
 	"\vobservation\x18\x01 \x01(\fH\x00R\vobservation\x88\x01\x01\x12\x1b\n" +
-	"\trecord_id\x18\x02 \x01(\fR\brecordIdB\x0e\n" +
-	"\f_observation\"3\n" +
+	"\trecord_id\x18\x02 \x01(\fR\brecordId\x12,\n" +
+	"\x0fraw_observation\x18\x03 \x01(\fH\x01R\x0erawObservation\x88\x01\x01B\x0e\n" +
+	"\f_observationB\x12\n" +
+	"\x10_raw_observation\"3\n" +
 	"\aProblem\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\fR\x04kind\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x12R\x05count\"\x7f\n" +
@@ -1158,32 +1440,34 @@ func file_internal_logrec_snapshot_proto_rawDescGZIP() []byte {
 	return file_internal_logrec_snapshot_proto_rawDescData
 }
 
-var file_internal_logrec_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_internal_logrec_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_internal_logrec_snapshot_proto_goTypes = []any{
 	(*Snapshot)(nil),  // 0: rlrec.logrec.v1.Snapshot
 	(*Session)(nil),   // 1: rlrec.logrec.v1.Session
-	(*Route)(nil),     // 2: rlrec.logrec.v1.Route
-	(*Episode)(nil),   // 3: rlrec.logrec.v1.Episode
-	(*Row)(nil),       // 4: rlrec.logrec.v1.Row
-	(*Lane)(nil),      // 5: rlrec.logrec.v1.Lane
-	(*Problem)(nil),   // 6: rlrec.logrec.v1.Problem
-	(*Log)(nil),       // 7: rlrec.logrec.v1.Log
-	(*Telemetry)(nil), // 8: rlrec.logrec.v1.Telemetry
+	(*StepGroup)(nil), // 2: rlrec.logrec.v1.StepGroup
+	(*Route)(nil),     // 3: rlrec.logrec.v1.Route
+	(*Episode)(nil),   // 4: rlrec.logrec.v1.Episode
+	(*Row)(nil),       // 5: rlrec.logrec.v1.Row
+	(*Lane)(nil),      // 6: rlrec.logrec.v1.Lane
+	(*Problem)(nil),   // 7: rlrec.logrec.v1.Problem
+	(*Log)(nil),       // 8: rlrec.logrec.v1.Log
+	(*Telemetry)(nil), // 9: rlrec.logrec.v1.Telemetry
 }
 var file_internal_logrec_snapshot_proto_depIdxs = []int32{
 	1, // 0: rlrec.logrec.v1.Snapshot.sessions:type_name -> rlrec.logrec.v1.Session
-	2, // 1: rlrec.logrec.v1.Session.route:type_name -> rlrec.logrec.v1.Route
-	3, // 2: rlrec.logrec.v1.Session.episodes:type_name -> rlrec.logrec.v1.Episode
-	5, // 3: rlrec.logrec.v1.Session.lanes:type_name -> rlrec.logrec.v1.Lane
-	6, // 4: rlrec.logrec.v1.Session.problems:type_name -> rlrec.logrec.v1.Problem
-	7, // 5: rlrec.logrec.v1.Session.logs:type_name -> rlrec.logrec.v1.Log
-	8, // 6: rlrec.logrec.v1.Session.telemetry:type_name -> rlrec.logrec.v1.Telemetry
-	4, // 7: rlrec.logrec.v1.Episode.rows:type_name -> rlrec.logrec.v1.Row
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	3, // 1: rlrec.logrec.v1.Session.route:type_name -> rlrec.logrec.v1.Route
+	4, // 2: rlrec.logrec.v1.Session.episodes:type_name -> rlrec.logrec.v1.Episode
+	6, // 3: rlrec.logrec.v1.Session.lanes:type_name -> rlrec.logrec.v1.Lane
+	7, // 4: rlrec.logrec.v1.Session.problems:type_name -> rlrec.logrec.v1.Problem
+	8, // 5: rlrec.logrec.v1.Session.logs:type_name -> rlrec.logrec.v1.Log
+	9, // 6: rlrec.logrec.v1.Session.telemetry:type_name -> rlrec.logrec.v1.Telemetry
+	2, // 7: rlrec.logrec.v1.Session.lane_groups:type_name -> rlrec.logrec.v1.StepGroup
+	5, // 8: rlrec.logrec.v1.Episode.rows:type_name -> rlrec.logrec.v1.Row
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_internal_logrec_snapshot_proto_init() }
@@ -1192,18 +1476,18 @@ func file_internal_logrec_snapshot_proto_init() {
 		return
 	}
 	file_internal_logrec_snapshot_proto_msgTypes[1].OneofWrappers = []any{}
-	file_internal_logrec_snapshot_proto_msgTypes[3].OneofWrappers = []any{}
 	file_internal_logrec_snapshot_proto_msgTypes[4].OneofWrappers = []any{}
 	file_internal_logrec_snapshot_proto_msgTypes[5].OneofWrappers = []any{}
-	file_internal_logrec_snapshot_proto_msgTypes[7].OneofWrappers = []any{}
+	file_internal_logrec_snapshot_proto_msgTypes[6].OneofWrappers = []any{}
 	file_internal_logrec_snapshot_proto_msgTypes[8].OneofWrappers = []any{}
+	file_internal_logrec_snapshot_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_logrec_snapshot_proto_rawDesc), len(file_internal_logrec_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

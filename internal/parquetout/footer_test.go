@@ -306,7 +306,7 @@ func TestCheckFooter(t *testing.T) {
 					md.RowGroups[i].Columns[j].MetaData.PathInSchema = make([]string, len(p))
 				}
 			}
-		}), want: `path_in_schema is [""], the schema's path of the column is ["episode_id"]`, rowGroup: 0, column: 0, path: "episode_id", more: 3*21 - 1},
+		}), want: `path_in_schema is [""], the schema's path of the column is ["episode_id"]`, rowGroup: 0, column: 0, path: "episode_id", more: 3*22 - 1},
 		{name: "path_in_schema missing", file: edit(steps, func(md *format.FileMetaData) {
 			cc(md, 2, 13).MetaData.PathInSchema = nil
 		}), want: `path_in_schema is [], the schema's path of the column is ["observation" "list" "element"]`, rowGroup: 2, column: 13, path: "observation.list.element"},
@@ -334,13 +334,13 @@ func TestCheckFooter(t *testing.T) {
 		}), want: "num_rows is 11, its row groups hold 10", rowGroup: -1, column: -1},
 		{name: "row group num_rows not its chunks'", file: edit(steps, func(md *format.FileMetaData) {
 			md.RowGroups[2].NumRows, md.NumRows = 3, 9
-		}), want: "num_values is 2, the row group has 3 rows", rowGroup: 2, column: 0, more: 20},
+		}), want: "num_values is 2, the row group has 3 rows", rowGroup: 2, column: 0, more: 21},
 		{name: "row group ordinal not its position", file: edit(steps, func(md *format.FileMetaData) {
 			md.RowGroups[1].Ordinal = 2
 		}), want: "ordinal is 2, not the row group's position", rowGroup: 1, column: -1},
 		{name: "row group missing a column chunk", file: edit(steps, func(md *format.FileMetaData) {
 			md.RowGroups[1].Columns = md.RowGroups[1].Columns[:14]
-		}), want: "14 column chunks, the schema has 21 columns", rowGroup: 1, column: -1},
+		}), want: "14 column chunks, the schema has 22 columns", rowGroup: 1, column: -1},
 		{name: "unknown codec", file: edit(steps, func(md *format.FileMetaData) {
 			cc(md, 0, 1).MetaData.Codec = 42
 		}), want: "codec 42 is not a Parquet compression codec", rowGroup: 0, column: 1},
@@ -365,11 +365,11 @@ func TestCheckFooter(t *testing.T) {
 			cc(md, 0, 6).FilePath = "other.parquet"
 		}), want: `file_path is "other.parquet"`, rowGroup: 0, column: 6},
 		{name: "schema with more children than elements", file: edit(steps, func(md *format.FileMetaData) {
-			md.Schema[0].NumChildren.Set(22)
+			md.Schema[0].NumChildren.Set(23)
 		}), want: "the schema ends within the root", rowGroup: -1, column: -1},
 		{name: "schema with elements outside the tree", file: edit(steps, func(md *format.FileMetaData) {
-			md.Schema[0].NumChildren.Set(20)
-		}), want: "the schema has 24 elements, its tree 23", rowGroup: -1, column: -1},
+			md.Schema[0].NumChildren.Set(21)
+		}), want: "the schema has 25 elements, its tree 24", rowGroup: -1, column: -1},
 		{name: "schema leaf without a type", file: edit(steps, func(md *format.FileMetaData) {
 			md.Schema[1].Type.Reset()
 		}), want: "schema element 1 (episode_id) has neither children nor a type", rowGroup: -1, column: -1},

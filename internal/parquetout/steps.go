@@ -46,8 +46,8 @@ type StepRow struct {
 
 	// The columns of schema version 3 (schema/version3.go): Lane is
 	// written when HasLane, PredictMs and StepMs when their Has flag is
-	// set, else null; Infos (JSON text) and the raw blobs are null when
-	// nil.
+	// set, else null; Infos and ObservationInfos (JSON text) and the raw
+	// blobs are null when nil.
 	Lane                    int64
 	HasLane                 bool
 	Infos                   []byte
@@ -55,6 +55,7 @@ type StepRow struct {
 	RawActionBlob           []byte
 	PredictMs, StepMs       float64
 	HasPredictMs, HasStepMs bool
+	ObservationInfos        []byte
 }
 
 // StepsFormat is the steps file format for one pair of spaces: the schema,
@@ -247,7 +248,7 @@ func (w *StepsWriter) Write(r *StepRow) error {
 	if err != nil {
 		return err
 	}
-	copyBytes += n + len(r.ObservationBlob) + len(r.ActionBlob) + len(r.Infos) + len(r.RawObservationBlob) + len(r.RawActionBlob)
+	copyBytes += n + len(r.ObservationBlob) + len(r.ActionBlob) + len(r.Infos) + len(r.ObservationInfos) + len(r.RawObservationBlob) + len(r.RawActionBlob)
 	// A large row (images) goes to parquet-go on its own, straight from the
 	// caller's buffers: parquet-go copies it into its column buffers
 	// anyway, and a copy into the arena first would double the memory
@@ -280,6 +281,7 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		lane:            r.Lane,
 		hasLane:         r.HasLane,
 		infos:           w.keepOptional(r.Infos),
+		obsInfos:        w.keepOptional(r.ObservationInfos),
 		rawObsBlob:      w.keepOptional(r.RawObservationBlob),
 		rawActBlob:      w.keepOptional(r.RawActionBlob),
 		predictMs:       r.PredictMs,
@@ -372,6 +374,7 @@ type pendingRow struct {
 	truncated       bool
 	// schema version 3
 	infos        []byte
+	obsInfos     []byte
 	rawObsBlob   []byte
 	rawActBlob   []byte
 	lane         int64
@@ -559,6 +562,8 @@ func (w *StepsWriter) appendV3(s []parquet.Value, k int) []parquet.Value {
 			s[i] = optionalValue(r.hasPredictMs, parquet.DoubleValue(r.predictMs))
 		case schema.V3StepsStepMs:
 			s[i] = optionalValue(r.hasStepMs, parquet.DoubleValue(r.stepMs))
+		case schema.V3StepsObservationInfos:
+			s[i] = optionalBytes(r.obsInfos)
 		}
 	}
 	return s

@@ -833,6 +833,7 @@ type MetaValue struct {
 	//	*MetaValue_Bytes
 	//	*MetaValue_List
 	//	*MetaValue_Map
+	//	*MetaValue_Null
 	Kind          isMetaValue_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -938,6 +939,15 @@ func (x *MetaValue) GetMap() *MetaMap {
 	return nil
 }
 
+func (x *MetaValue) GetNull() *MetaNull {
+	if x != nil {
+		if x, ok := x.Kind.(*MetaValue_Null); ok {
+			return x.Null
+		}
+	}
+	return nil
+}
+
 type isMetaValue_Kind interface {
 	isMetaValue_Kind()
 }
@@ -970,6 +980,12 @@ type MetaValue_Map struct {
 	Map *MetaMap `protobuf:"bytes,7,opt,name=map,proto3,oneof"`
 }
 
+type MetaValue_Null struct {
+	// An explicit null. rlmesh 0.1 emitters encode null as an unset kind;
+	// decoders accept both.
+	Null *MetaNull `protobuf:"bytes,8,opt,name=null,proto3,oneof"`
+}
+
 func (*MetaValue_Integer) isMetaValue_Kind() {}
 
 func (*MetaValue_Number) isMetaValue_Kind() {}
@@ -984,6 +1000,44 @@ func (*MetaValue_List) isMetaValue_Kind() {}
 
 func (*MetaValue_Map) isMetaValue_Kind() {}
 
+func (*MetaValue_Null) isMetaValue_Kind() {}
+
+type MetaNull struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MetaNull) Reset() {
+	*x = MetaNull{}
+	mi := &file_schema_spacesv1_spaces_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MetaNull) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MetaNull) ProtoMessage() {}
+
+func (x *MetaNull) ProtoReflect() protoreflect.Message {
+	mi := &file_schema_spacesv1_spaces_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MetaNull.ProtoReflect.Descriptor instead.
+func (*MetaNull) Descriptor() ([]byte, []int) {
+	return file_schema_spacesv1_spaces_proto_rawDescGZIP(), []int{12}
+}
+
 type MetaList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Items         []*MetaValue           `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
@@ -993,7 +1047,7 @@ type MetaList struct {
 
 func (x *MetaList) Reset() {
 	*x = MetaList{}
-	mi := &file_schema_spacesv1_spaces_proto_msgTypes[12]
+	mi := &file_schema_spacesv1_spaces_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1059,7 @@ func (x *MetaList) String() string {
 func (*MetaList) ProtoMessage() {}
 
 func (x *MetaList) ProtoReflect() protoreflect.Message {
-	mi := &file_schema_spacesv1_spaces_proto_msgTypes[12]
+	mi := &file_schema_spacesv1_spaces_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1072,7 @@ func (x *MetaList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaList.ProtoReflect.Descriptor instead.
 func (*MetaList) Descriptor() ([]byte, []int) {
-	return file_schema_spacesv1_spaces_proto_rawDescGZIP(), []int{12}
+	return file_schema_spacesv1_spaces_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MetaList) GetItems() []*MetaValue {
@@ -1037,7 +1091,7 @@ type MetaMap struct {
 
 func (x *MetaMap) Reset() {
 	*x = MetaMap{}
-	mi := &file_schema_spacesv1_spaces_proto_msgTypes[13]
+	mi := &file_schema_spacesv1_spaces_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1103,7 @@ func (x *MetaMap) String() string {
 func (*MetaMap) ProtoMessage() {}
 
 func (x *MetaMap) ProtoReflect() protoreflect.Message {
-	mi := &file_schema_spacesv1_spaces_proto_msgTypes[13]
+	mi := &file_schema_spacesv1_spaces_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1116,7 @@ func (x *MetaMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetaMap.ProtoReflect.Descriptor instead.
 func (*MetaMap) Descriptor() ([]byte, []int) {
-	return file_schema_spacesv1_spaces_proto_rawDescGZIP(), []int{13}
+	return file_schema_spacesv1_spaces_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MetaMap) GetEntries() map[string]*MetaValue {
@@ -1119,7 +1173,7 @@ const file_schema_spacesv1_spaces_proto_rawDesc = "" +
 	"\x06spaces\x18\x01 \x03(\v2\x1b.rlmesh.spaces.v1.SpaceSpecR\x06spaces\"$\n" +
 	"\n" +
 	"SpaceValue\x12\x16\n" +
-	"\x06leaves\x18\x01 \x03(\fR\x06leaves\"\xee\x01\n" +
+	"\x06leaves\x18\x01 \x03(\fR\x06leaves\"\xa0\x02\n" +
 	"\tMetaValue\x12\x1a\n" +
 	"\ainteger\x18\x01 \x01(\x03H\x00R\ainteger\x12\x18\n" +
 	"\x06number\x18\x02 \x01(\x01H\x00R\x06number\x12\x14\n" +
@@ -1127,8 +1181,11 @@ const file_schema_spacesv1_spaces_proto_rawDesc = "" +
 	"\x04bool\x18\x04 \x01(\bH\x00R\x04bool\x12\x16\n" +
 	"\x05bytes\x18\x05 \x01(\fH\x00R\x05bytes\x120\n" +
 	"\x04list\x18\x06 \x01(\v2\x1a.rlmesh.spaces.v1.MetaListH\x00R\x04list\x12-\n" +
-	"\x03map\x18\a \x01(\v2\x19.rlmesh.spaces.v1.MetaMapH\x00R\x03mapB\x06\n" +
-	"\x04kind\"=\n" +
+	"\x03map\x18\a \x01(\v2\x19.rlmesh.spaces.v1.MetaMapH\x00R\x03map\x120\n" +
+	"\x04null\x18\b \x01(\v2\x1a.rlmesh.spaces.v1.MetaNullH\x00R\x04nullB\x06\n" +
+	"\x04kind\"\n" +
+	"\n" +
+	"\bMetaNull\"=\n" +
 	"\bMetaList\x121\n" +
 	"\x05items\x18\x01 \x03(\v2\x1b.rlmesh.spaces.v1.MetaValueR\x05items\"\xa4\x01\n" +
 	"\aMetaMap\x12@\n" +
@@ -1165,7 +1222,7 @@ func file_schema_spacesv1_spaces_proto_rawDescGZIP() []byte {
 }
 
 var file_schema_spacesv1_spaces_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_schema_spacesv1_spaces_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_schema_spacesv1_spaces_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_schema_spacesv1_spaces_proto_goTypes = []any{
 	(DataType)(0),             // 0: rlmesh.spaces.v1.DataType
 	(*SpaceSpec)(nil),         // 1: rlmesh.spaces.v1.SpaceSpec
@@ -1180,9 +1237,10 @@ var file_schema_spacesv1_spaces_proto_goTypes = []any{
 	(*TupleSpec)(nil),         // 10: rlmesh.spaces.v1.TupleSpec
 	(*SpaceValue)(nil),        // 11: rlmesh.spaces.v1.SpaceValue
 	(*MetaValue)(nil),         // 12: rlmesh.spaces.v1.MetaValue
-	(*MetaList)(nil),          // 13: rlmesh.spaces.v1.MetaList
-	(*MetaMap)(nil),           // 14: rlmesh.spaces.v1.MetaMap
-	nil,                       // 15: rlmesh.spaces.v1.MetaMap.EntriesEntry
+	(*MetaNull)(nil),          // 13: rlmesh.spaces.v1.MetaNull
+	(*MetaList)(nil),          // 14: rlmesh.spaces.v1.MetaList
+	(*MetaMap)(nil),           // 15: rlmesh.spaces.v1.MetaMap
+	nil,                       // 16: rlmesh.spaces.v1.MetaMap.EntriesEntry
 }
 var file_schema_spacesv1_spaces_proto_depIdxs = []int32{
 	0,  // 0: rlmesh.spaces.v1.SpaceSpec.dtype:type_name -> rlmesh.spaces.v1.DataType
@@ -1197,16 +1255,17 @@ var file_schema_spacesv1_spaces_proto_depIdxs = []int32{
 	4,  // 9: rlmesh.spaces.v1.BoxSpec.elementwise:type_name -> rlmesh.spaces.v1.ElementwiseBounds
 	1,  // 10: rlmesh.spaces.v1.DictSpec.spaces:type_name -> rlmesh.spaces.v1.SpaceSpec
 	1,  // 11: rlmesh.spaces.v1.TupleSpec.spaces:type_name -> rlmesh.spaces.v1.SpaceSpec
-	13, // 12: rlmesh.spaces.v1.MetaValue.list:type_name -> rlmesh.spaces.v1.MetaList
-	14, // 13: rlmesh.spaces.v1.MetaValue.map:type_name -> rlmesh.spaces.v1.MetaMap
-	12, // 14: rlmesh.spaces.v1.MetaList.items:type_name -> rlmesh.spaces.v1.MetaValue
-	15, // 15: rlmesh.spaces.v1.MetaMap.entries:type_name -> rlmesh.spaces.v1.MetaMap.EntriesEntry
-	12, // 16: rlmesh.spaces.v1.MetaMap.EntriesEntry.value:type_name -> rlmesh.spaces.v1.MetaValue
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	14, // 12: rlmesh.spaces.v1.MetaValue.list:type_name -> rlmesh.spaces.v1.MetaList
+	15, // 13: rlmesh.spaces.v1.MetaValue.map:type_name -> rlmesh.spaces.v1.MetaMap
+	13, // 14: rlmesh.spaces.v1.MetaValue.null:type_name -> rlmesh.spaces.v1.MetaNull
+	12, // 15: rlmesh.spaces.v1.MetaList.items:type_name -> rlmesh.spaces.v1.MetaValue
+	16, // 16: rlmesh.spaces.v1.MetaMap.entries:type_name -> rlmesh.spaces.v1.MetaMap.EntriesEntry
+	12, // 17: rlmesh.spaces.v1.MetaMap.EntriesEntry.value:type_name -> rlmesh.spaces.v1.MetaValue
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_schema_spacesv1_spaces_proto_init() }
@@ -1236,6 +1295,7 @@ func file_schema_spacesv1_spaces_proto_init() {
 		(*MetaValue_Bytes)(nil),
 		(*MetaValue_List)(nil),
 		(*MetaValue_Map)(nil),
+		(*MetaValue_Null)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1243,7 +1303,7 @@ func file_schema_spacesv1_spaces_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_schema_spacesv1_spaces_proto_rawDesc), len(file_schema_spacesv1_spaces_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -199,19 +199,10 @@ pub fn of_recording(events: &[ev::Event], session: &str, env: &str) -> Vec<ev::E
 /// RLREC_HOOKS_STRICT=1 compares them too. Everything not listed is
 /// compared exactly, blobs byte for byte. (`strip` knows more fields than
 /// are listed: those the recorder learned to keep since.)
-pub const NOT_YET_KEPT: &[&str] = &[
-    // The reset infos (ObservationEmitted with is_reset).
-    "ObservationEmitted.infos",
-    "RuntimeEnvContext.lane",
-    // A lane's own index on the per-lane events of a lane-served env: the
-    // recorder re-emits them with env_index 0 (the lane's index in its
-    // one-lane vector).
-    "EpisodeStarted.env_index",
-    "EpisodeCompleted.env_index",
-    "ActionReceived.env_index",
-    "StepCompleted.env_index",
-    "ObservationEmitted.env_index",
-];
+/// Empty: every field of rlmesh 0.1.0's events comes back (the reset
+/// infos, route lanes and a lane's env_index included); what still
+/// differs is the per-step order of two cases (`ORDER_NOT_YET_RECORDED`).
+pub const NOT_YET_KEPT: &[&str] = &[];
 
 /// RLREC_HOOKS_STRICT=1 ignores `NOT_YET_KEPT` and the driver tests'
 /// `ORDER_NOT_YET_RECORDED`: every difference fails (to see what a
