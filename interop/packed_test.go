@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/recorder"
+	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -240,8 +241,8 @@ func TestStepsGlobSharedSpaces(t *testing.T) {
 		} {
 			checkEq(t, "type of "+col, types[col], want)
 		}
-		if len(cols) != len(stepsFixedColumns)+2+6+3 {
-			t.Errorf("columns %v: want the %d fixed ones, observation, action, schema version 3's 6 and the 3 partition or key columns", cols, len(stepsFixedColumns))
+		if len(cols) != len(stepsFixedColumns)+2+schema.NumV3StepsColumns+3 {
+			t.Errorf("columns %v: want the %d fixed ones, observation, action, schema version 3's %d and the 3 partition or key columns", cols, len(stepsFixedColumns), schema.NumV3StepsColumns)
 		}
 		got := map[episodeKey]int64{}
 		for _, r := range query(t, db, "SELECT session_id, env_id, episode_record_id, count(*) AS n, count(*) FILTER (observation IS NULL OR action IS NULL) AS nulls FROM "+src+" GROUP BY ALL") {
