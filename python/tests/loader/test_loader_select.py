@@ -85,3 +85,31 @@ def test_go_refuses_what_python_refuses(rlrec_bin, episode_root, tmp_path):
         check=False,
     )
     assert r.returncode != 0 and b"at byte 8" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "seed IS NOT NULL AND trial_index >= 1",
+        "success_source = 'runtime' OR predict_ms > 0",
+        "lane IS NULL AND step_ms IS NOT NULL",
+    ],
+)
+def test_version3_columns_select_what_copy_selects(rlrec_bin, episode_root, tmp_path, where):
+    got = set(StepLoader(episode_root, ["reward"], where=where).episodes.column("episode_id").to_pylist())
+    try:
+        want = ids(copied_episodes(rlrec_bin, episode_root, tmp_path / "dst", "--where", where))
+    except RuntimeError as exc:
+        assert "nothing to copy" in str(exc)
+        want = set()
+    assert got == want
+
+
+def test_version3_columns_are_null_in_a_version2_root():
+    from conftest import REPO
+
+    root = str(REPO / "testdata" / "golden-root-v2")
+    every = StepLoader(root, ["reward"]).episodes
+    assert len(every) > 0
+    assert len(StepLoader(root, ["reward"], where="seed IS NULL AND lane IS NULL").episodes) == len(every)
+    assert len(StepLoader(root, ["reward"], where="predict_ms > 0").episodes) == 0

@@ -55,7 +55,17 @@ COLUMNS: dict[str, str] = {
     "ended_at": "timestamp",
     "final_info": "string",
     "steps_file": "string",
+    # Schema version 3 (rlmesh 0.1); null in version 2 rows.
+    "seed": "integer",
+    "trial_index": "integer",
+    "success_source": "string",
+    "lane": "integer",
+    "predict_ms": "float",
+    "step_ms": "float",
 }
+
+# The episodes columns schema version 3 added: null in version 2 rows.
+_VERSION3 = frozenset({"seed", "trial_index", "success_source", "lane", "predict_ms", "step_ms"})
 
 _KEYWORDS = {"AND", "OR", "NOT", "IS", "NULL", "IN", "TRUE", "FALSE"}
 
@@ -335,6 +345,8 @@ def _compare(typ: str, v: Any, lit: _Lit) -> int:
 
 def _get(col: str, episode: dict[str, Any]) -> Any:
     if col not in episode:
+        if col in _VERSION3:
+            return None  # a version 2 ROOT has no version 3 columns: null
         raise KeyError(f"filter: the episode has no column {col!r}")
     v = episode[col]
     if v is None:
