@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -139,23 +138,9 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 	}
-	cc.Connect()
-	var probed time.Time
-	for st := cc.GetState(); st != connectivity.Ready; st = cc.GetState() {
-		// A failure retrying cannot mend (TLS on one side only, an
-		// untrusted certificate) ends Dial at once; anything else (nothing
-		// listens yet) is waited out until ctx ends.
-		if st == connectivity.TransientFailure && time.Since(probed) >= probeEvery {
-			probed = time.Now()
-			if err := probe(ctx, addr, o.tls); err != nil {
-				cc.Close()
-				return nil, fmt.Errorf("client: dial %s: %w", addr, err)
-			}
-		}
-		if !cc.WaitForStateChange(ctx, st) {
-			cc.Close()
-			return nil, fmt.Errorf("client: dial %s: no connection (last state %v): %w; is the server listening there, and does it serve TLS (then dial WithTLS)?", addr, st, ctx.Err())
-		}
+	if err := waitReady(ctx, cc, addr, o.tls); err != nil {
+		cc.Close()
+		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 	}
 	c := &Client{
 		opts: o, addr: addr, cc: cc, ic: ingestv1.NewIngestClient(cc),

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +33,9 @@ const (
 	// serverChildZstd, when set, gives the child's recorder the default
 	// compression instead of none (the benchmarks').
 	serverChildZstd = "RLREC_INGEST_CHILD_ZSTD"
+	// killSeedEnv, when set, is the seed of TestServerKilled's kill
+	// times (the one a failed run printed), instead of the clock's.
+	killSeedEnv = "RLREC_KILL_SEED"
 )
 
 // TestServerChild is the child's side; it does nothing unless run by
@@ -141,7 +145,14 @@ func TestServerKilled(t *testing.T) {
 		return
 	}
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if v := os.Getenv(killSeedEnv); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want the decimal seed a failed run printed: %v", killSeedEnv, v, err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (rerun with %s=%d)", seed, killSeedEnv, seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	var workloads [][]sim.Config
 	for c := range 4 {
