@@ -108,7 +108,9 @@ var _ events.Hooks = (*Client)(nil)
 
 // Dial connects to the rlrec serve at addr ("host:port") and returns a
 // Client that streams to it. It waits until the connection is up or ctx
-// is done; after that the client reconnects by itself whenever the
+// is done (a server that goes away and comes back on addr while Dial
+// waits, even one lost just after the connection's handshake, is waited
+// for); after that the client reconnects by itself whenever the
 // connection drops. A connection that fails for a reason waiting cannot
 // mend ends Dial at once, with ErrServerTLS (the server speaks TLS: dial
 // WithTLS), ErrServerPlaintext (it does not) or ErrUntrusted (its
