@@ -1,6 +1,9 @@
 package recorder
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Test hooks for the external tests of this package.
 var (
@@ -18,6 +21,25 @@ func (r *Recorder) Settle(ctx context.Context) error {
 		return err
 	}
 	return r.w.wait()
+}
+
+// SettleSnapshots settles r and then its checkpoints: Settle's Flush
+// reclaims before the writes are durable, so a snapshot pending then is
+// sealed (and the log before it removed) only at a later reclaim. It
+// settles again until no snapshot is pending or awaiting its seal's sync,
+// so that what the log holds afterwards does not depend on how fast the
+// writer was. The pipeline must not be handed events meanwhile.
+func (r *Recorder) SettleSnapshots(ctx context.Context) error {
+	const rounds = 8
+	for range rounds {
+		if err := r.Settle(ctx); err != nil {
+			return err
+		}
+		if r.ckpt.pending == 0 && r.ckpt.sealPos == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("after %d settles a snapshot is still pending (as of %d) or its seal unsynced (at %d)", rounds, r.ckpt.pending, r.ckpt.sealPos)
 }
 
 // SealedAsOf is the as_of of r's newest sealed snapshot, 0 if none. Call

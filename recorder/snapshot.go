@@ -45,7 +45,7 @@ func (a *assembler) snapshotable() (size int, ok bool) {
 			}
 		}
 		for _, l := range s.lanes {
-			size += 32 + len(l.obs) + len(l.rawObs)
+			size += 32 + len(l.obs) + len(l.rawObs) + len(l.obsInfos)
 		}
 		size += len(s.byLane) * 32
 	}
@@ -129,6 +129,9 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 			if l.hasRawObs {
 				ml.RawObservation = logrec.Present(l.rawObs)
 			}
+			if l.hasObsInfos {
+				ml.ObservationInfos = logrec.Present(l.obsInfos)
+			}
 		}
 		m.Lanes = append(m.Lanes, ml)
 	}
@@ -161,7 +164,9 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 	}
 	slices.SortFunc(m.Problems, func(a, b *logrec.Problem) int { return bytes.Compare(a.Kind, b.Kind) })
 	for _, l := range s.logs {
-		m.Logs = append(m.Logs, logrec.LogOf(l.time, l.level, l.message, l.source))
+		ml := logrec.LogOf(l.time, l.level, l.message, l.source)
+		ml.Lane = l.lane
+		m.Logs = append(m.Logs, ml)
 	}
 	for _, t := range s.telemetry {
 		m.Telemetry = append(m.Telemetry, logrec.TelemetryOf(t.time, t.horizon, t.row))
@@ -260,6 +265,9 @@ func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 		if r.rawAct.set {
 			mr.RawAction = logrec.Present(r.rawAct.bytes(ep.arena))
 		}
+		if r.obsInfos.set {
+			mr.ObservationInfos = logrec.Present(r.obsInfos.bytes(ep.arena))
+		}
 		if r.hasPredict {
 			mr.PredictMs = &r.predictMs
 		}
@@ -327,13 +335,14 @@ func restoreSession(m *logrec.Session) (*session, error) {
 	}
 	for _, l := range m.Lanes {
 		s.lanes = append(s.lanes, lane{obs: l.Observation, hasObs: l.Observation != nil, obsRecord: string(l.RecordId),
-			rawObs: l.RawObservation, hasRawObs: l.Observation != nil && l.RawObservation != nil})
+			rawObs: l.RawObservation, hasRawObs: l.Observation != nil && l.RawObservation != nil,
+			obsInfos: l.ObservationInfos, hasObsInfos: l.Observation != nil && l.ObservationInfos != nil})
 	}
 	for _, p := range m.Problems {
 		s.problems[problemKind(p.Kind)] = p.Count
 	}
 	for _, l := range m.Logs {
-		row := logRow{time: logrec.TimeOf(l.Time), level: string(l.Level), message: string(l.Message), source: l.SourceOf()}
+		row := logRow{time: logrec.TimeOf(l.Time), level: string(l.Level), message: string(l.Message), source: l.SourceOf(), lane: l.Lane}
 		s.logs = append(s.logs, row)
 		s.logBytes += logRowBytes + len(row.message)
 	}
@@ -388,7 +397,7 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 	}
 	size := 0
 	for _, r := range m.Rows {
-		size += len(r.Observation) + len(r.Action) + len(r.Infos) + len(r.RawObservation) + len(r.RawAction)
+		size += len(r.Observation) + len(r.Action) + len(r.Infos) + len(r.RawObservation) + len(r.RawAction) + len(r.ObservationInfos)
 	}
 	if size > 0 {
 		ep.arena = make([]byte, 0, size)
@@ -412,6 +421,9 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 		}
 		if r.RawAction != nil {
 			row.rawAct = appendRef(ep, r.RawAction)
+		}
+		if r.ObservationInfos != nil {
+			row.obsInfos = appendRef(ep, r.ObservationInfos)
 		}
 		if r.PredictMs != nil {
 			row.predictMs, row.hasPredict = *r.PredictMs, true

@@ -48,8 +48,8 @@ func snapshotScript() *script {
 func normalize(s *session) map[string]any {
 	type row struct {
 		stepRow
-		obs, act              []byte
-		infos, rawObs, rawAct []byte
+		obs, act                        []byte
+		infos, rawObs, rawAct, obsInfos []byte
 	}
 	eps := map[string]any{}
 	for rid, ep := range s.episodes {
@@ -57,12 +57,13 @@ func normalize(s *session) map[string]any {
 		rows := make([]row, len(ep.rows))
 		for i, r := range ep.rows {
 			rows[i] = row{stepRow: r, act: ep.arena[r.actOff : r.actOff+r.actLen],
-				infos: r.infos.bytes(ep.arena), rawObs: r.rawObs.bytes(ep.arena), rawAct: r.rawAct.bytes(ep.arena)}
+				infos: r.infos.bytes(ep.arena), rawObs: r.rawObs.bytes(ep.arena), rawAct: r.rawAct.bytes(ep.arena),
+				obsInfos: r.obsInfos.bytes(ep.arena)}
 			if r.obsLen >= 0 {
 				rows[i].obs = ep.arena[r.obsOff : r.obsOff+r.obsLen]
 			}
 			rows[i].obsOff, rows[i].actOff = 0, 0
-			for _, ref := range []*arenaRef{&rows[i].stepRow.infos, &rows[i].stepRow.rawObs, &rows[i].stepRow.rawAct} {
+			for _, ref := range []*arenaRef{&rows[i].stepRow.infos, &rows[i].stepRow.rawObs, &rows[i].stepRow.rawAct, &rows[i].stepRow.obsInfos} {
 				ref.off = 0
 			}
 		}
@@ -77,6 +78,10 @@ func normalize(s *session) map[string]any {
 		}
 		if !l.hasObs || !l.hasRawObs {
 			lanes[i].rawObs, lanes[i].hasRawObs = nil, false
+		}
+		// obsInfos keeps its last bytes as a buffer once consumed.
+		if !l.hasObs || !l.hasObsInfos {
+			lanes[i].obsInfos, lanes[i].hasObsInfos = nil, false
 		}
 		// A cache of the episodes map.
 		lanes[i].ep, lanes[i].epRecord = nil, ""
@@ -261,7 +266,8 @@ func TestSnapshotExternalEpisode(t *testing.T) {
 // lane 1 ends, rolls and restarts (a roll step pending, a terminal
 // observation before the completion), a surplus lane, raw payloads,
 // infos and step times in the buffered rows, seeds and trial indices,
-// and a lane-served env with two actions outstanding at once.
+// and a lane-served env with two actions outstanding at once (and a log
+// on one lane).
 func TestSnapshotRoundTrip01(t *testing.T) {
 	two := []string{"ep-000001", "ep-000002"}
 	scripts := map[string]func() *v01{
@@ -301,6 +307,7 @@ func TestSnapshotRoundTrip01(t *testing.T) {
 			s.on(0).action(1, []string{"ep-000001"}, 0)
 			s.on(1).action(1, []string{"ep-000002"}, 1)
 			s.on(1).stepped(1, []float64{2}, "")
+			s.add(&events.Log{SessionID: s.sid, Route: s.on(1).route(), Level: events.LogInfo, Message: "a lane's log"})
 			s.on(1).observe(1, false, []string{"ep-000002"}, 21)
 			s.on(1).action(2, []string{"ep-000002"}, 1)
 			s.on(0).stepped(1, []float64{1}, "term")

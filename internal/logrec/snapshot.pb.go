@@ -837,8 +837,11 @@ type Row struct {
 	RawAction      []byte   `protobuf:"bytes,10,opt,name=raw_action,json=rawAction,proto3,oneof" json:"raw_action,omitempty"`
 	PredictMs      *float64 `protobuf:"fixed64,11,opt,name=predict_ms,json=predictMs,proto3,oneof" json:"predict_ms,omitempty"`
 	StepMs         *float64 `protobuf:"fixed64,12,opt,name=step_ms,json=stepMs,proto3,oneof" json:"step_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The infos of the row's observation (ObservationEmitted.infos) as JSON
+	// text; absent: null.
+	ObservationInfos []byte `protobuf:"bytes,13,opt,name=observation_infos,json=observationInfos,proto3,oneof" json:"observation_infos,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Row) Reset() {
@@ -955,6 +958,13 @@ func (x *Row) GetStepMs() float64 {
 	return 0
 }
 
+func (x *Row) GetObservationInfos() []byte {
+	if x != nil {
+		return x.ObservationInfos
+	}
+	return nil
+}
+
 type Lane struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The lane's last observation; absent: none pending.
@@ -964,8 +974,11 @@ type Lane struct {
 	// Its raw (pre-transform) observation where it differs (rlmesh 0.1);
 	// absent: none.
 	RawObservation []byte `protobuf:"bytes,3,opt,name=raw_observation,json=rawObservation,proto3,oneof" json:"raw_observation,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The infos its observation came with as JSON text (rlmesh 0.1);
+	// absent: none.
+	ObservationInfos []byte `protobuf:"bytes,4,opt,name=observation_infos,json=observationInfos,proto3,oneof" json:"observation_infos,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Lane) Reset() {
@@ -1015,6 +1028,13 @@ func (x *Lane) GetRecordId() []byte {
 func (x *Lane) GetRawObservation() []byte {
 	if x != nil {
 		return x.RawObservation
+	}
+	return nil
+}
+
+func (x *Lane) GetObservationInfos() []byte {
+	if x != nil {
+		return x.ObservationInfos
 	}
 	return nil
 }
@@ -1077,7 +1097,9 @@ type Log struct {
 	Level   []byte                 `protobuf:"bytes,2,opt,name=level,proto3" json:"level,omitempty"`
 	Message []byte                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// Absent: null.
-	Source        []byte `protobuf:"bytes,4,opt,name=source,proto3,oneof" json:"source,omitempty"`
+	Source []byte `protobuf:"bytes,4,opt,name=source,proto3,oneof" json:"source,omitempty"`
+	// The Log event's route lane (rlmesh 0.1); absent: null.
+	Lane          *int64 `protobuf:"zigzag64,5,opt,name=lane,proto3,oneof" json:"lane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1138,6 +1160,13 @@ func (x *Log) GetSource() []byte {
 		return x.Source
 	}
 	return nil
+}
+
+func (x *Log) GetLane() int64 {
+	if x != nil && x.Lane != nil {
+		return *x.Lane
+	}
+	return 0
 }
 
 type Telemetry struct {
@@ -1372,7 +1401,7 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\x05_seedB\x0e\n" +
 	"\f_trial_indexB\r\n" +
 	"\v_route_laneB\x14\n" +
-	"\x12_final_observation\"\xd1\x03\n" +
+	"\x12_final_observation\"\x99\x04\n" +
 	"\x03Row\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x12R\x04step\x12!\n" +
 	"\fsession_step\x18\x02 \x01(\x12R\vsessionStep\x12%\n" +
@@ -1389,30 +1418,36 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	" \x01(\fH\x03R\trawAction\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"predict_ms\x18\v \x01(\x01H\x04R\tpredictMs\x88\x01\x01\x12\x1c\n" +
-	"\astep_ms\x18\f \x01(\x01H\x05R\x06stepMs\x88\x01\x01B\x0e\n" +
+	"\astep_ms\x18\f \x01(\x01H\x05R\x06stepMs\x88\x01\x01\x120\n" +
+	"\x11observation_infos\x18\r \x01(\fH\x06R\x10observationInfos\x88\x01\x01B\x0e\n" +
 	"\f_observationB\b\n" +
 	"\x06_infosB\x12\n" +
 	"\x10_raw_observationB\r\n" +
 	"\v_raw_actionB\r\n" +
 	"\v_predict_msB\n" +
 	"\n" +
-	"\b_step_ms\"\x9c\x01\n" +
+	"\b_step_msB\x14\n" +
+	"\x12_observation_infos\"\xe4\x01\n" +
 	"\x04Lane\x12%\n" +
 	"\vobservation\x18\x01 \x01(\fH\x00R\vobservation\x88\x01\x01\x12\x1b\n" +
 	"\trecord_id\x18\x02 \x01(\fR\brecordId\x12,\n" +
-	"\x0fraw_observation\x18\x03 \x01(\fH\x01R\x0erawObservation\x88\x01\x01B\x0e\n" +
+	"\x0fraw_observation\x18\x03 \x01(\fH\x01R\x0erawObservation\x88\x01\x01\x120\n" +
+	"\x11observation_infos\x18\x04 \x01(\fH\x02R\x10observationInfos\x88\x01\x01B\x0e\n" +
 	"\f_observationB\x12\n" +
-	"\x10_raw_observation\"3\n" +
+	"\x10_raw_observationB\x14\n" +
+	"\x12_observation_infos\"3\n" +
 	"\aProblem\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\fR\x04kind\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x12R\x05count\"\x7f\n" +
+	"\x05count\x18\x02 \x01(\x12R\x05count\"\xa1\x01\n" +
 	"\x03Log\x12\x17\n" +
 	"\x04time\x18\x01 \x01(\x12H\x00R\x04time\x88\x01\x01\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\fR\x05level\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\fR\amessage\x12\x1b\n" +
-	"\x06source\x18\x04 \x01(\fH\x01R\x06source\x88\x01\x01B\a\n" +
+	"\x06source\x18\x04 \x01(\fH\x01R\x06source\x88\x01\x01\x12\x17\n" +
+	"\x04lane\x18\x05 \x01(\x12H\x02R\x04lane\x88\x01\x01B\a\n" +
 	"\x05_timeB\t\n" +
-	"\a_source\"\xff\x01\n" +
+	"\a_sourceB\a\n" +
+	"\x05_lane\"\xff\x01\n" +
 	"\tTelemetry\x12\x17\n" +
 	"\x04time\x18\x01 \x01(\x12H\x00R\x04time\x88\x01\x01\x12\x18\n" +
 	"\ahorizon\x18\x02 \x01(\fR\ahorizon\x12\x0e\n" +
