@@ -406,7 +406,7 @@ func (a *assembler) stepCompleted(s *session, e *events.StepCompleted) {
 		return
 	}
 	g.have = false
-	// An empty vector means every reward is 0 (RLMESH.md §4a); rows start at 0.
+	// An empty vector means every reward is 0 (docs/rlmesh-wire.md §4a); rows start at 0.
 	if len(e.Rewards) != 0 && len(e.Rewards) != len(g.pending) {
 		a.problem(s, probLaneCount, "StepCompleted at step %d: %d rewards for %d lanes", e.Step, len(e.Rewards), len(g.pending))
 	}

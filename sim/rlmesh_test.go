@@ -16,7 +16,7 @@ import (
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
-// Tests of what RLMESH.md §4a says the runtime does: caps, telemetry, the
+// Tests of what docs/rlmesh-wire.md §4a says the runtime does: caps, telemetry, the
 // log line and end reasons, empty reward vectors.
 
 // scripted is a test env whose episodes end by themselves after endAt

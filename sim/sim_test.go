@@ -221,7 +221,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative fail after", func(c *Config) { c.FailAfterSteps = -1 }, ErrConfig, ""},
 		{"negative interval", func(c *Config) { c.TelemetryInterval = -time.Second }, ErrConfig, ""},
 
-		// RLMESH.md §4a: num_envs > 1 requires next-step autoreset.
+		// docs/rlmesh-wire.md §4a: num_envs > 1 requires next-step autoreset.
 		{"next-step, 16 lanes", func(c *Config) { c.NumEnvs = 16 }, nil, ""},
 		{"disabled, 1 lane", func(c *Config) { c.Autoreset = AutoresetDisabled }, nil, ""},
 		{"disabled, 2 lanes", func(c *Config) { c.Autoreset, c.NumEnvs = AutoresetDisabled, 2 }, ErrConfig, "num_envs > 1 requires next-step autoreset"},

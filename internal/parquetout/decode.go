@@ -10,7 +10,7 @@ import (
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
-// Leaf bytes are little-endian elements at the dtype's width (RLMESH.md §2);
+// Leaf bytes are little-endian elements at the dtype's width (docs/rlmesh-wire.md §2);
 // the callers have checked len(b) == numel * width.
 
 // decodeInt64 reads one integer element of dtype dt (a Discrete value),

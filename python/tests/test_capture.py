@@ -378,7 +378,7 @@ class IngestTest(CaptureCase):
         self.check_recording(root, cap, cap.runs[1], fed_pick, pick)
         rb_grid = self.check_recording(root, cap, cap.runs[2], fed_grid, grid)
 
-        # Event order of one run (RLMESH.md §5, one env, DISABLED autoreset).
+        # Event order of one run (docs/rlmesh-wire.md §5, one env, DISABLED autoreset).
         # The seed of each seeded episode is a debug log line of its own.
         seeds = [e.log.message for e in rb.events if e.HasField("log") and e.log.level == events_pb2.LOG_LEVEL_DEBUG]
         self.assertEqual(

@@ -1,4 +1,4 @@
-"""Session telemetry rows in the runtime's form (RLMESH.md §4a): per
+"""Session telemetry rows in the runtime's form (docs/rlmesh-wire.md §4a): per
 (op, component, metric) the count of samples seen, and avg, p50, p95 and
 p99 (nearest rank) over a reservoir of at most 8,192 of them."""
 

@@ -1,7 +1,7 @@
 """Gymnasium-like spaces as ``rlmesh.spaces.v1.SpaceSpec`` messages.
 
 ``space_spec`` maps a space object to the spec the runtime would publish
-for it (RLMESH.md §1). It reads spaces by duck typing, so it takes
+for it (docs/rlmesh-wire.md §1). It reads spaces by duck typing, so it takes
 gymnasium's and gym's spaces, rlmesh's own (the native ``SpaceSpec`` an env
 contract holds, read through its ``kind``/``shape``/``dtype`` and
 ``_details()``, and the ``rlmesh.spaces`` wrappers around it), the small
