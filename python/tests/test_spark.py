@@ -37,7 +37,6 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -47,8 +46,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from conftest import REPO, free_port
 
-REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 ACCESS, SECRET, REGION = "rlrec-test", "rlrec-test-secret", "us-east-1"
 BUCKET = "datasets"
@@ -82,26 +81,6 @@ def readme_spark_lines() -> list[str]:
                 )
             lines.append(code)
     return lines
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def rlrec(tmp_path_factory) -> str:
-    """$RLREC_BIN, else the CLI built from this checkout."""
-    path = os.environ.get("RLREC_BIN")
-    if path:
-        assert os.access(path, os.X_OK), f"RLREC_BIN={path} is not an executable"
-        return path
-    go = shutil.which("go")
-    assert go, "no go on PATH to build rlrec: install Go 1.26 or set RLREC_BIN=/path/to/rlrec"
-    out = tmp_path_factory.mktemp("bin") / "rlrec"
-    subprocess.run([go, "build", "-o", str(out), "./cmd/rlrec"], cwd=REPO, check=True)
-    return str(out)
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +172,8 @@ def rewrite_ids(src: Path, dst: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def bucket(rlrec, versitygw, tmp_path_factory):
+def bucket(rlrec_bin, versitygw, tmp_path_factory):
+    rlrec = rlrec_bin
     """Records the cartpole sessions into s3://datasets/LAYOUT for each
     layout, and all-leaves into s3://datasets/leaves; returns (endpoint,
     {prefix: directory of the prefix's keys})."""
