@@ -100,17 +100,11 @@ func expectPath(dir string) string {
 // when there is none.
 func readExpectation(fsys vfs.FS, dir string) (e logExpectation, ok bool, err error) {
 	name := expectPath(dir)
-	f, err := fsys.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return e, false, nil
+	b, ok, err := readSmall(fsys, name, expectSize)
+	if !ok || err != nil {
+		return e, false, err
 	}
-	if err != nil {
-		return e, false, fmt.Errorf("wal: open %s: %w", name, err)
-	}
-	defer f.Close()
-	b := make([]byte, expectSize+1)
-	n, _ := readFull(f, b)
-	e, err = decodeExpectation(b[:n])
+	e, err = decodeExpectation(b)
 	if err != nil {
 		return e, false, fmt.Errorf("%w: %s: delete it to recover without checking what the log expects", err, name)
 	}

@@ -84,21 +84,32 @@ func decodeManifest(b []byte) (manifest, error) {
 // there is none.
 func readManifest(fsys vfs.FS, dir string) (m manifest, ok bool, err error) {
 	name := filepath.Join(dir, ManifestName)
-	f, err := fsys.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, false, nil
+	b, ok, err := readSmall(fsys, name, manifestSize)
+	if !ok || err != nil {
+		return m, false, err
 	}
-	if err != nil {
-		return m, false, fmt.Errorf("wal: open %s: %w", name, err)
-	}
-	defer f.Close()
-	b := make([]byte, manifestSize+1)
-	n, _ := readFull(f, b)
-	m, err = decodeManifest(b[:n])
+	m, err = decodeManifest(b)
 	if err != nil {
 		return m, false, fmt.Errorf("%w: %s: delete it to recover without checking that no segment is missing", err, name)
 	}
 	return m, true, nil
+}
+
+// readSmall reads a file of at most size bytes (and one more, so that a
+// longer file shows as too long to its decoder); ok is false when there
+// is no such file.
+func readSmall(fsys vfs.FS, name string, size int) (b []byte, ok bool, err error) {
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("wal: open %s: %w", name, err)
+	}
+	defer f.Close()
+	b = make([]byte, size+1)
+	n, _ := readFull(f, b)
+	return b[:n], true, nil
 }
 
 // readFull reads into b until it is full or the file ends.
