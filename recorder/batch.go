@@ -10,6 +10,7 @@ import (
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -94,7 +95,7 @@ type batchEntry struct {
 	ready, failed bool
 
 	// An episode.
-	ep     *episode // its entry in writer.live
+	file   *episodeFile // its entry in writer.live
 	rid    string
 	status string
 	row    schema.EpisodeRow
@@ -127,9 +128,8 @@ type sessionWriteJob struct {
 	token  any // its entry in writer.live
 }
 
-// batchOf returns the batch of s's recording, creating it on first use.
-func (w *writer) batchOf(s *session) *batch {
-	rec := s.rec()
+// batchOf returns the batch of rec, creating it on first use.
+func (w *writer) batchOf(rec hive.Recording) *batch {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b := w.batches[rec]
@@ -326,7 +326,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 			files = append(files, *e.row.StepsFile)
 		}
 		it.markers = append(it.markers, logrec.AppendEpisodeDone(nil, logrec.Marker{Recording: rec, Record: e.rid, Files: files}))
-		it.live = append(it.live, e.ep)
+		it.live = append(it.live, e.file)
 	}
 	it.parts = append(append(it.parts, packed...), part)
 	statuses := make([]string, len(ok))
@@ -335,7 +335,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 	}
 	it.done = func() {
 		for _, st := range statuses {
-			if st == episodeCompleted {
+			if st == assembly.EpisodeCompleted {
 				w.completed++
 			} else {
 				w.incomplete++
@@ -373,11 +373,12 @@ func (w *writer) nextPart(p hive.Partition) int {
 // steps file (layout "session"), opening one when none is open or the
 // spaces changed; it runs on the batch's queue.
 func (w *writer) pack(b *batch, m episodeMeta, j rowsJob, e *batchEntry) error {
-	if len(j.rows) == 0 {
+	if j.c.Len() == 0 {
 		return nil
 	}
+	stepBytes := j.c.ArenaBytes()
 	f := b.packed
-	if f != nil && (f.obs != j.obs || f.act != j.act) {
+	if f != nil && (f.obs != j.c.Obs || f.act != j.c.Act) {
 		w.finishPackedFile(b)
 		f = nil
 	}
@@ -396,7 +397,7 @@ func (w *writer) pack(b *batch, m episodeMeta, j rowsJob, e *batchEntry) error {
 	}
 	rel := hive.RecordingPartition(schema.TableSteps, m.rec).File(f.part)
 	e.row.StepsFile = &rel
-	e.stepBytes = len(j.arena)
+	e.stepBytes = stepBytes
 	return nil
 }
 

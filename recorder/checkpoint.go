@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/wal"
+	"github.com/rlrec/rlrec/recorder/internal/assembly"
 )
 
 // Checkpoints bound the log of long-running sessions and the work of
@@ -122,16 +123,16 @@ func (r *Recorder) reclaim() {
 // sessionsKeep is the first log position the sessions still need.
 func (r *Recorder) sessionsKeep() uint64 {
 	keep := uint64(r.log.LastPos())
-	for _, s := range r.asm.sessions {
-		if s.finalTelemetry {
-			continue
+	r.asm.Each(func(s assembly.Recording) {
+		if s.Finished {
+			return
 		}
-		p := s.firstPos
+		p := s.FirstPos
 		if p <= r.ckpt.sealedAsOf {
 			p = r.ckpt.sealedAsOf + 1
 		}
 		keep = min(keep, p)
-	}
+	})
 	if r.ckpt.sealedFrom != 0 {
 		// The episodes open at the snapshot.
 		keep = min(keep, r.ckpt.sealedFrom)
@@ -170,11 +171,11 @@ func (r *Recorder) checkpoint() {
 	if !frees && !due {
 		return
 	}
-	size, ok := r.asm.snapshotable()
+	size, ok := r.asm.Snapshotable()
 	if !ok || size > r.snapshotMax() || c.applied-c.lastAsOf < uint64(size/snapshotBytesPerEvent) {
 		return
 	}
-	rec, err := r.asm.appendSnapshot(make([]byte, 0, size), c.applied)
+	rec, err := r.asm.AppendSnapshot(make([]byte, 0, size), c.applied)
 	if err != nil {
 		r.opts.logger.Warn("skipping a log snapshot", "root", r.root, "err", err)
 		return
@@ -185,6 +186,6 @@ func (r *Recorder) checkpoint() {
 	}
 	c.pending, c.lastAsOf = c.applied, c.applied
 	c.pendingWrites = r.w.handedOver()
-	c.pendingFrom = r.asm.oldestOpen()
+	c.pendingFrom = r.asm.OldestOpen()
 	c.taken++
 }

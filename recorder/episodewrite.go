@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
@@ -12,6 +11,7 @@ import (
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -34,12 +34,11 @@ type episodeFile struct {
 	leaves   [2][][]byte
 }
 
-// rowsJob is a batch of an episode's rows with the bytes they reference.
+// rowsJob is a chunk of an episode's rows, and what it holds of the rows
+// in flight (writer.rows) until they are written.
 type rowsJob struct {
-	obs, act *schema.Layout
-	rows     []stepRow
-	arena    []byte
-	charge   int64 // held in writer.rows until the rows are written
+	c      assembly.Chunk
+	charge int64
 }
 
 // jobOverhead is what a queued episode job is charged beyond its rows: its
@@ -47,36 +46,43 @@ type rowsJob struct {
 // the pool's unbounded queue can hold.
 const jobOverhead = 2 << 10
 
-// takeRows takes an episode's buffered rows for a job, waiting until the
-// rows in flight leave room for them; the job releases j.charge once they
-// are written.
-func (w *writer) takeRows(s *session, ep *episode) rowsJob {
-	j := rowsJob{obs: s.obsLayout, act: s.actLayout, rows: ep.rows, arena: ep.arena}
-	ep.rows, ep.arena = nil, nil
-	ep.flushedRows += int64(len(j.rows))
-	j.charge = min(int64(jobOverhead+len(j.arena)+len(j.rows)*int(unsafe.Sizeof(stepRow{}))), w.rowsMax)
+// takeRows makes a job of c, waiting until the rows in flight leave room
+// for it; the job releases j.charge once its rows are written.
+func (w *writer) takeRows(c assembly.Chunk) rowsJob {
+	j := rowsJob{c: c, charge: min(int64(jobOverhead+c.Bytes()), w.rowsMax)}
 	w.rows.Acquire(context.Background(), j.charge)
 	return j
 }
 
-func (w *writer) fileOf(ep *episode) *episodeFile {
-	if ep.file == nil {
-		ep.file = &episodeFile{}
-		w.addLive(ep, ep.firstPos, false)
-	}
-	return ep.file
+// episodeKey names an episode of a recording.
+type episodeKey struct {
+	rec hive.Recording
+	rid string
 }
 
-// stepsFull streams an open episode's buffered rows to its steps file.
-func (w *writer) stepsFull(s *session, ep *episode) {
-	if w.now().skipEpisode(s.rec(), ep.recordID) {
+// openFile returns the steps file of an episode streaming its rows,
+// starting one on its first chunk; only the assembly goroutine calls it.
+func (w *writer) openFile(c *assembly.Chunk) *episodeFile {
+	k := episodeKey{c.Rec, c.RecordID}
+	f := w.open[k]
+	if f == nil {
+		f = &episodeFile{}
+		w.open[k] = f
+		w.addLive(f, c.FirstPos, false)
+	}
+	return f
+}
+
+// StepsFull streams an open episode's rows to its steps file.
+func (w *writer) StepsFull(c assembly.Chunk) {
+	if w.now().skipEpisode(c.Rec, c.RecordID) {
 		// Recovery: this episode is already durable; drop its rows.
-		ep.rows, ep.arena = ep.rows[:0], ep.arena[:0]
+		c.Recycle()
 		return
 	}
-	f := w.fileOf(ep)
-	j := w.takeRows(s, ep)
-	meta := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex, lane: ep.route}
+	f := w.openFile(&c)
+	meta := metaOf(&c)
+	j := w.takeRows(c)
 	w.pool.Submit(&f.q, func() {
 		err := w.writeRows(f, meta, j)
 		w.rows.Release(j.charge)
@@ -95,7 +101,10 @@ type episodeMeta struct {
 	lane    events.Option[uint32]
 }
 
-func ptr[T any](v T) *T { return &v }
+// metaOf is the episode of c.
+func metaOf(c *assembly.Chunk) episodeMeta {
+	return episodeMeta{rec: c.Rec, rid: c.RecordID, id: c.ID, index: c.Index, env: c.Env, lane: c.Lane}
+}
 
 // stepsPartition is the partition of an episode's steps files: its own
 // (layout "episode"), or its recording's (layout "session").
@@ -121,12 +130,12 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		// and marker written) without its steps.
 		return fmt.Errorf("%s: not written after an earlier failure: %w", m, err)
 	}
-	if f.steps == nil && len(j.rows) == 0 {
+	if f.steps == nil && j.c.Len() == 0 {
 		// An episode without steps has no steps file.
 		return nil
 	}
 	if f.steps == nil {
-		format, err := w.format(j.obs, j.act, w.files.PageClass())
+		format, err := w.format(j.c.Obs, j.c.Act, w.files.PageClass())
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
@@ -155,7 +164,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 		}
 		f.file, f.steps = file, format.NewEncoder(file, file.Name(), meta)
 		w.files.Opened()
-		f.format, f.obs, f.act = format, j.obs, j.act
+		f.format, f.obs, f.act = format, j.c.Obs, j.c.Act
 		if f.packed {
 			// Many episodes: a row group ends only between two.
 			f.steps.SetEpisodeBoundaries(true)
@@ -165,35 +174,26 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	row := &f.row
 	row.EpisodeRecordID, row.EpisodeID, row.EpisodeIndex, row.EnvIndex = m.rid, m.id, m.index, m.env
 	row.Lane, row.HasLane = int64(m.lane.Value), m.lane.Set
-	for i := range j.rows {
-		r := &j.rows[i]
-		row.Step, row.SessionStep = r.step, r.sessionStep
-		row.Reward = r.reward
-		row.IsFirst, row.IsLast, row.Terminated, row.Truncated = r.isFirst, r.isLast, r.terminated, r.truncated
-		row.RecordedAt = r.recordedAt.time()
-		row.ObservationBlob, row.ObservationLeaves = nil, nil
-		if r.obsLen >= 0 {
-			row.ObservationBlob = j.arena[r.obsOff : r.obsOff+r.obsLen]
+	for i := range j.c.Len() {
+		hasObs := j.c.Row(i, row)
+		row.ObservationLeaves = nil
+		if hasObs {
 			leaves, err := blob.DecodeInto(f.leaves[0][:0], row.ObservationBlob)
 			if err != nil {
-				return fmt.Errorf("%s step %d: observation: %w", m, r.step, err)
+				return fmt.Errorf("%s step %d: observation: %w", m, row.Step, err)
 			}
 			f.leaves[0], row.ObservationLeaves = leaves, leaves
 		}
-		row.Infos, row.RawObservationBlob, row.RawActionBlob = r.infos.bytes(j.arena), r.rawObs.bytes(j.arena), r.rawAct.bytes(j.arena)
-		row.PredictMs, row.HasPredictMs, row.StepMs, row.HasStepMs = r.predictMs, r.hasPredict, r.stepMs, r.hasStep
-		row.ObservationInfos = r.obsInfos.bytes(j.arena)
-		row.ActionBlob = j.arena[r.actOff : r.actOff+r.actLen]
 		leaves, err := blob.DecodeInto(f.leaves[1][:0], row.ActionBlob)
 		if err != nil {
-			return fmt.Errorf("%s step %d: action: %w", m, r.step, err)
+			return fmt.Errorf("%s step %d: action: %w", m, row.Step, err)
 		}
 		f.leaves[1], row.ActionLeaves = leaves, leaves
 		if err := f.steps.Write(row); err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 	}
-	// Drop the references into j.arena: an open episode's file outlives
+	// Drop the references into the chunk: an open episode's file outlives
 	// the job, and would otherwise keep its last arena alive.
 	row.ObservationBlob, row.ObservationLeaves, row.ActionBlob, row.ActionLeaves = nil, nil, nil, nil
 	row.Infos, row.RawObservationBlob, row.RawActionBlob, row.ObservationInfos = nil, nil, nil, nil
@@ -201,19 +201,23 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 	clear(f.leaves[1])
 	// The steps writer copied what it keeps: the buffers go back to the
 	// assembler (the caller's copy of j keeps only their lengths).
-	recycleRows(&j)
+	j.c.Recycle()
 	return nil
 }
 
-// episodeDone writes a finished episode: the rest of its steps on its own
+// EpisodeDone writes a finished episode: the rest of its steps on its own
 // queue, then its row waits in its recording's batch (batch.go), which
 // publishes it with its steps file.
-func (w *writer) episodeDone(s *session, ep *episode, status string) {
-	if w.now().skipEpisode(s.rec(), ep.recordID) {
+func (w *writer) EpisodeDone(e assembly.Finished) {
+	k := episodeKey{e.Rec, e.RecordID}
+	f := w.open[k]
+	delete(w.open, k)
+	if w.now().skipEpisode(e.Rec, e.RecordID) {
+		e.Recycle()
 		w.mu.Lock()
 		w.skipped++
 		w.mu.Unlock()
-		if f := ep.file; f != nil {
+		if f != nil {
 			// Rows streamed before recovery knew the episode durable.
 			w.pool.Submit(&f.q, func() {
 				if f.steps != nil {
@@ -222,35 +226,37 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 				}
 			})
 			w.mu.Lock()
-			delete(w.live, ep)
+			delete(w.live, f)
 			w.mu.Unlock()
 		}
 		return
 	}
-	streamed := ep.flushedRows > 0
-	f := w.fileOf(ep)
-	w.finishLive(ep)
-	j := w.takeRows(s, ep)
-	e := &batchEntry{ep: ep, rid: ep.recordID, status: status, row: episodeRow(s, ep, status),
-		meta: w.meta(s.rec())}
-	if s.obsLayout != nil {
-		e.meta.ObservationSpace = s.obsLayout.Spec
+	streamed := e.Streamed > 0
+	if f == nil {
+		f = &episodeFile{}
+		w.addLive(f, e.FirstPos, false)
 	}
-	if s.actLayout != nil {
-		e.meta.ActionSpace = s.actLayout.Spec
+	w.finishLive(f)
+	em := metaOf(&e.Chunk)
+	be := &batchEntry{file: f, rid: e.RecordID, status: e.Status, row: e.Row, meta: w.meta(e.Rec)}
+	if e.Obs != nil {
+		be.meta.ObservationSpace = e.Obs.Spec
 	}
-	b := w.batchOf(s)
-	b.add(e)
-	em := episodeMeta{rec: s.rec(), rid: ep.recordID, id: ep.id, index: ep.index, env: ep.envIndex, lane: ep.route}
+	if e.Act != nil {
+		be.meta.ActionSpace = e.Act.Spec
+	}
+	j := w.takeRows(e.Chunk)
+	b := w.batchOf(e.Rec)
+	b.add(be)
 	if w.layout == hive.LayoutSession && !streamed {
 		// Its rows go, whole, to the recording's packed steps file.
 		w.pool.Submit(&b.q, func() {
-			err := w.pack(b, em, j, e)
+			err := w.pack(b, em, j, be)
 			w.rows.Release(j.charge)
 			if err != nil {
 				w.failRec(em.rec, err)
 			}
-			w.ready(b, e, err != nil)
+			w.ready(b, be, err != nil)
 		})
 		return
 	}
@@ -259,15 +265,15 @@ func (w *writer) episodeDone(s *session, ep *episode, status string) {
 		w.rows.Release(j.charge)
 		if err != nil {
 			w.failRec(em.rec, err)
-			w.ready(b, e, true)
+			w.ready(b, be, true)
 			return
 		}
 		if part != nil {
-			e.steps = part
+			be.steps = part
 			rel := w.stepsPartition(em).File(f.part)
-			e.row.StepsFile = &rel
+			be.row.StepsFile = &rel
 		}
-		w.ready(b, e, false)
+		w.ready(b, be, false)
 	})
 }
 
@@ -331,68 +337,4 @@ func finishTable[T parquetout.Row](st store.Store, p hive.Partition, n int, meta
 		return nil, err
 	}
 	return part, nil
-}
-
-func episodeRow(s *session, ep *episode, status string) schema.EpisodeRow {
-	row := schema.EpisodeRow{
-		EpisodeRecordID:      ep.recordID,
-		EpisodeID:            ep.id,
-		EpisodeIndex:         ep.index,
-		EnvIndex:             ep.envIndex,
-		EnvComponentID:       s.route.EnvComponentID,
-		ModelComponentID:     s.route.ModelComponentID,
-		StartedFromAutoReset: ep.autoReset,
-		Status:               status,
-		StepsRecorded:        ep.stepsRecorded,
-		RewardSum:            ep.rewardSum,
-		StartedAt:            ep.startedAt,
-		FinalObservationBlob: ep.finalObs,
-	}
-	if v, ok := ep.seed.Get(); ok {
-		row.Seed = &v
-	}
-	if v, ok := ep.trial.Get(); ok {
-		row.TrialIndex = &v
-	}
-	if v, ok := ep.route.Get(); ok {
-		lane := int64(v)
-		row.Lane = &lane
-	}
-	if c := ep.completion; c != nil {
-		row.StepCount = &c.StepCount
-		row.CumulativeReward = &c.CumulativeReward
-		row.Terminated, row.Truncated = c.Terminated, c.Truncated
-		row.DurationMs = &c.DurationMs
-		// success: the runtime's own reading when it sent one (rlmesh
-		// 0.1), else rlrec's reading of final_info; success_source says
-		// which.
-		if v, ok := c.Success.Get(); ok {
-			row.Success, row.SuccessSource = &v, ptr(schema.SuccessFromRuntime)
-		} else if v, ok := blob.Success(c.FinalInfo); ok {
-			row.Success, row.SuccessSource = &v, ptr(schema.SuccessFromFinalInfo)
-		}
-		if row.Seed == nil {
-			if v, ok := c.Seed.Get(); ok {
-				row.Seed = &v
-			}
-		}
-		if row.TrialIndex == nil {
-			if v, ok := c.TrialIndex.Get(); ok {
-				row.TrialIndex = &v
-			}
-		}
-		if v, ok := c.PredictMs.Get(); ok {
-			row.PredictMs = &v
-		}
-		if v, ok := c.StepMs.Get(); ok {
-			row.StepMs = &v
-		}
-		if c.FinalInfo != nil {
-			js := blob.MetaJSON(c.FinalInfo)
-			row.FinalInfo = &js
-		}
-		end := ep.endedAt
-		row.EndedAt = &end
-	}
-	return row
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
+	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -65,7 +66,7 @@ type Recorder struct {
 	copies events.StepCopier
 	// asm is touched only by the assembly goroutine, and by Open and Close
 	// when the pipeline is not running.
-	asm          *assembler
+	asm          *assembly.Assembler
 	sinceReclaim int
 	ckpt         checkpoints
 	w            *writer
@@ -193,8 +194,8 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: create %s: %w", r.root, dir, err)
 	}
 	r.w = newWriter(r)
-	r.asm = newAssembler(r.w, r.budget.episodes())
-	r.asm.keepHashes = o.resume
+	r.asm = assembly.New(r.w, r.budget.episodes())
+	r.asm.KeepHashes(o.resume)
 	if err := r.recover(); err != nil {
 		r.w.stop()
 		return err
@@ -485,7 +486,7 @@ func (r *Recorder) assembly() {
 			continue
 		}
 		r.w.countFailed(d.ev)
-		r.asm.applyClocked(d.ev, d.at, uint64(d.pos), d.recClock)
+		r.asm.ApplyClocked(d.ev, d.at, uint64(d.pos), d.recClock)
 		if d.copy != nil {
 			r.copies.Recycle(d.copy)
 		}
@@ -536,13 +537,10 @@ func (r *Recorder) Close(ctx context.Context) error {
 	errs := []error{r.err()}
 	if r.err() == nil {
 		now := r.opts.clock()
-		for _, s := range r.asm.sortedSessions() {
-			if r.opts.resume && !s.ended {
-				// Left in the log for the next Open to resume.
-				r.keepLog = true
-				continue
-			}
-			r.asm.finishOpen(s, statusOpen, now)
+		// Under WithResume, a recording that has not ended is left in
+		// the log for the next Open to resume.
+		if _, unended := r.asm.FinishAll(assembly.StatusOpen, now, r.opts.resume); r.opts.resume && unended > 0 {
+			r.keepLog = true
 		}
 	}
 	if err := r.w.stop(); err != errs[0] {

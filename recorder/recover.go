@@ -13,6 +13,7 @@ import (
 	"github.com/rlrec/rlrec/internal/published"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/wal"
+	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -108,24 +109,19 @@ func (r *Recorder) recover() error {
 	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, state: r.state}, done: done})
 	var last time.Time
 	var from wal.Pos
-	var cu *catchUp
+	var cu *assembly.CatchUp
 	var catchUpTo uint64
 	if snap != nil {
-		asOf, sessions, err := parseSnapshot(snap[1:])
+		asOf, snapLast, c, err := r.asm.Restore(snap[1:], r.opts.logger.With("root", r.root))
 		if err != nil {
 			return fmt.Errorf("recover %s: restore the log's snapshot: %w", r.root, err)
 		}
-		for _, s := range sessions {
-			if s.lastAt.After(last) {
-				last = s.lastAt
-			}
-		}
-		r.asm.restore(sessions, asOf+1)
+		last = snapLast
 		from = wal.Pos(asOf + 1)
 		r.recovered.Snapshot = true
-		if cu = newCatchUp(r.w, r.asm.episodeBudget, sessions, r.opts.logger.With("root", r.root)); cu != nil {
-			from, catchUpTo = wal.Pos(cu.from), asOf
-			r.recovered.Rebuilt = len(cu.targets)
+		if cu = c; cu != nil {
+			from, catchUpTo = wal.Pos(cu.From()), asOf
+			r.recovered.Rebuilt = cu.Rebuilds()
 		}
 	}
 
@@ -138,15 +134,15 @@ func (r *Recorder) recover() error {
 		}
 		if cu != nil {
 			if uint64(d.Pos) <= catchUpTo {
-				cu.apply(d)
+				cu.Apply(d.Ev, d.At, uint64(d.Pos))
 				return
 			}
-			cuErr, cu = cu.finish(), nil
+			cuErr, cu = cu.Finish(), nil
 		}
-		r.asm.apply(d.Ev, d.At, uint64(d.Pos))
+		r.asm.Apply(d.Ev, d.At, uint64(d.Pos))
 	})
 	if cu != nil {
-		cuErr = cu.finish()
+		cuErr = cu.Finish()
 	}
 	r.recovered.Records = n
 	if err != nil {
@@ -161,19 +157,13 @@ func (r *Recorder) recover() error {
 	if r.opts.resume {
 		return r.resumeRecovered(last)
 	}
-	for _, s := range r.asm.sortedSessions() {
-		r.recovered.Sessions++
-		if !s.ended {
-			r.recovered.Crashed++
-		}
-		r.asm.finishOpen(s, statusCrashed, last)
-	}
+	r.recovered.Sessions, r.recovered.Crashed = r.asm.FinishAll(assembly.StatusCrashed, last, false)
 	if err := r.w.wait(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
 	r.w.setPhase(recovered{fs: r.fs, state: r.state})
-	r.asm = newAssembler(r.w, r.asm.episodeBudget)
+	r.asm = assembly.New(r.w, r.budget.episodes())
 	if failed := r.w.recordingErrors(false); len(failed) > 0 {
 		// Failure isolation (failure.go): the others are written; the
 		// log (and the journal naming what this recovery published) stay

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/recorder/internal/assembly"
 )
 
 // Resume mode
@@ -45,31 +46,31 @@ func (r *Recorder) Resumed() int { return r.resumed }
 func (r *Recorder) resumeRecovered(time.Time) error {
 	r.recovSeqs = make(map[hive.Recording]uint64)
 	r.recovRuns = make(map[hive.Recording]RecoveredRun)
-	r.asm.keepHashes = false
-	for _, s := range r.asm.sortedSessions() {
+	r.asm.Each(func(s assembly.Recording) {
 		r.recovered.Sessions++
-		if s.seq != 0 {
-			r.recovSeqs[s.rec()] = s.seq
+		if s.Seq != 0 {
+			r.recovSeqs[s.Rec] = s.Seq
 		}
 		r.keepRecoveredRun(s)
-		if s.finalTelemetry {
+		if s.Finished {
 			// Ended, and its files are written.
-			continue
+			return
 		}
 		// Open, or ended and waiting for its final telemetry: it stays
 		// as it was.
 		r.resumed++
 		// A SessionStarted sent again is a duplicate, not a recording
 		// already in ROOT (admit).
-		r.admitted[s.rec()] = struct{}{}
-	}
+		r.admitted[s.Rec] = struct{}{}
+	})
+	r.asm.KeepHashes(false)
 	if err := r.w.wait(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Completed, r.recovered.Incomplete, r.recovered.Skipped = r.w.counts()
 	r.w.setPhase(recovered{fs: r.fs, state: r.state})
 	if r.resumed == 0 {
-		r.asm = newAssembler(r.w, r.asm.episodeBudget)
+		r.asm = assembly.New(r.w, r.budget.episodes())
 	}
 	if failed := r.w.recordingErrors(false); len(failed) > 0 {
 		// As in recover: the log and the journal stay for the next
@@ -98,5 +99,5 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 // until a new snapshot is sealed.
 func (r *Recorder) startResumed() {
 	r.ckpt.applied = uint64(r.log.LastPos())
-	r.ckpt.sealedFrom = r.asm.oldestOpen()
+	r.ckpt.sealedFrom = r.asm.OldestOpen()
 }

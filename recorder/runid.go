@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -53,25 +53,6 @@ func (run Run) empty() bool { return len(run.Nonce) == 0 && run.Hash == 0 }
 // recordBytes bounds what Run appends to a log record.
 func (run Run) recordBytes() int { return len(run.Nonce) + 20 }
 
-// runState is a recording's run identity in the assembler.
-type runState struct {
-	// nonce is the first run nonce its events carried (nil: none).
-	nonce []byte
-	// hashes are the content hashes of its last numbered events, kept
-	// only while recovery replays the log under WithResume.
-	hashes runid.Window
-}
-
-// noteRun notes the nonce and content hash of s's event numbered seq.
-func (a *assembler) noteRun(s *session, seq uint64, nonce []byte, hash uint64) {
-	if s.run.nonce == nil && len(nonce) > 0 {
-		s.run.nonce = bytes.Clone(nonce)
-	}
-	if a.keepHashes {
-		s.run.hashes.Add(seq, hash)
-	}
-}
-
 // RecoveredRun is what Open found in the log of a recording's run
 // (WithResume): the nonce of its run (nil when its events had none) and
 // the content hashes of its last numbered events.
@@ -81,12 +62,11 @@ type RecoveredRun struct {
 }
 
 // keepRecoveredRun takes s's run state for RecoveredRun, once recovery
-// has replayed the log.
-func (r *Recorder) keepRecoveredRun(s *session) {
-	if s.run.nonce != nil || s.run.hashes.Len() > 0 {
-		r.recovRuns[s.rec()] = RecoveredRun{Nonce: s.run.nonce, Hashes: s.run.hashes}
+// has replayed the log (the assembler then drops its hashes).
+func (r *Recorder) keepRecoveredRun(s assembly.Recording) {
+	if s.Nonce != nil || s.Hashes.Len() > 0 {
+		r.recovRuns[s.Rec] = RecoveredRun{Nonce: s.Nonce, Hashes: s.Hashes}
 	}
-	s.run.hashes = runid.Window{}
 }
 
 // RecoveredRun returns the run of the recording (sessionID, envID) that

@@ -50,7 +50,7 @@ func TestSnapshotEpisodeGrowsPastInline(t *testing.T) {
 	if r.ckpt.sealedAsOf <= first {
 		t.Fatalf("no later snapshot sealed: %+v", r.ckpt)
 	}
-	if ep := r.asm.sessions[hive.Recording{SessionID: "grow", EnvID: benchRoute.EnvID}].episodes[d.rids[0]]; ep == nil || !external(ep) {
+	if !r.asm.External(hive.Recording{SessionID: "grow", EnvID: benchRoute.EnvID}, d.rids[0]) {
 		t.Fatalf("the episode is not left to the log by the second snapshot")
 	}
 

@@ -36,8 +36,8 @@ func (r *Recorder) Stats() Stats {
 	completed, incomplete, _ := r.w.counts()
 	st := Stats{EpisodesWritten: int64(completed + incomplete), Failed: r.err() != nil}
 	if a := r.asm; a != nil {
-		st.Problems = a.problems.Load()
-		st.Repeated = a.repeats.Load()
+		st.Problems = a.Problems()
+		st.Repeated = a.Repeats()
 	}
 	r.admitMu.Lock()
 	st.Recordings = int64(len(r.admitted))

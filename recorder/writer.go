@@ -76,6 +76,9 @@ type writer struct {
 	// number of each partition written so far (by its path).
 	batches map[hive.Recording]*batch
 	parts   map[string]int
+	// open holds the steps files of the episodes streaming their rows;
+	// only the assembly goroutine touches it.
+	open map[episodeKey]*episodeFile
 	// live maps each write in flight (an episode or a session write) to
 	// the first log position it was built from and the order in which it
 	// was handed over (liveSeq counts them).
@@ -114,6 +117,7 @@ func newWriter(r *Recorder) *writer {
 		files:      parquetout.NewFileShare(r.budget.stepsFiles()),
 		formats:    make(map[formatKey]*parquetout.StepsFormat),
 		batches:    make(map[hive.Recording]*batch),
+		open:       make(map[episodeKey]*episodeFile),
 		layout:     r.layout,
 		parts:      make(map[string]int),
 		batchDelay: r.opts.batchDelay,

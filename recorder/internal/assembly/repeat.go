@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"github.com/rlrec/rlrec/events"
@@ -44,7 +44,7 @@ func isRepeat(kind problemKind) bool {
 }
 
 // steppedLane0 notes that lane 0's episode ep recorded a step at step.
-func (a *assembler) steppedLane0(s *session, ep *episode, step int64) {
+func (a *Assembler) steppedLane0(s *session, ep *episode, step int64) {
 	if a.lane0 == nil {
 		a.lane0 = make(map[hive.Recording]lane0Step)
 	}
@@ -54,7 +54,7 @@ func (a *assembler) steppedLane0(s *session, ep *episode, step int64) {
 // repeatsStep reports whether e repeats a step of lane 0's episode, and
 // then counts it and leaves nothing pending for its StepCompleted. The
 // caller has set s.whole.pending to e's lanes.
-func (a *assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
+func (a *Assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
 	if s.v01 {
 		for i, rid := range e.EpisodeRecordIDs {
 			if rid == "" {

@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ import (
 // snapshot now, and its approximate size: not while an episode awaits
 // finalisation or streams rows to a steps file being written (those rows
 // are only in the log until the file is durable).
-func (a *assembler) snapshotable() (size int, ok bool) {
+func (a *Assembler) snapshotable() (size int, ok bool) {
 	for _, s := range a.sessions {
 		if len(s.toFinalize) > 0 {
 			return 0, false
@@ -60,14 +60,14 @@ const inlineRowsMax = 64 << 10
 // the log: rows streamed to a steps file not yet durable are only there,
 // and a large buffer would make snapshots large and slow.
 func external(ep *episode) bool {
-	return ep.file != nil || ep.flushedRows > 0 || len(ep.arena) > inlineRowsMax
+	return ep.flushedRows > 0 || len(ep.arena) > inlineRowsMax
 }
 
 // oldestOpen returns the log position of the first event of the oldest
 // open episode (0: none). The log is kept from there: a later snapshot may
 // leave any episode open now to the log, even one an earlier snapshot held
 // with its rows.
-func (a *assembler) oldestOpen() uint64 {
+func (a *Assembler) oldestOpen() uint64 {
 	var from uint64
 	for _, s := range a.sessions {
 		for _, ep := range s.episodes {
@@ -81,7 +81,7 @@ func (a *assembler) oldestOpen() uint64 {
 
 // appendSnapshot appends a snapshot record of every session in a, as of
 // log position asOf.
-func (a *assembler) appendSnapshot(dst []byte, asOf uint64) ([]byte, error) {
+func (a *Assembler) appendSnapshot(dst []byte, asOf uint64) ([]byte, error) {
 	snap := &logrec.Snapshot{AsOf: asOf}
 	for _, s := range a.sortedSessions() {
 		m, err := snapshotSession(s)
@@ -375,7 +375,7 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		if err := proto.Unmarshal(w.wire, spec); err != nil {
 			return nil, fmt.Errorf("%w: session %s: space: %v", logrec.ErrSnapshot, s.id, err)
 		}
-		if _, ok := (&assembler{out: discard{}}).layoutFor(s, spec, w.obs); !ok {
+		if _, ok := (&Assembler{out: discard{}}).layoutFor(s, spec, w.obs); !ok {
 			return nil, fmt.Errorf("%w: session %s: a space that does not compile", logrec.ErrSnapshot, s.id)
 		}
 	}
@@ -439,21 +439,11 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 	return ep, nil
 }
 
-// discard is an output that drops everything; parseSession compiles the
-// spaces through the assembler's cache with it.
-type discard struct{}
-
-func (discard) stepsFull(*session, *episode)           {}
-func (discard) episodeDone(*session, *episode, string) {}
-func (discard) sessionDone(*session)                   {}
-func (discard) newSession(*session, events.Event)      {}
-func (discard) problem(*session, problemKind, string)  {}
-
 // restore makes sessions, decoded from a snapshot as of position from-1,
 // the assembler's state; from is the first log position they are built
 // from on. Episodes whose rows the snapshot left to the log keep their
 // replayFrom until catchUp rebuilds them.
-func (a *assembler) restore(sessions []*session, from uint64) {
+func (a *Assembler) restore(sessions []*session, from uint64) {
 	for _, s := range sessions {
 		s.firstPos = from
 		for _, ep := range s.episodes {

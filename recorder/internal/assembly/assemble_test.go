@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"encoding/binary"
@@ -10,34 +10,56 @@ import (
 
 	"github.com/rlrec/rlrec/blob"
 	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
-// capture is an output that keeps what the assembler hands over.
+// capture is an output that keeps what the assembler hands over: the
+// values, and with each session write the recording's assembly state (a,
+// set by newCaptured), which later events go on changing.
 type capture struct {
+	a        *Assembler
 	episodes []capturedEpisode
 	sessions []*session
+	writes   []SessionWrite
 	problems []string
 }
 
+// capturedEpisode is a finished episode as handed over: ep holds what
+// the value says of it (its identity, episodes row and rows).
 type capturedEpisode struct {
 	ep     *episode
 	status string
 	rows   []stepRow
+	row    schema.EpisodeRow
 }
 
-func (c *capture) stepsFull(s *session, ep *episode) {}
-
-func (c *capture) episodeDone(s *session, ep *episode, status string) {
-	c.episodes = append(c.episodes, capturedEpisode{ep: ep, status: status, rows: ep.rows})
+// newCaptured is an assembler whose output is a capture.
+func newCaptured() *Assembler {
+	c := &capture{}
+	c.a = New(c, 1<<20)
+	return c.a
 }
 
-func (c *capture) sessionDone(s *session) { c.sessions = append(c.sessions, s) }
+func (c *capture) StepsFull(ch Chunk) { ch.Recycle() }
 
-func (c *capture) newSession(s *session, first events.Event) {}
+func (c *capture) EpisodeDone(f Finished) {
+	ep := &episode{id: f.ID, recordID: f.RecordID, index: f.Index, envIndex: f.Env, route: f.Lane,
+		autoReset: f.Row.StartedFromAutoReset, rewardSum: f.Row.RewardSum, stepsRecorded: f.Row.StepsRecorded,
+		finalObs: f.Row.FinalObservationBlob, rows: f.rows, arena: f.arena}
+	c.episodes = append(c.episodes, capturedEpisode{ep: ep, status: f.Status, rows: f.rows, row: f.Row})
+}
 
-func (c *capture) problem(s *session, kind problemKind, detail string) {
-	c.problems = append(c.problems, string(kind)+": "+detail)
+func (c *capture) SessionDone(w SessionWrite) {
+	c.writes = append(c.writes, w)
+	c.sessions = append(c.sessions, c.a.sessions[w.Rec])
+}
+
+func (c *capture) NewSession(hive.Recording, bool) Continuation { return Continuation{} }
+
+func (c *capture) Problem(rec hive.Recording, kind, detail string) {
+	c.problems = append(c.problems, kind+": "+detail)
 }
 
 func (c *capture) episode(t *testing.T, rid string) capturedEpisode {
@@ -121,8 +143,8 @@ func (s *script) end() *script {
 }
 
 func (s *script) run() *capture {
-	c := &capture{}
-	a := newAssembler(c, 1<<20)
+	a := newCaptured()
+	c := a.out.(*capture)
 	at := time.Unix(1700000000, 0)
 	for i, ev := range s.evs {
 		a.apply(ev, at.Add(time.Duration(i)*time.Millisecond), uint64(i+1))
@@ -346,8 +368,8 @@ func TestAssembleSessionFailedMarksIncomplete(t *testing.T) {
 	if len(c.sessions) != 1 || c.sessions[0].status != statusFailed || c.sessions[0].reason != "env crashed" {
 		t.Fatalf("sessions: %+v", c.sessions)
 	}
-	if len(c.sessions[0].telemetry) != 1 {
-		t.Fatalf("telemetry rows: %d", len(c.sessions[0].telemetry))
+	if w := c.writes[0]; len(w.Tele) != 1 || w.Row == nil || w.TeleRows != 1 {
+		t.Fatalf("session write: %d telemetry rows (%d counted), sessions row %v", len(w.Tele), w.TeleRows, w.Row)
 	}
 }
 

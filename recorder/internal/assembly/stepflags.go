@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import "github.com/rlrec/rlrec/events"
 
@@ -29,7 +29,7 @@ import "github.com/rlrec/rlrec/events"
 // and its episodes end at their EpisodeCompleted as before.
 
 // stepFlags applies the flags of a step that recorded row r of ep.
-func (a *assembler) stepFlags(s *session, ep *episode, r *stepRow, terminated, truncated bool) {
+func (a *Assembler) stepFlags(s *session, ep *episode, r *stepRow, terminated, truncated bool) {
 	ep.flagged = true
 	if !terminated && !truncated {
 		return
@@ -41,7 +41,7 @@ func (a *assembler) stepFlags(s *session, ep *episode, r *stepRow, terminated, t
 // checkRoll checks lane's roll flag of a step: set exactly when the step
 // was dropped as the roll of an episode the step before ended. ep is the
 // episode the step recorded a row of (nil: none).
-func (a *assembler) checkRoll(s *session, e *events.StepCompleted, lane int, ep *episode, rolled, roll bool) {
+func (a *Assembler) checkRoll(s *session, e *events.StepCompleted, lane int, ep *episode, rolled, roll bool) {
 	switch {
 	case roll && ep != nil:
 		a.problem(s, probStepFlags, "StepCompleted at step %d flags lane %d's autoreset roll, but episode %s had not ended; its step is recorded",
@@ -54,7 +54,7 @@ func (a *assembler) checkRoll(s *session, e *events.StepCompleted, lane int, ep 
 
 // checkCompletion checks an EpisodeCompleted against the flags of ep's
 // steps.
-func (a *assembler) checkCompletion(s *session, ep *episode, e *events.EpisodeCompleted) {
+func (a *Assembler) checkCompletion(s *session, ep *episode, e *events.EpisodeCompleted) {
 	switch {
 	case !ep.flagged:
 	case !ep.flagEnded:

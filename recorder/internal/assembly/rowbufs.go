@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"sync"
@@ -6,7 +6,7 @@ import (
 )
 
 // Row buffers. An episode's rows and the arena holding their blobs are
-// handed, whole, to the writer (rowsJob), which writes them and is done
+// handed, whole, to the writer (Chunk), which writes them and is done
 // with them; an episode of 46 cartpole steps grew its rows slice seven
 // times and its arena once or twice on the way, every episode anew. The
 // writer hands the buffers of a written job back here and the assembler
@@ -53,11 +53,11 @@ func takeRowBufs(ep *episode) {
 	f.Unlock()
 }
 
-// recycleRows hands a written job's buffers back; their contents must not
-// be used afterwards.
-func recycleRows(j *rowsJob) {
-	b := rowBufs{rows: j.rows[:0], arena: j.arena[:0]}
-	j.rows, j.arena = nil, nil
+// recycleRows hands a written chunk's buffers back and clears them; their
+// contents must not be used afterwards.
+func recycleRows(rows *[]stepRow, arena *[]byte) {
+	b := rowBufs{rows: (*rows)[:0], arena: (*arena)[:0]}
+	*rows, *arena = nil, nil
 	if cap(b.rows) == 0 || cap(b.rows) > rowBufsMaxRows || cap(b.arena) > rowBufsMaxBytes {
 		return
 	}

@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"github.com/rlrec/rlrec/events"
@@ -18,7 +18,7 @@ import (
 
 // closeAllPending settles the pending action of every group of s (the
 // session is ending).
-func (a *assembler) closeAllPending(s *session) {
+func (a *Assembler) closeAllPending(s *session) {
 	a.closePending(s, &s.whole, 0, true)
 	for i := range s.byLane {
 		a.closePending(s, &s.byLane[i], i, true)
@@ -30,7 +30,7 @@ func (a *assembler) closeAllPending(s *session) {
 // taken back and kept as logs rows. atEnd says that the session is
 // ending, so that it is no problem. (A failed step of a lane-served env
 // can leave several lanes each ending on such an action.)
-func (a *assembler) closePending(s *session, g *stepGroup, base int, atEnd bool) {
+func (a *Assembler) closePending(s *session, g *stepGroup, base int, atEnd bool) {
 	if !g.have {
 		return
 	}
@@ -64,7 +64,7 @@ func (a *assembler) closePending(s *session, g *stepGroup, base int, atEnd bool)
 // out already, which only an action naming one episode on two lanes can
 // cause) or ep has completed since (an EpisodeCompleted before the
 // StepCompleted: the runtime took the step as done).
-func (a *assembler) undoUnfinished(s *session, ep *episode, lane int32) bool {
+func (a *Assembler) undoUnfinished(s *session, ep *episode, lane int32) bool {
 	n := len(ep.rows)
 	if n == 0 || ep.completed || ep.rows[n-1].step != ep.nextStep-1 {
 		return false

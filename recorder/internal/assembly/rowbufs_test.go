@@ -1,8 +1,8 @@
-package recorder
+package assembly
 
 import "testing"
 
-// TestRowBufsRecycle checks that a written job's buffers start the next
+// TestRowBufsRecycle checks that a written chunk's buffers start the next
 // episode's rows, emptied, and that large ones are not kept.
 func TestRowBufsRecycle(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,11 +21,11 @@ func TestRowBufsRecycle(t *testing.T) {
 			for takeRowBufs(&drain); cap(drain.rows) != 0; takeRowBufs(&drain) {
 				drain = episode{}
 			}
-			j := rowsJob{rows: make([]stepRow, tc.rows, tc.rows), arena: make([]byte, 10, tc.arena)}
+			j := Chunk{rows: make([]stepRow, tc.rows, tc.rows), arena: make([]byte, 10, tc.arena)}
 			rows, arena := j.rows, j.arena
-			recycleRows(&j)
+			j.Recycle()
 			if j.rows != nil || j.arena != nil {
-				t.Fatal("the job still holds its buffers")
+				t.Fatal("the chunk still holds its buffers")
 			}
 			var ep episode
 			takeRowBufs(&ep)

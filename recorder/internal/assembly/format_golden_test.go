@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"flag"
@@ -40,8 +40,8 @@ func goldenFormat(t *testing.T, name string, b []byte) []byte {
 // snapshotScript's session with a route and a sequence number, and a
 // second session that only started. With external, its first episode is
 // left to the log (as if it had streamed a row).
-func goldenSnapshotState(external bool) *assembler {
-	a := newAssembler(&capture{}, 1<<20)
+func goldenSnapshotState(external bool) *Assembler {
+	a := newCaptured()
 	at := time.Unix(1700000000, 0).UTC()
 	s := snapshotScript()
 	for i, ev := range s.evs {

@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"fmt"
@@ -41,31 +41,12 @@ const (
 //     never silently dropped, and never stops the rest of the recording.
 //
 // The assembler does no I/O: finished episodes and sessions are handed to an
-// output through the out callbacks.
+// Output (output.go) as values it owns.
 
-// output receives what the assembler finishes. Ownership of the episode or
-// session passes to the callee.
-type output interface {
-	// stepsFull is called when an open episode's buffered rows exceed the
-	// row budget; the callee takes ep.rows and ep.arena (and must reset
-	// them) so they can be streamed to storage.
-	stepsFull(s *session, ep *episode)
-	// episodeDone hands over a finished episode (completed or incomplete).
-	episodeDone(s *session, ep *episode, status string)
-	// sessionDone hands over a finished session with its logs and
-	// telemetry.
-	sessionDone(s *session)
-	// newSession is called for a session seen for the first time, with
-	// its first event, before the event is applied.
-	newSession(s *session, first events.Event)
-	// problem reports input that did not fit.
-	problem(s *session, kind problemKind, detail string)
-}
-
-// assembler holds the state of every session it has seen.
-type assembler struct {
+// Assembler holds the state of every session it has seen.
+type Assembler struct {
 	sessions map[hive.Recording]*session
-	out      output
+	out      Output
 	// episodeBudget is the arena bytes all open episodes may hold together
 	// before their rows are streamed out; open counts open episodes.
 	episodeBudget int
@@ -78,7 +59,7 @@ type assembler struct {
 	repeats atomic.Int64
 	lane0   map[hive.Recording]lane0Step
 	// keepHashes: each session keeps the content hashes of its last
-	// numbered events (runid.go), while recovery replays the log of a
+	// numbered events (run.go), while recovery replays the log of a
 	// recorder opened WithResume.
 	keepHashes bool
 }
@@ -87,8 +68,8 @@ type assembler struct {
 // are streamed out, however many episodes are open.
 const minEpisodeBuffer = 256 << 10
 
-func newAssembler(out output, episodeBudget int) *assembler {
-	return &assembler{sessions: make(map[hive.Recording]*session), out: out, episodeBudget: episodeBudget}
+func New(out Output, episodeBudget int) *Assembler {
+	return &Assembler{sessions: make(map[hive.Recording]*session), out: out, episodeBudget: episodeBudget}
 }
 
 // maxStreamChunk is the most one open episode buffers before its rows are
@@ -100,7 +81,7 @@ const maxStreamChunk = 4 << 20
 
 // maxEpisodeBuffer is the number of arena bytes one open episode may hold
 // before its rows are streamed out.
-func (a *assembler) maxEpisodeBuffer() int {
+func (a *Assembler) maxEpisodeBuffer() int {
 	return min(max(a.episodeBudget/max(a.open, 1), minEpisodeBuffer), maxStreamChunk)
 }
 
@@ -110,10 +91,10 @@ func (a *assembler) maxEpisodeBuffer() int {
 // whole buffer gets an arena of its own size). Appending alone would grow
 // the arena by up to 2x past the bound, and every open episode's arena
 // with it.
-func (a *assembler) reserve(s *session, ep *episode, need int) {
+func (a *Assembler) reserve(s *session, ep *episode, need int) {
 	limit := a.maxEpisodeBuffer()
 	if len(ep.arena)+need > limit && len(ep.rows) > 0 {
-		a.out.stepsFull(s, ep)
+		a.stepsFull(s, ep)
 	}
 	takeRowBufs(ep)
 	if len(ep.arena)+need <= cap(ep.arena) {
@@ -126,7 +107,7 @@ func (a *assembler) reserve(s *session, ep *episode, need int) {
 }
 
 // sortedSessions lists the recordings in (session id, env id) order.
-func (a *assembler) sortedSessions() []*session {
+func (a *Assembler) sortedSessions() []*session {
 	out := make([]*session, 0, len(a.sessions))
 	for _, s := range a.sessions {
 		out = append(out, s)
@@ -136,7 +117,7 @@ func (a *assembler) sortedSessions() []*session {
 }
 
 // sessionFor returns the session of an event, creating it on first sight.
-func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *session {
+func (a *Assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *session {
 	id, route := ev.Header()
 	key := hive.Recording{SessionID: id, EnvID: route.EnvID}
 	s := a.sessions[key]
@@ -152,30 +133,34 @@ func (a *assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *sessi
 			firstPos:  pos,
 		}
 		a.sessions[key] = s
-		a.out.newSession(s, ev)
+		c := a.out.NewSession(key, ev.Kind() == events.KindTelemetrySnapshot || ev.Kind() == events.KindLog)
+		s.writes = c.FirstWrite
+		if c.Ended {
+			s.ended, s.finalTelemetry, s.rowDone = true, true, true
+		}
 	}
 	s.lastAt = at
 	return s
 }
 
-func (a *assembler) problem(s *session, kind problemKind, format string, args ...any) {
+func (a *Assembler) problem(s *session, kind problemKind, format string, args ...any) {
 	s.problems[kind]++
 	a.problems.Add(1)
 	if isRepeat(kind) {
 		a.repeats.Add(1)
 	}
-	a.out.problem(s, kind, fmt.Sprintf(format, args...))
+	a.out.Problem(s.rec(), string(kind), fmt.Sprintf(format, args...))
 }
 
 // apply folds one event into the state. at is the event's recording time
 // and pos its log position.
-func (a *assembler) apply(ev events.Event, at time.Time, pos uint64) {
+func (a *Assembler) apply(ev events.Event, at time.Time, pos uint64) {
 	a.applyClocked(ev, at, pos, false)
 }
 
 // applyClocked is apply of an event whose time is the recorder's own
 // clock reading when recClock is set (or its log record says so).
-func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recClock bool) {
+func (a *Assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recClock bool) {
 	nonce, hash := logrec.RunOf(ev)
 	ev, seq, logged := logrec.Unsequence(ev)
 	s := a.sessionFor(ev, at, pos)
@@ -203,7 +188,7 @@ func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recC
 		case *events.Log:
 			s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source, lane: routeLane(e.Route)})
 			if s.finalTelemetry {
-				a.out.sessionDone(s)
+				a.sessionDone(s)
 			}
 			return
 		}
@@ -233,13 +218,13 @@ func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recC
 			// The final snapshot came first (not the runtime's order, but
 			// nothing else is to come).
 			s.finalTelemetry = true
-			a.out.sessionDone(s)
+			a.sessionDone(s)
 		}
 	case *events.SessionFailed:
 		a.endSession(s, statusFailed, e.Reason, at)
 		// The final telemetry precedes SessionFailed.
 		s.finalTelemetry = true
-		a.out.sessionDone(s)
+		a.sessionDone(s)
 	case *events.Log:
 		a.noteV01(s, e.Route)
 		s.logs = append(s.logs, logRow{time: at, level: e.Level.String(), message: e.Message, source: e.Source, lane: routeLane(e.Route)})
@@ -265,7 +250,7 @@ func (a *assembler) applyClocked(ev events.Event, at time.Time, pos uint64, recC
 // (EnvConnected and ModelConnected may come first). The event is applied
 // all the same. Every such event is counted; only the first is logged, as
 // a session whose start is missing from the stream has nothing else.
-func (a *assembler) notStarted(s *session, ev events.Event) {
+func (a *Assembler) notStarted(s *session, ev events.Event) {
 	switch ev.(type) {
 	case *events.SessionStarted, *events.EnvConnected, *events.ModelConnected:
 		return
@@ -273,14 +258,14 @@ func (a *assembler) notStarted(s *session, ev events.Event) {
 	s.problems[probNotStarted]++
 	a.problems.Add(1)
 	if s.problems[probNotStarted] == 1 {
-		a.out.problem(s, probNotStarted, fmt.Sprintf("%s before any SessionStarted of the session; it is recorded, "+
+		a.out.Problem(s.rec(), string(probNotStarted), fmt.Sprintf("%s before any SessionStarted of the session; it is recorded, "+
 			"and it and every later event before a SessionStarted are counted in the session row but not logged", ev.Kind()))
 	}
 }
 
 // laneOutOfRange counts an episode whose env_index is not a lane of the
 // session: negative, or N or more once N is known.
-func (a *assembler) laneOutOfRange(s *session, kind events.Kind, rid string, envIndex int32) {
+func (a *Assembler) laneOutOfRange(s *session, kind events.Kind, rid string, envIndex int32) {
 	if envIndex < 0 || (s.numEnvs > 0 && envIndex >= s.numEnvs) {
 		a.problem(s, probLaneOutOfRange, "%s for %q: env_index %d is not a lane of the session's %d", kind, rid, envIndex, s.numEnvs)
 	}
@@ -289,7 +274,7 @@ func (a *assembler) laneOutOfRange(s *session, kind events.Kind, rid string, env
 // setNumEnvs notes the session's lane count n from a batch. The first
 // time, it checks the episodes already open: a session's first
 // EpisodeStarted events come before its first batch.
-func (a *assembler) setNumEnvs(s *session, n int) {
+func (a *Assembler) setNumEnvs(s *session, n int) {
 	if n <= 0 || int(s.numEnvs) == n {
 		return
 	}
@@ -320,13 +305,13 @@ const (
 
 // logChunk hands a running session's logs and telemetry over once they
 // reach the bounds.
-func (a *assembler) logChunk(s *session) {
+func (a *Assembler) logChunk(s *session) {
 	if len(s.logs)+len(s.telemetry) >= logChunkRows || s.logBytes >= logChunkBytes {
-		a.out.sessionDone(s)
+		a.sessionDone(s)
 	}
 }
 
-func (a *assembler) telemetry(s *session, e *events.TelemetrySnapshot, at time.Time) {
+func (a *Assembler) telemetry(s *session, e *events.TelemetrySnapshot, at time.Time) {
 	h := e.Snapshot.Horizon.String()
 	for _, r := range e.Snapshot.Rows {
 		s.telemetry = append(s.telemetry, telemetryRow{time: at, horizon: h, row: r})
@@ -336,19 +321,19 @@ func (a *assembler) telemetry(s *session, e *events.TelemetrySnapshot, at time.T
 	case s.ended && s.finalTelemetry:
 		// Late rows (a window snapshot in flight at the end): written as a
 		// further part file of the session's telemetry.
-		a.out.sessionDone(s)
+		a.sessionDone(s)
 	case e.Snapshot.Horizon == events.HorizonSession:
 		s.sawFinalTelemetry = true
 		if s.ended {
 			s.finalTelemetry = true
-			a.out.sessionDone(s)
+			a.sessionDone(s)
 		}
 	}
 }
 
 // endSession finalises every episode of s: completed ones as completed,
 // open ones as incomplete.
-func (a *assembler) endSession(s *session, status, reason string, at time.Time) {
+func (a *Assembler) endSession(s *session, status, reason string, at time.Time) {
 	if s.ended {
 		a.problem(s, probAfterEnd, "second session end (%s)", status)
 		return
@@ -366,20 +351,20 @@ func (a *assembler) endSession(s *session, status, reason string, at time.Time) 
 
 // finishOpen finalises every episode of a session that will get no more
 // events (recovery after a crash, or Close), and the session itself.
-func (a *assembler) finishOpen(s *session, status string, at time.Time) {
+func (a *Assembler) finishOpen(s *session, status string, at time.Time) {
 	if s.ended {
 		if !s.finalTelemetry {
 			s.finalTelemetry = true
-			a.out.sessionDone(s)
+			a.sessionDone(s)
 		}
 		return
 	}
 	a.endSession(s, status, "", at)
 	s.finalTelemetry = true
-	a.out.sessionDone(s)
+	a.sessionDone(s)
 }
 
-func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time.Time, pos uint64) {
+func (a *Assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time.Time, pos uint64) {
 	if _, dup := s.episodes[e.EpisodeRecordID]; dup || e.EpisodeRecordID == "" {
 		a.problem(s, probDuplicateStart, "EpisodeStarted for %q (episode %s) which is already open or has no record id", e.EpisodeRecordID, e.EpisodeID)
 		return
@@ -416,7 +401,7 @@ func (a *assembler) episodeStarted(s *session, e *events.EpisodeStarted, at time
 	s.episodes[e.EpisodeRecordID] = ep
 }
 
-func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at time.Time) {
+func (a *Assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at time.Time) {
 	ep := s.episodes[e.EpisodeRecordID]
 	if ep == nil {
 		if _, done := s.done[e.EpisodeRecordID]; done {
@@ -461,7 +446,7 @@ func (a *assembler) episodeCompleted(s *session, e *events.EpisodeCompleted, at 
 // eventLog keeps an event that no table row holds (EnvConnected,
 // ModelConnected, a repeated EpisodeCompleted) as a logs row with source
 // schema.SourceEvent, at the event's time.
-func (a *assembler) eventLog(s *session, ev events.Event, at time.Time) {
+func (a *Assembler) eventLog(s *session, ev events.Event, at time.Time) {
 	msg, ok := schema.EventLogMessage(ev)
 	if !ok {
 		return
@@ -473,14 +458,14 @@ func (a *assembler) eventLog(s *session, ev events.Event, at time.Time) {
 }
 
 // finalizeCompleted hands every completed episode to the output.
-func (a *assembler) finalizeCompleted(s *session) {
+func (a *Assembler) finalizeCompleted(s *session) {
 	for _, ep := range s.toFinalize {
 		a.finishEpisode(s, ep, episodeCompleted)
 	}
 	s.toFinalize = s.toFinalize[:0]
 }
 
-func (a *assembler) finishEpisode(s *session, ep *episode, status string) {
+func (a *Assembler) finishEpisode(s *session, ep *episode, status string) {
 	if _, ok := s.episodes[ep.recordID]; !ok {
 		return
 	}
@@ -492,7 +477,7 @@ func (a *assembler) finishEpisode(s *session, ep *episode, status string) {
 		ep.endedAt = ep.lastAt
 	}
 	s.episodesRecorded++
-	a.out.episodeDone(s, ep, status)
+	a.out.EpisodeDone(Finished{Chunk: takeChunk(s, ep), Status: status, Row: episodeRow(s, ep, status)})
 }
 
 // sortedOpen lists a session's unfinished episodes by record index.

@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"strings"
@@ -160,8 +160,8 @@ func TestRecordRlmesh01(t *testing.T) {
 				if leaves, _ := blob.Decode(e2.ep.finalObs); len(leaves) != 1 || string(leaves[0]) != string(obsSlab(21)[0]) {
 					t.Fatalf("ep-000002 final observation %x, want 21", e2.ep.finalObs)
 				}
-				if v, _ := e2.ep.seed.Get(); v != 8 || e2.ep.completion.Success != events.Some(true) {
-					t.Fatalf("ep-000002 seed %v success %v", e2.ep.seed, e2.ep.completion.Success)
+				if r := e2.row; r.Seed == nil || *r.Seed != 8 || r.Success == nil || !*r.Success || *r.SuccessSource != schema.SuccessFromRuntime {
+					t.Fatalf("ep-000002 seed %v success %v", r.Seed, r.Success)
 				}
 				e1 := c.episode(t, "ep-000001")
 				if len(e1.rows) != 3 || !e1.rows[2].isLast || !e1.rows[2].truncated {
@@ -200,8 +200,8 @@ func TestRecordRlmesh01(t *testing.T) {
 					t.Fatalf("problems: %v", c.problems)
 				}
 				e1 := c.episode(t, "ep-000001")
-				if v, _ := e1.ep.trial.Get(); len(e1.rows) != 2 || v != 0 || !e1.ep.trial.Set || e1.ep.seed != events.Some(int64(-3)) {
-					t.Fatalf("ep-000001: %d rows, seed %v trial %v", len(e1.rows), e1.ep.seed, e1.ep.trial)
+				if r := e1.row; len(e1.rows) != 2 || r.TrialIndex == nil || *r.TrialIndex != 0 || r.Seed == nil || *r.Seed != -3 {
+					t.Fatalf("ep-000001: %d rows, seed %v trial %v", len(e1.rows), r.Seed, r.TrialIndex)
 				}
 				r := e1.rows[1]
 				if !r.hasPredict || r.predictMs != 1.5 || !r.hasStep || r.stepMs != 0.25 {
@@ -221,7 +221,7 @@ func TestRecordRlmesh01(t *testing.T) {
 				if r.obsInfos.set {
 					t.Fatalf("second row's observation infos %q", r.obsInfos.bytes(e1.ep.arena))
 				}
-				if e2 := c.episode(t, "ep-000002"); e2.ep.trial != events.Some(uint64(1)) || !e2.rows[0].truncated {
+				if e2 := c.episode(t, "ep-000002"); e2.row.TrialIndex == nil || *e2.row.TrialIndex != 1 || !e2.rows[0].truncated {
 					t.Fatalf("ep-000002: %+v", e2.ep)
 				}
 			},
@@ -405,10 +405,10 @@ func TestRecordRlmesh01(t *testing.T) {
 				if len(c.problems) != 0 {
 					t.Fatalf("problems: %v", c.problems)
 				}
-				s := c.sessions[len(c.sessions)-1]
+				s, w := c.sessions[len(c.sessions)-1], c.writes[len(c.writes)-1]
 				n := 0
-				for _, l := range s.logs {
-					if _, err := schema.ParseUnfinishedAction(l.message); err == nil {
+				for _, l := range w.Logs {
+					if _, err := schema.ParseUnfinishedAction(l.Message); err == nil {
 						n++
 					}
 				}
@@ -426,10 +426,10 @@ func TestRecordRlmesh01(t *testing.T) {
 				return s.finish()
 			},
 			check: func(t *testing.T, c *capture) {
-				s := c.sessions[len(c.sessions)-1]
-				if len(s.logs) != 1 || s.logs[0].level != "warn" || *s.logs[0].source != schema.SourceEvent ||
-					!strings.HasPrefix(s.logs[0].message, "RelayAdvisory ") {
-					t.Fatalf("logs %+v", s.logs)
+				w := c.writes[len(c.writes)-1]
+				if len(w.Logs) != 1 || w.Logs[0].Level != "warn" || *w.Logs[0].Source != schema.SourceEvent ||
+					!strings.HasPrefix(w.Logs[0].Message, "RelayAdvisory ") {
+					t.Fatalf("logs %+v", w.Logs)
 				}
 			},
 		},

@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func normalize(s *session) map[string]any {
 				ref.off = 0
 			}
 		}
-		c.rows, c.arena, c.firstPos, c.file = nil, nil, 0, nil
+		c.rows, c.arena, c.firstPos = nil, nil, 0
 		eps[rid] = []any{c, rows}
 	}
 	lanes := make([]lane, len(s.lanes))
@@ -119,7 +119,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	s := snapshotScript()
 	for cut := 1; cut <= len(s.evs); cut++ {
 		t.Run(fmt.Sprintf("after-%d-%s", cut, s.evs[cut-1].Kind()), func(t *testing.T) {
-			a := newAssembler(&capture{}, 1<<20)
+			a := newCaptured()
 			at := time.Unix(1700000000, 0).UTC()
 			for i, ev := range s.evs[:cut] {
 				a.apply(ev, at.Add(time.Duration(i)*time.Millisecond), uint64(i+1))
@@ -156,7 +156,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 			// Encoding the restored state gives the same bytes, but for
 			// map order: compare the lengths.
-			b := newAssembler(&capture{}, 1<<20)
+			b := newCaptured()
 			b.restore(got, uint64(cut)+1)
 			again, err := b.appendSnapshot(nil, uint64(cut))
 			if err != nil {
@@ -208,7 +208,7 @@ func FuzzParseSnapshot(f *testing.F) {
 		if err != nil {
 			return
 		}
-		a := newAssembler(&capture{}, 1<<20)
+		a := newCaptured()
 		a.restore(sessions, asOf+1)
 		if _, ok := a.snapshotable(); !ok {
 			return
@@ -228,7 +228,7 @@ func FuzzParseSnapshot(f *testing.F) {
 // first event, and restore keeps that position for the catch-up.
 func TestSnapshotExternalEpisode(t *testing.T) {
 	s := snapshotScript()
-	a := newAssembler(&capture{}, 1<<20)
+	a := newCaptured()
 	at := time.Unix(1700000000, 0).UTC()
 	for i, ev := range s.evs {
 		a.apply(ev, at.Add(time.Duration(i)*time.Millisecond), uint64(i+1))
@@ -253,7 +253,7 @@ func TestSnapshotExternalEpisode(t *testing.T) {
 	if inline := got[0].episodes["ep-000003"]; inline == nil || len(inline.rows) != len(a.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000003"].rows) || inline.replayFrom != 0 {
 		t.Fatalf("inline episode restored as %+v", inline)
 	}
-	b := newAssembler(&capture{}, 1<<20)
+	b := newCaptured()
 	b.restore(got, 100)
 	if b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000001"].firstPos != ep.firstPos || b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000003"].firstPos != 100 {
 		t.Errorf("restored first positions %d and %d, want %d and 100", b.sessions[hive.Recording{SessionID: s.sid}].episodes["ep-000001"].firstPos,
@@ -322,7 +322,7 @@ func TestSnapshotRoundTrip01(t *testing.T) {
 		taken := 0
 		for cut := 1; cut <= len(s.evs); cut++ {
 			t.Run(fmt.Sprintf("%s/after-%d-%s", name, cut, s.evs[cut-1].Kind()), func(t *testing.T) {
-				a := newAssembler(&capture{}, 1<<20)
+				a := newCaptured()
 				at := time.Unix(1700000000, 0).UTC()
 				for i, ev := range s.evs[:cut] {
 					a.apply(ev, at.Add(time.Duration(i)*time.Millisecond), uint64(i+1))
@@ -351,7 +351,7 @@ func TestSnapshotRoundTrip01(t *testing.T) {
 				}
 				// Going on from the restored state records what going on
 				// from the original does.
-				b := newAssembler(&capture{}, 1<<20)
+				b := newCaptured()
 				b.restore(got, uint64(cut)+1)
 				for i, ev := range s.evs[cut:] {
 					a.apply(ev, at.Add(time.Duration(cut+i)*time.Millisecond), uint64(cut+i+1))

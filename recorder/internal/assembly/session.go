@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"sort"
@@ -119,9 +119,6 @@ type episode struct {
 	// is kept from there until the episode is durable.
 	firstPos uint64
 
-	// file is the episode's steps file once rows are handed to the writer.
-	file *episodeFile
-
 	// gone is set once the episode left its session's episodes (finished):
 	// a lane's cached episode is then looked up again.
 	gone bool
@@ -187,7 +184,7 @@ const (
 // recordings may share a session id.
 type session struct {
 	// run is the recording's run identity and the content hashes of its
-	// last numbered events (runid.go).
+	// last numbered events (run.go).
 	run runState
 
 	id        string

@@ -1,18 +1,18 @@
-package recorder
+package assembly
 
 import "testing"
 
 // streamingOutput takes an episode's rows the way the writer does.
 type streamingOutput struct {
 	capture
-	streamed int // rows taken by stepsFull
+	streamed int // rows taken by StepsFull
 	calls    int
 }
 
-func (o *streamingOutput) stepsFull(s *session, ep *episode) {
+func (o *streamingOutput) StepsFull(c Chunk) {
 	o.calls++
-	o.streamed += len(ep.rows)
-	ep.rows, ep.arena = nil, nil
+	o.streamed += c.Len()
+	c.Recycle()
 }
 
 func TestReserveKeepsArenasWithinTheirShare(t *testing.T) {
@@ -30,7 +30,7 @@ func TestReserveKeepsArenasWithinTheirShare(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := &streamingOutput{}
-			a := newAssembler(out, tc.budget)
+			a := New(out, tc.budget)
 			a.open = tc.open
 			limit := a.maxEpisodeBuffer()
 			s := &session{id: "s"}

@@ -1,4 +1,4 @@
-package recorder
+package assembly
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 // layoutFor compiles spec, reusing the session's cached layout while the
 // spec is unchanged.
-func (a *assembler) layoutFor(s *session, spec *spacesv1.SpaceSpec, obs bool) (*schema.Layout, bool) {
+func (a *Assembler) layoutFor(s *session, spec *spacesv1.SpaceSpec, obs bool) (*schema.Layout, bool) {
 	cached, layout := s.actSpec, s.actLayout
 	if obs {
 		cached, layout = s.obsSpec, s.obsLayout
@@ -52,7 +52,7 @@ func (a *assembler) layoutFor(s *session, spec *spacesv1.SpaceSpec, obs bool) (*
 	return l, true
 }
 
-func (a *assembler) split(s *session, kind string, step int64, layout *schema.Layout, slabs [][]byte, n int) ([][][]byte, bool) {
+func (a *Assembler) split(s *session, kind string, step int64, layout *schema.Layout, slabs [][]byte, n int) ([][][]byte, bool) {
 	lanes, err := blob.SplitLanesInto(s.split, layout, slabs, n)
 	if err != nil {
 		a.problem(s, probBadSlab, "%s at step %d: %v", kind, step, err)
@@ -114,7 +114,7 @@ func (s *session) group(route events.RuntimeEnvContext) *stepGroup {
 
 // noteV01 marks the recording as one with rlmesh 0.1's events when the
 // event's route names a lane.
-func (a *assembler) noteV01(s *session, route events.RuntimeEnvContext) {
+func (a *Assembler) noteV01(s *session, route events.RuntimeEnvContext) {
 	if route.Lane.Set {
 		a.markV01(s)
 	}
@@ -128,13 +128,13 @@ func (a *assembler) noteV01(s *session, route events.RuntimeEnvContext) {
 // surplus from the first reset is then known to be 0.1's before that
 // lane's ids come, and they are counted as surplus, not first as
 // unknown episodes.
-func (a *assembler) noteV01Fields(s *session, has bool) {
+func (a *Assembler) noteV01Fields(s *session, has bool) {
 	if has {
 		a.markV01(s)
 	}
 }
 
-func (a *assembler) observationEmitted(s *session, e *events.ObservationEmitted, at time.Time) {
+func (a *Assembler) observationEmitted(s *session, e *events.ObservationEmitted, at time.Time) {
 	n := int(e.NumEnvs)
 	defer a.finalizeCompleted(s)
 	a.noteV01(s, e.Route)
@@ -239,7 +239,7 @@ func sameLeaves(a, b [][]byte) bool {
 // payload (noteV01Fields), which may come after the first surplus ids
 // (lanes can start surplus at the first reset): those are counted as
 // problems when they come, and taken back then (markV01).
-func (a *assembler) unknownEpisode(s *session, what string, step int64, lane int, rid string, isStep bool) {
+func (a *Assembler) unknownEpisode(s *session, what string, step int64, lane int, rid string, isStep bool) {
 	if _, done := s.done[rid]; done {
 		return
 	}
@@ -258,7 +258,7 @@ func (a *assembler) unknownEpisode(s *session, what string, step int64, lane int
 
 // markV01 marks the recording as one of rlmesh 0.1: the ids counted as
 // unknown so far were surplus episodes, and are no problem.
-func (a *assembler) markV01(s *session) {
+func (a *Assembler) markV01(s *session) {
 	if s.v01 {
 		return
 	}
@@ -273,7 +273,7 @@ func (a *assembler) markV01(s *session) {
 	s.heldProblems, s.heldSteps = 0, 0
 }
 
-func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
+func (a *Assembler) actionReceived(s *session, e *events.ActionReceived, at time.Time) {
 	a.noteV01(s, e.Route)
 	a.noteV01Fields(s, e.RawAction != nil)
 	g := s.group(e.Route)
@@ -398,7 +398,7 @@ func (a *assembler) actionReceived(s *session, e *events.ActionReceived, at time
 	}
 }
 
-func (a *assembler) stepCompleted(s *session, e *events.StepCompleted) {
+func (a *Assembler) stepCompleted(s *session, e *events.StepCompleted) {
 	a.noteV01(s, e.Route)
 	g := s.group(e.Route)
 	if !g.have {

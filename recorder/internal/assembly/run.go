@@ -1,0 +1,32 @@
+package assembly
+
+import (
+	"bytes"
+
+	"github.com/rlrec/rlrec/internal/runid"
+)
+
+// A recording's run identity (the recorder's runid.go says what a server
+// does with it): the first run nonce its events carried, which its
+// sessions, logs and telemetry files keep under rlrec.run_nonce, and,
+// while recovery replays the log under WithResume, the content hashes of
+// its last numbered events.
+
+// runState is a recording's run identity in the assembler.
+type runState struct {
+	// nonce is the first run nonce its events carried (nil: none).
+	nonce []byte
+	// hashes are the content hashes of its last numbered events, kept
+	// only while recovery replays the log under WithResume.
+	hashes runid.Window
+}
+
+// noteRun notes the nonce and content hash of s's event numbered seq.
+func (a *Assembler) noteRun(s *session, seq uint64, nonce []byte, hash uint64) {
+	if s.run.nonce == nil && len(nonce) > 0 {
+		s.run.nonce = bytes.Clone(nonce)
+	}
+	if a.keepHashes {
+		s.run.hashes.Add(seq, hash)
+	}
+}
