@@ -342,7 +342,7 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 			}
 		}
 	}
-	w.commit(it)
+	w.com.commit(it)
 }
 
 // nextPart returns the number of the next part file of partition p: one

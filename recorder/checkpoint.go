@@ -3,7 +3,6 @@ package recorder
 import (
 	"fmt"
 
-	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
 )
@@ -16,7 +15,7 @@ import (
 //  1. When a sealed log segment is held by sessions still running, or
 //     every snapshotEvery events while a session runs, the assembly
 //     goroutine appends a snapshot of the whole assembly state
-//     (snapshot.go) as of the last event it applied, as_of. The events after as_of that the logging
+//     (internal/assembly's snapshot.go) as of the last event it applied, as_of. The events after as_of that the logging
 //     goroutine has already appended are not in it; recovery replays them.
 //  2. Once every write handed to the writer up to then is durable (their
 //     markers are in the log before the writer lets go of them), it
@@ -146,9 +145,9 @@ func (r *Recorder) checkpoint() {
 	c := &r.ckpt
 	if c.pending != 0 {
 		if r.w.finishedUpTo(c.pendingWrites) {
-			pos, err := r.log.Append(logrec.AppendSealed(nil, c.pending))
+			pos, err := r.appends().seal(c.pending)
 			if err != nil {
-				r.fail(fmt.Errorf("append snapshot seal: %w", err))
+				r.fail(err)
 				return
 			}
 			c.sealPos, c.sealAsOf, c.sealFrom, c.pending = pos, c.pending, c.pendingFrom, 0
@@ -180,8 +179,8 @@ func (r *Recorder) checkpoint() {
 		r.opts.logger.Warn("skipping a log snapshot", "root", r.root, "err", err)
 		return
 	}
-	if _, err := r.log.Append(rec); err != nil {
-		r.fail(fmt.Errorf("append snapshot: %w", err))
+	if err := r.appends().snapshot(rec); err != nil {
+		r.fail(err)
 		return
 	}
 	c.pending, c.lastAsOf = c.applied, c.applied

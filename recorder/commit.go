@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/recorder/internal/recovery"
 )
 
 // Group commit. The writers finish their Parquet files without syncing
@@ -35,7 +36,7 @@ import (
 // "Figures behind design choices").
 //
 // During recovery there is no log to append to: the markers of its one
-// group go to a journal file under _rlrec (internal/store.WriteJournal),
+// group go to a journal file under _rlrec (internal/recovery.WriteJournal),
 // made durable before the renames and removed once the log is emptied.
 //
 // The committer gathers what is handed to it for up to commitWindow after
@@ -74,15 +75,47 @@ type commitItem struct {
 	flushed chan struct{}
 }
 
+// commitEnv is everything the committer uses beyond the writes handed
+// to it, given once when it is made (pebble's commitEnv is the model): it
+// touches no other state of the writer.
+type commitEnv struct {
+	st         store.Root
+	layoutFile *store.LayoutFile
+	// logMarkers makes markers durable before the files they name are
+	// published: in the log, or in recovery's journal (phase.go).
+	logMarkers func(markers [][]byte) error
+	// failed is the recorder's failure (nil: none); fail sets it.
+	failed func() error
+	fail   func(error)
+	// failRec fails one recording (failure.go); recFailed reports
+	// whether one failed, anyFailed whether any did.
+	failRec   func(hive.Recording, error)
+	recFailed func(hive.Recording) bool
+	anyFailed func() bool
+	// published releases the writes of a group once they are durable:
+	// their log positions, and their done functions.
+	published func(group []commitItem)
+}
+
+// committer is the group commit: one goroutine that owns the writes
+// handed to it until they are published or dropped.
 type committer struct {
+	env      commitEnv
 	in       chan commitItem
 	exited   chan struct{}
 	stopOnce sync.Once
 }
 
-func newCommitter() *committer {
-	return &committer{in: make(chan commitItem, commitMaxParts), exited: make(chan struct{})}
+// newCommitter starts a committer.
+func newCommitter(env commitEnv) *committer {
+	c := &committer{env: env, in: make(chan commitItem, commitMaxParts), exited: make(chan struct{})}
+	go c.loop()
+	return c
 }
+
+// commit hands a finished write to the committer. It is called from pool
+// jobs, so writer.wait (pool, then committer) sees every write.
+func (c *committer) commit(it commitItem) { c.in <- it }
 
 // flush returns once everything handed to the committer before it is
 // committed (or failed).
@@ -101,15 +134,8 @@ func (c *committer) stop() {
 	})
 }
 
-// commit hands a finished write to the committer. It is called from pool
-// jobs, so writer.wait (pool, then committer) sees every write.
-func (w *writer) commit(it commitItem) {
-	w.com.in <- it
-}
-
-// commitLoop is the committer goroutine.
-func (w *writer) commitLoop() {
-	c := w.com
+// loop is the committer goroutine.
+func (c *committer) loop() {
 	defer close(c.exited)
 	var (
 		group []commitItem
@@ -126,7 +152,7 @@ func (w *writer) commitLoop() {
 			for _, it := range group {
 				parts = append(parts, it.parts...)
 			}
-			w.commitGroup(group, parts)
+			c.commitGroup(group, parts)
 			clear(group)
 			clear(parts)
 		}
@@ -174,48 +200,49 @@ func (w *writer) commitLoop() {
 // log; the rest of the group goes on. Any other failure fails the
 // recorder: the group's temp files are removed (or, past step 2, left for
 // recovery to publish) and its data stays in the log for the next Open.
-func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
-	if err := w.err(); err != nil {
+func (c *committer) commitGroup(group []commitItem, parts []store.Part) {
+	env := &c.env
+	if err := env.failed(); err != nil {
 		// An earlier write failed: commit nothing more (its episode or
 		// session write may depend on what failed).
 		store.AbortAll(parts)
 		return
 	}
 	// A write of a recording that failed since it was handed over.
-	if w.failedN.Load() > 0 {
-		group = w.dropFailed(group, nil)
+	if env.anyFailed() {
+		group = c.dropFailed(group, nil)
 		parts = groupParts(group, parts[:0])
 	}
-	if err := w.layoutFile.Ensure(); err != nil {
+	if err := env.layoutFile.Ensure(); err != nil {
 		store.AbortAll(parts)
-		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+		env.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	up, isUploader := w.st.(store.Uploader)
+	up, isUploader := env.st.(store.Uploader)
 	if isUploader {
 		// Object storage: the uploads about to begin, in the log first
-		// (internal/store, settle.go), then each write's marker with its
-		// uploads (store.MarkUploads below).
+		// (internal/recovery, uploads.go), then each write's marker with its
+		// uploads (recovery.MarkUploads below).
 		var begun [][]byte
 		for _, it := range group {
-			if rec := store.BegunMarker(up, it.rec, it.parts); rec != nil {
+			if rec := recovery.BegunMarker(up, it.rec, it.parts); rec != nil {
 				begun = append(begun, rec)
 			}
 		}
-		if err := w.now().logMarkers(begun); err != nil {
+		if err := env.logMarkers(begun); err != nil {
 			store.AbortAll(parts)
-			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			env.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
 		}
 	}
-	if err := w.st.Sync(parts); err != nil {
+	if err := env.st.Sync(parts); err != nil {
 		var ge *store.GroupError
 		if !errors.As(err, &ge) {
-			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			env.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
 		}
-		w.chargeParts(group, ge)
-		group = w.dropFailed(group, nil)
+		c.chargeParts(group, ge)
+		group = c.dropFailed(group, nil)
 		parts = groupParts(group, parts[:0])
 	}
 	var markers [][]byte
@@ -224,43 +251,34 @@ func (w *writer) commitGroup(group []commitItem, parts []store.Part) {
 	}
 	if isUploader {
 		var err error
-		if markers, err = store.MarkUploads(up, parts, markers); err != nil {
+		if markers, err = recovery.MarkUploads(up, parts, markers); err != nil {
 			store.AbortAll(parts)
-			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			env.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
 		}
 	}
-	if err := w.now().logMarkers(markers); err != nil {
+	if err := env.logMarkers(markers); err != nil {
 		store.AbortAll(parts)
-		w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+		env.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 		return
 	}
-	if err := w.st.Publish(parts); err != nil {
+	if err := env.st.Publish(parts); err != nil {
 		var ge *store.GroupError
 		if !errors.As(err, &ge) {
-			w.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
+			env.fail(fmt.Errorf("commit %d files of %d writes: %w", len(parts), len(group), err))
 			return
 		}
 		// Its markers are durable: the parts not renamed stay under their
 		// temp names for recovery to publish, and the write stays in
 		// flight so that the log keeps its records and markers.
-		w.chargeParts(group, ge)
-		group = w.dropFailed(group, ge)
+		c.chargeParts(group, ge)
+		group = c.dropFailed(group, ge)
 	}
-	w.mu.Lock()
-	for _, it := range group {
-		for _, l := range it.live {
-			delete(w.live, l)
-		}
-		if it.done != nil {
-			it.done()
-		}
-	}
-	w.mu.Unlock()
+	env.published(group)
 }
 
 // chargeParts fails the recording of each write with a part ge names.
-func (w *writer) chargeParts(group []commitItem, ge *store.GroupError) {
+func (c *committer) chargeParts(group []commitItem, ge *store.GroupError) {
 	owner := make(map[store.Part]int)
 	for i, it := range group {
 		for _, p := range it.parts {
@@ -276,7 +294,7 @@ func (w *writer) chargeParts(group []commitItem, ge *store.GroupError) {
 		if ge.Sync != nil {
 			err = fmt.Errorf("%w (after: %v)", pe.Err, ge.Sync)
 		}
-		w.failRec(group[i].rec, &partFailure{path: pe.Path, err: err})
+		c.env.failRec(group[i].rec, &partFailure{path: pe.Path, err: err})
 	}
 }
 
@@ -292,10 +310,10 @@ func (e *partFailure) Unwrap() error { return e.err }
 // dropFailed returns the writes of group whose recordings have not
 // failed; the others' parts are aborted (but those ge names, which a
 // failed publish left as they are).
-func (w *writer) dropFailed(group []commitItem, ge *store.GroupError) []commitItem {
+func (c *committer) dropFailed(group []commitItem, ge *store.GroupError) []commitItem {
 	keep := group[:0]
 	for _, it := range group {
-		if !w.recFailed(it.rec) {
+		if !c.env.recFailed(it.rec) {
 			keep = append(keep, it)
 			continue
 		}

@@ -11,13 +11,31 @@
 //	err = rec.Flush(ctx)                     // everything so far is durable
 //	err = rec.Close(ctx)                     // writes the rest, unlocks ROOT
 //
-// # Data flow
+// # Stages
 //
-//	hook call ──encode, copy, append──▶ log (_rlrec/log, mapped pending file)
-//	     │                                  ▲  group fsync
-//	     └──queue──▶ logging (decode)       │  markers
-//	                    ▼                   │
-//	        assembly: assembler ──jobs──▶ writers ──▶ Parquet
+// An event goes through five stages, each named by its files (or
+// package); each hands the next values it then owns:
+//
+//	1 hooks        2 log               3 assembly            4 writer             5 committer
+//	recorder.go ──▶ logappend.go ──▶ internal/assembly ──▶ writer.go ───────▶ commit.go
+//	hooklog.go      (the one way      (events in; Chunk,    episodewrite.go     (sync, markers
+//	intake.go        into the log)     Finished and          sessionwrite.go      via logappend.go,
+//	encoded.go       checkpoint.go     SessionWrite out;     batch.go             publish)
+//	invalid.go       (snapshots)       no I/O)               failure.go
+//
+//	recovery (a phase before the hooks open): recover.go reads the log
+//	back (internal/logreplay), settles what a crash left
+//	(internal/recovery) and replays the events into the same assembly,
+//	whose output passes recoverfilter.go (writes already published go no
+//	further) to the same writer and committer; phase.go says where their
+//	markers go (the log, or recovery's journal) and resume.go keeps
+//	recordings open across a restart.
+//
+// Stage 1 encodes, logs and queues (hooks run on the caller's goroutine);
+// stage 3 runs on the assembly goroutine, which also appends session
+// writes and snapshots to the log; stage 4 runs on a pool of writer
+// goroutines; stage 5 on one committer goroutine. logappend.go holds the
+// rules that order the log's records.
 //
 // A hook encodes its event (with its recording time) into a log record,
 // appends it to the log and queues it, in the log's order (hooklog.go); it
@@ -30,7 +48,7 @@
 // hook seldom pays for waking it. The pipeline is two goroutines in
 // series. The logging goroutine hands on the copy, or, for the other
 // events, decodes the record; the assembly goroutine folds the event into
-// the per-session assembly state (recording semantics: see assemble.go)
+// the per-session assembly state (recording semantics: internal/assembly)
 // and recycles the copy. RecordEncoded, for events that come encoded from
 // another process (rlrec serve), queues the producer's message as the log
 // record together with the caller's decoding of it, which the logging
@@ -59,7 +77,7 @@
 // "incomplete", their recordings with status "crashed" (recover.go; the
 // log is read back by internal/logreplay). A torn log tail is cut and reported; corruption inside a
 // sealed segment stops Open unless WithSalvage is set. Snapshots
-// (checkpoint.go, snapshot.go) keep the log of a long-running session
+// (checkpoint.go, internal/assembly's snapshot.go) keep the log of a long-running session
 // bounded: it holds at most what the oldest open episode logged, plus a
 // few thousand events. Log segments are removed once every write with
 // records in them is published or in a sealed snapshot; a clean Close
@@ -75,7 +93,7 @@
 // file past the store's memory budget begins its own while written,
 // StreamLogged) and how to complete them, and recovery settles them by
 // exact key, takes back a write a crash left half published, and never
-// replaces an object (internal/store's BegunMarker, MarkUploads and
+// replaces an object (internal/recovery's BegunMarker, MarkUploads and
 // SettleUploads).
 //
 // # Failure isolation
@@ -108,17 +126,17 @@
 // An action that no StepCompleted followed (a failed env step, or a kill
 // between the two events) is no step: its rows are taken back and kept as
 // logs rows (schema.UnfinishedAction), from which rlrec replay re-emits
-// it (unfinished.go).
+// it (internal/assembly's unfinished.go).
 //
 // # rlmesh 0.1
 //
 // Streams of rlmesh 0.1 carry per-lane step flags, route lanes, raw
 // payloads, infos, seeds and times, and come in 0.1's order (completion at
 // the NEXT_STEP roll step, interleaved lanes of a lane-served env, surplus
-// episodes): stepflags.go and steps.go say how each is recorded, and
+// episodes): internal/assembly's stepflags.go and steps.go say how each is recorded, and
 // docs/format/tables-v3.md what the tables hold. A stream without them (rc.5
 // order) records as before. Snapshots carry a 0.1 recording's state too
-// (snapshot.go), so it checkpoints like an rc.5 one.
+// (internal/assembly's snapshot.go), so it checkpoints like an rc.5 one.
 //
 // # Events after a session's end
 //
@@ -144,10 +162,17 @@
 //
 // # Where the parts live
 //
-// The recorder holds the pipeline, the assembly, the writers and
-// recovery's decisions. Its formats and the code that reads or writes
-// them without the recorder's state are in internal packages:
+// The recorder holds the pipeline, the writers and recovery's
+// decisions. The assembly, recovery's settlement, its formats and the
+// code that reads or writes them without the recorder's state are in
+// internal packages:
 //
+//   - recorder/internal/assembly: the recording rules, events in and
+//     finished episodes and session writes out, and the assembly state's
+//     snapshots;
+//   - recorder/internal/recovery: the recovery journal, the open marker,
+//     and the uploads a recorder on object storage logs and recovery
+//     settles;
 //   - internal/logrec: the log's records (events, invalid events and
 //     their decoding into events.Event, markers, seals, the snapshot and
 //     its field conversions, the recovery journal's bytes) and the
@@ -155,14 +180,13 @@
 //     Every event goes into the log as a TypeEvent record (or
 //     TypeInvalid) before anything else happens to it; the committer
 //     adds markers (TypeEpisodeDone, TypeSessionDone) once a write's
-//     files are durable, the writer TypeSessionWrite as it hands a
-//     session write over, and the checkpointer snapshots and their seals
-//     (checkpoint.go);
+//     files are durable, the assembly goroutine TypeSessionWrite as it
+//     hands a session write over, and snapshots and their seals
+//     (checkpoint.go), all through logappend.go;
 //   - internal/logreplay: reading the log back for recovery, its markers
 //     and its events in order;
-//   - internal/store: the part files, and the state files under _rlrec
-//     (the layout file, OpenLayout; the recovery journal; the open
-//     marker);
+//   - internal/store: the part files, and the layout file under _rlrec
+//     (OpenLayout);
 //   - internal/published: what a ROOT's published files say of one
 //     recording (PublishedSequence, and the episodes recovery finds
 //     published when a damaged log lost their markers);

@@ -12,6 +12,7 @@ import (
 	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
+	"github.com/rlrec/rlrec/recorder/internal/recovery"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -75,11 +76,6 @@ func (w *writer) openFile(c *assembly.Chunk) *episodeFile {
 
 // StepsFull streams an open episode's rows to its steps file.
 func (w *writer) StepsFull(c assembly.Chunk) {
-	if w.now().skipEpisode(c.Rec, c.RecordID) {
-		// Recovery: this episode is already durable; drop its rows.
-		c.Recycle()
-		return
-	}
 	f := w.openFile(&c)
 	meta := metaOf(&c)
 	j := w.takeRows(c)
@@ -160,7 +156,7 @@ func (w *writer) writeRows(f *episodeFile, m episodeMeta, j rowsJob) error {
 			return fmt.Errorf("%s: %w", m, err)
 		}
 		if ph, ok := w.now().(live); ok {
-			store.StreamLogged(w.st, file, m.rec, ph.logMarkers)
+			recovery.StreamLogged(w.st, file, m.rec, ph.logMarkers)
 		}
 		f.file, f.steps = file, format.NewEncoder(file, file.Name(), meta)
 		w.files.Opened()
@@ -212,25 +208,6 @@ func (w *writer) EpisodeDone(e assembly.Finished) {
 	k := episodeKey{e.Rec, e.RecordID}
 	f := w.open[k]
 	delete(w.open, k)
-	if w.now().skipEpisode(e.Rec, e.RecordID) {
-		e.Recycle()
-		w.mu.Lock()
-		w.skipped++
-		w.mu.Unlock()
-		if f != nil {
-			// Rows streamed before recovery knew the episode durable.
-			w.pool.Submit(&f.q, func() {
-				if f.steps != nil {
-					f.abort()
-					w.files.Closed()
-				}
-			})
-			w.mu.Lock()
-			delete(w.live, f)
-			w.mu.Unlock()
-		}
-		return
-	}
 	streamed := e.Streamed > 0
 	if f == nil {
 		f = &episodeFile{}
@@ -275,6 +252,28 @@ func (w *writer) EpisodeDone(e assembly.Finished) {
 		}
 		w.ready(b, be, false)
 	})
+}
+
+// skipEpisode counts an episode recovery found published, and drops
+// what it streamed before recovery knew it durable.
+func (w *writer) skipEpisode(rec hive.Recording, rid string) {
+	k := episodeKey{rec, rid}
+	f := w.open[k]
+	delete(w.open, k)
+	w.mu.Lock()
+	w.skipped++
+	if f != nil {
+		delete(w.live, f)
+	}
+	w.mu.Unlock()
+	if f != nil {
+		w.pool.Submit(&f.q, func() {
+			if f.steps != nil {
+				f.abort()
+				w.files.Closed()
+			}
+		})
+	}
 }
 
 // finishSteps writes an episode's last rows and finishes its steps file

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rlrec/rlrec/internal/store"
+	"github.com/rlrec/rlrec/recorder/internal/recovery"
 )
 
 // Sentinel errors of package recorder; match them with errors.Is.
@@ -44,8 +45,8 @@ var (
 	// every intact one. It wraps the log's *wal.CorruptionError.
 	ErrDamagedLog = errors.New("recorder: log damaged inside a sealed segment")
 	// ErrCorruptJournal is returned by Open for a recovery journal
-	// (_rlrec/journal) that is damaged (internal/store.ReadJournal).
-	ErrCorruptJournal = store.ErrCorruptJournal
+	// (_rlrec/journal) that is damaged (internal/recovery.ReadJournal).
+	ErrCorruptJournal = recovery.ErrCorruptJournal
 	// ErrLayout is returned by Open for a ROOT of another schema version
 	// or steps layout (internal/store.OpenLayout).
 	ErrLayout = store.ErrLayout

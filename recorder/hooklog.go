@@ -33,7 +33,7 @@ func (r *Recorder) enqueueLogged(ctx context.Context, it item) (wal.Pos, error) 
 		return 0, err
 	}
 	return r.queue.pushLogged(it, func(rec []byte) (wal.Pos, error) {
-		pos, err := r.log.AppendContext(ctx, rec)
+		pos, err := r.appends().event(ctx, rec)
 		if ctx.Err() != nil && err != nil {
 			return 0, ctx.Err() // back-pressure the caller chose not to wait for
 		}

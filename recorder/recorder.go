@@ -17,6 +17,7 @@ import (
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
+	"github.com/rlrec/rlrec/recorder/internal/recovery"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -40,7 +41,8 @@ type Recorder struct {
 	st    store.Root
 	state string
 	lock  interface{ Close() error }
-	log   *wal.Log
+	// log is appended to only through appends (logappend.go).
+	log *wal.Log
 
 	// mu guards closed and the queue's lifetime: hooks hold it shared while
 	// they hand an event over; Close takes it exclusively to close the queue.
@@ -212,7 +214,7 @@ func (r *Recorder) start() error {
 		return fmt.Errorf("open %s: log: %w", r.root, err)
 	}
 	r.log = l
-	r.w.setPhase(live{log: l})
+	r.w.setPhase(live{log: r.appends()})
 	if r.resumed > 0 {
 		r.startResumed()
 	}
@@ -553,7 +555,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 		if errs[len(errs)-1] == nil && !r.keepLog && len(failed) == 0 {
 			errs = append(errs, r.clearLog())
 			if errs[len(errs)-1] == nil {
-				errs = append(errs, store.MarkClosed(r.fs, r.state))
+				errs = append(errs, recovery.MarkClosed(r.fs, r.state))
 			}
 		}
 	} else {

@@ -87,7 +87,7 @@ func (s *sessTally) unfinished() int {
 }
 
 // tally is a reference model of the recording semantics (the
-// recording semantics of assemble.go) for well-formed input: it counts, per episode, the
+// recording semantics of internal/assembly) for well-formed input: it counts, per episode, the
 // steps and rewards the tables must hold. It reads both rlmesh orders:
 // rc.5's autoreset step names a completed episode, 0.1's roll step an
 // episode its step flags ended, whose completion follows; neither is a

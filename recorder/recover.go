@@ -14,6 +14,7 @@ import (
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
+	"github.com/rlrec/rlrec/recorder/internal/recovery"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -66,11 +67,11 @@ func (r *Recorder) recover() error {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.recovered.Damage = rep
-	journal, err := store.ReadJournal(r.fs, r.state)
+	journal, err := recovery.ReadJournal(r.fs, r.state)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	crashed, err := store.MarkOpen(r.fs, r.state)
+	crashed, err := recovery.MarkOpen(r.fs, r.state)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", r.root, err)
 	}
@@ -91,7 +92,7 @@ func (r *Recorder) recover() error {
 		if err := r.settleTemps(done); err != nil {
 			return err
 		}
-		return store.RemoveJournal(r.fs, r.state)
+		return recovery.RemoveJournal(r.fs, r.state)
 	}
 	r.opts.logger.Info("recovering from the log of a previous recorder", "root", r.root, "records", rep.Records)
 
@@ -106,7 +107,9 @@ func (r *Recorder) recover() error {
 	if err := r.settleTemps(done); err != nil {
 		return err
 	}
-	r.w.setPhase(replaying{recovered: recovered{fs: r.fs, state: r.state}, done: done})
+	r.w.setPhase(replaying{recovered{fs: r.fs, state: r.state}})
+	r.asm = assembly.New(replayFilter{w: r.w, done: done}, r.budget.episodes())
+	r.asm.KeepHashes(r.opts.resume)
 	var last time.Time
 	var from wal.Pos
 	var cu *assembly.CatchUp
@@ -178,7 +181,7 @@ func (r *Recorder) recover() error {
 	if err := r.clearLog(); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
-	if err := store.RemoveJournal(r.fs, r.state); err != nil {
+	if err := recovery.RemoveJournal(r.fs, r.state); err != nil {
 		return fmt.Errorf("recover %s: %w", r.root, err)
 	}
 	r.opts.logger.Info("recovered", "root", r.root, "sessions", r.recovered.Sessions, "crashed", r.recovered.Crashed,
@@ -252,7 +255,7 @@ func (d *doneSet) addRecords(r *Recorder, recs [][]byte, where string) {
 func (r *Recorder) settleTemps(done *doneSet) error {
 	if up, ok := r.st.(store.Uploader); ok {
 		// Object storage has no temp files.
-		if err := store.SettleUploads(up, done.Published, r.failTemp, r.opts.logger.With("root", r.root)); err != nil {
+		if err := recovery.SettleUploads(up, done.Published, r.failTemp, r.opts.logger.With("root", r.root)); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}
 		return nil

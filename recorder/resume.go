@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
+	"github.com/rlrec/rlrec/recorder/internal/recovery"
 )
 
 // Resume mode
@@ -71,6 +71,10 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 	r.w.setPhase(recovered{fs: r.fs, state: r.state})
 	if r.resumed == 0 {
 		r.asm = assembly.New(r.w, r.budget.episodes())
+	} else {
+		// The recordings go on live: what they finish from now on is
+		// the writer's, unfiltered.
+		r.asm.SetOutput(r.w)
 	}
 	if failed := r.w.recordingErrors(false); len(failed) > 0 {
 		// As in recover: the log and the journal stay for the next
@@ -82,7 +86,7 @@ func (r *Recorder) resumeRecovered(time.Time) error {
 		if err := r.clearLog(); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}
-		if err := store.RemoveJournal(r.fs, r.state); err != nil {
+		if err := recovery.RemoveJournal(r.fs, r.state); err != nil {
 			return fmt.Errorf("recover %s: %w", r.root, err)
 		}
 	}

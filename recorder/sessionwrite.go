@@ -24,9 +24,6 @@ func (w *writer) SessionDone(sw assembly.SessionWrite) {
 		w.fail(err)
 		return
 	}
-	if w.now().skipSession(sw.Rec, sw.K, sw.Row != nil) {
-		return
-	}
 	job := &sessionWriteJob{k: sw.K, seq: sw.Seq, nonce: sw.Nonce, logs: sw.Logs, tele: sw.Tele}
 	w.chargeSession(job)
 	if sw.Row != nil {
@@ -100,7 +97,7 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		}
 	}
 	marker := logrec.AppendSessionMarker(nil, logrec.TypeSessionDone, logrec.Marker{Recording: rec, Write: job.k, Files: files})
-	w.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{marker}, live: []any{job.token}, hold: w.now().replays()})
+	w.com.commit(commitItem{rec: rec, parts: parts, markers: [][]byte{marker}, live: []any{job.token}, hold: w.now().replays()})
 }
 
 // NewSession numbers the file writes of a recording seen for the first
@@ -109,16 +106,6 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 // its first event, when it is late telemetry or a log line, makes it a
 // finished recording receiving late data.
 func (w *writer) NewSession(rec hive.Recording, late bool) assembly.Continuation {
-	if p := w.now(); p.replays() {
-		if k, ok := p.firstWrite(rec); ok && late {
-			return assembly.Continuation{FirstWrite: k, Ended: true}
-		}
-		if !late {
-			// Replayed from its start: writes are numbered from 0 again
-			// and replace what a crash may have left.
-			return assembly.Continuation{}
-		}
-	}
 	n := 0
 	for _, table := range []string{schema.TableSessions, schema.TableLogs, schema.TableTelemetry} {
 		p, err := w.st.Next(hive.RecordingPartition(table, rec))

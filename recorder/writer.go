@@ -111,7 +111,6 @@ func newWriter(r *Recorder) *writer {
 		},
 		log:        r.opts.logger,
 		pool:       serial.NewPool(r.opts.workers),
-		com:        newCommitter(),
 		rows:       semaphore.NewWeighted(rowsMax),
 		rowsMax:    rowsMax,
 		files:      parquetout.NewFileShare(r.budget.stepsFiles()),
@@ -125,8 +124,33 @@ func newWriter(r *Recorder) *writer {
 		failed:     make(map[string]*recFailure),
 	}
 	w.setPhase(recovered{fs: r.fs, state: r.state})
-	go w.commitLoop()
+	w.com = newCommitter(commitEnv{
+		st:         w.st,
+		layoutFile: w.layoutFile,
+		logMarkers: func(markers [][]byte) error { return w.now().logMarkers(markers) },
+		failed:     w.err,
+		fail:       w.fail,
+		failRec:    w.failRec,
+		recFailed:  w.recFailed,
+		anyFailed:  func() bool { return w.failedN.Load() > 0 },
+		published:  w.published,
+	})
 	return w
+}
+
+// published releases the writes of a group the committer made durable:
+// their log positions, and their done functions.
+func (w *writer) published(group []commitItem) {
+	w.mu.Lock()
+	for _, it := range group {
+		for _, l := range it.live {
+			delete(w.live, l)
+		}
+		if it.done != nil {
+			it.done()
+		}
+	}
+	w.mu.Unlock()
 }
 
 // phaseOf boxes a phase for the atomic pointer.

@@ -70,6 +70,12 @@ const (
 	// LayoutName is the file under StateDir that holds the ROOT's schema
 	// version and steps layout.
 	LayoutName = "layout"
+	// JournalName is the recovery journal in the recorder's state
+	// directory (StateDir, or an s3:// ROOT's local one).
+	JournalName = "journal"
+	// OpenMarkerName is the open marker in the recorder's state
+	// directory: there while a recorder may have files under temp names.
+	OpenMarkerName = "open"
 )
 
 // Keys of the layout file (StateDir/LayoutName): lines key=value. Part of

@@ -123,22 +123,16 @@
 // again are not an error, so two recorders starting one prefix agree).
 // OpenRoot picks FS or S3 from the ROOT. The recorder's own state (log,
 // lock, recovery journal, open marker) stays in a local state directory:
-// ROOT/_rlrec on disk, the --log-dir of a bucket (DefaultStateDir); the
-// journal and marker functions (journal.go) take that directory. An S3
+// ROOT/_rlrec on disk, the --log-dir of a bucket (DefaultStateDir). An S3
 // store also tells the recorder which parts go up in pieces (Multipart),
 // the upload to record (PendingUpload), and lets recovery complete or
 // abort an upload by exact key, look an object up (Exists) and take back
 // the objects of a write a crash left half published (Delete, recovery's
 // only delete).
 //
-// What the recorder's log says of its uploads, and what recovery does
-// with it, is settle.go's (Uploader): BegunMarker names the parts about to
-// go up in pieces, MarkUploads adds each upload's id and pieces to the
-// markers, and SettleUploads, given the markers a crashed writer's log
-// holds (logrec.Published), completes the recorded uploads of missing
-// objects, takes back the writes the bucket does not hold whole and
-// forgets them (so that they are done again from the log), and aborts
-// every upload still in flight of a file the log names, by exact key.
+// What the recorder's log says of its uploads, and what its recovery does
+// with them through an Uploader, is the recorder's (its internal recovery
+// package, uploads.go): this package knows no log record.
 //
 // # Reading
 //
@@ -157,8 +151,8 @@
 // A recorder on a file system keeps small files under ROOT/_rlrec beside
 // its log, each written whole (WriteState: temp file, fsync, rename,
 // directory fsync): the layout file (OpenLayout reads it through
-// ReadLayout, or writes it with a new ROOT's first file), the recovery
-// journal (WriteJournal, ReadJournal, RemoveJournal; its bytes are
-// internal/logrec's) and the open marker (MarkOpen, MarkClosed). Their
-// names are part of the on-disk format.
+// ReadLayout, or writes it with a new ROOT's first file), and the
+// recorder's recovery journal and open marker (its internal recovery
+// package). Their names (hive.LayoutName, hive.JournalName,
+// hive.OpenMarkerName) are part of the on-disk format.
 package store

@@ -22,11 +22,8 @@ var (
 	errForeign = errors.New("store: part of another store")
 )
 
-// Sentinel errors of a recorder's state files (OpenLayout, ReadJournal).
+// Sentinel errors of a recorder's state files (OpenLayout).
 var (
-	// ErrCorruptJournal is returned by ReadJournal for a recovery journal
-	// (_rlrec/journal) that is damaged.
-	ErrCorruptJournal = errors.New("store: damaged recovery journal")
 	// ErrLayout is returned by OpenLayout for a ROOT of another schema
 	// version or steps layout.
 	ErrLayout = errors.New("store: ROOT of another schema version or layout")

@@ -35,7 +35,7 @@ func OpenLayout(fsys vfs.FS, state string, st Root, want hive.Layout) (*LayoutFi
 	// left only by a crash while they were written; neither was renamed,
 	// so neither holds anything. Only one that is there is removed: on a
 	// read-only ROOT a removal of nothing fails, and is no reason to stop.
-	for _, tmp := range []string{"." + hive.LayoutName + ".tmp", "." + JournalName + ".tmp"} {
+	for _, tmp := range []string{"." + hive.LayoutName + ".tmp", "." + hive.JournalName + ".tmp"} {
 		p := filepath.Join(state, tmp)
 		if _, err := fsys.Stat(p); err != nil {
 			continue

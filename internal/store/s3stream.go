@@ -36,7 +36,7 @@ import (
 // The upload is created only after begin, the caller's function, returns:
 // the recorder logs a logrec.TypeUploadBegun record naming the part and
 // syncs it there, so that no upload is in flight that its log cannot
-// name by exact key (settle.go's step 1, taken early). A failure of begin
+// name by exact key (step 1 of the recorder's upload order, taken early). A failure of begin
 // or of a piece fails the part at Sync, which aborts its upload.
 
 // streamAhead bounds the pieces handed to a part's uploading goroutine

@@ -67,6 +67,10 @@ func (a *Assembler) FinishAll(status string, at time.Time, keepUnended bool) (re
 	return recordings, unended
 }
 
+// SetOutput makes out the receiver of what a finishes from now on (the
+// state recovery rebuilt goes on live).
+func (a *Assembler) SetOutput(out Output) { a.out = out }
+
 // Problems is the number of input problems counted; Repeats those of them
 // that were resent events. Both may be read from any goroutine.
 func (a *Assembler) Problems() int64 { return a.problems.Load() }

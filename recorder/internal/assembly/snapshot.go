@@ -16,7 +16,7 @@ import (
 // as of one log position: every session the assembler holds, with its open
 // episodes' buffered rows. Recovery restores it and replays only the event
 // records after that position, and the log before it can be removed
-// (checkpoint.go says when one is taken and when it may be relied on). Its
+// (the recorder's checkpoint.go says when one is taken and when it may be relied on). Its
 // body is a logrec.Snapshot (internal/logrec/snapshot.proto); this file
 // converts the assembly state to it and back.
 //
@@ -26,7 +26,7 @@ import (
 // rows to its steps file (those are in no durable file yet) or buffers more
 // than inlineRowsMax: then the snapshot names the log position of its first
 // event, the log is kept from there, and recovery rebuilds its rows by
-// replaying the log from there to the snapshot (recover.go).
+// replaying the log from there to the snapshot (catchup.go).
 
 // snapshotable reports whether the whole assembly state can be put in a
 // snapshot now, and its approximate size: not while an episode awaits
@@ -442,7 +442,7 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 // restore makes sessions, decoded from a snapshot as of position from-1,
 // the assembler's state; from is the first log position they are built
 // from on. Episodes whose rows the snapshot left to the log keep their
-// replayFrom until catchUp rebuilds them.
+// replayFrom until the CatchUp rebuilds them.
 func (a *Assembler) restore(sessions []*session, from uint64) {
 	for _, s := range sessions {
 		s.firstPos = from

@@ -1,4 +1,4 @@
-package store
+package recovery
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
+	"github.com/rlrec/rlrec/internal/store"
 )
 
 // A writer's uploads in its log.
@@ -41,27 +42,10 @@ import (
 // writer does it again whole from the log and no row is published twice.
 // Then it aborts every upload still in flight of a file the log names.
 
-// Uploader is a store whose parts go up as uploads a crash can leave in
-// flight (S3): a writer records them in its log, and recovery settles
-// them (SettleUploads) instead of temp files.
-type Uploader interface {
-	Root
-	Multipart(p Part) bool
-	PendingUpload(p Part) (Upload, bool)
-	UploadOf(rel, id string, pieces []Piece) Upload
-	Uploads(rel string) ([]Upload, error)
-	CompleteUpload(u Upload) error
-	AbortUpload(u Upload) error
-	Exists(rel string) (bool, error)
-	Delete(rel string) error
-}
-
-var _ Uploader = (*S3)(nil)
-
 // BegunMarker returns the logrec.TypeUploadBegun record of a write of
 // recording rec naming those of its parts that go up in pieces (step 1
 // above), or nil when none does.
-func BegunMarker(up Uploader, rec hive.Recording, parts []Part) []byte {
+func BegunMarker(up store.Uploader, rec hive.Recording, parts []store.Part) []byte {
 	var files []string
 	for _, p := range parts {
 		if up.Multipart(p) {
@@ -75,11 +59,11 @@ func BegunMarker(up Uploader, rec hive.Recording, parts []Part) []byte {
 }
 
 // StreamLogged lets part p of recording rec upload its pieces while it
-// is written, when st streams (Streamer): its upload begins only once
+// is written, when st streams (store.Streamer): its upload begins only once
 // logMarkers has made a logrec.TypeUploadBegun record naming it durable
 // (step 1 above, taken before the part is finished).
-func StreamLogged(st Store, p Part, rec hive.Recording, logMarkers func([][]byte) error) {
-	sw, ok := st.(Streamer)
+func StreamLogged(st store.Store, p store.Part, rec hive.Recording, logMarkers func([][]byte) error) {
+	sw, ok := st.(store.Streamer)
 	if !ok {
 		return
 	}
@@ -92,7 +76,7 @@ func StreamLogged(st Store, p Part, rec hive.Recording, logMarkers func([][]byte
 // group the uploads in flight of the files they name (step 3 above);
 // parts are the group's parts. Markers that name no such file are
 // returned as they are.
-func MarkUploads(up Uploader, parts []Part, markers [][]byte) ([][]byte, error) {
+func MarkUploads(up store.Uploader, parts []store.Part, markers [][]byte) ([][]byte, error) {
 	ups := map[string]logrec.Upload{}
 	for _, p := range parts {
 		u, ok := up.PendingUpload(p)
@@ -138,12 +122,12 @@ func MarkUploads(up Uploader, parts []Part, markers [][]byte) ([][]byte, error) 
 // found by its exact key, is aborted.
 //
 // A recorded upload that cannot be completed because its name is taken
-// (ErrExists) is handed to nameTaken with the file (relative to ROOT)
+// (store.ErrExists) is handed to nameTaken with the file (relative to ROOT)
 // and the error: the caller fails what the file belongs to, or returns an
 // error, which SettleUploads returns as it is. Its other errors say what
 // failed; logger (with the caller's attributes) gets one line per upload
 // completed or aborted and per file taken back.
-func SettleUploads(up Uploader, pub *logrec.Published, nameTaken func(rel string, err error) error, logger *slog.Logger) error {
+func SettleUploads(up store.Uploader, pub *logrec.Published, nameTaken func(rel string, err error) error, logger *slog.Logger) error {
 	s := settlement{up: up, pub: pub, logger: logger,
 		published: map[string]bool{}, recorded: map[string]bool{}, lost: map[string]bool{}}
 	for _, wr := range pub.Writes() {
@@ -165,9 +149,9 @@ func SettleUploads(up Uploader, pub *logrec.Published, nameTaken func(rel string
 				if ok || s.lost[u.File] {
 					continue
 				}
-				pieces := make([]Piece, len(u.Pieces))
+				pieces := make([]store.Piece, len(u.Pieces))
 				for i, pc := range u.Pieces {
-					pieces[i] = Piece{Number: pc.Number, ETag: pc.ETag, Size: pc.Size}
+					pieces[i] = store.Piece{Number: pc.Number, ETag: pc.ETag, Size: pc.Size}
 				}
 				err = up.CompleteUpload(up.UploadOf(u.File, u.ID, pieces))
 				var code interface{ ErrorCode() string }
@@ -175,7 +159,7 @@ func SettleUploads(up Uploader, pub *logrec.Published, nameTaken func(rel string
 				case err == nil:
 					s.published[u.File] = true
 					logger.Info("completed an upload the crashed recorder had made whole", "file", up.Path(u.File))
-				case errors.Is(err, ErrExists):
+				case errors.Is(err, store.ErrExists):
 					if err := nameTaken(u.File, fmt.Errorf("complete the upload of %s: %w", up.Path(u.File), err)); err != nil {
 						return err
 					}
@@ -219,7 +203,7 @@ func SettleUploads(up Uploader, pub *logrec.Published, nameTaken func(rel string
 
 // settlement is the state of one SettleUploads.
 type settlement struct {
-	up     Uploader
+	up     store.Uploader
 	pub    *logrec.Published
 	logger *slog.Logger
 	// published caches what the bucket holds; recorded are the files

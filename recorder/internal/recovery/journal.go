@@ -1,4 +1,4 @@
-package store
+package recovery
 
 import (
 	"errors"
@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
+	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
@@ -18,11 +20,13 @@ import (
 // is written whole under a temp name, synced, renamed and its directory
 // synced, and removed once recovery has emptied the log; an Open that finds
 // it reads its markers with the log's (a crash during recovery). Its
-// format is logrec's (logrec.AppendJournal). Its name is part of the
-// on-disk format: do not change it.
-const JournalName = "journal"
+// format is logrec's (logrec.AppendJournal); its name is
+// hive.JournalName.
+func journalPath(state string) string { return filepath.Join(state, hive.JournalName) }
 
-func journalPath(state string) string { return filepath.Join(state, JournalName) }
+// ErrCorruptJournal is returned by ReadJournal for a recovery journal
+// (_rlrec/journal) that is damaged.
+var ErrCorruptJournal = errors.New("recovery: damaged journal")
 
 // WriteJournal adds markers to the journal in the state directory
 // state, durably.
@@ -32,20 +36,8 @@ func WriteJournal(fsys vfs.FS, state string, markers [][]byte) error {
 		return err
 	}
 	b := logrec.AppendJournal(nil, append(old, markers...))
-	if err := WriteState(fsys, state, JournalName, b); err != nil {
+	if err := store.WriteState(fsys, state, hive.JournalName, b); err != nil {
 		return fmt.Errorf("write recovery journal: %w", err)
-	}
-	return nil
-}
-
-// WriteState writes a small file of a recorder's state whole: under
-// the temp name .NAME.tmp in dir, synced, renamed to name, dir synced.
-func WriteState(fsys vfs.FS, dir, name string, b []byte) error {
-	if err := vfs.WriteFile(fsys, filepath.Join(dir, "."+name+".tmp"), filepath.Join(dir, name), b); err != nil {
-		return err
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
@@ -91,13 +83,12 @@ func RemoveJournal(fsys vfs.FS, state string) error {
 // (MarkClosed). An Open that
 // finds it knows the previous recorder stopped without closing, and looks
 // for the temp files it left even when its log is empty (a crash before
-// the log's first sync). Part of the on-disk format: do not change it.
-const OpenMarkerName = "open"
+// the log's first sync). Its name is hive.OpenMarkerName.
 
 // MarkOpen creates the open marker in the state directory state and
 // reports whether it was there.
 func MarkOpen(fsys vfs.FS, state string) (bool, error) {
-	name := filepath.Join(state, OpenMarkerName)
+	name := filepath.Join(state, hive.OpenMarkerName)
 	if _, err := fsys.Stat(name); err == nil {
 		return true, nil
 	}
@@ -117,8 +108,8 @@ func MarkOpen(fsys vfs.FS, state string) (bool, error) {
 // MarkClosed removes the open marker in the state directory state after
 // a clean Close.
 func MarkClosed(fsys vfs.FS, state string) error {
-	if err := fsys.Remove(filepath.Join(state, OpenMarkerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", OpenMarkerName, err)
+	if err := fsys.Remove(filepath.Join(state, hive.OpenMarkerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", hive.OpenMarkerName, err)
 	}
 	return fsys.SyncDir(state)
 }
