@@ -114,9 +114,6 @@ func (a *Assembler) Each(f func(Recording)) {
 	}
 }
 
-// Len is the number of recordings in the state.
-func (a *Assembler) Len() int { return len(a.sessions) }
-
 // Snapshotable reports whether the state can be put in a snapshot now,
 // and its approximate size (snapshot.go).
 func (a *Assembler) Snapshotable() (size int, ok bool) { return a.snapshotable() }
