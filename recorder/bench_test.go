@@ -916,7 +916,10 @@ func loggedBytes(b *testing.B, dir string, segment int64) int64 {
 // ---------------------------------------------------------------------------
 // Memory (in a child process, so that VmHWM is the workload's own)
 
-const memChildEnv = "RLREC_BENCH_MEMORY_CHILD"
+const (
+	memChildEnv    = "RLREC_BENCH_MEMORY_CHILD"
+	memCrashDirEnv = "RLREC_BENCH_MEMORY_CRASH_DIR"
+)
 
 // TestMain runs the memory workload when started as its child process.
 func TestMain(m *testing.M) {
@@ -979,12 +982,35 @@ func memoryChild(spec string, out io.Writer) error {
 		debug.SetMemoryLimit(GCMemoryLimit(defaultOptions().memoryBudget))
 		parts = parts[:len(parts)-1]
 	}
-	dir, err := os.MkdirTemp("", "rlrec-mem")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	res := memResult{Budget: defaultOptions().memoryBudget, Baseline: procStatus("VmHWM")}
+	if parts[0] == "recover" {
+		// "recover:<dir>": Open recovers what a crashed "logs" child
+		// left in dir.
+		stopLive := pollLiveHeap(&res.LiveMax)
+		t0 := time.Now()
+		r, err := Open(parts[1])
+		if err != nil {
+			return err
+		}
+		if err := r.Close(context.Background()); err != nil {
+			return err
+		}
+		stopLive()
+		res.Seconds = time.Since(t0).Seconds()
+		res.HWM = procStatus("VmHWM")
+		return json.NewEncoder(out).Encode(res)
+	}
+	// crashDir, when set, is where a "logs" child records, and it exits
+	// right after its last log event, without Close, as a crash would.
+	crashDir := os.Getenv(memCrashDirEnv)
+	dir := crashDir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "rlrec-mem"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
 	r, err := Open(dir)
 	if err != nil {
 		return err
@@ -1051,6 +1077,9 @@ func memoryChild(spec string, out io.Writer) error {
 			}
 		}
 		res.Bytes = total + int64(logN)*15_000_000
+		if crashDir != "" {
+			os.Exit(0)
+		}
 	}
 	if p := os.Getenv("RLREC_BENCH_HEAPPROFILE"); p != "" {
 		// Before Close: what the workload holds at its peak.

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,38 +95,69 @@ func mibs(v []int64) []int64 {
 // TestPeakRSSLargeEvents checks, less the driver's own buffers (its frames
 // and the message): the live heap within the budget plus two maximum
 // events, the recorder's share of the peak RSS within the budget plus 64
-// MiB plus the log's pending file, for 6, 24 and 60 log events. Each
+// MiB plus the log's pending file, for 6, 24 and 60 log events, and so
+// does the recovery of a recorder killed right after 24 of them (its log
+// holds all 24, the session's open episode keeping it). Each log event
 // is a session write of its own, charged to the rows in flight so that
 // the hooks wait for its file instead of queueing writes (before that
 // charge the peak grew by about 15 MB a log event: 512 MiB for 12, 1,219
 // MiB for 60), and its file holds the message once: with page statistics
 // on the message column, parquet-go copied it about ten times while
 // writing it (into the page header's min and max, the column index, a
-// header buffer grown by doubling) and the peak was 426-445 MiB.
+// header buffer grown by doubling) and the peak was 457-492 MiB.
 func TestPeakRSSManyLogEvents(t *testing.T) {
 	const mib = 1 << 20
-	var added []int64
-	for _, n := range []int{6, 24, 60} {
-		spec := "logs:" + strconv.Itoa(n) + ":gclimit"
+	child := func(spec string, env ...string) memResult {
+		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), memChildEnv+"="+spec, "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
+		cmd.Env = append(cmd.Env, env...)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
-		timedOut := ctx.Err() != nil
-		cancel()
-		if timedOut {
-			t.Fatalf("the child recording %s did not finish in 5 minutes: its hooks wait for budget that is never given back?", spec)
+		if ctx.Err() != nil {
+			t.Fatalf("the child %s did not finish in 5 minutes: its hooks wait for budget that is never given back?", spec)
 		}
 		if err != nil {
 			t.Fatalf("child %s: %v", spec, err)
 		}
 		var res memResult
+		if len(env) > 0 {
+			return res // it crashed on purpose, before reporting
+		}
 		if err := json.Unmarshal(out, &res); err != nil {
 			t.Fatalf("child output %q: %v", out, err)
 		}
-		if want := int64(n) * 15_000_000; res.Bytes < want {
-			t.Fatalf("the child recorded %d MiB, want at least the %d MiB of its log events", res.Bytes/mib, want/mib)
+		return res
+	}
+	var added []int64
+	for _, tc := range []struct {
+		name  string
+		n     int
+		crash bool
+	}{
+		{"6 log events", 6, false},
+		{"24 log events", 24, false},
+		{"60 log events", 60, false},
+		{"recovery of 24 log events", 24, true},
+	} {
+		spec := "logs:" + strconv.Itoa(tc.n) + ":gclimit"
+		var res memResult
+		if tc.crash {
+			dir := t.TempDir()
+			child(spec, memCrashDirEnv+"="+dir)
+			// The log holds every log event (s2 leaves random text at
+			// about three quarters of its size), for recovery to replay.
+			if n, want := segmentBytes(t, filepath.Join(dir, "_rlrec", "log")), int64(tc.n)*15_000_000/2; n < want {
+				t.Fatalf("%s: the crashed child left %d MiB of log segments, want at least %d", tc.name, n/mib, want/mib)
+			}
+			res = child("recover:" + dir + ":gclimit")
+		} else {
+			res = child(spec)
+			if want := int64(tc.n) * 15_000_000; res.Bytes < want {
+				t.Fatalf("%s: the child recorded %d MiB, want at least the %d MiB of its log events", tc.name, res.Bytes/mib, want/mib)
+			}
 		}
 		maxEvent := memoryBudget(res.Budget).maxEvent()
 		liveBound := res.Budget + 2*maxEvent
@@ -132,17 +165,40 @@ func TestPeakRSSManyLogEvents(t *testing.T) {
 		pending := 2*int64(memoryBudget(res.Budget).logPending()) + 4096
 		bound := res.Budget + 64*mib + pending
 		a := res.HWM - res.Baseline - res.Held
-		added = append(added, a)
-		t.Logf("%d log events of 15 MB: live heap at most %d MiB (bound %d); the recorder's peak RSS %d MiB (bound %d); RSS after each eighth (MiB): %v",
-			n, live/mib, liveBound/mib, a/mib, bound/mib, mibs(res.RSS))
+		if !tc.crash {
+			added = append(added, a)
+		}
+		t.Logf("%s: live heap at most %d MiB (bound %d); the recorder's peak RSS %d MiB (bound %d); RSS after each eighth (MiB): %v",
+			tc.name, live/mib, liveBound/mib, a/mib, bound/mib, mibs(res.RSS))
 		if live > liveBound {
-			t.Errorf("%d log events of 15 MB: the recorder kept %d MiB live, over the budget (%d MiB) plus two %d MiB events", n, live/mib, res.Budget/mib, maxEvent/mib)
+			t.Errorf("%s: the recorder kept %d MiB live, over the budget (%d MiB) plus two %d MiB events", tc.name, live/mib, res.Budget/mib, maxEvent/mib)
 		}
 		if a > bound {
-			t.Errorf("%d log events of 15 MB: the recorder added %d MiB to the peak RSS, over the budget (%d MiB) plus 64 MiB plus the pending file's %d MiB", n, a/mib, res.Budget/mib, pending/mib)
+			t.Errorf("%s: the recorder added %d MiB to the peak RSS, over the budget (%d MiB) plus 64 MiB plus the pending file's %d MiB", tc.name, a/mib, res.Budget/mib, pending/mib)
 		}
 	}
 	if grow := added[len(added)-1] - added[0]; grow > 64*mib {
 		t.Errorf("54 more log events of 15 MB added %d MiB to the peak RSS: their session writes are not bounded", grow/mib)
 	}
+}
+
+// segmentBytes is the size of the log segments in dir.
+func segmentBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".wal") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += info.Size()
+	}
+	return n
 }
