@@ -969,11 +969,15 @@ func procStatus(field string) int64 {
 
 // memoryChild runs "image:<bytes>" (one lane, 224x224x3 frames, one
 // episode of bytes of observations), "open:<episodes>:<bytes>" (that
-// many lanes with open 84x84x3 episodes, bytes in all) or
+// many lanes with open 84x84x3 episodes, bytes in all),
 // "large:<lanes>:<bytes>" (that many lanes of 1024x1216x3 frames, 3.6 MiB
 // each, so that an observation event of 4 lanes, 14.3 MiB, is near the
-// default maximum event size of 16 MiB) into a recorder with the default
-// 256 MiB budget.
+// default maximum event size of 16 MiB) or "logs:<n>" (100 steps of one
+// 84x84x3 lane, then n log events of 15 MB of random text; with
+// memCrashDirEnv set it records there and exits without Close) into a
+// recorder with the default 256 MiB budget, or "recover:<dir>" (Open and
+// Close of what a crashed "logs" child left in dir). A last ":gclimit"
+// sets the Go memory limit GCMemoryLimit gives.
 func memoryChild(spec string, out io.Writer) error {
 	parts := strings.Split(spec, ":")
 	if parts[len(parts)-1] == "gclimit" {
