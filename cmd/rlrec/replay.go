@@ -59,7 +59,7 @@ var replayFlags replayOptions
 
 var cmdReplay = &Command{
 	Name:      "replay",
-	UsageLine: "replay ROOT --session ID [--env ENV] [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]] [--published]",
+	UsageLine: "replay ROOT (--session ID [--env ENV] | --env ENV) [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]] [--published]",
 	Short:     "stream a session's steps decoded, as events, or as Arrow",
 	Long: `Replay reads the steps of one session (or of one episode with --episode),
 in episode record id order and step order within each episode, and writes
@@ -106,8 +106,8 @@ Example:
 
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
-	fs.Var(givenString{&f.session, &f.sessionGiven}, "session", "the recordings of session `ID` (required; --session \"\" names the empty id)")
-	fs.StringVar(&f.env, "env", f.env, "the recording of `ENV` (an env id or component name), when the session id names several (rlmesh's local runner reuses session ids)")
+	fs.Var(givenString{&f.session, &f.sessionGiven}, "session", "the recording of session `ID` (--session \"\" names the empty id)")
+	fs.StringVar(&f.env, "env", f.env, "the recording of `ENV`: an env id, component id or name (cartpole), of every session or of --session's; a name several recordings run is an error listing them")
 	fs.StringVar(&f.episode, "episode", f.episode, "the episode of record id `RECORD_ID` (default: every episode of the session)")
 	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
 	outFlag(fs, &f.out, "output `FILE` (default: standard output)")
@@ -120,8 +120,8 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
 	}
-	if !f.sessionGiven {
-		return usagef("--session is required; 'rlrec inspect %s' lists the sessions", args[0])
+	if !f.sessionGiven && f.env == "" {
+		return usagef("--session or --env is required; 'rlrec inspect %s' lists the recordings", args[0])
 	}
 	switch f.format {
 	case "jsonl", "arrow":
@@ -149,15 +149,15 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	rec, err := lookupRecording(d, f.session, f.env)
+	rec, err := lookupRecording(d, recordingSel{session: f.session, bySession: f.sessionGiven, env: f.env})
 	if err != nil {
 		return err
 	}
 	var rids []string
 	if f.episode != "" {
 		if !d.HasSteps(rec, f.episode) {
-			return fmt.Errorf("%s episode %q has no steps in %s; run 'rlrec inspect %s --session %s' for the list",
-				rec, f.episode, args[0], args[0], f.session)
+			return fmt.Errorf("%s episode %q has no steps in %s; run 'rlrec inspect %s --session %s --env %s' for the list",
+				rec, f.episode, args[0], args[0], shellWord(rec.SessionID), shellWord(rec.EnvID))
 		}
 		rids = []string{f.episode}
 	} else {
