@@ -209,3 +209,28 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// TestReadmeRlrecLines: which lines of a README's sh blocks
+// TestReadmeExamples runs, and how.
+func TestReadmeRlrecLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, readme string
+		want         []readmeShellLine
+	}{
+		{"comment cut", "```sh\nrlrec demo   # record\n```\n", []readmeShellLine{{0, "rlrec demo", false}}},
+		{"hash in quotes kept", "```sh\nrlrec copy a b --where \"x = '#1'\"  # c\n```\n", []readmeShellLine{{0, "rlrec copy a b --where \"x = '#1'\"", false}}},
+		{"pipeline of rlrec", "```sh\nrlrec simulate -o - | rlrec ingest -o d -\n```\n", []readmeShellLine{{0, "rlrec simulate -o - | rlrec ingest -o d -", false}}},
+		{"other commands skipped", "```sh\ngo install ./cmd/rlrec\npip install x\nrlrec replay r --env e | head\nduckdb -c \"SELECT 1\"\n```\n", nil},
+		{"server in the background", "```sh\nrlrec serve -o d &   # port\nrlrec simulate --to 127.0.0.1:7465\n```\n",
+			[]readmeShellLine{{0, "rlrec serve -o d", true}, {0, "rlrec simulate --to 127.0.0.1:7465", false}}},
+		{"blocks numbered, other fences skipped", "```go\nrlrec := 1\n```\n```sh\nrlrec a\n```\ntext rlrec b\n```sh\nrlrec c\n```\n",
+			[]readmeShellLine{{0, "rlrec a", false}, {1, "rlrec c", false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := readmeRlrecLines(t, tc.readme)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
