@@ -20,7 +20,7 @@ import (
 // default maximum being a sixteenth of the 256 MiB budget: 16 MiB) into
 // open episodes, 640 MiB in all, in a child process under the Go memory
 // limit the rlrec command sets (GCMemoryLimit), and checks the two bounds
-// the README documents, each less the driver's own event buffers (the
+// docs/recording.md documents, each less the driver's own event buffers (the
 // caller's memory) and, for the RSS, what the process held before Open:
 //
 //   - the data kept live (the most live heap a garbage collection found)

@@ -1,5 +1,5 @@
 // Package parquetout encodes rlrec's table files: the steps, episodes,
-// sessions, logs and telemetry files of the README's "Output", with
+// sessions, logs and telemetry files of docs/format/ (layout.md), with
 // the schemas of package schema.
 //
 // # Encoders over io.Writer
