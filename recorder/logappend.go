@@ -37,9 +37,6 @@ import (
 // (phase.go), and nothing else is appended.
 type logAppender struct{ log *wal.Log }
 
-// appends is the appender of r's open log.
-func (r *Recorder) appends() logAppender { return logAppender{r.log} }
-
 // event appends a hook's event record (rule 1; the caller holds the
 // intake's lock), waiting for room under ctx.
 func (a logAppender) event(ctx context.Context, rec []byte) (wal.Pos, error) {

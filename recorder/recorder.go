@@ -189,6 +189,9 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 	return r, nil
 }
 
+// appends is the appender of r's open log (logappend.go).
+func (r *Recorder) appends() logAppender { return logAppender{r.log} }
+
 func (r *Recorder) start() error {
 	o := &r.opts
 	dir := filepath.Join(r.state, logDir)
