@@ -70,8 +70,9 @@
 // held two StreamPieceSize pieces, uploaded them while it was written,
 // and Sync uploads the rest: s3stream.go); the upload is durable on the
 // service and invisible, and
-// PendingUpload returns its key, upload id and piece ETags for the caller
-// to record. A part of PartSize or less needs no request at Sync: it is
+// PendingUpload returns its path, upload id and piece ETags for the caller
+// to record (a logrec.Upload: the log's record of an upload is the one
+// type of it, which CompleteUpload and AbortUpload take back). A part of PartSize or less needs no request at Sync: it is
 // durable only once published, and a caller that must survive a crash
 // before then keeps its source (the recorder's log holds every event a
 // part is built from until the part is published).
