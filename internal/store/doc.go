@@ -39,7 +39,8 @@
 // under its temp name or complete under its final name, never a partial
 // file under a final name. A caller that must record a group before it
 // becomes visible (the recorder logs its markers) calls Sync, records,
-// then Publish; Commit does both.
+// then Publish. When only some parts of a group fail, both steps go on
+// with the others and a *GroupError names the failed ones.
 //
 // Failure of one part. A failed file-system sync says nothing of which
 // file failed, so Sync then syncs each part on its own (its file, then
