@@ -163,7 +163,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 // once ev is queued, waiting (within ctx) while the unacknowledged events
 // fill WithMaxUnacked.
 func (c *Client) Record(ctx context.Context, ev events.Event) error {
-	return c.RecordAt(ctx, ev, c.opts.clock())
+	return c.RecordAt(ctx, ev, time.Now())
 }
 
 // RecordAt hands over ev observed at t, like Record: a producer that knows
@@ -174,7 +174,7 @@ func (c *Client) RecordAt(ctx context.Context, ev events.Event, t time.Time) err
 		return fmt.Errorf("client: record: %w", events.ErrNilEvent)
 	}
 	if t.IsZero() {
-		t = c.opts.clock()
+		t = time.Now()
 	}
 	bp := getBuf(estimate(ev))
 	b, err := events.AppendMarshal((*bp)[:0], ev, t)
