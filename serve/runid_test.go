@@ -44,14 +44,6 @@ func untimed(t *testing.T, msgs [][]byte) [][]byte {
 	return out
 }
 
-// restarter stops a server on root and starts another on the same root:
-// gracefully (drain and close, as SIGTERM does) or by SIGKILL of a child
-// process.
-type restarter struct {
-	name  string
-	start func(t *testing.T, root string) (addr string, stop func(kill bool))
-}
-
 func runidInProcess(t *testing.T, root string) (string, func(bool)) {
 	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
 	return ts.Addr, func(bool) { ts.stop(t) }

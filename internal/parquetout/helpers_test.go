@@ -128,10 +128,6 @@ func osFS(t testing.TB) (vfs.FS, string) {
 	return fsys, root
 }
 
-func metaValue(pf *parquet.File, key string) (string, bool) {
-	return pf.Lookup(key)
-}
-
 // checkFooters runs CheckFooter on every *.parquet file under root on
 // fsys (temp files, named .tmp, are not checked) and returns nil, or every
 // problem found joined (errors.Join), each naming its file. A missing root
