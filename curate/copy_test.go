@@ -42,7 +42,7 @@ func source(t *testing.T, l hive.Layout) string {
 
 func mustVerify(t *testing.T, root string) {
 	t.Helper()
-	rep, err := verify.Root(context.Background(), root, verify.Options{})
+	rep, err := verify.Root(context.Background(), root)
 	if err != nil {
 		t.Fatalf("verify %s: %v", root, err)
 	}

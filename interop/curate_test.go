@@ -64,7 +64,7 @@ func contains(list []string, s string) bool {
 
 func mustVerify(t *testing.T, root string) {
 	t.Helper()
-	rep, err := verify.Root(context.Background(), root, verify.Options{})
+	rep, err := verify.Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

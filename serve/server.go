@@ -24,28 +24,41 @@ import (
 	"github.com/rlrec/rlrec/recorder"
 )
 
-// DefaultMaxMessageBytes is the largest request a Server accepts when
-// Options.MaxMessageBytes is 0: 64 MiB, a batch of a few hundred lanes of
-// camera images.
+// DefaultMaxMessageBytes is the largest request a Server accepts without
+// WithMaxMessageBytes: 64 MiB, a batch of a few hundred lanes of camera
+// images.
 const DefaultMaxMessageBytes = 64 << 20
 
-// Options configure a Server.
-type Options struct {
-	// Token, when set, is required of every Ingest call (metadata
-	// "authorization: Bearer TOKEN"); the health service stays open.
-	Token string
-	// MaxMessageBytes bounds one request (0: DefaultMaxMessageBytes).
-	MaxMessageBytes int
-	// Logger gets what the server reports; nil logs nothing.
-	Logger *slog.Logger
+// options is a Server's configuration (Option).
+type options struct {
+	token      string
+	maxMessage int
+	logger     *slog.Logger
 }
+
+// Option configures a Server (NewServer). The project's public packages
+// configure with functional options: docs/decisions/options.md.
+type Option func(*options)
+
+// WithToken requires token of every Ingest call (metadata
+// "authorization: Bearer TOKEN"); the health service stays open. Without
+// it, or with "", calls need no token.
+func WithToken(token string) Option { return func(o *options) { o.token = token } }
+
+// WithMaxMessageBytes bounds one request (default, and 0:
+// DefaultMaxMessageBytes); a negative bound is refused.
+func WithMaxMessageBytes(bytes int) Option { return func(o *options) { o.maxMessage = bytes } }
+
+// WithLogger sets the logger for what the server reports; by default, and
+// with nil, nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // Server is the Ingest service over one recorder.
 type Server struct {
 	ingestv1.UnimplementedIngestServer
 
 	rec    *recorder.Recorder
-	opts   Options
+	opts   options
 	log    *slog.Logger
 	health *health.Server
 	m      metrics
@@ -104,17 +117,21 @@ type recordingState struct {
 // NewServer returns a Server recording into rec, which should be opened
 // WithResume so that recordings and their sequences survive a restart.
 // It starts the goroutine that makes batches durable; Close stops it.
-func NewServer(rec *recorder.Recorder, opts Options) (*Server, error) {
+func NewServer(rec *recorder.Recorder, opt ...Option) (*Server, error) {
 	if rec == nil {
 		return nil, errors.New("serve: new server: nil recorder")
 	}
-	if opts.MaxMessageBytes < 0 {
-		return nil, fmt.Errorf("serve: new server: max message size %d bytes is negative", opts.MaxMessageBytes)
+	var opts options
+	for _, o := range opt {
+		o(&opts)
 	}
-	if opts.MaxMessageBytes == 0 {
-		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	if opts.maxMessage < 0 {
+		return nil, fmt.Errorf("serve: new server: max message size %d bytes is negative", opts.maxMessage)
 	}
-	log := opts.Logger
+	if opts.maxMessage == 0 {
+		opts.maxMessage = DefaultMaxMessageBytes
+	}
+	log := opts.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -139,7 +156,7 @@ func NewServer(rec *recorder.Recorder, opts Options) (*Server, error) {
 // token check and the message size bound. Add credentials (TLS) to them.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
+		grpc.MaxRecvMsgSize(s.opts.maxMessage),
 		grpc.ChainStreamInterceptor(s.streamAuth),
 		grpc.ChainUnaryInterceptor(s.unaryAuth),
 	}
