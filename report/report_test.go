@@ -364,6 +364,21 @@ func TestEdgeCases(t *testing.T) {
 					t.Fatalf("30 episodes with MaxPoints 10: want two band plots and the sentence explaining them")
 				}
 			}},
+		{"elements beyond MaxElements",
+			[]sim.Config{{SessionID: "e", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 10, Seed: 5}},
+			[]Option{WithMaxElements(1)},
+			func(t *testing.T, rep *Report, out string) {
+				want, cut := 0, 0
+				for _, f := range rep.Recordings[0].Stats.Features {
+					want += min(len(f.Elements), 1)
+					if len(f.Elements) > 1 {
+						cut++
+					}
+				}
+				if got := strings.Count(out, `<tr class="elem">`); got != want || cut == 0 {
+					t.Fatalf("%d element rows, want %d (one per feature; %d features have more elements)", got, want, cut)
+				}
+			}},
 		{"ids are escaped",
 			[]sim.Config{{SessionID: `<script>alert("x")</script>&`, Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 10, Seed: 4}},
 			nil,

@@ -726,3 +726,23 @@ func TestVideo(t *testing.T) {
 		closeFile()
 	}
 }
+
+// TestFFmpegMissing: WithVideo runs the ffmpeg WithFFmpeg names; when it
+// is not there, Export says so (ErrFFmpeg, naming it) and writes nothing.
+func TestFFmpegMissing(t *testing.T) {
+	root := roottest.Record(t, []sim.Config{{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"}})
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	missing := filepath.Join(t.TempDir(), "no-ffmpeg")
+	dir := filepath.Join(t.TempDir(), "out")
+	_, err = lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.WithFPS(30), lerobot.WithVideo(true), lerobot.WithFFmpeg(missing))
+	if !errors.Is(err, lerobot.ErrFFmpeg) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("Export with ffmpeg %s: %v, want ErrFFmpeg naming it", missing, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s was made: %v", dir, err)
+	}
+}
