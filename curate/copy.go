@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 // recording of the source, in the source's layout.
 type options struct {
 	session, env  string
+	recordings    []dataset.Recording
 	where         *where.Filter
 	layout        hive.Layout
 	splits        Splits
@@ -43,6 +45,13 @@ func WithSession(id string) Option { return func(o *options) { o.session = id } 
 // WithEnv narrows WithSession's recordings to the one of this env id ("":
 // all of the session's). It needs WithSession.
 func WithEnv(id string) Option { return func(o *options) { o.env = id } }
+
+// WithRecordings copies these recordings of SRC only (in SRC's order),
+// as rlrec copy --env NAME selects every recording of an env; WithSession
+// and WithEnv must then not be given (or be ""). None: all.
+func WithRecordings(recs ...dataset.Recording) Option {
+	return func(o *options) { o.recordings = recs }
+}
 
 // WithWhere copies the episodes f matches only (nil: all).
 func WithWhere(f *where.Filter) Option { return func(o *options) { o.where = f } }
@@ -141,7 +150,19 @@ func Copy(ctx context.Context, src, dst string, opt ...Option) (*Report, error) 
 		return nil, err
 	}
 	recs := d.Recordings()
-	if opts.session != "" {
+	if len(opts.recordings) > 0 {
+		if opts.session != "" || opts.env != "" {
+			return nil, fmt.Errorf("curate: WithRecordings with WithSession or WithEnv: give one selection")
+		}
+		want := map[dataset.Recording]bool{}
+		for _, r := range opts.recordings {
+			want[r] = true
+		}
+		recs = slices.DeleteFunc(recs, func(r dataset.Recording) bool { return !want[r] })
+		if len(recs) != len(want) {
+			return nil, fmt.Errorf("%d of the %d recordings to copy: %w in %s", len(want)-len(recs), len(want), dataset.ErrNotFound, src)
+		}
+	} else if opts.session != "" {
 		recs = d.Find(opts.session, opts.env)
 		if len(recs) == 0 {
 			if opts.env != "" {

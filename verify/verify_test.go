@@ -326,7 +326,7 @@ func TestMaxProblemsPerFile(t *testing.T) {
 }
 
 // TestRemedyWords: a fix that asks for a remedy on ROOT has it typed
-// (Problem.Remedy) and worded by Options.Words, the Go API's words by
+// (Problem.Remedy) and worded by WithWords, the Go API's words by
 // default; the package's own text names no command.
 func TestRemedyWords(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
