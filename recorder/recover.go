@@ -155,7 +155,7 @@ func (r *Recorder) recover() error {
 		r.opts.logger.Error("recovery could not rebuild an episode as the log's snapshot recorded it", "root", r.root, "err", cuErr)
 	}
 	if r.opts.resume {
-		return r.resumeRecovered(last)
+		return r.resumeRecovered()
 	}
 	r.recovered.Sessions, r.recovered.Crashed = r.asm.FinishAll(assembly.StatusCrashed, last, false)
 	if err := r.w.wait(); err != nil {

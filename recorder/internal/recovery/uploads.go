@@ -83,11 +83,7 @@ func MarkUploads(up store.Uploader, parts []store.Part, markers [][]byte) ([][]b
 		if !ok {
 			continue
 		}
-		lu := logrec.Upload{File: p.Rel(), ID: u.ID, Pieces: make([]logrec.Piece, len(u.Pieces))}
-		for i, pc := range u.Pieces {
-			lu.Pieces[i] = logrec.Piece{Number: pc.Number, ETag: pc.ETag, Size: pc.Size}
-		}
-		ups[p.Rel()] = lu
+		ups[p.Rel()] = u
 	}
 	if len(ups) == 0 {
 		return markers, nil
@@ -149,11 +145,7 @@ func SettleUploads(up store.Uploader, pub *logrec.Published, nameTaken func(rel 
 				if ok || s.lost[u.File] {
 					continue
 				}
-				pieces := make([]store.Piece, len(u.Pieces))
-				for i, pc := range u.Pieces {
-					pieces[i] = store.Piece{Number: pc.Number, ETag: pc.ETag, Size: pc.Size}
-				}
-				err = up.CompleteUpload(up.UploadOf(u.File, u.ID, pieces))
+				err = up.CompleteUpload(u)
 				var code interface{ ErrorCode() string }
 				switch {
 				case err == nil:
