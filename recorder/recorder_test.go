@@ -585,8 +585,11 @@ func checkTables(t testing.TB, tb *tables, ta *tally, want expect) {
 				// An incomplete episode's last row has is_last only if
 				// (rlmesh 0.1) the step's flags ended it, its completion
 				// deferred to a roll step that never came; and then it
-				// must have.
-				if er.Status == schema.EpisodeIncomplete && n > 0 && rows[n-1].IsLast != ep.flagEnded {
+				// must have. With atLeast, recovery may also hold a
+				// flagging StepCompleted whose hook failed (its record
+				// was logged, its sync was not acknowledged), which the
+				// tally of acknowledged events does not see.
+				if er.Status == schema.EpisodeIncomplete && n > 0 && rows[n-1].IsLast != ep.flagEnded && !(want.atLeast && rows[n-1].IsLast) {
 					t.Errorf("session %s episode %s: incomplete episode's last row has is_last %v, its step flags ended it %v", sid, ep.rid, rows[n-1].IsLast, ep.flagEnded)
 				}
 				continue
