@@ -60,6 +60,9 @@ type runState struct {
 	// hashes are the content hashes of its last numbered events, kept
 	// only while recovery replays the log under WithResume.
 	hashes runid.Window
+	// chain is the content chain of its events numbered from 1
+	// (runid.Chain): what a ROOT holds of its producer's stream.
+	chain runid.Chain
 }
 
 // noteRun notes the nonce and content hash of s's event numbered seq.
@@ -67,6 +70,7 @@ func (a *assembler) noteRun(s *session, seq uint64, nonce []byte, hash uint64) {
 	if s.run.nonce == nil && len(nonce) > 0 {
 		s.run.nonce = bytes.Clone(nonce)
 	}
+	s.run.chain = s.run.chain.Add(seq, hash)
 	if a.keepHashes {
 		s.run.hashes.Add(seq, hash)
 	}

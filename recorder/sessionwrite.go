@@ -36,7 +36,7 @@ func (w *writer) sessionDone(s *session) {
 		s.logs, s.telemetry, s.logBytes = nil, nil, 0
 		return
 	}
-	job := &sessionWriteJob{k: k, seq: s.seq, nonce: s.run.nonce, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
+	job := &sessionWriteJob{k: k, seq: s.seq, nonce: s.run.nonce, chain: s.run.chain, logs: make([]schema.LogRow, len(s.logs)), tele: make([]schema.TelemetryRow, len(s.telemetry))}
 	for i, l := range s.logs {
 		job.logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source, Lane: l.lane}
 	}
@@ -76,6 +76,9 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 	meta.LastSequence = job.seq
 	if job.nonce != nil {
 		meta.RunNonce = runid.Format(job.nonce)
+	}
+	if job.chain.Events > 0 {
+		meta.ContentChain = job.chain.String()
 	}
 	var parts []store.Part
 	var files []string
