@@ -127,6 +127,14 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	rep := rec.Recovered()
+	if !store.IsURL(root) {
+		// Under the lock: a resume's swap that a crash interrupted
+		// (rlrec ingest, resume.go) is finished.
+		if err := finishSwap(root, env.Logger); err != nil {
+			_ = rec.Close(context.WithoutCancel(ctx))
+			return err
+		}
+	}
 	if err := rec.Close(context.WithoutCancel(ctx)); err != nil {
 		if recorder.RecordingErrors(err) == nil {
 			return err
