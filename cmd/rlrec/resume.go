@@ -96,6 +96,8 @@ type streamRec struct {
 	first, upTo int
 	// verified: its first held.Chain.Events events chain as ROOT holds.
 	verified bool
+	// heldErr: what ROOT holds of it could not be read.
+	heldErr error
 }
 
 // resumer routes each recording of the stream to the ROOT's recorder, to
@@ -157,7 +159,10 @@ func (r *resumer) of(rec hive.Recording) (*streamRec, error) {
 	}
 	held, err := published.HeldOf(r.st, rec)
 	if err != nil {
-		return nil, fmt.Errorf("what %s holds of %s: %w", r.root, rec, err)
+		// Left to the recorder, as before: it refuses the recording if
+		// ROOT holds it, or fails it if its files cannot be written.
+		s.heldErr = err
+		return s, nil
 	}
 	s.held = held
 	switch {
@@ -223,6 +228,9 @@ func (r *resumer) record(ctx context.Context, sr *events.StreamReader) error {
 		if errors.Is(err, recorder.ErrRecordingExists) {
 			s.mode = modeSkip
 			r.report.refuse(sid, route, err)
+			if s.heldErr != nil {
+				r.report.refuseWhy(s.rec, fmt.Sprintf("what it holds could not be read, so it is not resumed: %v", s.heldErr))
+			}
 			return nil
 		}
 		return err

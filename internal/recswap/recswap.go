@@ -69,6 +69,12 @@ const (
 // journalHeader is the journal's first line (format version 1).
 const journalHeader = "rlrec-swap 1"
 
+// stopBefore, when not negative, makes finish stop (errStopped) before
+// that many more swaps: the tests' crash in the middle of a swap.
+var stopBefore = -1
+
+var errStopped = errors.New("recswap: stopped (test)")
+
 // tableOrder is the order the tables of a recording are swapped in: the
 // sessions row, the recording's commit point, last.
 var tableOrder = []string{schema.TableSteps, schema.TableEpisodes, schema.TableLogs, schema.TableTelemetry, schema.TableSessions}
@@ -142,23 +148,25 @@ func finish(root string, plan []entry) error {
 		if err != nil {
 			return err
 		}
+		if (e.ino == 0 && !haveLive) || (e.ino != 0 && haveLive && ino == e.ino) {
+			continue // done before a crash
+		}
+		if stopBefore == 0 {
+			return errStopped
+		}
+		stopBefore--
 		if e.ino == 0 {
 			// Nothing staged: the live directory is moved out.
-			if haveLive {
-				if err := mkdirAll(filepath.Dir(staged)); err != nil {
-					return err
-				}
-				if err := os.Rename(live, staged+".old"); err != nil {
-					return fmt.Errorf("move %s out: %w", live, err)
-				}
-				if err := syncDirs(filepath.Dir(live), filepath.Dir(staged)); err != nil {
-					return err
-				}
+			if err := mkdirAll(filepath.Dir(staged)); err != nil {
+				return err
+			}
+			if err := os.Rename(live, staged+".old"); err != nil {
+				return fmt.Errorf("move %s out: %w", live, err)
+			}
+			if err := syncDirs(filepath.Dir(live), filepath.Dir(staged)); err != nil {
+				return err
 			}
 			continue
-		}
-		if haveLive && ino == e.ino {
-			continue // swapped before a crash
 		}
 		if err := swap(live, staged, haveLive); err != nil {
 			return err
