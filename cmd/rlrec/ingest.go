@@ -54,6 +54,19 @@ level 0) is skipped and logged, and the rest of the stream is recorded: it
 is counted in the sessions row of the recording it names (problem
 invalid_event), and in a report printed to standard error at the end.
 
+A recording that DIR already holds completely is refused ("already holds
+it"; exit 1), and the rest of the stream recorded. One that DIR holds in
+part (an ingest of the same stream was killed, then 'rlrec recover' ran)
+is resumed: ingest checks, by the content hash of each of its events and
+its run's nonce, that the stream's first events of it are the ones DIR
+holds, derives the whole recording again from the stream, and replaces
+its files, so DIR ends as an uninterrupted ingest leaves it. A stream that
+disagrees with what DIR holds of a recording (another run, other content,
+fewer events) is refused naming the recording, the stream messages and
+what differs, and DIR keeps what it held (exit 1). Recordings in an
+s3:// ROOT, or recorded by an rlrec that kept no content hashes, are not
+resumed.
+
 Example:
 
   rlrec simulate --env cartpole --envs 8 --episodes 50 -o - |

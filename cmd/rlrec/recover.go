@@ -37,6 +37,11 @@ crashed), the episodes written (completed ones as completed, open ones as
 incomplete with every step that reached the log), those already durable,
 and what was cut from a damaged log.
 
+After a kill of 'rlrec ingest', ingesting the same stream again resumes
+the recordings recover finished as crashed ('rlrec help ingest'). A kill
+of such a resume while it swapped the recordings' files in is completed
+here (or by the next ingest).
+
 A recording whose files cannot be written (its directory not writable, a
 file in the way, an I/O error on its files) does not stop the others: they
 are recovered, the failed one stays in the log, recover names it and exits
