@@ -149,6 +149,11 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		_ = bar.Finish()
 	}
 	rep.write(env.Stderr, src)
+	for _, r := range rep.resumed {
+		// Also when the stream stopped early: what came before is kept.
+		fmt.Fprintf(env.Stdout, "Resumed %s: %s held %s of it (an interrupted ingest), the stream added %s; its files were derived again from the stream and replaced.\n",
+			r.rec, ingestFlags.out, count(int64(r.held), "event"), count(int64(r.added), "event"))
+	}
 	if ingestErr != nil {
 		if closeErr != nil {
 			return fmt.Errorf("%s: %w (and closing %s: %v)", src, ingestErr, ingestFlags.out, closeErr)
@@ -163,10 +168,6 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "; skipped %s", count(n, "invalid event"))
 	}
 	fmt.Fprintf(env.Stdout, ".\n")
-	for _, r := range rep.resumed {
-		fmt.Fprintf(env.Stdout, "Resumed %s: %s held %s of it (an interrupted ingest), the stream added %s; its files were derived again from the whole stream and replaced.\n",
-			r.rec, ingestFlags.out, count(int64(r.held), "event"), count(int64(r.added), "event"))
-	}
 	disagree := 0
 	for _, r := range rep.refused {
 		switch {
@@ -374,8 +375,12 @@ func ingest(ctx context.Context, rec *recorder.Recorder, root string, log *slog.
 		return rep, err
 	}
 	err = ingestStream(ctx, res, r, maxMessage)
-	if ferr := res.finish(ctx, err); ferr != nil && err == nil {
-		err = ferr
+	if ferr := res.finish(ctx); ferr != nil {
+		if err == nil {
+			err = ferr
+		} else {
+			err = fmt.Errorf("%w (and %v)", err, ferr)
+		}
 	}
 	return rep, err
 }

@@ -312,6 +312,10 @@ func (r *resumer) staging() (*recorder.Recorder, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("create the staging ROOT of a resume: %w", err)
 	}
+	// The same options as the ROOT's recorder (the default budget: how
+	// long episodes stream their rows to row groups depends on it), so
+	// the files are those an uninterrupted ingest writes.
+	raiseMemoryLimitForStaging()
 	rec, err := recorder.Open(dir, recorder.WithLayout(r.main.Layout()), recorder.WithLogger(r.log))
 	if err != nil {
 		return nil, fmt.Errorf("open the staging ROOT of a resume, %s: %w", dir, err)
@@ -320,11 +324,14 @@ func (r *resumer) staging() (*recorder.Recorder, error) {
 	return rec, nil
 }
 
-// finish ends the resumes once the stream has ended (streamErr: how it
-// ended): it closes the staging recorder and swaps in the recordings the
-// stream completed. A stream that ended with damage swaps nothing: the
-// recordings stay as ROOT held them.
-func (r *resumer) finish(ctx context.Context, streamErr error) error {
+// finish ends the resumes once the stream has ended: it closes the
+// staging recorder and swaps in the recordings the stream extended. A
+// stream that stopped early (damage, an error, Ctrl-C) is treated as an
+// ingest treats it: what came before the stop is recorded, so a
+// recording whose held events it verified and extended is swapped in as
+// an uninterrupted ingest of it would leave it (its end not reached:
+// status open), and ingesting the whole stream later resumes it again.
+func (r *resumer) finish(ctx context.Context) error {
 	var swap []hive.Recording
 	for _, s := range r.order {
 		if s.mode != modeResume {
@@ -357,7 +364,7 @@ func (r *resumer) finish(ctx context.Context, streamErr error) error {
 	if err != nil {
 		err = fmt.Errorf("the staging ROOT of the resumed recordings: %w", err)
 	}
-	if err != nil || streamErr != nil || len(swap) == 0 {
+	if err != nil || len(swap) == 0 {
 		for _, s := range r.report.resumed {
 			r.report.recorded -= int(s.held + s.added)
 		}
