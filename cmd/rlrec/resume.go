@@ -58,10 +58,14 @@ import (
 // held are derived again from the same events, and nothing of the
 // interruption stays in the tables (the crashed status, the incomplete
 // episodes and their partial steps are replaced). What records it is
-// ingest's report (resumed, with the events held and added). Events
-// without a time are stamped with the clock of the ingest that records
-// them, so such a recording's times are those of the resume, as any
-// ingest of such a stream stamps its own.
+// ingest's report (resumed, with the events held and added): the
+// interruption was a property of the run that recorded it, not of the
+// recording, and a reader of the tables cannot tell it from one
+// uninterrupted ingest. Two fields are not the stream's own, and differ
+// between any two ingests as they do here: the times of events without
+// one (stamped with the clock of the ingest that records them, so the
+// resume's), and the ended_at of a recording the stream does not end
+// (the wall clock of the ingest that closes it).
 //
 // Not resumed: a recording ROOT holds without a content chain (recorded
 // unnumbered, by rlrec serve without content hashes, or by an rlrec
