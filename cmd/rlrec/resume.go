@@ -53,8 +53,12 @@ import (
 //     also says how a crash during the swap is completed: by the next
 //     ingest or recover of ROOT).
 //
-// The recording then equals, row for row and byte for byte, what an
-// uninterrupted ingest of the stream gives: the rows of the events ROOT
+// The recording then equals, row for row and every value (blobs) byte
+// for byte, in the same part files, what an uninterrupted ingest of the
+// stream gives (a steps file's page and row-group sizes depend on how
+// many steps files are open at once, parquetout.FileShare, which differs
+// between any two ingests under load and between the staging recorder
+// and one ingest of the whole stream, so a file's bytes may differ): the rows of the events ROOT
 // held are derived again from the same events, and nothing of the
 // interruption stays in the tables (the crashed status, the incomplete
 // episodes and their partial steps are replaced). What records it is
@@ -299,9 +303,8 @@ func (r *resumer) recordInvalid(ctx context.Context, bad *events.InvalidEventErr
 		r.report.counted++
 	case errors.Is(err, recorder.ErrRecordingExists):
 		r.report.refuse(bad.SessionID, bad.Route, err)
-	case errors.Is(err, recorder.ErrNoRecording):
-		return err
 	default:
+		// recorder.ErrNoRecording among them: the caller counts it.
 		return err
 	}
 	return nil
