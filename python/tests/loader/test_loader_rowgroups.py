@@ -63,13 +63,29 @@ def test_batches_across_row_groups(packed_root, order, batch, history, future):
 
 def test_ordered_pass_reads_the_next_row_group_ahead(packed_root):
     # 5 batches of 256 planned ahead cover a fraction of a row group; the
-    # loader plans further, to the next row group's first batch, and has
-    # its read under way when the first batch is delivered.
+    # loader plans further, to the next row group's first batch, and
+    # starts its read long before that batch.
     ld = StepLoader(packed_root, COLS, batch_size=256, order="sequential", prefetch_batches=4)
-    assert np.diff(ld.index.files[0].rg_starts)[0] > 5 * 256
-    it = iter(ld)
-    next(it)
-    assert ld._cache.reads == 2
-    n = 1 + sum(1 for _ in it)
+    idx = ld.index
+    assert np.diff(idx.files[0].rg_starts)[0] > 100 * 256
+    reads, first_key = [], None
+    for b in ld:
+        reads.append(ld._cache.reads)
+        f = idx.file_of[b["episode"]]
+        rows = idx.start[b["episode"]] + b["step"]
+        keys = {
+            (int(f[j]), int(np.searchsorted(idx.files[f[j]].rg_starts, rows[j], side="right") - 1))
+            for j in range(len(f))
+        }
+        if first_key is None:
+            first_key = min(keys)
+        if keys != {first_key}:
+            break
+    assert reads[0] == 1
+    i = len(reads) - 1  # the first batch with rows of another row group
+    assert i > 100 and reads[i - 100] >= 2, (
+        f"batch {i} needs another row group; row groups read 100 batches before: {reads[i - 100]}"
+    )
+    n = len(reads) + sum(1 for _ in ld)
     assert n == -(-len(ld) // 256)
-    assert ld._cache.reads == sum(f.metadata.num_row_groups for f in ld.index.files), "a row group read twice"
+    assert ld._cache.reads == sum(f.metadata.num_row_groups for f in idx.files), "a row group read twice"

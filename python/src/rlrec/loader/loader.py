@@ -65,6 +65,7 @@ STATE_FORMAT = "rlrec.loader.state.v1"  # part of saved states; do not change
 # Rows (window places) planned ahead at most when planning past
 # prefetch_batches to reach the next row group: about 24 bytes each.
 PLAN_AHEAD_ROWS = 1 << 17
+PLAN_AHEAD_STEP = 8
 
 
 class Plan(NamedTuple):
@@ -365,10 +366,15 @@ class StepLoader:
 
         def plan_ahead() -> None:
             # prefetch_batches ahead, and further while they all need one
-            # row group: an ordered pass over large row groups then reads
-            # the next one while the batches of the current one are built
-            # (within PLAN_AHEAD_ROWS).
-            while len(ahead) <= self.prefetch_batches or (len(wanted) < 2 and planned[0] < PLAN_AHEAD_ROWS):
+            # row group (within PLAN_AHEAD_ROWS): an ordered pass over large
+            # row groups then reads the next one while the batches of the
+            # current one are built. Going further takes PLAN_AHEAD_STEP
+            # batches per batch delivered, so the first batch is not held
+            # up by planning the batches of a whole row group.
+            extra = PLAN_AHEAD_STEP
+            while len(ahead) <= self.prefetch_batches or (extra and len(wanted) < 2 and planned[0] < PLAN_AHEAD_ROWS):
+                if len(ahead) > self.prefetch_batches:
+                    extra -= 1
                 if not plan_next():
                     return
 
