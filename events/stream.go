@@ -155,9 +155,10 @@ type StreamReader struct {
 	t     time.Time
 	rclk  bool
 	nonce []byte
-	index int   // index of the current message, -1 before the first
-	off   int64 // offset of the current message
-	next  int64 // offset of the next message
+	body  []byte // the current message's bytes (Message)
+	index int    // index of the current message, -1 before the first
+	off   int64  // offset of the current message
+	next  int64  // offset of the next message
 	err   error
 	done  bool
 }
@@ -186,7 +187,7 @@ func (s *StreamReader) Next() bool {
 	if s.done {
 		return false
 	}
-	s.ev, s.t, s.rclk, s.nonce, s.err = nil, time.Time{}, false, nil, nil
+	s.ev, s.t, s.rclk, s.nonce, s.body, s.err = nil, time.Time{}, false, nil, nil, nil
 	s.index++
 	s.off = s.next
 	ev, t, n, err := s.read()
@@ -246,6 +247,7 @@ func (s *StreamReader) read() (Event, time.Time, int, error) {
 	if err != nil {
 		return nil, time.Time{}, 0, err
 	}
+	s.body = body
 	s.msg.Reset()
 	if err := proto.Unmarshal(body, &s.msg); err != nil {
 		return nil, time.Time{}, 0, fmt.Errorf("decode %d-byte body: %w: %w", size, ErrMalformed, err)
@@ -314,6 +316,12 @@ func (s *StreamReader) RecorderClock() bool { return s.rclk }
 // RunNonce returns the current event's run_nonce field (the producing
 // run's identity), nil when it had none.
 func (s *StreamReader) RunNonce() []byte { return s.nonce }
+
+// Message returns the bytes of the current message as the stream holds
+// them, without its length prefix: those of the event Next returned, or of
+// the invalid event its error names. They are valid until the next call
+// of Next.
+func (s *StreamReader) Message() []byte { return s.body }
 
 // Index returns the 0-based index of the current message in the stream.
 func (s *StreamReader) Index() int { return s.index }

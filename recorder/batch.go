@@ -8,6 +8,7 @@ import (
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
@@ -120,6 +121,8 @@ type sessionWriteJob struct {
 	seq uint64
 	// nonce is the recording's run nonce (rlrec.run_nonce; nil: none).
 	nonce []byte
+	// chain is the recording's content chain (rlrec.content_chain).
+	chain runid.Chain
 	// charge is what the job holds of the rows in flight (writer.rows)
 	// until its files are written: its log and telemetry rows.
 	charge int64

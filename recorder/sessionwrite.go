@@ -24,7 +24,7 @@ func (w *writer) SessionDone(sw assembly.SessionWrite) {
 		w.fail(err)
 		return
 	}
-	job := &sessionWriteJob{k: sw.K, seq: sw.Seq, nonce: sw.Nonce, logs: sw.Logs, tele: sw.Tele}
+	job := &sessionWriteJob{k: sw.K, seq: sw.Seq, nonce: sw.Nonce, chain: sw.Chain, logs: sw.Logs, tele: sw.Tele}
 	w.chargeSession(job)
 	if sw.Row != nil {
 		job.row = sw.Row
@@ -54,6 +54,9 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 	meta.LastSequence = job.seq
 	if job.nonce != nil {
 		meta.RunNonce = runid.Format(job.nonce)
+	}
+	if job.chain.Events > 0 {
+		meta.ContentChain = job.chain.String()
 	}
 	var parts []store.Part
 	var files []string

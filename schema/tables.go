@@ -60,6 +60,14 @@ const (
 	// on the ROOT later refuses another run's events under the
 	// recording's ids. Optional: readers that do not know it ignore it.
 	MetaRunNonce = "rlrec.run_nonce"
+	// MetaContentChain, in a sessions, logs or telemetry file of a
+	// recording whose events came numbered with content hashes, is its
+	// content chain when the file's rows were taken: "n:hash", the number
+	// n of its events numbered 1 to n and the 64-bit hash chained over
+	// their content hashes, 16 hex digits (internal/runid.Chain). 'rlrec
+	// ingest' resumes a recording a ROOT holds in part by it. Optional:
+	// readers that do not know it ignore it. Do not change the key.
+	MetaContentChain = "rlrec.content_chain"
 	// MetaStoreRequests, in a sessions file of a ROOT in object storage,
 	// counts the requests the writer had sent for the recording when it
 	// wrote the file's row: its claim, its listings, the puts of the

@@ -83,10 +83,11 @@ func TestConnectionsRoundTrip(t *testing.T) {
 	if ec := again[0].(*events.EnvConnected); ec.EnvID != orig[0].(*events.EnvConnected).EnvID {
 		t.Errorf("EnvConnected env_id %q, want %q", ec.EnvID, orig[0].(*events.EnvConnected).EnvID)
 	}
-	// Recorded again, the replayed stream gives the same tables.
+	// Recorded again, the replayed stream gives the same tables (but for
+	// what proves which stream's bytes they hold).
 	in2 := filepath.Join(dir, "again")
 	ingestFile(t, in2, out)
-	sameRoots(t, root, in2)
+	sameRootsOtherStream(t, root, in2)
 }
 
 // connectingHooks sends EnvConnected and ModelConnected before a

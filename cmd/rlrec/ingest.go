@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -52,6 +53,19 @@ valid event (an unknown or missing kind, an unknown enum value such as log
 level 0) is skipped and logged, and the rest of the stream is recorded: it
 is counted in the sessions row of the recording it names (problem
 invalid_event), and in a report printed to standard error at the end.
+
+A recording that DIR already holds completely is refused ("already holds
+it"; exit 1), and the rest of the stream recorded. One that DIR holds in
+part (an ingest of the same stream was killed, then 'rlrec recover' ran)
+is resumed: ingest checks, by the content hash of each of its events and
+its run's nonce, that the stream's first events of it are the ones DIR
+holds, derives the whole recording again from the stream, and replaces
+its files, so DIR ends as an uninterrupted ingest leaves it. A stream that
+disagrees with what DIR holds of a recording (another run, other content,
+fewer events) is refused naming the recording, the stream messages and
+what differs, and DIR keeps what it held (exit 1). Recordings in an
+s3:// ROOT, or recorded by an rlrec that kept no content hashes, are not
+resumed.
 
 Example:
 
@@ -129,12 +143,17 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	in = io.MultiReader(bytes.NewReader(first), br)
-	rep, ingestErr := ingest(ctx, rec, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
+	rep, ingestErr := ingest(ctx, rec, ingestFlags.out, env.Logger, bufio.NewReaderSize(in, 1<<20), ingestFlags.maxMessage)
 	closeErr := rec.Close(context.WithoutCancel(ctx))
 	if bar != nil {
 		_ = bar.Finish()
 	}
 	rep.write(env.Stderr, src)
+	for _, r := range rep.resumed {
+		// Also when the stream stopped early: what came before is kept.
+		fmt.Fprintf(env.Stdout, "Resumed %s: %s held %s of it (an interrupted ingest), the stream added %s; its files were derived again from the stream and replaced.\n",
+			r.rec, ingestFlags.out, count(int64(r.held), "event"), count(int64(r.added), "event"))
+	}
 	if ingestErr != nil {
 		if closeErr != nil {
 			return fmt.Errorf("%s: %w (and closing %s: %v)", src, ingestErr, ingestFlags.out, closeErr)
@@ -149,16 +168,30 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "; skipped %s", count(n, "invalid event"))
 	}
 	fmt.Fprintf(env.Stdout, ".\n")
-	if len(rep.refused) > 0 {
-		for _, r := range rep.refused {
-			if r.claimed {
-				fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: another writer, with another log directory, claimed it in %s (%s not recorded); "+
-					"if no writer is recording it and that writer's log directory is lost, release the claim with 'rlrec release-claim --session %q --env %q %s' and ingest again\n",
-					r.rec, ingestFlags.out, count(r.events, "event"), r.rec.SessionID, r.rec.EnvID, ingestFlags.out)
-				continue
+	disagree := 0
+	for _, r := range rep.refused {
+		switch {
+		case r.disagrees:
+			disagree++
+			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s (%s not recorded; nothing of what %s holds of it changed)\n",
+				r.rec, r.why, count(r.events, "event"), ingestFlags.out)
+		case r.claimed:
+			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: another writer, with another log directory, claimed it in %s (%s not recorded); "+
+				"if no writer is recording it and that writer's log directory is lost, release the claim with 'rlrec release-claim --session %q --env %q %s' and ingest again\n",
+				r.rec, ingestFlags.out, count(r.events, "event"), r.rec.SessionID, r.rec.EnvID, ingestFlags.out)
+		default:
+			why := ""
+			if r.why != "" {
+				why = "; " + r.why
 			}
-			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%s not recorded again)\n", r.rec, ingestFlags.out, count(r.events, "event"))
+			fmt.Fprintf(env.Stderr, "rlrec ingest: refused %s: %s already holds it (%s not recorded again)%s\n", r.rec, ingestFlags.out, count(r.events, "event"), why)
 		}
+	}
+	if disagree > 0 {
+		return fmt.Errorf("%s: %s of the stream %s with what %s holds, not recorded; ingest the stream the ROOT was recorded from, or into another ROOT",
+			src, count(disagree, "recording"), disagreeVerb(disagree), ingestFlags.out)
+	}
+	if len(rep.refused) > 0 {
 		return fmt.Errorf("%s: %s of the stream already in %s %s not recorded again; ingest into another ROOT to keep both copies",
 			src, count(len(rep.refused), "recording"), ingestFlags.out, wasWere(len(rep.refused)))
 	}
@@ -238,6 +271,11 @@ type refusal struct {
 	// claimed: its refusal was another writer's claim (a bucket ROOT),
 	// not a recording ROOT holds.
 	claimed bool
+	// disagrees: ROOT holds part of it and the stream disagrees with it
+	// (resume.go); why says how. For a recording ROOT holds, why may
+	// say why it cannot be resumed.
+	disagrees bool
+	why       string
 }
 
 // ingestReport is what an ingest recorded and what it skipped: messages of
@@ -253,23 +291,45 @@ type ingestReport struct {
 	// skipped; the rest of the stream records), in stream order.
 	refused []refusal
 	index   map[hive.Recording]int
+	// resumed are the recordings ROOT held in part that the stream
+	// completed (resume.go).
+	resumed []resumed
+}
+
+// entry returns the refusal of rec, adding it.
+func (r *ingestReport) entry(rec hive.Recording) *refusal {
+	if r.index == nil {
+		r.index = make(map[hive.Recording]int)
+	}
+	i, ok := r.index[rec]
+	if !ok {
+		i = len(r.refused)
+		r.index[rec] = i
+		r.refused = append(r.refused, refusal{rec: rec})
+	}
+	return &r.refused[i]
+}
+
+// refuseWhy notes that ROOT holds rec, and why it is not resumed.
+func (r *ingestReport) refuseWhy(rec hive.Recording, why string) {
+	e := r.entry(rec)
+	if why != "" {
+		e.why = why
+	}
+}
+
+// disagree notes that the stream disagrees with what ROOT holds of rec.
+func (r *ingestReport) disagree(rec hive.Recording, why string) {
+	e := r.entry(rec)
+	e.disagrees, e.why = true, why
 }
 
 // refuse notes an event of a recording ROOT already held.
 func (r *ingestReport) refuse(sid string, route events.RuntimeEnvContext, err error) {
-	key := hive.Recording{SessionID: sid, EnvID: route.EnvID}
-	if r.index == nil {
-		r.index = make(map[hive.Recording]int)
-	}
-	i, ok := r.index[key]
-	if !ok {
-		i = len(r.refused)
-		r.index[key] = i
-		r.refused = append(r.refused, refusal{rec: key})
-	}
-	r.refused[i].events++
+	e := r.entry(hive.Recording{SessionID: sid, EnvID: route.EnvID})
+	e.events++
 	if errors.Is(err, store.ErrExists) {
-		r.refused[i].claimed = true
+		e.claimed = true
 	}
 }
 
@@ -303,45 +363,51 @@ func (r *ingestReport) write(w io.Writer, name string) {
 // ingest records every event of the stream r, skips (and has rec count)
 // the messages that are well-formed but no valid event, and returns what
 // it recorded and skipped. Damage in the stream stops it.
-func ingest(ctx context.Context, rec *recorder.Recorder, r io.Reader, maxMessage int) (ingestReport, error) {
-	sr := events.NewStreamReader(r, maxMessage)
+//
+// Each recording's events are numbered and carry their content hash and
+// run nonce, and a recording that ROOT holds in part is resumed
+// (resume.go): root is ROOT as given to the command, log the logger of
+// the resume's staging recorder.
+func ingest(ctx context.Context, rec *recorder.Recorder, root string, log *slog.Logger, r io.Reader, maxMessage int) (ingestReport, error) {
 	var rep ingestReport
+	res, err := newResumer(ctx, root, rec, log, &rep)
+	if err != nil {
+		return rep, err
+	}
+	err = ingestStream(ctx, res, r, maxMessage)
+	if ferr := res.finish(ctx); ferr != nil {
+		if err == nil {
+			err = ferr
+		} else {
+			err = fmt.Errorf("%w (and %v)", err, ferr)
+		}
+	}
+	return rep, err
+}
+
+// ingestStream records the stream r through res.
+func ingestStream(ctx context.Context, res *resumer, r io.Reader, maxMessage int) error {
+	rep := res.report
+	sr := events.NewStreamReader(r, maxMessage)
 	for {
 		for sr.Next() {
-			var err error
-			if sr.RecorderClock() {
-				// A replayed recording whose times were a recorder's.
-				err = rec.RecordStamped(ctx, sr.Event(), sr.Time(), 0)
-			} else {
-				// The zero time: the recorder stamps its clock.
-				err = rec.RecordAt(ctx, sr.Event(), sr.Time())
+			if err := res.record(ctx, sr); err != nil {
+				return fmt.Errorf("record event %d: %w", sr.Index(), err)
 			}
-			if err != nil {
-				if errors.Is(err, recorder.ErrRecordingExists) {
-					sid, route := sr.Event().Header()
-					rep.refuse(sid, route, err)
-					continue
-				}
-				return rep, fmt.Errorf("record event %d: %w", sr.Index(), err)
-			}
-			rep.recorded++
 		}
 		var bad *events.InvalidEventError
 		if !errors.As(sr.Err(), &bad) {
-			return rep, sr.Err()
+			return sr.Err()
 		}
-		switch err := rec.RecordInvalid(ctx, sr.Err(), stamp(bad.Time)); {
+		switch err := res.recordInvalid(ctx, bad, sr.Err()); {
 		case err == nil:
-			rep.counted++
-		case errors.Is(err, recorder.ErrRecordingExists):
-			rep.refuse(bad.SessionID, bad.Route, err)
 		case errors.Is(err, recorder.ErrNoRecording):
 			rep.unnamed++
 			if len(rep.examples) < reportExamples {
 				rep.examples = append(rep.examples, sr.Err().Error())
 			}
 		default:
-			return rep, fmt.Errorf("record invalid event %d: %w", sr.Index(), err)
+			return fmt.Errorf("record invalid event %d: %w", sr.Index(), err)
 		}
 	}
 }
@@ -355,6 +421,14 @@ func count[N int | int64](n N, thing string) string {
 		return strconv.FormatInt(int64(n), 10) + " " + thing + "es"
 	}
 	return strconv.FormatInt(int64(n), 10) + " " + thing + "s"
+}
+
+// disagreeVerb returns "disagrees" for 1, "disagree" otherwise.
+func disagreeVerb(n int) string {
+	if n == 1 {
+		return "disagrees"
+	}
+	return "disagree"
 }
 
 // wasWere returns "was" for 1, "were" otherwise.

@@ -21,3 +21,15 @@ func limitMemory() {
 	}
 	debug.SetMemoryLimit(recorder.GCMemoryLimit(recorder.DefaultMemoryBudget))
 }
+
+// raiseMemoryLimitForStaging adds a second recorder's budget to the limit
+// limitMemory set, when an ingest opens the staging recorder of a resume
+// (resume.go): two recorders with the default budget then run at once.
+// A GOMEMLIMIT set by the user, or another limit, is left alone.
+func raiseMemoryLimitForStaging() {
+	one := recorder.GCMemoryLimit(recorder.DefaultMemoryBudget)
+	if os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) != one {
+		return
+	}
+	debug.SetMemoryLimit(one + recorder.DefaultMemoryBudget)
+}

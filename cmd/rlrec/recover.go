@@ -37,6 +37,11 @@ crashed), the episodes written (completed ones as completed, open ones as
 incomplete with every step that reached the log), those already durable,
 and what was cut from a damaged log.
 
+After a kill of 'rlrec ingest', ingesting the same stream again resumes
+the recordings recover finished as crashed ('rlrec help ingest'). A kill
+of such a resume while it swapped the recordings' files in is completed
+here (or by the next ingest).
+
 A recording whose files cannot be written (its directory not writable, a
 file in the way, an I/O error on its files) does not stop the others: they
 are recovered, the failed one stays in the log, recover names it and exits
@@ -127,6 +132,14 @@ func runRecover(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	rep := rec.Recovered()
+	if !store.IsURL(root) {
+		// Under the lock: a resume's swap that a crash interrupted
+		// (rlrec ingest, resume.go) is finished.
+		if err := finishSwap(root, env.Logger); err != nil {
+			_ = rec.Close(context.WithoutCancel(ctx))
+			return err
+		}
+	}
 	if err := rec.Close(context.WithoutCancel(ctx)); err != nil {
 		if recorder.RecordingErrors(err) == nil {
 			return err

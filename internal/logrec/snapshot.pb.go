@@ -162,7 +162,12 @@ type Session struct {
 	// step dropped as its episode's NEXT_STEP roll.
 	Rolled []bool `protobuf:"varint,47,rep,packed,name=rolled,proto3" json:"rolled,omitempty"`
 	// The step state of each lane of a lane-served env, by route lane.
-	LaneGroups    []*StepGroup `protobuf:"bytes,48,rep,name=lane_groups,json=laneGroups,proto3" json:"lane_groups,omitempty"`
+	LaneGroups []*StepGroup `protobuf:"bytes,48,rep,name=lane_groups,json=laneGroups,proto3" json:"lane_groups,omitempty"`
+	// The recording's content chain (internal/runid.Chain): its events
+	// numbered 1 to chain_events without a gap, chained into content_chain.
+	// Absent (0) when its events came unnumbered or without content hashes.
+	ChainEvents   uint64 `protobuf:"varint,49,opt,name=chain_events,json=chainEvents,proto3" json:"chain_events,omitempty"`
+	ContentChain  uint64 `protobuf:"fixed64,50,opt,name=content_chain,json=contentChain,proto3" json:"content_chain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -489,6 +494,20 @@ func (x *Session) GetLaneGroups() []*StepGroup {
 		return x.LaneGroups
 	}
 	return nil
+}
+
+func (x *Session) GetChainEvents() uint64 {
+	if x != nil {
+		return x.ChainEvents
+	}
+	return 0
+}
+
+func (x *Session) GetContentChain() uint64 {
+	if x != nil {
+		return x.ContentChain
+	}
+	return 0
 }
 
 // StepGroup is the step state of one lane group of a lane-served env
@@ -1301,7 +1320,7 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\x1einternal/logrec/snapshot.proto\x12\x0frlrec.logrec.v1\"U\n" +
 	"\bSnapshot\x12\x13\n" +
 	"\x05as_of\x18\x01 \x01(\x04R\x04asOf\x124\n" +
-	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\x87\f\n" +
+	"\bsessions\x18\x02 \x03(\v2\x18.rlrec.logrec.v1.SessionR\bsessions\"\xcf\f\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12,\n" +
 	"\x05route\x18\x02 \x01(\v2\x16.rlrec.logrec.v1.RouteR\x05route\x12\x15\n" +
@@ -1350,7 +1369,9 @@ const file_internal_logrec_snapshot_proto_rawDesc = "" +
 	"\rsurplus_steps\x18. \x01(\x12R\fsurplusSteps\x12\x16\n" +
 	"\x06rolled\x18/ \x03(\bR\x06rolled\x12;\n" +
 	"\vlane_groups\x180 \x03(\v2\x1a.rlrec.logrec.v1.StepGroupR\n" +
-	"laneGroupsB\r\n" +
+	"laneGroups\x12!\n" +
+	"\fchain_events\x181 \x01(\x04R\vchainEvents\x12#\n" +
+	"\rcontent_chain\x182 \x01(\x06R\fcontentChainB\r\n" +
 	"\v_started_atB\v\n" +
 	"\t_ended_atB\n" +
 	"\n" +

@@ -31,6 +31,9 @@ type Metadata struct {
 	// RunNonce is stored under rlrec.run_nonce in sessions, logs and
 	// telemetry files, when not "" (schema.MetaRunNonce).
 	RunNonce string
+	// ContentChain is stored under rlrec.content_chain in sessions, logs
+	// and telemetry files, when not "" (schema.MetaContentChain).
+	ContentChain string
 	// StoreRequests is stored as it is under rlrec.store_requests in
 	// sessions files, when not "": the JSON (store.Requests.MarshalJSON)
 	// of the recording's requests to its object store when its row was
@@ -107,6 +110,9 @@ func keyValues(table string, meta Metadata, spaces spaceJSON) []kvPair {
 	}
 	if meta.RunNonce != "" && (table == schema.TableSessions || table == schema.TableLogs || table == schema.TableTelemetry) {
 		kv = append(kv, kvPair{schema.MetaRunNonce, meta.RunNonce})
+	}
+	if meta.ContentChain != "" && (table == schema.TableSessions || table == schema.TableLogs || table == schema.TableTelemetry) {
+		kv = append(kv, kvPair{schema.MetaContentChain, meta.ContentChain})
 	}
 	if table == schema.TableSteps || table == schema.TableEpisodes {
 		if spaces.has[0] {

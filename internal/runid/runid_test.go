@@ -92,3 +92,36 @@ func TestNonceFormat(t *testing.T) {
 		t.Error("a content hash of 0")
 	}
 }
+
+func TestChain(t *testing.T) {
+	full := Chain{}.Add(1, 11).Add(2, 12).Add(3, 13)
+	cases := []struct {
+		name  string
+		chain Chain
+		want  Chain
+	}{
+		{name: "a resend changes nothing", chain: full.Add(2, 99).Add(3, 13), want: full},
+		{name: "a gap stops it", chain: full.Add(5, 15), want: full},
+		{name: "no hash stops it", chain: full.Add(4, 0), want: full},
+		{name: "unnumbered", chain: Chain{}.Add(0, 7), want: Chain{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.chain != c.want {
+				t.Errorf("chain %v, want %v", c.chain, c.want)
+			}
+		})
+	}
+	if other := (Chain{}).Add(1, 11).Add(2, 99).Add(3, 13); other == full || other.Events != 3 {
+		t.Errorf("changing event 2 gives %v, the same as %v", other, full)
+	}
+	back, err := ParseChain(full.String())
+	if err != nil || back != full {
+		t.Errorf("ParseChain(%q) = %v, %v", full.String(), back, err)
+	}
+	for _, bad := range []string{"", "3", "x:0000000000000000", "3:00", "3:zz00000000000000"} {
+		if _, err := ParseChain(bad); err == nil {
+			t.Errorf("ParseChain(%q) took it", bad)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
+	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -120,9 +121,11 @@ type SessionWrite struct {
 	// FirstPos is the log position of the recording's first record.
 	FirstPos uint64
 	// Seq is the recording's highest sequence number (0: unnumbered
-	// events); Nonce its run nonce (nil: none).
+	// events); Nonce its run nonce (nil: none); Chain the content chain
+	// of its numbered events.
 	Seq   uint64
 	Nonce []byte
+	Chain runid.Chain
 	Logs  []schema.LogRow
 	Tele  []schema.TelemetryRow
 	// Row is the sessions row, set on the first write at or after the
@@ -140,7 +143,7 @@ type SessionWrite struct {
 // sessionDone hands s's logs and telemetry, and its sessions row once it
 // ended, to the output as the next session write.
 func (a *Assembler) sessionDone(s *session) {
-	w := SessionWrite{Rec: s.rec(), K: s.writes, FirstPos: s.firstPos, Seq: s.seq, Nonce: s.run.nonce,
+	w := SessionWrite{Rec: s.rec(), K: s.writes, FirstPos: s.firstPos, Seq: s.seq, Nonce: s.run.nonce, Chain: s.run.chain,
 		Logs: make([]schema.LogRow, len(s.logs)), Tele: make([]schema.TelemetryRow, len(s.telemetry))}
 	s.writes++
 	for i, l := range s.logs {

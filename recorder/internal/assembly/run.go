@@ -8,9 +8,10 @@ import (
 
 // A recording's run identity (the recorder's runid.go says what a server
 // does with it): the first run nonce its events carried, which its
-// sessions, logs and telemetry files keep under rlrec.run_nonce, and,
-// while recovery replays the log under WithResume, the content hashes of
-// its last numbered events.
+// sessions, logs and telemetry files keep under rlrec.run_nonce; the
+// content chain of its numbered events (rlrec.content_chain); and, while
+// recovery replays the log under WithResume, the content hashes of its
+// last numbered events.
 
 // runState is a recording's run identity in the assembler.
 type runState struct {
@@ -19,6 +20,9 @@ type runState struct {
 	// hashes are the content hashes of its last numbered events, kept
 	// only while recovery replays the log under WithResume.
 	hashes runid.Window
+	// chain is the content chain of its events numbered from 1
+	// (runid.Chain): what a ROOT holds of its producer's stream.
+	chain runid.Chain
 }
 
 // noteRun notes the nonce and content hash of s's event numbered seq.
@@ -26,6 +30,7 @@ func (a *Assembler) noteRun(s *session, seq uint64, nonce []byte, hash uint64) {
 	if s.run.nonce == nil && len(nonce) > 0 {
 		s.run.nonce = bytes.Clone(nonce)
 	}
+	s.run.chain = s.run.chain.Add(seq, hash)
 	if a.keepHashes {
 		s.run.hashes.Add(seq, hash)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/logrec"
+	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 	"google.golang.org/protobuf/proto"
 )
@@ -107,8 +108,8 @@ func snapshotSession(s *session) (*logrec.Session, error) {
 		Writes: int64(s.writes), NumEnvs: int64(s.numEnvs),
 		RowDone: s.rowDone, LogRows: s.logRows, TelemetryRows: s.teleRows,
 		Sequence: s.seq, Clocks: uint32(s.clocks),
-		RunNonce: s.run.nonce,
-		V01:      s.v01, HeldProblems: s.heldProblems, HeldSteps: s.heldSteps, SurplusSteps: s.surplusSteps,
+		RunNonce: s.run.nonce, ChainEvents: s.run.chain.Events, ContentChain: s.run.chain.Hash,
+		V01: s.v01, HeldProblems: s.heldProblems, HeldSteps: s.heldSteps, SurplusSteps: s.surplusSteps,
 	}
 	m.Route = logrec.RouteOf(s.route)
 	for _, ep := range sortedOpen(s) {
@@ -308,7 +309,7 @@ func restoreSession(m *logrec.Session) (*session, error) {
 		writes: int(m.Writes), numEnvs: int32(m.NumEnvs),
 		rowDone: m.RowDone, logRows: m.LogRows, teleRows: m.TelemetryRows,
 		seq: m.Sequence,
-		run: runState{nonce: m.RunNonce},
+		run: runState{nonce: m.RunNonce, chain: runid.Chain{Events: m.ChainEvents, Hash: m.ContentChain}},
 		v01: m.V01, heldProblems: m.HeldProblems, heldSteps: m.HeldSteps, surplusSteps: m.SurplusSteps,
 		clocks:   uint8(m.Clocks & uint32(clockEvent|clockRecorder)),
 		episodes: make(map[string]*episode, len(m.Episodes)),
