@@ -2,11 +2,13 @@ package events
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/runtime/protoimpl"
 
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -65,7 +67,54 @@ func metaSize(m *spacesv1.MetaMap) (n int, ok bool) {
 	return metaMapSize(m), true
 }
 
-func hasUnknown(m proto.Message) bool { return len(m.ProtoReflect().GetUnknown()) != 0 }
+// hasUnknown reports whether m holds unknown fields. It reads the
+// generated struct's unknownFields slice at an offset found once by
+// reflection (unknownAt): through ProtoReflect().GetUnknown() the check
+// cost more than encoding a 16-lane infos map. Should the generated code
+// ever lack the field, every message counts as having unknown fields and
+// the protobuf runtime does the work.
+func hasUnknown[M *spacesv1.MetaMap | *spacesv1.MetaValue | *spacesv1.MetaList | *spacesv1.MetaNull](m M) bool {
+	var off uintptr
+	var ok bool
+	switch any(m).(type) {
+	case *spacesv1.MetaMap:
+		off, ok = unknownOffsets.mapOff, unknownOffsets.mapOK
+	case *spacesv1.MetaValue:
+		off, ok = unknownOffsets.valueOff, unknownOffsets.valueOK
+	case *spacesv1.MetaList:
+		off, ok = unknownOffsets.listOff, unknownOffsets.listOK
+	case *spacesv1.MetaNull:
+		off, ok = unknownOffsets.nullOff, unknownOffsets.nullOK
+	}
+	if !ok {
+		return true
+	}
+	return len(*(*[]byte)(unsafe.Add(unsafe.Pointer(m), off))) != 0
+}
+
+// unknownOffsets are the offsets of the four message types' unknownFields.
+var unknownOffsets = struct {
+	mapOff, valueOff, listOff, nullOff uintptr
+	mapOK, valueOK, listOK, nullOK     bool
+}{}
+
+func init() {
+	u := &unknownOffsets
+	u.mapOff, u.mapOK = unknownAt(reflect.TypeFor[spacesv1.MetaMap]())
+	u.valueOff, u.valueOK = unknownAt(reflect.TypeFor[spacesv1.MetaValue]())
+	u.listOff, u.listOK = unknownAt(reflect.TypeFor[spacesv1.MetaList]())
+	u.nullOff, u.nullOK = unknownAt(reflect.TypeFor[spacesv1.MetaNull]())
+}
+
+// unknownAt returns the offset of t's unknownFields field, which the
+// protobuf generator declares as protoimpl.UnknownFields ([]byte).
+func unknownAt(t reflect.Type) (uintptr, bool) {
+	f, ok := t.FieldByName("unknownFields")
+	if !ok || f.Type != reflect.TypeFor[protoimpl.UnknownFields]() || f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Uint8 {
+		return 0, false
+	}
+	return f.Offset, true
+}
 
 // metaMapOK reports whether m is one the functions below walk: without
 // unknown fields, strings that are not UTF-8 or a nil map value, list

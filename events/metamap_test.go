@@ -211,3 +211,30 @@ func BenchmarkMetaMap(b *testing.B) {
 		}
 	})
 }
+
+// TestMetaUnknownOffsets: the generated message types have the
+// unknownFields slice hasUnknown reads (else every infos map would take
+// the protobuf runtime's slower path), and it is the one the runtime
+// fills.
+func TestMetaUnknownOffsets(t *testing.T) {
+	u := unknownOffsets
+	if !u.mapOK || !u.valueOK || !u.listOK || !u.nullOK {
+		t.Fatalf("unknownFields not found: %+v", u)
+	}
+	for _, c := range []struct {
+		name string
+		has  func() bool
+	}{
+		{"map", func() bool { return hasUnknown(withUnknown(&spacesv1.MetaMap{})) }},
+		{"value", func() bool { return hasUnknown(withUnknown(&spacesv1.MetaValue{})) }},
+		{"list", func() bool { return hasUnknown(withUnknown(&spacesv1.MetaList{})) }},
+		{"null", func() bool { return hasUnknown(withUnknown(&spacesv1.MetaNull{})) }},
+	} {
+		if !c.has() {
+			t.Errorf("%s: unknown fields set through the runtime not seen", c.name)
+		}
+	}
+	if hasUnknown(&spacesv1.MetaValue{}) || hasUnknown(laneInfos()) {
+		t.Error("unknown fields seen in messages without any")
+	}
+}
