@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,10 @@ type Options struct {
 	// Session, when not "", copies the recordings of this session id only;
 	// Env narrows them to one env id.
 	Session, Env string
+	// Recordings, when not empty, copies these recordings of SRC only (in
+	// SRC's order), as rlrec copy --env NAME selects every recording of an
+	// env; Session and Env must then be "".
+	Recordings []dataset.Recording
 	// Where, when not nil, copies the episodes it matches only.
 	Where *where.Filter
 	// Layout is the steps layout of the destination; "" keeps the
@@ -103,7 +108,19 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	recs := d.Recordings()
-	if opts.Session != "" {
+	if len(opts.Recordings) > 0 {
+		if opts.Session != "" || opts.Env != "" {
+			return nil, fmt.Errorf("curate: Options.Recordings with Session or Env: give one selection")
+		}
+		want := map[dataset.Recording]bool{}
+		for _, r := range opts.Recordings {
+			want[r] = true
+		}
+		recs = slices.DeleteFunc(recs, func(r dataset.Recording) bool { return !want[r] })
+		if len(recs) != len(want) {
+			return nil, fmt.Errorf("%d of the %d recordings to copy: %w in %s", len(want)-len(recs), len(want), dataset.ErrNotFound, src)
+		}
+	} else if opts.Session != "" {
 		recs = d.Find(opts.Session, opts.Env)
 		if len(recs) == 0 {
 			if opts.Env != "" {

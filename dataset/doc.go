@@ -1,5 +1,5 @@
 // Package dataset reads an rlrec ROOT (schema version 2; the layout is
-// described in the README and in internal/hive): it lists recordings,
+// described in docs/format/layout.md and in internal/hive): it lists recordings,
 // episodes and files, reads the sessions, episodes, logs and telemetry
 // rows, and iterates an episode's steps in step order with their
 // observations and actions decoded through the space specs stored in the

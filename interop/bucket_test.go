@@ -10,11 +10,11 @@ import (
 	"github.com/rlrec/rlrec/internal/s3server"
 )
 
-// readmeBucketDuckDB returns the README's DuckDB one-liners over a bucket
-// (s3://BUCKET/PREFIX/), whole.
+// readmeBucketDuckDB returns the DuckDB one-liners over a bucket
+// (s3://BUCKET/PREFIX/) of docs/object-storage.md, whole.
 func readmeBucketDuckDB(t *testing.T) []string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "object-storage.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func readmeBucketDuckDB(t *testing.T) []string {
 }
 
 // TestReadBucketInPlace: a ROOT uploaded to a real S3 server (versitygw)
-// reads in place as the README's "Reading a bucket in place" says, with
+// reads in place as docs/object-storage.md's "Reading a bucket in place" says, with
 // the ids 007 and 2026-01-02 kept as written: the DuckDB line's query over the keys the bucket stores
 // (versitygw's directory: DuckDB's httpfs is downloaded when first
 // loaded, which the test machines cannot), giving what it gives over the
@@ -45,19 +45,19 @@ func TestReadBucketInPlace(t *testing.T) {
 	t.Run("duckdb", func(t *testing.T) {
 		lines := readmeBucketDuckDB(t)
 		if len(lines) == 0 {
-			t.Fatal("no DuckDB one-liner over s3://BUCKET/PREFIX/ in the README")
+			t.Fatal("no DuckDB one-liner over s3://BUCKET/PREFIX/ in docs/object-storage.md")
 		}
 		db := openDuck(t)
 		for _, line := range lines {
 			for _, setting := range []string{"LOAD httpfs", "SET s3_endpoint=", "SET s3_url_style='path'", "SET s3_access_key_id=", "SET s3_secret_access_key=", "hive_types_autocast=false"} {
 				if !strings.Contains(line, setting) {
-					t.Errorf("README DuckDB line over a bucket lacks %q: %s", setting, line)
+					t.Errorf("docs/object-storage.md DuckDB line over a bucket lacks %q: %s", setting, line)
 				}
 			}
 			stmts := strings.Split(line, "; ")
 			q := stmts[len(stmts)-1]
 			if !strings.HasPrefix(q, "SELECT ") {
-				t.Fatalf("README DuckDB line over a bucket does not end with its query: %s", line)
+				t.Fatalf("docs/object-storage.md DuckDB line over a bucket does not end with its query: %s", line)
 			}
 			stored := query(t, db, strings.ReplaceAll(q, "'s3://BUCKET/PREFIX/", "'"+filepath.Join(dir, "ids")+"/")+" ORDER BY ALL")
 			local := query(t, db, strings.ReplaceAll(q, "'s3://BUCKET/PREFIX/", "'"+root+"/")+" ORDER BY ALL")

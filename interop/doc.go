@@ -2,5 +2,5 @@
 // tools: DuckDB (through duckdb-go) and Apache Arrow's Parquet reader
 // (arrow-go). It is a separate module because duckdb-go needs cgo and the
 // main module stays cgo-free; it has no code of its own, only tests (see
-// README.md).
+// docs/reading.md and docs/development.md).
 package interop

@@ -108,7 +108,7 @@ func sortedRecordings[V any](m map[hive.Recording]V) []hive.Recording {
 	return keys
 }
 
-// escape percent-encodes a partition value as the README's "Output" specifies: every
+// escape percent-encodes a partition value as docs/format/layout.md specifies: every
 // byte outside A-Za-z0-9-_.~ becomes %XX (uppercase). It is written here
 // from the contract, not taken from the recorder, so the layout is checked
 // independently.
@@ -129,7 +129,7 @@ func escape(s string) string {
 }
 
 // maxValueLen and hashDigits are the limits of a partition value's
-// directory form (the README's "Output", long ids).
+// directory form (docs/format/layout.md, long ids).
 const (
 	maxValueLen = 200
 	hashDigits  = 16

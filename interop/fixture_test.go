@@ -193,7 +193,7 @@ func (fx *fixture) recording(t *testing.T, sid string) hive.Recording {
 }
 
 // rootLayout reads the steps layout a ROOT was created with from its
-// layout file, _rlrec/layout (the README's "Output").
+// layout file, _rlrec/layout (docs/format/layout.md).
 func rootLayout(t *testing.T, root string) hive.Layout {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "_rlrec", "layout"))

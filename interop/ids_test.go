@@ -20,7 +20,7 @@ import (
 
 // TestAwkwardIDs records sessions whose ids try to escape ROOT, need
 // escaping or are too long for a directory name, and checks that every
-// path is encoded as the README's "Output" specifies, that DuckDB's hive partitioning
+// path is encoded as docs/format/layout.md specifies, that DuckDB's hive partitioning
 // gives back the exact ids (or, for a cut one, the cut name, with the id in
 // the file metadata) and that nothing was written outside ROOT.
 func TestAwkwardIDs(t *testing.T) {
@@ -128,7 +128,7 @@ func testAwkwardIDs(t *testing.T, l hive.Layout) {
 				continue
 			}
 			if v != encodeValue(id) {
-				t.Errorf("%s: segment %q, want %s=%s as the README specifies for %q", rel, seg, key, encodeValue(id), id)
+				t.Errorf("%s: segment %q, want %s=%s as docs/format/layout.md specifies for %q", rel, seg, key, encodeValue(id), id)
 			}
 			if len(seg) > 255 {
 				t.Errorf("%s: segment of %d bytes, over a file name's 255", rel, len(seg))

@@ -20,7 +20,7 @@ import (
 
 // TestEpisodeRowsContiguous checks, in every steps file of each fixture,
 // that an episode's rows are contiguous and in step order and that no row
-// group holds rows of two episodes (the README's "Output": row groups
+// group holds rows of two episodes (docs/format/layout.md: row groups
 // never straddle episodes in layout "session"), once with DuckDB
 // (parquet_metadata for the row groups, file_row_number for the order)
 // and once with arrow-go's Parquet reader. In layout "session" the fixture
@@ -202,7 +202,7 @@ func relTo(root string, f any) string {
 
 // TestStepsGlobSharedSpaces records recordings that share their spaces
 // (cartpole only: both autoreset modes, two runs sharing a session id, a
-// failing one) into a ROOT of each layout and runs the query the README
+// failing one) into a ROOT of each layout and runs the query docs/reading.md
 // says must work as it is on such a ROOT, with no union_by_name:
 //
 //	SELECT * FROM read_parquet('ROOT/steps/**/*.parquet', hive_partitioning=true)
@@ -320,7 +320,7 @@ func TestLayoutsAgree(t *testing.T) {
 // 7 rows, single-lane cartpole episodes of 8 to 30 steps: every packed
 // file's first episode is longer than a row group, so its rows fill one
 // before the file has seen an episode's end. No row group may hold the
-// tail of one episode and rows of the next (the README's "Output").
+// tail of one episode and rows of the next (docs/format/layout.md).
 func TestPackedRowGroupBound(t *testing.T) {
 	cfg := sim.Config{SessionID: "row-group-bound", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep,
 		MaxEpisodes: 4, TimeLimit: 30, Seed: 61, Clock: sim.StepClock(epoch, time.Millisecond)}

@@ -68,7 +68,7 @@ func specsOf(t *testing.T, file string, kv map[string]string) fileSpecs {
 }
 
 // columnName is the typed column of a leaf: the prefix for a root leaf,
-// prefix.path otherwise (the README's steps table).
+// prefix.path otherwise (docs/format/steps.md).
 func columnName(prefix string, leaf *schema.Leaf) string {
 	if leaf.Path == "" {
 		return prefix
@@ -77,7 +77,7 @@ func columnName(prefix string, leaf *schema.Leaf) string {
 }
 
 // duckType is the DuckDB type a leaf's typed column must have, derived
-// from the README's rules rather than from the recorder's schema code.
+// from docs/format/steps.md's rules rather than from the recorder's schema code.
 func duckType(leaf *schema.Leaf) string {
 	switch {
 	case leaf.Kind == schema.KindText:
@@ -166,7 +166,7 @@ func sameScalar(got, want any) bool {
 // TestTypedColumnsEqualBlobs checks, for every steps row of every session,
 // that each typed column holds exactly what the row's blob decodes to with
 // the spec from the file's own metadata, and that the column types follow
-// the README (unsigned ints, float16 widened to FLOAT, bool lists, text,
+// docs/format/steps.md (unsigned ints, float16 widened to FLOAT, bool lists, text,
 // images as BLOB).
 func TestTypedColumnsEqualBlobs(t *testing.T) {
 	forEachFixture(t, testTypedColumnsEqualBlobs)
@@ -284,7 +284,7 @@ func short(v any) string {
 }
 
 // TestFileMetadata checks the key-value metadata of every file under ROOT
-// against its path (the README's "Output"), the shape of every path,
+// against its path (docs/format/layout.md), the shape of every path,
 // that no partition column is stored inside a file, and that a clean Close
 // left no temporary files.
 func TestFileMetadata(t *testing.T) {
@@ -409,7 +409,7 @@ func testFileMetadata(t *testing.T, fx *fixture) {
 }
 
 // stepsFixedColumns are the fixed columns of a steps file in order
-// (README "Tables"); layout "session" adds episode_record_id after them.
+// (docs/format/steps.md); layout "session" adds episode_record_id after them.
 var stepsFixedColumns = []string{
 	"episode_id", "episode_index", "env_index", "step", "session_step", "observation_blob", "action_blob",
 	"reward", "is_first", "is_last", "terminated", "truncated", "recorded_at",

@@ -80,7 +80,7 @@ func v3Session() []events.Event {
 // that already holds version 2 recordings (the golden ROOT of version 2)
 // and reads every table of it with DuckDB in one line each: the version 3
 // columns hold what the events said, and the version 2 recordings' rows
-// read them as null (union_by_name=true, as the README shows for ROOTs
+// read them as null (union_by_name=true, as docs/reading.md shows for ROOTs
 // whose recordings differ in columns).
 func TestVersion3TablesDuckDB(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")

@@ -916,7 +916,10 @@ func loggedBytes(b *testing.B, dir string, segment int64) int64 {
 // ---------------------------------------------------------------------------
 // Memory (in a child process, so that VmHWM is the workload's own)
 
-const memChildEnv = "RLREC_BENCH_MEMORY_CHILD"
+const (
+	memChildEnv    = "RLREC_BENCH_MEMORY_CHILD"
+	memCrashDirEnv = "RLREC_BENCH_MEMORY_CRASH_DIR"
+)
 
 // TestMain runs the memory workload when started as its child process.
 func TestMain(m *testing.M) {
@@ -966,11 +969,15 @@ func procStatus(field string) int64 {
 
 // memoryChild runs "image:<bytes>" (one lane, 224x224x3 frames, one
 // episode of bytes of observations), "open:<episodes>:<bytes>" (that
-// many lanes with open 84x84x3 episodes, bytes in all) or
+// many lanes with open 84x84x3 episodes, bytes in all),
 // "large:<lanes>:<bytes>" (that many lanes of 1024x1216x3 frames, 3.6 MiB
 // each, so that an observation event of 4 lanes, 14.3 MiB, is near the
-// default maximum event size of 16 MiB) into a recorder with the default
-// 256 MiB budget.
+// default maximum event size of 16 MiB) or "logs:<n>" (100 steps of one
+// 84x84x3 lane, then n log events of 15 MB of random text; with
+// memCrashDirEnv set it records there and exits without Close) into a
+// recorder with the default 256 MiB budget, or "recover:<dir>" (Open and
+// Close of what a crashed "logs" child left in dir). A last ":gclimit"
+// sets the Go memory limit GCMemoryLimit gives.
 func memoryChild(spec string, out io.Writer) error {
 	parts := strings.Split(spec, ":")
 	if parts[len(parts)-1] == "gclimit" {
@@ -979,12 +986,35 @@ func memoryChild(spec string, out io.Writer) error {
 		debug.SetMemoryLimit(GCMemoryLimit(defaultOptions().memoryBudget))
 		parts = parts[:len(parts)-1]
 	}
-	dir, err := os.MkdirTemp("", "rlrec-mem")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	res := memResult{Budget: defaultOptions().memoryBudget, Baseline: procStatus("VmHWM")}
+	if parts[0] == "recover" {
+		// "recover:<dir>": Open recovers what a crashed "logs" child
+		// left in dir.
+		stopLive := pollLiveHeap(&res.LiveMax)
+		t0 := time.Now()
+		r, err := Open(parts[1])
+		if err != nil {
+			return err
+		}
+		if err := r.Close(context.Background()); err != nil {
+			return err
+		}
+		stopLive()
+		res.Seconds = time.Since(t0).Seconds()
+		res.HWM = procStatus("VmHWM")
+		return json.NewEncoder(out).Encode(res)
+	}
+	// crashDir, when set, is where a "logs" child records, and it exits
+	// right after its last log event, without Close, as a crash would.
+	crashDir := os.Getenv(memCrashDirEnv)
+	dir := crashDir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "rlrec-mem"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
 	r, err := Open(dir)
 	if err != nil {
 		return err
@@ -1030,7 +1060,19 @@ func memoryChild(spec string, out io.Writer) error {
 		}
 	}
 	if logN > 0 {
-		msg := strings.Repeat("x", 15_000_000)
+		// Random text (6 bits a byte), which neither the log's s2 nor
+		// the files' zstd compresses much: a repeated letter would
+		// compress to nothing and hide the encoded copies.
+		rng := rand.New(rand.NewPCG(29, 6))
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+		b := make([]byte, 15_000_000)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		msg := string(b)
+		b = nil
+		// The message is the caller's buffer, as the frames are.
+		res.Held += int64(len(msg))
 		for i := range logN {
 			must(r.OnLog(context.Background(), &events.Log{SessionID: d.sid, Route: benchRoute, Level: events.LogInfo, Message: msg[:len(msg)-i]}))
 			if (i+1)%max(logN/8, 1) == 0 {
@@ -1039,6 +1081,9 @@ func memoryChild(spec string, out io.Writer) error {
 			}
 		}
 		res.Bytes = total + int64(logN)*15_000_000
+		if crashDir != "" {
+			os.Exit(0)
+		}
 	}
 	if p := os.Getenv("RLREC_BENCH_HEAPPROFILE"); p != "" {
 		// Before Close: what the workload holds at its peak.

@@ -1,7 +1,7 @@
 // Package recorder records rlmesh sessions durably: *Recorder implements
 // events.Hooks and turns the events of any number of concurrent sessions
-// into rlrec's Parquet output under one ROOT (see the README for the layout
-// and the tables).
+// into rlrec's Parquet output under one ROOT (see docs/format/layout.md for the
+// layout and the tables).
 //
 // # Usage
 //

@@ -15,7 +15,7 @@ import (
 )
 
 // Table files. Everything in this file is the on-disk contract of rlrec's
-// Parquet output (the README's "Tables"): table names, column names, column
+// Parquet output (docs/format/steps.md and the other tables' documents): table names, column names, column
 // types, metadata keys. Do not change any of it without bumping
 // SchemaVersion.
 

@@ -35,7 +35,7 @@ var copyFlags copyOptions
 
 var cmdCopy = &Command{
 	Name:      "copy",
-	UsageLine: "copy SRC DST [--session ID [--env ENV]] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]] [--published] [--log-dir DIR]",
+	UsageLine: "copy SRC DST [--session ID] [--env ENV] [--where FILTER] [--layout episode|session] [--split NAME=F,... [--seed N]] [--published] [--log-dir DIR]",
 	Short:     "build a dataset: copy selected episodes into a new ROOT",
 	Long: `Copy builds a new ROOT, DST, from the recordings of the ROOT SRC: all of
 them, or those of one session id (--session, and --env for one run of it),
@@ -68,19 +68,19 @@ steps of the episodes left out as dropped steps.
 --split train=0.9,val=0.1 splits the selected episodes: each split is a ROOT
 of its own, DST/train and DST/val. An episode's split depends only on --seed
 (default 1) and its session id, env id and episode record id (a SHA-256;
-see the README), so it never changes when more is recorded.
+see docs/datasets.md), so it never changes when more is recorded.
 
 Example:
 
-  rlrec copy data successful \
+  rlrec copy rlrec-demo successful \
       --where "status = 'completed' AND success = true AND step_count > 10"
-  rlrec copy data cartpole --session 0190a1b2-... --layout session
-  rlrec copy data splits --split train=0.9,val=0.1 --seed 7
+  rlrec copy rlrec-demo cartpole --env cartpole --layout session
+  rlrec copy successful splits --split train=0.9,val=0.1 --seed 7
   rlrec verify splits/train`,
 	SetFlags: func(fs *flag.FlagSet) {
 		copyFlags = copyOptions{}
 		fs.StringVar(&copyFlags.session, "session", "", "copy the recordings of session `ID` only")
-		fs.StringVar(&copyFlags.env, "env", "", "with --session, copy the recording of `ENV` only (an env id or component name)")
+		fs.StringVar(&copyFlags.env, "env", "", "copy the recordings of `ENV` only: an env id, component id or name (cartpole), of every session or of --session's")
 		publishedFlag(fs, &copyFlags.published)
 		logDirFlag(fs, &copyFlags.logDir)
 		fs.StringVar(&copyFlags.where, "where", "", "copy the episodes that `FILTER` selects (see above)")
@@ -105,9 +105,6 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 		return usagef("want SRC and DST, got %d arguments", len(args))
 	}
 	src, dst := args[0], args[1]
-	if f.env != "" && f.session == "" {
-		return usagef("--env needs --session")
-	}
 	if f.seedSet && f.split == "" {
 		return usagef("--seed needs --split")
 	}
@@ -147,17 +144,18 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	if f.env != "" {
-		// --env may be a component name: copy selects by env id.
+		// --env may be a component name that several recordings run:
+		// copy takes every recording it selects.
 		d, err := dataset.Open(src)
 		if err != nil {
 			return err
 		}
-		rec, err := lookupRecording(d, f.session, f.env)
+		recs, err := selectRecordings(d, selectBy(f.session, f.env))
 		d.Close()
 		if err != nil {
 			return err
 		}
-		opts.Env = rec.EnvID
+		opts.Session, opts.Env, opts.Recordings = "", "", recs
 	}
 	// Progress on a terminal, by the steps (rows) handed to DST's
 	// recorders as the copy goes, not by recordings: one long recording

@@ -60,7 +60,7 @@ func TestCopyUsage(t *testing.T) {
 		{"bad split", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--split", "train=0.9"}, 2, "add up to 0.9"},
 		{"seed without split", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--seed", "1"}, 2, "--seed needs --split"},
 		{"bad seed", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--split", "a=1", "--seed", "-1"}, 2, "non-negative integer"},
-		{"env without session", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--env", "e"}, 2, "--env needs --session"},
+		{"unknown env", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--env", "e"}, 1, `no env "e" in `},
 		{"bad layout", []string{"copy", goldenRoot, filepath.Join(dir, "x"), "--layout", "flat"}, 2, "want episode"},
 		{"no ROOT", []string{"copy", filepath.Join(dir, "missing"), filepath.Join(dir, "x")}, 1, "does not exist"},
 		{"destination inside the source", []string{"copy", goldenRoot, goldenRoot + "/copy"}, 1, "inside the source"},

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/rlrec/rlrec/dataset"
 	"github.com/rlrec/rlrec/export/lerobot"
 )
 
@@ -26,7 +29,7 @@ var exportFlags exportOptions
 
 var cmdExport = &Command{
 	Name:      "export",
-	UsageLine: "export ROOT --format lerobot -o DIR [--session ID [--env ENV]] [--fps N] [--incomplete] [--video] [--force] [--published]",
+	UsageLine: "export ROOT --format lerobot -o DIR [--session ID] [--env ENV] [--fps N] [--incomplete] [--video] [--force] [--published]",
 	Short:     "write recordings as a LeRobot v3.0 dataset",
 	Long: `Export writes the recordings of ROOT (all of them, or those of --session,
 narrowed by --env) as a LeRobot dataset in the v3.0 layout into DIR, which
@@ -61,11 +64,12 @@ irregular to call a rate (fewer than 75% of the intervals within a factor
 1.5 of their median). A simulated run's times advance by its env's
 control period, so it exports at that rate (cartpole 50 fps, pick-place
 10 fps). timestamp is frame_index / fps.
-The exported recordings must share their observation and action spaces.
+The exported recordings must share their observation and action spaces:
+--env NAME selects every recording of one env.
 
 Example:
 
-  rlrec export data --format lerobot -o pp-lerobot --session 0190a1b2-...
+  rlrec export rlrec-demo --format lerobot -o pp-lerobot --env pick-place
   python -c "from lerobot.datasets.lerobot_dataset import LeRobotDataset as D;
       print(D('local/pick-place', root='pp-lerobot')[0].keys())"`,
 	SetFlags: func(fs *flag.FlagSet) {
@@ -73,7 +77,7 @@ Example:
 		fs.StringVar(&exportFlags.format, "format", "", "the dataset `FORMAT` to write: lerobot")
 		outFlag(fs, &exportFlags.out, "the output `DIR` (new or empty)")
 		fs.StringVar(&exportFlags.session, "session", "", "the recordings of session `ID` only")
-		fs.StringVar(&exportFlags.env, "env", "", "with --session, the recording of `ENV` only (an env id or component name)")
+		fs.StringVar(&exportFlags.env, "env", "", "the recordings of `ENV` only: an env id, component id or name (cartpole), of every session or of --session's")
 		fs.BoolVar(&exportFlags.incomplete, "incomplete", false, "also export episodes that did not complete")
 		fs.IntVar(&exportFlags.fps, "fps", 0, "the frame rate, `N` frames per second (default: from the recorded step times)")
 		fs.BoolVar(&exportFlags.force, "force", false, "replace DIR when it exists and is not empty")
@@ -97,9 +101,6 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 	}
 	if f.out == "" || f.out == "-" {
 		return usagef("-o DIR is required: the dataset is a directory")
-	}
-	if f.env != "" && f.session == "" {
-		return usagef("--env needs --session")
 	}
 	if f.fps < 0 {
 		return usagef("--fps %d: want a positive whole number", f.fps)
@@ -130,7 +131,7 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 	case errors.Is(err, lerobot.ErrFFmpeg):
 		return fmt.Errorf("%w; --video needs ffmpeg (Debian: apt-get install ffmpeg), or export without --video to store images as PNG", err)
 	case errors.Is(err, lerobot.ErrSpaces):
-		return fmt.Errorf("%w; export one recording at a time (--session ID --env ENV)", err)
+		return fmt.Errorf("%w; %s", err, exportSpacesHint(d, recs))
 	case err != nil:
 		return err
 	}
@@ -146,4 +147,28 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(env.Stderr, "export: %s, %s into %s (recorded times within %v of frame_index / fps)\n",
 		count(sum.Episodes, "episode"), count(sum.Frames, "frame"), f.out, sum.MaxDrift)
 	return nil
+}
+
+// exportSpacesHint says how to export recordings of different spaces:
+// one env at a time (--env NAME takes every recording of that env) when
+// the recordings run several envs, else one recording at a time.
+func exportSpacesHint(d *dataset.Dataset, recs []dataset.Recording) string {
+	n := map[string]int{}
+	var names []string
+	for _, r := range recs {
+		c := componentName(envComponent(d, r))
+		if n[c] == 0 {
+			names = append(names, c)
+		}
+		n[c]++
+	}
+	if len(names) > 1 && !slices.Contains(names, "") {
+		slices.Sort(names)
+		opts := make([]string, len(names))
+		for i, c := range names {
+			opts[i] = fmt.Sprintf("--env %s (%s)", shellWord(c), count(n[c], "recording"))
+		}
+		return "a LeRobot dataset holds one observation and action space: export one env at a time, " + strings.Join(opts, " or ")
+	}
+	return "a LeRobot dataset holds one observation and action space: export one recording at a time (--session ID --env ENV-ID; 'rlrec inspect ROOT' lists them)"
 }

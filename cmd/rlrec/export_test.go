@@ -48,7 +48,7 @@ func TestExportCommand(t *testing.T) {
 		{"no format", []string{"export", goldenRoot, "-o", t.TempDir()}, 2, "--format is required"},
 		{"bad format", []string{"export", goldenRoot, "--format", "rlds", "-o", t.TempDir()}, 2, "unknown format"},
 		{"no out", []string{"export", goldenRoot, "--format", "lerobot"}, 2, "-o DIR is required"},
-		{"env without session", []string{"export", goldenRoot, "--format", "lerobot", "-o", t.TempDir(), "--env", "x"}, 2, "--env needs --session"},
+		{"unknown env", []string{"export", goldenRoot, "--format", "lerobot", "-o", t.TempDir(), "--env", "x"}, 1, `no env "x" in `},
 		{"not empty", []string{"export", goldenRoot, "--format", "lerobot", "-o", dir, "--session", "golden-cartpole"}, 1, "not empty"},
 		{"unknown session", []string{"export", goldenRoot, "--format", "lerobot", "-o", t.TempDir(), "--session", "nope"}, 1, `session "nope"`},
 	} {

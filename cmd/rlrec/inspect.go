@@ -36,7 +36,7 @@ var inspectFlags inspectOptions
 
 var cmdInspect = &Command{
 	Name:      "inspect",
-	UsageLine: "inspect ROOT [--session ID [--env ENV]] [--episode RECORD_ID] [--json] [--published] [--log-dir DIR]",
+	UsageLine: "inspect ROOT [--session ID] [--env ENV] [--episode RECORD_ID] [--json] [--published] [--log-dir DIR]",
 	Short:     "summarise the sessions, episodes, spaces and files of a ROOT",
 	Long: `Inspect summarises a ROOT: its tables (files and bytes), its sessions
 (status, environment, episodes, steps, reward, dropped steps and the input
@@ -142,8 +142,8 @@ Example:
 // bindInspectFlags registers the flags with f's current values as
 // defaults.
 func bindInspectFlags(fs *flag.FlagSet, f *inspectOptions) {
-	fs.StringVar(&f.session, "session", f.session, "show the spaces and episodes of session `ID`")
-	fs.StringVar(&f.env, "env", f.env, "with --session: the recording of `ENV` (an env id or component name), when the session id names several")
+	fs.StringVar(&f.session, "session", f.session, "show the spaces and episodes of the recordings of session `ID`")
+	fs.StringVar(&f.env, "env", f.env, "show the spaces and episodes of the recordings of `ENV`: an env id, component id or name (cartpole), of every session or of --session's")
 	fs.StringVar(&f.episode, "episode", f.episode, "with --session: show only the episode of record id `RECORD_ID`")
 	fs.BoolVar(&f.json, "json", f.json, "print JSON for scripts")
 	publishedFlag(fs, &f.published)
@@ -273,8 +273,8 @@ func runInspect(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
 	}
-	if f.episode != "" && f.session == "" {
-		return usagef("--episode needs --session")
+	if f.episode != "" && f.session == "" && f.env == "" {
+		return usagef("--episode needs --session or --env")
 	}
 	if err := checkRoot(args[0]); err != nil {
 		return err
@@ -351,13 +351,21 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 		rep.Strays = append(rep.Strays, inspectStray{Path: s.Path, Reason: reason})
 	}
 	rep.Strays = append(rep.Strays, unpublishedClaims(d.Root())...)
+	// --session or --env shows the spaces and episodes of what they
+	// select: every recording, or the one --episode is of.
+	detail := f.session != "" || f.env != ""
 	recs := d.Recordings()
-	if f.session != "" {
-		rec, err := lookupRecording(d, f.session, f.env)
+	if f.episode != "" {
+		rec, err := lookupRecording(d, selectBy(f.session, f.env))
 		if err != nil {
 			return nil, err
 		}
 		recs = []dataset.Recording{rec}
+	} else if detail {
+		var err error
+		if recs, err = selectRecordings(d, selectBy(f.session, f.env)); err != nil {
+			return nil, err
+		}
 	}
 	for _, rec := range recs {
 		s, err := d.Session(rec)
@@ -408,7 +416,7 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 				n++
 				is.returns = append(is.returns, *r.CumulativeReward)
 			}
-			if f.session == "" || f.episode != "" && e.EpisodeRecordID != f.episode {
+			if !detail || f.episode != "" && e.EpisodeRecordID != f.episode {
 				continue
 			}
 			is.Episodes = append(is.Episodes, inspectEpisode{
@@ -426,10 +434,10 @@ func buildInspect(d *dataset.Dataset, f inspectOptions) (*inspectReport, error) 
 			is.MeanReturn = &m
 		}
 		if f.episode != "" && len(is.Episodes) == 0 {
-			return nil, fmt.Errorf("%s has no episode %q in %s; run 'rlrec inspect %s --session %s' for the list",
-				rec, f.episode, d.Root(), d.Root(), id)
+			return nil, fmt.Errorf("%s has no episode %q in %s; run 'rlrec inspect %s --session %s --env %s' for the list",
+				rec, f.episode, d.Root(), d.Root(), shellWord(id), shellWord(rec.EnvID))
 		}
-		if f.session != "" {
+		if detail {
 			sp, err := d.SessionSpaces(rec)
 			if err != nil {
 				return nil, err
@@ -516,15 +524,27 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 			fmt.Fprintf(w, "  %s\n", n)
 		}
 	}
-	if f.session == "" {
+	if f.session == "" && f.env == "" {
 		return nil
 	}
-	s := rep.Sessions[0]
+	for _, s := range rep.Sessions {
+		printRecordingDetail(w, f, s, len(rep.Sessions) > 1)
+	}
+	return nil
+}
+
+// printRecordingDetail prints one recording's spaces and episodes (and
+// --episode's times and final info), headed by its ids when inspect
+// shows several.
+func printRecordingDetail(w io.Writer, f inspectOptions, s inspectSession, several bool) {
+	if several {
+		fmt.Fprintf(w, "\nrecording session %s env %s (%s):", s.SessionID, s.EnvID, s.EnvComponentID)
+	}
 	fmt.Fprintf(w, "\nspaces of session %s:\n", s.SessionID)
 	printSpace(w, "observation", s.Spaces.Observation)
 	printSpace(w, "action", s.Spaces.Action)
 	fmt.Fprintf(w, "\n")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "EPISODE\tLANE\tSTATUS\tLENGTH\tRETURN\tTERMINATED\tTRUNCATED\tSUCCESS\tAUTO-RESET\n")
 	for _, e := range s.Episodes {
 		ret := "-"
@@ -550,7 +570,6 @@ func printInspect(w io.Writer, rep *inspectReport, f inspectOptions, disp inspec
 		}
 		fmt.Fprintf(w, "\n  final info: %s\n", derefStrOr(e.finalInfoText, "(none)"))
 	}
-	return nil
 }
 
 // inspectFindings returns what inspect lists under "problems" (what went

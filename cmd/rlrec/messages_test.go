@@ -28,7 +28,7 @@ func TestMessages(t *testing.T) {
 	}{
 		{name: "replay of the empty session id", args: []string{"replay", goldenRoot, "--session", ""}, code: 1,
 			want: []string{`session "" is not in`}, not: []string{"required"}},
-		{name: "replay without --session", args: []string{"replay", goldenRoot}, code: 2, want: []string{"--session is required"}},
+		{name: "replay without --session or --env", args: []string{"replay", goldenRoot}, code: 2, want: []string{"--session or --env is required"}},
 		{name: "inspect --json of a NaN reward", root: nanRewardRoot(stream, &sid), args: []string{"inspect", "--json", ""}, code: 0,
 			want: []string{`"reward_sum": "NaN"`}},
 		{name: "inspect --json --session of a NaN reward", root: nanRewardRoot(stream, &sid), args: []string{"inspect", "--json", "--session", "SID", ""}, code: 0,

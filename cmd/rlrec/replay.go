@@ -59,12 +59,14 @@ var replayFlags replayOptions
 
 var cmdReplay = &Command{
 	Name:      "replay",
-	UsageLine: "replay ROOT --session ID [--env ENV] [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]] [--published]",
-	Short:     "stream a session's steps decoded, as events, or as Arrow",
-	Long: `Replay reads the steps of one session (or of one episode with --episode),
-in episode record id order and step order within each episode, and writes
-them to standard output or to FILE (written under a temporary name, then
-renamed).
+	UsageLine: "replay ROOT (--session ID [--env ENV] | --env ENV) [--episode RECORD_ID] [--format jsonl|events|arrow] [-o FILE [--force]] [--published]",
+	Short:     "stream recordings' steps decoded, as events, or as Arrow",
+	Long: `Replay reads the steps of the recordings --session and --env select (or
+of one episode of one recording with --episode), recording after
+recording, in episode record id order and step order within each episode,
+and writes them to standard output or to FILE (written under a temporary
+name, then renamed). --format arrow and --episode read one recording: a
+selection of several is an error listing each.
 
 Formats (--format):
   jsonl   one JSON object per step (the default):
@@ -106,8 +108,8 @@ Example:
 
 // bindReplayFlags registers the flags with f's current values as defaults.
 func bindReplayFlags(fs *flag.FlagSet, f *replayOptions) {
-	fs.Var(givenString{&f.session, &f.sessionGiven}, "session", "the recordings of session `ID` (required; --session \"\" names the empty id)")
-	fs.StringVar(&f.env, "env", f.env, "the recording of `ENV` (an env id or component name), when the session id names several (rlmesh's local runner reuses session ids)")
+	fs.Var(givenString{&f.session, &f.sessionGiven}, "session", "the recordings of session `ID` (--session \"\" names the empty id)")
+	fs.StringVar(&f.env, "env", f.env, "the recordings of `ENV`: an env id, component id or name (cartpole), of every session or of --session's")
 	fs.StringVar(&f.episode, "episode", f.episode, "the episode of record id `RECORD_ID` (default: every episode of the session)")
 	fs.StringVar(&f.format, "format", f.format, "output `FORMAT`: jsonl, events or arrow")
 	outFlag(fs, &f.out, "output `FILE` (default: standard output)")
@@ -120,8 +122,8 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
 	}
-	if !f.sessionGiven {
-		return usagef("--session is required; 'rlrec inspect %s' lists the sessions", args[0])
+	if !f.sessionGiven && f.env == "" {
+		return usagef("--session or --env is required; 'rlrec inspect %s' lists the recordings", args[0])
 	}
 	switch f.format {
 	case "jsonl", "arrow":
@@ -149,33 +151,53 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	rec, err := lookupRecording(d, f.session, f.env)
-	if err != nil {
+	// JSON lines and events carry their recording's ids, so they replay
+	// every recording --session and --env select, one after another; an
+	// Arrow stream has one schema and an --episode record id one
+	// recording, so those replay one.
+	sel := recordingSel{session: f.session, bySession: f.sessionGiven, env: f.env}
+	var recs []dataset.Recording
+	if f.episode != "" || f.format == "arrow" {
+		rec, err := lookupRecording(d, sel)
+		if err != nil {
+			return err
+		}
+		recs = []dataset.Recording{rec}
+	} else if recs, err = selectRecordings(d, sel); err != nil {
+		return err
+	} else if len(recs) == 0 {
+		_, err := lookupRecording(d, sel)
 		return err
 	}
-	var rids []string
-	if f.episode != "" {
-		if !d.HasSteps(rec, f.episode) {
-			return fmt.Errorf("%s episode %q has no steps in %s; run 'rlrec inspect %s --session %s' for the list",
-				rec, f.episode, args[0], args[0], f.session)
+	rids := make([][]string, len(recs))
+	episodes := 0
+	for i, rec := range recs {
+		if f.episode != "" {
+			if !d.HasSteps(rec, f.episode) {
+				return fmt.Errorf("%s episode %q has no steps in %s; run 'rlrec inspect %s --session %s --env %s' for the list",
+					rec, f.episode, args[0], args[0], shellWord(rec.SessionID), shellWord(rec.EnvID))
+			}
+			rids[i] = []string{f.episode}
+		} else {
+			rids[i] = d.EpisodeRecordIDs(rec)
 		}
-		rids = []string{f.episode}
-	} else {
-		rids = d.EpisodeRecordIDs(rec)
+		episodes += len(rids[i])
 	}
 	write := func(w io.Writer) (struct{}, error) {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		var err error
-		switch f.format {
-		case "jsonl":
-			err = replayJSONL(ctx, bw, d, rec, rids)
-		case "events":
-			err = replayEvents(ctx, env, bw, d, rec)
-		case "arrow":
-			err = replayArrow(ctx, bw, d, rec, rids)
-		}
-		if err != nil {
-			return struct{}{}, err
+		for i, rec := range recs {
+			switch f.format {
+			case "jsonl":
+				err = replayJSONL(ctx, bw, d, rec, rids[i])
+			case "events":
+				err = replayEvents(ctx, env, bw, d, rec)
+			case "arrow":
+				err = replayArrow(ctx, bw, d, rec, rids[i])
+			}
+			if err != nil {
+				return struct{}{}, err
+			}
 		}
 		if err := bw.Flush(); err != nil {
 			return struct{}{}, fmt.Errorf("write output: %w", err)
@@ -201,7 +223,11 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "replay: wrote %s of %s (%s) to %s\n", humanBytes(n.n), rec, count(len(rids), "episode"), f.out)
+	what := recs[0].String()
+	if len(recs) > 1 {
+		what = count(len(recs), "recording")
+	}
+	fmt.Fprintf(env.Stderr, "replay: wrote %s of %s (%s) to %s\n", humanBytes(n.n), what, count(episodes, "episode"), f.out)
 	return nil
 }
 

@@ -26,7 +26,7 @@ var reportFlags reportOptions
 
 var cmdReport = &Command{
 	Name:      "report",
-	UsageLine: "report ROOT [--session ID [--env ENV]] -o FILE.html [--force] [--frame-side PX] [--frame-budget MB] [--published]",
+	UsageLine: "report ROOT [--session ID] [--env ENV] -o FILE.html [--force] [--frame-side PX] [--frame-budget MB] [--published]",
 	Short:     "write a self-contained HTML report: plots, statistics, problems, camera frames",
 	Long: `Report writes one HTML page about the recordings of ROOT (all, the
 recordings of session S, or with --env the one of env id R) that opens from
@@ -63,11 +63,11 @@ writes standard output.
 Example:
 
   rlrec demo --out demo && rlrec report demo -o demo.html
-  rlrec report data --session 0190a1b2-... --env 0190a1b3-... -o run.html`,
+  rlrec report data --env cartpole -o cartpole.html`,
 	SetFlags: func(fs *flag.FlagSet) {
 		reportFlags = reportOptions{}
 		fs.StringVar(&reportFlags.session, "session", "", "the recordings of session `ID` only")
-		fs.StringVar(&reportFlags.env, "env", "", "with --session, the recording of `ENV` only (an env id or component name)")
+		fs.StringVar(&reportFlags.env, "env", "", "the recordings of `ENV` only: an env id, component id or name (cartpole), of every session or of --session's")
 		outFlag(fs, &reportFlags.out, "write the page to `FILE` (required; - for standard output)")
 		forceFlag(fs, &reportFlags.force)
 		publishedFlag(fs, &reportFlags.published)
@@ -81,9 +81,6 @@ func runReport(ctx context.Context, env *Env, args []string) error {
 	f := reportFlags
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
-	}
-	if f.env != "" && f.session == "" {
-		return usagef("--env needs --session")
 	}
 	if f.out == "" {
 		return usagef("-o FILE.html is required (- for standard output)")

@@ -47,7 +47,7 @@ func TestReportCommand(t *testing.T) {
 		{"no ROOT", []string{"report", "-o", file}, 2, "want one ROOT"},
 		{"no -o", []string{"report", goldenRoot}, 2, "-o FILE.html is required"},
 		{"unknown session", []string{"report", goldenRoot, "--session", "nope", "-o", fresh}, 1, `session "nope"`},
-		{"env without session", []string{"report", goldenRoot, "--env", "x", "-o", file}, 2, "--env needs --session"},
+		{"unknown env", []string{"report", goldenRoot, "--env", "x", "-o", fresh}, 1, `no env "x" in `},
 		{"frame side", []string{"report", goldenRoot, "--frame-side", "2", "-o", file}, 2, "--frame-side 2"},
 		{"frame budget", []string{"report", goldenRoot, "--frame-budget", "0", "-o", file}, 2, "--frame-budget 0"},
 		{"not a ROOT", []string{"report", t.TempDir(), "-o", fresh}, 1, "not an rlrec ROOT"},

@@ -138,8 +138,7 @@ func stateDir(root, logDir string) (string, error) {
 }
 
 // openRecordings opens the ROOT root and selects its recordings: all of
-// them, a session id's (several runs may share one), or one with env
-// too (an env id or component name, see lookupRecording). A ROOT that
+// them, or those --session and --env select (see selectRecordings). A ROOT that
 // needs recovery is refused unless published (checkRecovered). A ROOT without a recording, or a session or env not in it, is an
 // error saying what to do. The caller closes the Dataset.
 func openRecordings(root, session, env string, published bool) (*dataset.Dataset, []dataset.Recording, error) {
@@ -153,20 +152,10 @@ func openRecordings(root, session, env string, published bool) (*dataset.Dataset
 	if err != nil {
 		return nil, nil, err
 	}
-	recs := d.Recordings()
-	if session != "" {
-		if env != "" {
-			rec, err := lookupRecording(d, session, env)
-			if err != nil {
-				d.Close()
-				return nil, nil, err
-			}
-			recs = []dataset.Recording{rec}
-		} else if recs = d.Find(session, ""); len(recs) == 0 {
-			_, err := lookupRecording(d, session, "")
-			d.Close()
-			return nil, nil, err
-		}
+	recs, err := selectRecordings(d, selectBy(session, env))
+	if err != nil {
+		d.Close()
+		return nil, nil, err
 	}
 	if len(recs) == 0 {
 		d.Close()

@@ -27,7 +27,7 @@ var statsFlags statsOptions
 
 var cmdStats = &Command{
 	Name:      "stats",
-	UsageLine: "stats ROOT [--session ID [--env ENV]] [--json] [-o FILE.parquet [--force]] [--published]",
+	UsageLine: "stats ROOT [--session ID] [--env ENV] [--json] [-o FILE.parquet [--force]] [--published]",
 	Short:     "per-feature statistics of the steps: the normalisation input",
 	Long: `Stats computes statistics of every numeric feature of the steps table:
 reward and each observation and action leaf that has a numeric typed column
@@ -55,14 +55,14 @@ each) while the quantiles are computed.
 Example:
 
   rlrec stats data
-  rlrec stats data --session 0190a1b2-... --json | jq '.overall[0].features'
+  rlrec stats data --env cartpole --json | jq '.overall[0].features'
   rlrec stats data -o stats.parquet
   duckdb -c "SELECT feature, index, mean, std FROM 'stats.parquet'
       WHERE scope = 'overall'"`,
 	SetFlags: func(fs *flag.FlagSet) {
 		statsFlags = statsOptions{}
 		fs.StringVar(&statsFlags.session, "session", "", "the recordings of session `ID` only")
-		fs.StringVar(&statsFlags.env, "env", "", "with --session, the recording of `ENV` only (an env id or component name)")
+		fs.StringVar(&statsFlags.env, "env", "", "the recordings of `ENV` only: an env id, component id or name (cartpole), of every session or of --session's")
 		fs.BoolVar(&statsFlags.json, "json", false, "write JSON instead of tables")
 		outFlag(fs, &statsFlags.out, "also write the statistics as a Parquet table to `FILE`")
 		forceFlag(fs, &statsFlags.force)
@@ -75,9 +75,6 @@ func runStats(ctx context.Context, env *Env, args []string) error {
 	f := statsFlags
 	if len(args) != 1 {
 		return usagef("want one ROOT argument, got %d", len(args))
-	}
-	if f.env != "" && f.session == "" {
-		return usagef("--env needs --session")
 	}
 	if f.out == "-" {
 		return usagef("-o takes a file name: the Parquet table is binary, and standard output holds the tables or JSON")

@@ -60,7 +60,7 @@ func TestStatsCommand(t *testing.T) {
 	}{
 		{"no ROOT", []string{"stats"}, 2, "want one ROOT"},
 		{"unknown session", []string{"stats", goldenRoot, "--session", "nope"}, 1, `session "nope"`},
-		{"env without session", []string{"stats", goldenRoot, "--env", "x"}, 2, "--env needs --session"},
+		{"unknown env", []string{"stats", goldenRoot, "--env", "x"}, 1, `no env "x" in `},
 		{"not parquet", []string{"stats", goldenRoot, "-o", "stats.csv"}, 2, "*.parquet"},
 		{"stdout", []string{"stats", goldenRoot, "-o", "-"}, 2, "takes a file name"},
 	} {

@@ -164,7 +164,7 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 			if key == "" {
 				key, spaces = k, e.Spaces
 			} else if k != key {
-				return sum, fmt.Errorf("%w: recording %s episode %s differs from the first episode exported; export one recording at a time", ErrSpaces, rec, e.EpisodeRecordID)
+				return sum, fmt.Errorf("%w: recording %s episode %s differs from the first episode exported", ErrSpaces, rec, e.EpisodeRecordID)
 			}
 			refs = append(refs, epRef{rec, e})
 		}

@@ -6,7 +6,7 @@
 // Regenerate with `go generate ./ingest/ingestv1` (needs protoc from
 // Debian's protobuf-compiler, protoc-gen-go from google.golang.org/protobuf
 // and protoc-gen-go-grpc from google.golang.org/grpc/cmd/protoc-gen-go-grpc;
-// see the README for the versions).
+// see docs/development.md for the versions).
 package ingestv1
 
 //go:generate protoc --proto_path=../.. --go_out=../.. --go_opt=module=github.com/rlrec/rlrec --go-grpc_out=../.. --go-grpc_opt=module=github.com/rlrec/rlrec ingest/ingestv1/ingest.proto

@@ -83,7 +83,7 @@ func (c Config) withDefaults() Config {
 
 // Shared codec instances: they pool their encoders.
 var (
-	zstdFastest = &zstd.Codec{Level: zstd.SpeedFastest}
+	zstdFastest = sizedZstd{&zstd.Codec{Level: zstd.SpeedFastest}}
 	snappyFast  = &fastSnappy{}
 	noCodec     = &uncompressed.Codec{}
 )
@@ -150,4 +150,25 @@ func (fastSnappy) Decode(dst, src []byte) ([]byte, error) {
 		dst = make([]byte, n)
 	}
 	return snappy.Decode(dst[:n], src)
+}
+
+// sizedZstd is parquet-go's zstd codec, handed an output buffer of the
+// page's worst-case compressed size when the page is large (1 MiB or
+// more) and the buffer it was given is smaller. klauspost's EncodeAll
+// grows its output by appending block after block, so a large page that
+// compresses little (a log message of random text, an image) went
+// through a growing buffer: for 4 MiB, 19 allocations and about five
+// times the page, the old and new buffers live at once at each copy
+// (TestZstdLargePage).
+type sizedZstd struct{ *zstd.Codec }
+
+func (c sizedZstd) Encode(dst, src []byte) ([]byte, error) {
+	if len(src) >= 1<<20 {
+		// A stored block costs 3 bytes of header per 128 KiB block, a
+		// frame header at most 18: len(src)>>10 covers both with room.
+		if n := len(src) + len(src)>>10 + 64; cap(dst) < n {
+			dst = make([]byte, 0, n)
+		}
+	}
+	return c.Codec.Encode(dst, src)
 }

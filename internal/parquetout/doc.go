@@ -1,5 +1,5 @@
 // Package parquetout encodes rlrec's table files: the steps, episodes,
-// sessions, logs and telemetry files of the README's "Output", with
+// sessions, logs and telemetry files of docs/format/ (layout.md), with
 // the schemas of package schema.
 //
 // # Encoders over io.Writer
@@ -85,8 +85,15 @@
 //     nothing on float data and costs more. zstd has a fixed cost per
 //     page, which shows on short episodes.
 //   - Page statistics: on (parquet-go's default) for every column but the
-//     blobs and binary typed columns, whose min/max copies would add a full
-//     value per page and mean nothing.
+//     blobs, binary typed columns and the logs' message, whose min/max
+//     copies would add a full value per page and mean nothing. (A page
+//     header holds min and max twice, in the old and new fields: a logs
+//     file of one 8 MiB message was 32 MiB with them, and writing it
+//     allocated 19 times the message; TestLargeLogMessage.)
+//   - Compression of a large page (1 MiB or more, such as one large log
+//     message or image): its output buffer is sized for the worst case
+//     up front, since zstd grows it block by block otherwise
+//     (TestZstdLargePage).
 //   - Encodings: episode_id and other repeated strings are
 //     dictionary-encoded; blobs and binary columns are PLAIN (no
 //     dictionary, no delta-length split of a few large values).

@@ -1,5 +1,6 @@
-"""Every Python one-liner of the README (``python3 -c "..."``) and its
-DuckDB one-liners over a ROOT directory, run with real pandas, pyarrow,
+"""Every Python one-liner (``python3 -c "..."``) of the README and of
+docs/object-storage.md, where the lines over a bucket are, and the
+README's DuckDB one-liners over a ROOT directory, run with real pandas, pyarrow,
 polars and DuckDB's Python package on a ROOT whose ids a reader would
 take for a number and a date (session ids 007 and 042, env ids
 2026-01-02 and 2026-01-03), recorded from real rlmesh runs. Each must
@@ -45,8 +46,13 @@ builtins.print = _describe
 """
 
 
+# The documents whose one-liners run here: the README (over a ROOT, over
+# the demo's ROOT) and the object storage document (over a bucket).
+DOCS = ("README.md", "docs/object-storage.md")
+
+
 def readme_lines(prefix: str) -> list[str]:
-    text = (REPO / "README.md").read_text()
+    text = "\n".join((REPO / doc).read_text() for doc in DOCS)
     lines = []
     for line in text.splitlines():
         line = line.strip()
@@ -120,7 +126,7 @@ def test_python_one_liners_over_a_bucket(ids_root, s3):
     # The pyspark lines (s3a://) need Spark's connector from the local Maven
     # repository .ci/run fills: tests/test_spark.py runs them as written.
     lines = [code for code in readme_lines('python3 -c "') if "BUCKET/PREFIX" in code and "s3a://" not in code]
-    assert len(lines) >= 2, "the README's polars and pyarrow one-liners over a bucket"
+    assert len(lines) >= 2, "docs/object-storage.md's polars and pyarrow one-liners over a bucket"
     env = {**s3.env(), "AWS_ACCESS_KEY_ID": S3_ACCESS, "AWS_SECRET_ACCESS_KEY": S3_SECRET}
     for code in lines:
         code = code.replace("BUCKET/PREFIX", "datasets/ids").replace("http://HOST:PORT", s3.endpoint)

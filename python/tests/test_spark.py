@@ -7,7 +7,7 @@ s3://datasets/session (one prefix per layout), with session ids 007 and
 042 and env ids 2026-01-02 and 2026-01-03, which a reader guessing types
 would turn into numbers and dates. Then:
 
-- the README's pyspark lines ("Reading a bucket in place") run as written,
+- docs/object-storage.md's pyspark lines ("Reading a bucket in place") run as written,
   only HOST:PORT and BUCKET/PREFIX filled in, in this process: the first
   starts the module's one Spark session (local mode), the S3A connector
   coming through Spark's own package resolution (spark.jars.packages)
@@ -21,7 +21,7 @@ would turn into numbers and dates. Then:
   downloaded when first loaded, which the test machines cannot), with the
   ids kept as written.
 
-Settings that are the test's and not the README's (local[2], 1 GiB of
+Settings that are the test's and not docs/object-storage.md's (local[2], 1 GiB of
 driver memory, the driver bound to 127.0.0.1, no UI, where Ivy resolves
 from) go in a spark-defaults.conf of its own (SPARK_CONF_DIR), read before
 the JVM starts. Nothing here skips: a missing dependency (Java, versitygw,
@@ -48,7 +48,7 @@ import duckdb
 import pytest
 from conftest import REPO, free_port
 
-README = REPO / "README.md"
+DOC = REPO / "docs" / "object-storage.md"
 ACCESS, SECRET, REGION = "rlrec-test", "rlrec-test-secret", "us-east-1"
 BUCKET = "datasets"
 # The ids of the recordings: session id -> env id, each a value a guessing
@@ -60,24 +60,26 @@ LAYOUTS = ("episode", "session")
 # of each width, float16/32/64, bool, text, discrete, nested).
 LEAVES = "leaves"
 TABLES = ("episodes", "steps")
-# The marker of the README's pyspark lines over a bucket.
+# The marker of docs/object-storage.md's pyspark lines over a bucket.
 SPARK_LINE = 'python3 -c "from pyspark.sql import SparkSession;'
 
 
 def readme_spark_lines() -> list[str]:
-    """The README's pyspark lines over s3a://BUCKET/PREFIX/, as Python code
+    """The pyspark lines of docs/object-storage.md over s3a://BUCKET/PREFIX/, as Python code
     (the text between python3 -c "...")."""
     lines = []
-    for line in README.read_text().splitlines():
+    for line in DOC.read_text().splitlines():
         line = line.strip()
         if line.startswith(SPARK_LINE) and "s3a://BUCKET/PREFIX/" in line:
-            assert line.endswith('"'), f"README pyspark line does not end with its closing quote: {line}"
+            assert line.endswith('"'), (
+                f"docs/object-storage.md pyspark line does not end with its closing quote: {line}"
+            )
             code = line[len('python3 -c "') : -1]
             # Inside "..." the shell would expand these: the line must not
             # need them.
             for c in ("$", "`", "\\", '"'):
                 assert c not in code, (
-                    f"README pyspark line holds {c!r}, which the shell changes inside double quotes: {line}"
+                    f"docs/object-storage.md pyspark line holds {c!r}, which the shell changes inside double quotes: {line}"
                 )
             lines.append(code)
     return lines
@@ -237,7 +239,7 @@ spark.jars.ivy {base / "ivy"}
 
 @pytest.fixture(scope="module")
 def readme_run(bucket, tmp_path_factory):
-    """Runs the README's pyspark lines on each layout's prefix; yields
+    """Runs docs/object-storage.md's pyspark lines on each layout's prefix; yields
     ({(layout, line index): what it printed}, the Spark session they
     started)."""
     assert shutil.which("java") or os.environ.get("JAVA_HOME"), (
@@ -252,7 +254,7 @@ def readme_run(bucket, tmp_path_factory):
     spark_dir = tmp_path_factory.mktemp("spark")
     lines = readme_spark_lines()
     assert len(lines) >= 2, (
-        "the README has no pyspark lines over s3a://BUCKET/PREFIX/ (one for episodes, one for steps)"
+        "docs/object-storage.md has no pyspark lines over s3a://BUCKET/PREFIX/ (one for episodes, one for steps)"
     )
     env = {
         "SPARK_CONF_DIR": str(spark_conf_dir(spark_dir)),
@@ -273,10 +275,10 @@ def readme_run(bucket, tmp_path_factory):
                 )
                 out = io.StringIO()
                 with contextlib.redirect_stdout(out):
-                    exec(code, {})  # noqa: S102 - the README's line, as python3 -c runs it
+                    exec(code, {})  # noqa: S102 - docs/object-storage.md's line, as python3 -c runs it
                 outputs[(layout, i)] = out.getvalue()
         spark = SparkSession.getActiveSession()
-        assert spark is not None, "the README's pyspark lines left no Spark session"
+        assert spark is not None, "docs/object-storage.md's pyspark lines left no Spark session"
         spark.conf.set("spark.sql.session.timeZone", "UTC")
         yield outputs, spark
         stop_spark(spark)
@@ -348,7 +350,7 @@ def sort_key(row: tuple) -> str:
 
 
 def test_readme_pyspark_lines(readme_run, bucket):
-    """The README's lines print what DuckDB answers to the same question:
+    """The document's lines print what DuckDB answers to the same question:
     per session, env and status the count of episodes; per session and env
     the steps and their reward."""
     outputs, _ = readme_run
@@ -367,7 +369,9 @@ def test_readme_pyspark_lines(readme_run, bucket):
     for layout in LAYOUTS:
         for i, code in enumerate(lines):
             table = re.search(r"s3a://BUCKET/PREFIX/(\w+)", code).group(1)
-            assert table in questions, f"README pyspark line reads {table}, which this test does not check: {code}"
+            assert table in questions, (
+                f"docs/object-storage.md pyspark line reads {table}, which this test does not check: {code}"
+            )
             sql, keys = questions[table]
             res = duckdb.sql(sql.format(duck_scan(dirs[layout], table)))
             want = {tuple(r[: len(keys)]): dict(zip(res.columns, r)) for r in res.fetchall()}
@@ -423,7 +427,7 @@ def test_table_rows_equal_duckdb(readme_run, bucket, layout, table):
 
 
 def test_inference_changes_ids(readme_run):
-    """What the README's spark.sql.sources.partitionColumnTypeInference
+    """What docs/object-storage.md's spark.sql.sources.partitionColumnTypeInference
     setting is for: with Spark's default the ids are read as numbers and
     dates, 007 as 7."""
     _, spark = readme_run
@@ -432,7 +436,7 @@ def test_inference_changes_ids(readme_run):
         df = spark.read.parquet(f"s3a://{BUCKET}/session/episodes")
         types = {f.name: f.dataType.typeName() for f in df.schema.fields}
         assert types["session_id"] != "string" and types["env_id"] == "date", (
-            f"Spark's default inference kept the ids as strings ({types}): the README's warning is out of date"
+            f"Spark's default inference kept the ids as strings ({types}): docs/object-storage.md's warning is out of date"
         )
         assert {str(r.session_id) for r in df.select("session_id").distinct().collect()} == {"7", "42"}
     finally:
@@ -440,7 +444,7 @@ def test_inference_changes_ids(readme_run):
 
 
 def test_connector_matches_pyspark_hadoop():
-    """The README's hadoop-aws version is the Hadoop pyspark is built with
+    """The document's hadoop-aws version is the Hadoop pyspark is built with
     (S3A must match it), and the one .ci/run resolves."""
     import pyspark
 
@@ -451,7 +455,7 @@ def test_connector_matches_pyspark_hadoop():
     for code in readme_spark_lines():
         m = re.search(r"org\.apache\.hadoop:hadoop-aws:([0-9.]+)", code)
         assert m and m.group(1) == hadoop, (
-            f"README pyspark line names hadoop-aws {m and m.group(1)}, pyspark {pyspark.__version__} has Hadoop {hadoop}: {code}"
+            f"docs/object-storage.md pyspark line names hadoop-aws {m and m.group(1)}, pyspark {pyspark.__version__} has Hadoop {hadoop}: {code}"
         )
     sums = (REPO / ".ci" / "spark-s3a.sha256").read_text()
     assert f"hadoop-aws/{hadoop}/hadoop-aws-{hadoop}.jar" in sums, (

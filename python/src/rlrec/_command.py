@@ -15,9 +15,9 @@ import shutil
 __all__ = ["CommandNotFoundError", "INSTALL_HINT", "find_rlrec"]
 
 INSTALL_HINT = (
-    "install the rlrec command with `go install github.com/rlrec/rlrec/cmd/rlrec@latest` "
-    "(Go 1.26; it lands in $(go env GOPATH)/bin), or build it from a checkout with "
-    "`go build -o rlrec ./cmd/rlrec`, then put it on PATH or set RLREC_BIN=/path/to/rlrec"
+    "install the rlrec command from a clone of rlrec with `go install ./cmd/rlrec` "
+    "(Go 1.26; it lands in $(go env GOPATH)/bin; the module is on no module proxy), or build it "
+    "there with `go build -o rlrec ./cmd/rlrec`, then put it on PATH or set RLREC_BIN=/path/to/rlrec"
 )
 
 

@@ -1,6 +1,6 @@
 """Which steps columns a loader reads, and their values as numpy arrays.
 
-A loader names what it wants by steps column (README, "Tables"):
+A loader names what it wants by steps column (docs/format/steps.md):
 
 - the fixed columns ``reward`` (float64), ``is_first``, ``is_last``,
   ``terminated``, ``truncated`` (bool), ``step``, ``session_step``,
