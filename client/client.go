@@ -47,7 +47,7 @@ type Client struct {
 
 	mu sync.Mutex
 	// next is the last sequence number given in each recording.
-	next map[recordingKey]uint64
+	next map[events.Recording]uint64
 	// q holds the events not yet acknowledged, oldest first; q[:sent]
 	// were sent on the current stream, in the batches listed in batches.
 	q       []entry
@@ -67,8 +67,6 @@ type Client struct {
 	refusedFirst string
 	stats        Stats
 }
-
-type recordingKey struct{ sessionID, envID string }
 
 // entry is a queued event: its encoded bytes and what it is charged.
 type entry struct {
@@ -148,7 +146,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 		opts: o, addr: addr, cc: cc, ic: ingestv1.NewIngestClient(cc),
 		done:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
-		next:    make(map[recordingKey]uint64),
+		next:    make(map[events.Recording]uint64),
 		changed: make(chan struct{}),
 	}
 	if _, err := crand.Read(c.nonce[:]); err != nil {
@@ -165,7 +163,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 // once ev is queued, waiting (within ctx) while the unacknowledged events
 // fill WithMaxUnacked.
 func (c *Client) Record(ctx context.Context, ev events.Event) error {
-	return c.RecordAt(ctx, ev, c.opts.clock())
+	return c.RecordAt(ctx, ev, time.Now())
 }
 
 // RecordAt hands over ev observed at t, like Record: a producer that knows
@@ -176,7 +174,7 @@ func (c *Client) RecordAt(ctx context.Context, ev events.Event, t time.Time) err
 		return fmt.Errorf("client: record: %w", events.ErrNilEvent)
 	}
 	if t.IsZero() {
-		t = c.opts.clock()
+		t = time.Now()
 	}
 	bp := getBuf(estimate(ev))
 	b, err := events.AppendMarshal((*bp)[:0], ev, t)
@@ -196,7 +194,7 @@ func (c *Client) RecordAt(ctx context.Context, ev events.Event, t time.Time) err
 	}
 	size := int64(cap(b))
 	sid, route := ev.Header()
-	k := recordingKey{sid, route.EnvID}
+	k := events.Recording{SessionID: sid, EnvID: route.EnvID}
 	c.mu.Lock()
 	for c.bytes > 0 && c.bytes+size > c.opts.maxUnacked && c.fatal == nil && !c.closed {
 		ch := c.changed
@@ -350,7 +348,7 @@ func (c *Client) run() {
 			// The server takes smaller messages than this client sends:
 			// resending the same batch can never succeed.
 			c.mu.Lock()
-			c.fatal = fmt.Errorf("client: %s: a batch of events is larger than the server's maximum message size (%s; sizes in bytes, the batch first), while this client sends messages of up to %d bytes (WithMaxMessageBytes): %w; give the client the server's --max-message-bytes, or raise the server's",
+			c.fatal = fmt.Errorf("client: %s: a batch of events is larger than the server's maximum message size (%s; sizes in bytes, the batch first), while this client sends messages of up to %d bytes (WithMaxMessageBytes): %w; give the client the server's --max-message, or raise the server's",
 				c.addr, status.Convert(err).Message(), c.opts.maxMessage, ErrEventTooLarge)
 			close(c.changed)
 			c.changed = make(chan struct{})

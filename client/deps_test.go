@@ -2,8 +2,6 @@ package client
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -12,7 +10,8 @@ import (
 // the server nor the recorder, its log or parquet-go (the client needs
 // only the protocol in ingest/ingestv1).
 func TestImportClosure(t *testing.T) {
-	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", ".").CombinedOutput()
+	// go test puts the go command that runs it first on PATH.
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}

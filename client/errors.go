@@ -13,7 +13,7 @@ var (
 	// than the largest message the server takes (WithMaxMessageBytes); it
 	// is not sent. It is also wrapped by every call once the server
 	// refused a batch as larger than its own maximum (its
-	// --max-message-bytes below the client's WithMaxMessageBytes): the
+	// --max-message below the client's WithMaxMessageBytes): the
 	// client stops instead of resending the batch forever.
 	ErrEventTooLarge = errors.New("client: event too large")
 	// ErrUnauthenticated is wrapped by every call once the server refused

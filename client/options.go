@@ -16,7 +16,6 @@ type options struct {
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	logger     *slog.Logger
-	clock      func() time.Time
 }
 
 func defaultOptions() options {
@@ -27,7 +26,6 @@ func defaultOptions() options {
 		minBackoff: 50 * time.Millisecond,
 		maxBackoff: 5 * time.Second,
 		logger:     slog.New(slog.DiscardHandler),
-		clock:      time.Now,
 	}
 }
 
@@ -41,8 +39,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("client: batch size %d bytes must be positive", o.batchBytes)
 	case o.minBackoff <= 0 || o.maxBackoff < o.minBackoff:
 		return fmt.Errorf("client: backoff %v..%v: want 0 < min <= max", o.minBackoff, o.maxBackoff)
-	case o.logger == nil || o.clock == nil:
-		return fmt.Errorf("client: nil logger or clock")
+	case o.logger == nil:
+		return fmt.Errorf("client: nil logger")
 	}
 	return nil
 }
@@ -79,6 +77,3 @@ func WithBackoff(min, max time.Duration) Option {
 // WithLogger sets the logger for reconnections and refused events; by
 // default nothing is logged.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
-
-// WithClock sets the clock that stamps events (default time.Now).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }

@@ -40,11 +40,11 @@ func BenchmarkCopy(b *testing.B) {
 			b.ReportAllocs()
 			var steps, calls int64
 			for i := range b.N {
-				opts := curate.Options{}
+				var opts []curate.Option
 				if tc.progress {
-					opts.StepsProgress = func(done, total int64) { calls++ }
+					opts = append(opts, curate.WithStepsProgress(func(done, total int64) { calls++ }))
 				}
-				rep, err := curate.Copy(context.Background(), src, filepath.Join(b.TempDir(), fmt.Sprint(i)), opts)
+				rep, err := curate.Copy(context.Background(), src, filepath.Join(b.TempDir(), fmt.Sprint(i)), opts...)
 				if err != nil {
 					b.Fatal(err)
 				}

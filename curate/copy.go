@@ -20,45 +20,83 @@ import (
 	"github.com/rlrec/rlrec/schema"
 )
 
-// Options configure Copy. The zero value copies every recording of the
-// source, in the source's layout.
-type Options struct {
-	// Session, when not "", copies the recordings of this session id only;
-	// Env narrows them to one env id.
-	Session, Env string
-	// Recordings, when not empty, copies these recordings of SRC only (in
-	// SRC's order), as rlrec copy --env NAME selects every recording of an
-	// env; Session and Env must then be "".
-	Recordings []dataset.Recording
-	// Where, when not nil, copies the episodes it matches only.
-	Where *where.Filter
-	// Layout is the steps layout of the destination; "" keeps the
-	// source's.
-	Layout hive.Layout
-	// Splits, when not empty, splits the episodes by SplitPoint with Seed:
-	// each split is a ROOT of its own, DST/<name>.
-	Splits Splits
-	Seed   uint64
-	// Recorder holds further options of the destination's recorders
-	// (logger, memory budget, compression).
-	Recorder []recorder.Option
-	// Open opens the recorder of each destination ROOT; nil means
-	// recorder.Open. A destination in object storage (s3://bucket/prefix,
-	// DST/<name> with splits) needs one that gives the recorder its
-	// store and local log directory (recorder.WithStore), as rlrec copy
-	// does.
-	Open func(root string, opts ...recorder.Option) (*recorder.Recorder, error)
-	// Progress, when not nil, is called after each recording with the
-	// number done and the total.
-	Progress func(done, total int)
-	// StepsProgress, when not nil, is called as the copy goes with the
-	// steps (rows) handed to the destination's recorders so far and the
-	// total to copy (the steps_recorded of the episodes selected): after
-	// every action event that opens a row of a copied episode, and at the
-	// end of each recording, when done is exactly the steps of the
-	// recordings copied. done never goes back and never passes total. It
-	// is called from Copy's goroutine.
-	StepsProgress func(done, total int64)
+// options is Copy's configuration (Option). The defaults copy every
+// recording of the source, in the source's layout.
+type options struct {
+	session, env  string
+	recordings    []dataset.Recording
+	where         *where.Filter
+	layout        hive.Layout
+	splits        Splits
+	seed          uint64
+	recorder      []recorder.Option
+	open          func(root string, opts ...recorder.Option) (*recorder.Recorder, error)
+	progress      func(done, total int)
+	stepsProgress func(done, total int64)
+}
+
+// Option configures Copy. The project's public packages configure with
+// functional options: docs/decisions/options.md.
+type Option func(*options)
+
+// WithSession copies the recordings of this session id only ("": all).
+func WithSession(id string) Option { return func(o *options) { o.session = id } }
+
+// WithEnv narrows WithSession's recordings to the one of this env id ("":
+// all of the session's). It needs WithSession.
+func WithEnv(id string) Option { return func(o *options) { o.env = id } }
+
+// WithRecordings copies these recordings of SRC only (in SRC's order),
+// as rlrec copy --env NAME selects every recording of an env; WithSession
+// and WithEnv must then not be given (or be ""). None: all.
+func WithRecordings(recs ...dataset.Recording) Option {
+	return func(o *options) { o.recordings = recs }
+}
+
+// WithWhere copies the episodes f matches only (nil: all).
+func WithWhere(f *where.Filter) Option { return func(o *options) { o.where = f } }
+
+// WithLayout sets the steps layout of the destination; by default, and
+// with "", the source's.
+func WithLayout(l hive.Layout) Option { return func(o *options) { o.layout = l } }
+
+// WithSplits splits the episodes by SplitPoint with WithSeed's seed (0 by
+// default): each split is a ROOT of its own, DST/<name>. Empty: no split.
+func WithSplits(s Splits) Option { return func(o *options) { o.splits = s } }
+
+// WithSeed sets the seed WithSplits assigns episodes with.
+func WithSeed(seed uint64) Option { return func(o *options) { o.seed = seed } }
+
+// WithRecorderOptions adds options of the destination's recorders
+// (logger, memory budget, compression).
+func WithRecorderOptions(opts ...recorder.Option) Option {
+	return func(o *options) { o.recorder = append(o.recorder, opts...) }
+}
+
+// WithOpen sets how the recorder of each destination ROOT is opened; by
+// default, and with nil, recorder.Open. A destination in object storage
+// (s3://bucket/prefix, DST/<name> with splits) needs one that gives the
+// recorder its store and local log directory (recorder.WithStore), as
+// rlrec copy does.
+func WithOpen(open func(root string, opts ...recorder.Option) (*recorder.Recorder, error)) Option {
+	return func(o *options) { o.open = open }
+}
+
+// WithProgress has Copy call progress after each recording with the
+// number done and the total.
+func WithProgress(progress func(done, total int)) Option {
+	return func(o *options) { o.progress = progress }
+}
+
+// WithStepsProgress has Copy call progress as the copy goes with the steps
+// (rows) handed to the destination's recorders so far and the total to
+// copy (the steps_recorded of the episodes selected): after every action
+// event that opens a row of a copied episode, and at the end of each
+// recording, when done is exactly the steps of the recordings copied.
+// done never goes back and never passes total. It is called from Copy's
+// goroutine.
+func WithStepsProgress(progress func(done, total int64)) Option {
+	return func(o *options) { o.stepsProgress = progress }
 }
 
 // Report says what Copy wrote.
@@ -98,7 +136,11 @@ type plan struct {
 // Copy builds the dataset dst from the ROOT src (see the package doc). dst
 // (and with splits, every DST/<name>) must not exist or be an empty
 // directory, and may not lie inside src.
-func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
+func Copy(ctx context.Context, src, dst string, opt ...Option) (*Report, error) {
+	var opts options
+	for _, o := range opt {
+		o(&opts)
+	}
 	d, err := dataset.Open(src)
 	if err != nil {
 		return nil, err
@@ -108,45 +150,45 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	recs := d.Recordings()
-	if len(opts.Recordings) > 0 {
-		if opts.Session != "" || opts.Env != "" {
-			return nil, fmt.Errorf("curate: Options.Recordings with Session or Env: give one selection")
+	if len(opts.recordings) > 0 {
+		if opts.session != "" || opts.env != "" {
+			return nil, fmt.Errorf("curate: WithRecordings with WithSession or WithEnv: give one selection")
 		}
 		want := map[dataset.Recording]bool{}
-		for _, r := range opts.Recordings {
+		for _, r := range opts.recordings {
 			want[r] = true
 		}
 		recs = slices.DeleteFunc(recs, func(r dataset.Recording) bool { return !want[r] })
 		if len(recs) != len(want) {
 			return nil, fmt.Errorf("%d of the %d recordings to copy: %w in %s", len(want)-len(recs), len(want), dataset.ErrNotFound, src)
 		}
-	} else if opts.Session != "" {
-		recs = d.Find(opts.Session, opts.Env)
+	} else if opts.session != "" {
+		recs = d.Find(opts.session, opts.env)
 		if len(recs) == 0 {
-			if opts.Env != "" {
-				return nil, fmt.Errorf("session %q env %q: %w in %s", opts.Session, opts.Env, dataset.ErrNotFound, src)
+			if opts.env != "" {
+				return nil, fmt.Errorf("session %q env %q: %w in %s", opts.session, opts.env, dataset.ErrNotFound, src)
 			}
-			return nil, fmt.Errorf("session %q: %w in %s", opts.Session, dataset.ErrNotFound, src)
+			return nil, fmt.Errorf("session %q: %w in %s", opts.session, dataset.ErrNotFound, src)
 		}
-	} else if opts.Env != "" {
+	} else if opts.env != "" {
 		return nil, fmt.Errorf("an env id needs its session id: give the session too")
 	}
-	rep := &Report{Layout: opts.Layout}
+	rep := &Report{Layout: opts.layout}
 	if rep.Layout == "" {
 		if rep.Layout, err = sourceLayout(d); err != nil {
 			return nil, err
 		}
 	}
-	nt := max(1, len(opts.Splits))
+	nt := max(1, len(opts.splits))
 	for i := range nt {
 		t := Target{Root: dst}
-		if len(opts.Splits) > 0 {
-			t.Split = opts.Splits[i].Name
+		if len(opts.splits) > 0 {
+			t.Split = opts.splits[i].Name
 			t.Root = joinRoot(dst, t.Split)
 		}
 		rep.Targets = append(rep.Targets, t)
 	}
-	all := opts.Where == nil && len(opts.Splits) == 0
+	all := opts.where == nil && len(opts.splits) == 0
 	var plans []plan
 	for _, rec := range recs {
 		s, err := d.Session(rec)
@@ -154,7 +196,7 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 			return nil, err
 		}
 		if s.Row() == nil {
-			return nil, fmt.Errorf("%s: %w in %s (it was open or crashed): recover the ROOT first, or leave the recording out (Options.Session)", rec, dataset.ErrNoSessionRow, src)
+			return nil, fmt.Errorf("%s: %w in %s (it was open or crashed): recover the ROOT first, or leave the recording out (WithSession)", rec, dataset.ErrNoSessionRow, src)
 		}
 		eps, err := d.Episodes(rec)
 		if err != nil {
@@ -164,12 +206,12 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		counts := make([]int, nt)
 		for i := range eps {
 			e := &eps[i]
-			if opts.Where != nil && !opts.Where.Match(e) {
+			if opts.where != nil && !opts.where.Match(e) {
 				continue
 			}
 			t := 0
-			if len(opts.Splits) > 0 {
-				t = opts.Splits.Assign(opts.Seed, rec, e.EpisodeRecordID)
+			if len(opts.splits) > 0 {
+				t = opts.splits.Assign(opts.seed, rec, e.EpisodeRecordID)
 			}
 			if !all {
 				if p.keep[t] == nil {
@@ -218,8 +260,8 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 	}
 	// The recorders of the splits share the default memory budget.
 	ropts := []recorder.Option{recorder.WithLayout(rep.Layout), recorder.WithMemoryBudget(max(recorder.DefaultMemoryBudget/int64(nt), 32<<20))}
-	ropts = append(ropts, opts.Recorder...)
-	open := opts.Open
+	ropts = append(ropts, opts.recorder...)
+	open := opts.open
 	if open == nil {
 		open = recorder.Open
 	}
@@ -241,14 +283,14 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 		// to them once it is copied.
 		end := stepsDone + p.steps
 		var rows func(n int64)
-		if opts.StepsProgress != nil {
+		if opts.stepsProgress != nil {
 			base := stepsDone
 			var handed int64
 			rows = func(n int64) {
 				handed += n
 				if done := min(base+handed, end); done > stepsDone {
 					stepsDone = done
-					opts.StepsProgress(stepsDone, stepsTotal)
+					opts.stepsProgress(stepsDone, stepsTotal)
 				}
 			}
 		}
@@ -256,12 +298,12 @@ func Copy(ctx context.Context, src, dst string, opts Options) (*Report, error) {
 			err = fmt.Errorf("%w; %s holds what was copied before it: remove it and copy again", err, dst)
 			return nil, errors.Join(err, closeAll())
 		}
-		if opts.Progress != nil {
-			opts.Progress(i+1, len(plans))
+		if opts.progress != nil {
+			opts.progress(i+1, len(plans))
 		}
 		stepsDone = end
-		if opts.StepsProgress != nil {
-			opts.StepsProgress(stepsDone, stepsTotal)
+		if opts.stepsProgress != nil {
+			opts.stepsProgress(stepsDone, stepsTotal)
 		}
 	}
 	if err := closeAll(); err != nil {

@@ -42,7 +42,7 @@ func source(t *testing.T, l hive.Layout) string {
 
 func mustVerify(t *testing.T, root string) {
 	t.Helper()
-	rep, err := verify.Root(context.Background(), root, verify.Options{})
+	rep, err := verify.Root(context.Background(), root)
 	if err != nil {
 		t.Fatalf("verify %s: %v", root, err)
 	}
@@ -144,7 +144,7 @@ func TestCopyEverything(t *testing.T) {
 		t.Run(fmt.Sprintf("%s to %s", tc.from, tc.to), func(t *testing.T) {
 			src := source(t, tc.from)
 			dst := filepath.Join(t.TempDir(), "dst")
-			rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Layout: tc.to})
+			rep, err := curate.Copy(context.Background(), src, dst, curate.WithLayout(tc.to))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,8 +229,7 @@ func TestCopyWhere(t *testing.T) {
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
 	var progress [][2]int64
-	rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Where: f, Layout: hive.LayoutEpisode,
-		StepsProgress: func(done, total int64) { progress = append(progress, [2]int64{done, total}) }})
+	rep, err := curate.Copy(context.Background(), src, dst, curate.WithWhere(f), curate.WithLayout(hive.LayoutEpisode), curate.WithStepsProgress(func(done, total int64) { progress = append(progress, [2]int64{done, total}) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +311,7 @@ func TestCopySessionEnv(t *testing.T) {
 		t.Fatalf("session cartpole names %d recordings", len(recs))
 	}
 	dst := filepath.Join(t.TempDir(), "one")
-	if _, err := curate.Copy(context.Background(), src, dst, curate.Options{Session: "cartpole", Env: recs[1].EnvID}); err != nil {
+	if _, err := curate.Copy(context.Background(), src, dst, curate.WithSession("cartpole"), curate.WithEnv(recs[1].EnvID)); err != nil {
 		t.Fatal(err)
 	}
 	mustVerify(t, dst)
@@ -323,7 +322,7 @@ func TestCopySessionEnv(t *testing.T) {
 	sameEpisodes(t, ds, dd, recs[1], nil)
 
 	both := filepath.Join(t.TempDir(), "both")
-	if _, err := curate.Copy(context.Background(), src, both, curate.Options{Session: "cartpole"}); err != nil {
+	if _, err := curate.Copy(context.Background(), src, both, curate.WithSession("cartpole")); err != nil {
 		t.Fatal(err)
 	}
 	if got := open(t, both).Recordings(); !reflect.DeepEqual(got, recs) {
@@ -339,7 +338,7 @@ func TestCopySplit(t *testing.T) {
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
 	f, _ := where.Parse("status = 'completed'")
-	rep, err := curate.Copy(context.Background(), src, dst, curate.Options{Splits: splits, Seed: 7, Where: f, Layout: hive.LayoutSession})
+	rep, err := curate.Copy(context.Background(), src, dst, curate.WithSplits(splits), curate.WithSeed(7), curate.WithWhere(f), curate.WithLayout(hive.LayoutSession))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,18 +407,18 @@ func TestCopyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		dst  string
-		opts curate.Options
+		opts []curate.Option
 		want string
 	}{
-		{"non-empty destination", nonEmpty, curate.Options{}, "is not empty"},
-		{"destination inside the source", filepath.Join(src, "copy"), curate.Options{}, "inside the source"},
-		{"the source itself", src, curate.Options{}, "inside the source"},
-		{"unknown session", filepath.Join(t.TempDir(), "d"), curate.Options{Session: "nope"}, "not found"},
-		{"env without session", filepath.Join(t.TempDir(), "d"), curate.Options{Env: "x"}, "needs its session"},
-		{"nothing selected", filepath.Join(t.TempDir(), "d"), curate.Options{Where: none}, "matches the filter"},
+		{"non-empty destination", nonEmpty, nil, "is not empty"},
+		{"destination inside the source", filepath.Join(src, "copy"), nil, "inside the source"},
+		{"the source itself", src, nil, "inside the source"},
+		{"unknown session", filepath.Join(t.TempDir(), "d"), []curate.Option{curate.WithSession("nope")}, "not found"},
+		{"env without session", filepath.Join(t.TempDir(), "d"), []curate.Option{curate.WithEnv("x")}, "needs its session"},
+		{"nothing selected", filepath.Join(t.TempDir(), "d"), []curate.Option{curate.WithWhere(none)}, "matches the filter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := curate.Copy(context.Background(), src, tc.dst, tc.opts)
+			_, err := curate.Copy(context.Background(), src, tc.dst, tc.opts...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Copy: %v, want an error saying %q", err, tc.want)
 			}
@@ -566,7 +565,7 @@ func TestCopyOpenRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	rep, err := curate.Copy(context.Background(), root, dst, curate.Options{})
+	rep, err := curate.Copy(context.Background(), root, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,7 +588,7 @@ func TestCopyCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dst := filepath.Join(t.TempDir(), "dst")
-	_, err := curate.Copy(ctx, src, dst, curate.Options{})
+	_, err := curate.Copy(ctx, src, dst)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "remove it and copy again") {
 		t.Fatalf("Copy: %v, want the cancellation and what to do", err)
 	}
@@ -615,7 +614,7 @@ func TestCopyKeepsClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	if _, err := curate.Copy(context.Background(), root, dst, curate.Options{}); err != nil {
+	if _, err := curate.Copy(context.Background(), root, dst); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []string{root, dst} {
@@ -647,19 +646,19 @@ func TestCopyStepsProgress(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts curate.Options
+		opts []curate.Option
 	}{
-		{"everything", curate.Options{}},
-		{"filtered", curate.Options{Where: completed, Layout: hive.LayoutEpisode}},
-		{"split", curate.Options{Splits: splits, Seed: 3}},
+		{"everything", nil},
+		{"filtered", []curate.Option{curate.WithWhere(completed), curate.WithLayout(hive.LayoutEpisode)}},
+		{"split", []curate.Option{curate.WithSplits(splits), curate.WithSeed(3)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var progress [][2]int64
 			var recordings []int
-			opts := tc.opts
-			opts.StepsProgress = func(done, total int64) { progress = append(progress, [2]int64{done, total}) }
-			opts.Progress = func(done, _ int) { recordings = append(recordings, len(progress)) }
-			rep, err := curate.Copy(context.Background(), src, filepath.Join(t.TempDir(), "dst"), opts)
+			opts := append(tc.opts,
+				curate.WithStepsProgress(func(done, total int64) { progress = append(progress, [2]int64{done, total}) }),
+				curate.WithProgress(func(done, _ int) { recordings = append(recordings, len(progress)) }))
+			rep, err := curate.Copy(context.Background(), src, filepath.Join(t.TempDir(), "dst"), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,10 +15,10 @@ import (
 
 var (
 	// ErrSplit is wrapped by the errors of ParseSplits.
-	ErrSplit = errors.New("build: bad split")
+	ErrSplit = errors.New("curate: bad split")
 	// ErrNothing is wrapped by the error of a Copy whose filter selects
 	// no episode.
-	ErrNothing = errors.New("build: nothing to copy")
+	ErrNothing = errors.New("curate: nothing to copy")
 )
 
 func count(n int, what string) string {

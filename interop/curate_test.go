@@ -64,7 +64,7 @@ func contains(list []string, s string) bool {
 
 func mustVerify(t *testing.T, root string) {
 	t.Helper()
-	rep, err := verify.Root(context.Background(), root, verify.Options{})
+	rep, err := verify.Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +84,10 @@ func TestCopyRoundTripDuckDB(t *testing.T) {
 	session := filepath.Join(dir, "session")
 	episode := filepath.Join(dir, "episode")
 	ctx := context.Background()
-	if _, err := curate.Copy(ctx, fx.root, session, curate.Options{Layout: hive.LayoutSession}); err != nil {
+	if _, err := curate.Copy(ctx, fx.root, session, curate.WithLayout(hive.LayoutSession)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := curate.Copy(ctx, session, episode, curate.Options{Layout: hive.LayoutEpisode}); err != nil {
+	if _, err := curate.Copy(ctx, session, episode, curate.WithLayout(hive.LayoutEpisode)); err != nil {
 		t.Fatal(err)
 	}
 	db := openDuck(t)
@@ -141,7 +141,7 @@ func TestCopyWhereDuckDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := filepath.Join(t.TempDir(), "dst")
-			rep, err := curate.Copy(context.Background(), fx.root, dst, curate.Options{Where: f, Layout: hive.LayoutSession})
+			rep, err := curate.Copy(context.Background(), fx.root, dst, curate.WithWhere(f), curate.WithLayout(hive.LayoutSession))
 			if err != nil {
 				t.Fatal(err)
 			}

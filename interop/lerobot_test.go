@@ -25,7 +25,7 @@ func TestLeRobotExportDuckDB(t *testing.T) {
 				// The fixture's recordings are stamped by the recorder's
 				// clock (clock "recorder"), which gives no frame rate: the
 				// export needs one given.
-				sum, err := lerobot.Export(context.Background(), d, []dataset.Recording{fx.recording(t, sid)}, dir, lerobot.Options{Incomplete: true, FPS: 30})
+				sum, err := lerobot.Export(context.Background(), d, []dataset.Recording{fx.recording(t, sid)}, dir, lerobot.WithIncomplete(true), lerobot.WithFPS(30))
 				if err != nil {
 					t.Fatal(err)
 				}

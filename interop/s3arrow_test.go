@@ -110,14 +110,12 @@ func readParquetArrow(t *testing.T, name string, r parquet.ReaderAtSeeker, cols 
 		t.Fatalf("arrow-go: reader for %s: %v", name, err)
 	}
 	var idx []int
-	if cols != nil {
-		for _, c := range cols {
-			i := pf.MetaData().Schema.ColumnIndexByName(c)
-			if i < 0 {
-				t.Fatalf("arrow-go: %s has no column %s", name, c)
-			}
-			idx = append(idx, i)
+	for _, c := range cols {
+		i := pf.MetaData().Schema.ColumnIndexByName(c)
+		if i < 0 {
+			t.Fatalf("arrow-go: %s has no column %s", name, c)
 		}
+		idx = append(idx, i)
 	}
 	var tbl arrow.Table
 	if idx == nil {

@@ -15,7 +15,7 @@ import (
 //  1. When a sealed log segment is held by sessions still running, or
 //     every snapshotEvery events while a session runs, the assembly
 //     goroutine appends a snapshot of the whole assembly state
-//     (snapshot.go) as of the last event it applied, as_of. The events after as_of that the logging
+//     (snapshot.go) as of the last event it applied, as_of. The events after as_of that the decoding
 //     goroutine has already appended are not in it; recovery replays them.
 //  2. Once every write handed to the writer up to then is durable (their
 //     markers are in the log before the writer lets go of them), it

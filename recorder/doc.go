@@ -15,7 +15,7 @@
 //
 //	hook call ──encode, copy, append──▶ log (_rlrec/log, mapped pending file)
 //	     │                                  ▲  group fsync
-//	     └──queue──▶ logging (decode)       │  markers
+//	     └──queue──▶ decoding              │  markers
 //	                    ▼                   │
 //	        assembly: assembler ──jobs──▶ writers ──▶ Parquet
 //
@@ -26,14 +26,14 @@
 // kernel's page cache, so an event whose hook returned survives kill -9
 // under either policy (internal/wal, the pending file). A step event is also copied into a recycled event
 // (events.StepCopier) that equals the record decoded. The queue
-// (intake.go) wakes the logging goroutine only when it must, so that a
+// (intake.go) wakes the decoding goroutine only when it must, so that a
 // hook seldom pays for waking it. The pipeline is two goroutines in
-// series. The logging goroutine hands on the copy, or, for the other
+// series. The decoding goroutine hands on the copy, or, for the other
 // events, decodes the record; the assembly goroutine folds the event into
 // the per-session assembly state (recording semantics: see assemble.go)
 // and recycles the copy. RecordEncoded, for events that come encoded from
 // another process (rlrec serve), queues the producer's message as the log
-// record together with the caller's decoding of it, which the logging
+// record together with the caller's decoding of it, which the decoding
 // goroutine passes on instead of decoding (encoded.go). The split puts
 // the log and assembly on both cores. Finished episodes
 // and sessions become jobs for a pool of writer goroutines (both cores):

@@ -228,10 +228,7 @@ func (s *stallFiles) Inject(op vfs.Op, name string) error {
 // RecordSequenced. (The hook appends to the log itself, so a stalled log
 // would stop both at the log's own bound.)
 func TestRecordEncodedCharge(t *testing.T) {
-	var evs []events.Event
-	for _, ev := range simEvents(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, Seed: 1, SessionID: "charge"}}) {
-		evs = append(evs, ev)
-	}
+	evs := simEvents(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, Seed: 1, SessionID: "charge"}})
 	taken := func(encoded bool) int {
 		stall := &stallFiles{release: make(chan struct{})}
 		rec, err := recorder.Open(t.TempDir(), fast, recorder.WithFS(vfs.WithErrors(vfs.OS(), stall)), recorder.WithMemoryBudget(16<<20))

@@ -45,3 +45,6 @@ func (r *Recorder) SettleSnapshots(ctx context.Context) error {
 // SealedAsOf is the as_of of r's newest sealed snapshot, 0 if none. Call
 // it after Flush or Settle.
 func (r *Recorder) SealedAsOf() uint64 { return r.ckpt.sealedAsOf }
+
+// LogSynced reports whether every record appended to r's log is durable.
+func (r *Recorder) LogSynced() bool { return r.log.SyncedPos() >= r.log.LastPos() }

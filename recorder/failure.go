@@ -164,9 +164,9 @@ func errPath(err error, def string) string {
 var errRecordingFailed = errors.New("recording failed earlier")
 
 // recKey names a recording in the failure set by its directory
-// (hive.Recording.Dir): a temp file found by recovery names its recording
+// (hive.RecordingDir): a temp file found by recovery names its recording
 // only by that.
-func recKey(rec hive.Recording) string { return rec.Dir() }
+func recKey(rec hive.Recording) string { return hive.RecordingDir(rec) }
 
 // recFailure is a failed recording: its error, and the events it received
 // after it failed.

@@ -8,7 +8,7 @@ import (
 )
 
 // A hook appends its record to the log itself, before it returns, and
-// queues the item with the record's position; the logging goroutine then
+// queues the item with the record's position; the decoding goroutine then
 // only decodes. On a file system that can map files (the OS on Linux), the
 // log's Append copies the record into its pending file, mapped shared with
 // the kernel's page cache (internal/wal, PendingName): once the hook

@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// intake is the queue from the hooks to the logging goroutine.
+// intake is the queue from the hooks to the decoding goroutine.
 //
 // A channel send to a goroutine parked on receive wakes it, and on an idle
 // core that wake-up (a futex call) is paid by the sender: by the hook. When
 // the driver is slower than the pipeline (the common case: a real
-// environment takes its time), the logging goroutine parked after almost
+// environment takes its time), the decoding goroutine parked after almost
 // every event and almost every hook paid for a wake-up. The intake rings
 // for the consumer only when it must:
 //

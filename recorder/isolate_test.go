@@ -195,7 +195,7 @@ func testRecordingFailure(t *testing.T, layout hive.Layout, ops []vfs.Op, syncFS
 	if layout == hive.LayoutEpisode {
 		checkTables(t, readTables(t, vfs.Default, root), allTally, expect{})
 	}
-	rep, err := verify.Root(context.Background(), root, verify.Options{})
+	rep, err := verify.Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func TestLateWindowTelemetry(t *testing.T) {
 					if tc.how == crash {
 						return
 					}
-					rep, err := verify.Root(context.Background(), root, verify.Options{})
+					rep, err := verify.Root(context.Background(), root)
 					if err != nil {
 						t.Fatal(err)
 					}

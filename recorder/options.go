@@ -44,7 +44,7 @@ type options struct {
 	maxEvent       int64 // 0: the budget's (memoryBudget.maxEvent)
 	compression    Compression
 	rowGroupRows   int
-	typedThreshold int
+	typedThreshold int // the leaf size above which a typed column holds raw bytes: the format's 4 KiB, no option
 	clock          func() time.Time
 	logger         *slog.Logger
 	fs             vfs.FS
@@ -118,8 +118,6 @@ func (o *options) validate() error {
 		return fmt.Errorf("compression %q (want zstd, snappy or none): %w", o.compression, ErrInvalidOption)
 	case o.rowGroupRows <= 0:
 		return fmt.Errorf("row group size %d rows must be positive: %w", o.rowGroupRows, ErrInvalidOption)
-	case o.typedThreshold <= 0:
-		return fmt.Errorf("typed column threshold %d bytes must be positive: %w", o.typedThreshold, ErrInvalidOption)
 	case o.clock == nil || o.logger == nil || o.fs == nil:
 		return fmt.Errorf("nil clock, logger or file system: %w", ErrInvalidOption)
 	case o.st != nil && o.stateDir == "":
@@ -173,12 +171,6 @@ func WithCompression(c Compression) Option { return func(o *options) { o.compres
 
 // WithRowGroupRows bounds the rows of one Parquet row group (default 65536).
 func WithRowGroupRows(n int) Option { return func(o *options) { o.rowGroupRows = n } }
-
-// WithTypedColumnThreshold sets the per-lane leaf size above which a typed
-// column holds the raw leaf bytes instead of decoded values (default 4 KiB).
-func WithTypedColumnThreshold(bytes int) Option {
-	return func(o *options) { o.typedThreshold = bytes }
-}
 
 // WithClock sets the clock that stamps events (default time.Now).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }

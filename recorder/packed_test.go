@@ -92,7 +92,7 @@ func TestSessionLayout(t *testing.T) {
 			t.Errorf("EpisodeRecordIDs lists %d of %d episodes", len(d.EpisodeRecordIDs(r)), len(eps))
 		}
 	}
-	rep, err := verify.Root(ctx, root, verify.Options{})
+	rep, err := verify.Root(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}

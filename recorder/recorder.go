@@ -55,11 +55,11 @@ type Recorder struct {
 	maxEvent int64
 	bufs     logrec.BufPool
 
-	// The pipeline is two goroutines: logging (log append and decode) and
+	// The pipeline is two goroutines: decoding (hands on the events the hooks logged) and
 	// assembly, connected by decoded. assemblyDone closes when both ended.
 	decoded      chan decodedItem
 	assemblyDone chan struct{}
-	dec          events.Decoder // the logging goroutine's
+	dec          events.Decoder // the decoding goroutine's
 	// copies copies the step events hooks hand over, for the assembly
 	// goroutine (see record).
 	copies events.StepCopier
@@ -116,7 +116,7 @@ type item struct {
 	recClock bool
 }
 
-// decodedItem is what the logging goroutine hands the assembly goroutine:
+// decodedItem is what the decoding goroutine hands the assembly goroutine:
 // a logged event (ev non-nil) or a barrier (wait non-nil), in queue order.
 type decodedItem struct {
 	ev     events.Event
@@ -220,7 +220,7 @@ func (r *Recorder) start() error {
 	r.queue = newIntake(r.queueMax)
 	r.decoded = make(chan decodedItem, decodedQueue)
 	r.assemblyDone = make(chan struct{})
-	go r.logging()
+	go r.decoding()
 	go r.assembly()
 	return nil
 }
@@ -368,9 +368,9 @@ func (r *Recorder) enqueue(it item) error {
 	return r.queue.push(it, it.wait != nil)
 }
 
-// await waits for the pipeline to process w's item, then, if sync is set,
-// until its log position is durable.
-func (r *Recorder) await(ctx context.Context, w *waiter, sync bool) error {
+// await waits for the pipeline to process w's item, then until its log
+// position is durable.
+func (r *Recorder) await(ctx context.Context, w *waiter) error {
 	select {
 	case <-w.done:
 	case <-ctx.Done():
@@ -382,7 +382,7 @@ func (r *Recorder) await(ctx context.Context, w *waiter, sync bool) error {
 	if err != nil {
 		return err
 	}
-	if sync && pos > 0 {
+	if pos > 0 {
 		return r.log.WaitSynced(ctx, pos)
 	}
 	return nil
@@ -396,37 +396,38 @@ const decodedQueue = 256
 // RecordAt); a larger one's record is decoded.
 const maxCopyPayload = 64 << 10
 
-// logging is the pipeline's first goroutine: it appends each queued record
-// to the log and hands its event to the assembly goroutine: the copy the
-// hook made, or else the record decoded. Splitting the two halves puts the
-// log and assembly on both cores.
-func (r *Recorder) logging() {
+// decoding is the pipeline's first goroutine: it hands the event of each
+// queued record, which the hook already appended to the log (hooklog.go),
+// to the assembly goroutine: the copy the hook made, the caller's
+// decoding, or else the record decoded. Splitting the two halves puts the
+// hooks' log appends and assembly on both cores.
+func (r *Recorder) decoding() {
 	defer close(r.decoded)
 	var batch []item
 	for batch = r.queue.take(batch); batch != nil; batch = r.queue.take(batch) {
 		for i := range batch {
-			r.logItem(batch[i])
+			r.decodeItem(batch[i])
 		}
 		clear(batch)
 	}
 }
 
-// logItem logs and decodes one queued item and hands it on.
-func (r *Recorder) logItem(it item) {
+// decodeItem decodes one queued item and hands it on.
+func (r *Recorder) decodeItem(it item) {
 	if it.buf == nil {
 		// A barrier: answered by the assembly goroutine once every
 		// event before it is applied.
 		r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
 		return
 	}
-	d, err := r.logAndDecode(*it.buf, it.pos, it.copy, it.ev, it.at)
+	d, err := r.decode(*it.buf, it.pos, it.copy, it.ev, it.at)
 	d.recClock = it.recClock
 	r.bufs.Put(it.buf)
 	d.charge = it.charge
-	if it.wait != nil {
-		// A hook waiting under SyncEach needs only the position.
-		it.wait.pos, it.wait.err = d.pos, err
-		it.wait.done <- struct{}{}
+	if err != nil {
+		// The hook encoded the record a moment ago: a bug, not bad
+		// input. The record is durable; the recorder stops.
+		r.fail(err)
 	}
 	if err != nil || d.ev == nil {
 		r.queueBudget.Release(d.charge)
@@ -438,22 +439,10 @@ func (r *Recorder) logItem(it item) {
 	r.decoded <- d
 }
 
-// logAndDecode logs one record, unless the hook did (logged is its
-// position), and decodes its event, unless it comes with it: cp, the
-// hook's copy, or ev (observed at t), the caller's decoding.
-func (r *Recorder) logAndDecode(rec []byte, logged wal.Pos, cp *events.StepCopy, ev events.Event, t time.Time) (decodedItem, error) {
-	pos := logged
-	if pos == 0 {
-		if err := r.err(); err != nil {
-			return decodedItem{}, err
-		}
-		var err error
-		if pos, err = r.log.Append(rec); err != nil {
-			err = fmt.Errorf("append to log: %w", err)
-			r.fail(err)
-			return decodedItem{}, r.err()
-		}
-	}
+// decode returns the event of the record rec, logged at pos: cp, the
+// hook's copy, or ev (observed at t), the caller's decoding, or else rec
+// decoded.
+func (r *Recorder) decode(rec []byte, pos wal.Pos, cp *events.StepCopy, ev events.Event, t time.Time) (decodedItem, error) {
 	if cp != nil {
 		return decodedItem{ev: cp.Event, at: cp.At, copy: cp, pos: pos}, nil
 	}
@@ -462,7 +451,6 @@ func (r *Recorder) logAndDecode(rec []byte, logged wal.Pos, cp *events.StepCopy,
 	}
 	ev, t, err := logrec.DecodeEvent(&r.dec, rec)
 	if err != nil {
-		// The hook encoded it a moment ago: this is a bug, not bad input.
 		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)
 	}
 	return decodedItem{ev: ev, at: t, pos: pos}, nil
@@ -505,7 +493,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		waiters.Put(w)
 		return err
 	}
-	if err := r.await(ctx, w, true); err != nil {
+	if err := r.await(ctx, w); err != nil {
 		return err
 	}
 	if err := r.err(); err != nil {

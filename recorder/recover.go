@@ -159,7 +159,7 @@ func (r *Recorder) recover() error {
 		r.opts.logger.Error("recovery could not rebuild an episode as the log's snapshot recorded it", "root", r.root, "err", cuErr)
 	}
 	if r.opts.resume {
-		return r.resumeRecovered(last)
+		return r.resumeRecovered()
 	}
 	for _, s := range r.asm.sortedSessions() {
 		r.recovered.Sessions++

@@ -2,7 +2,6 @@ package recorder
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/store"
@@ -42,7 +41,7 @@ func (r *Recorder) Resumed() int { return r.resumed }
 // resumeRecovered ends recover under WithResume, once the log is
 // replayed: ended recordings get their files, open ones stay in the
 // assembler, and the log is kept.
-func (r *Recorder) resumeRecovered(time.Time) error {
+func (r *Recorder) resumeRecovered() error {
 	r.recovSeqs = make(map[hive.Recording]uint64)
 	r.recovRuns = make(map[hive.Recording]RecoveredRun)
 	r.asm.keepHashes = false

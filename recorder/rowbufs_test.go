@@ -21,7 +21,7 @@ func TestRowBufsRecycle(t *testing.T) {
 			for takeRowBufs(&drain); cap(drain.rows) != 0; takeRowBufs(&drain) {
 				drain = episode{}
 			}
-			j := rowsJob{rows: make([]stepRow, tc.rows, tc.rows), arena: make([]byte, 10, tc.arena)}
+			j := rowsJob{rows: make([]stepRow, tc.rows), arena: make([]byte, 10, tc.arena)}
 			rows, arena := j.rows, j.arena
 			recycleRows(&j)
 			if j.rows != nil || j.arena != nil {

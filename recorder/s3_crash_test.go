@@ -161,7 +161,7 @@ func TestS3CrashKill(t *testing.T) {
 				tb := readTables(t, vfs.OS(), dir)
 				checkAcks(t, tag, tb, acks)
 				noUploads(t, srv, "rec", prefix)
-				rep, err := verify.Root(context.Background(), dir, verify.Options{})
+				rep, err := verify.Root(context.Background(), dir)
 				if err != nil {
 					t.Fatalf("%s: verify: %v", tag, err)
 				}

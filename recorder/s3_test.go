@@ -589,7 +589,7 @@ func TestS3ManyWriters(t *testing.T) {
 		if err := errors.Join(<-a, <-b); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := verify.Root(ctx, filepath.Join(bucketDir, "shared"), verify.Options{})
+		rep, err := verify.Root(ctx, filepath.Join(bucketDir, "shared"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,9 +109,14 @@ func (w *writer) writeSession(rec hive.Recording, job *sessionWriteJob) {
 		if !write(schema.TableSessions, "session row", func(p hive.Partition, n int) (store.Part, error) {
 			m := meta
 			m.LogRows, m.TelemetryRows = &job.logRows, &job.teleRows
-			if m.StoreRequests = store.RecordingRequests(w.st, rec); m.StoreRequests != nil && !w.now().replays() {
+			req := store.RecordingRequests(w.st, rec)
+			if req != nil && !w.now().replays() {
 				w.com.flush() // publish the recording's earlier files first: all but this write's puts are counted
-				m.StoreRequests = store.RecordingRequests(w.st, rec)
+				req = store.RecordingRequests(w.st, rec)
+			}
+			if req != nil {
+				b, _ := req.MarshalJSON() // never fails
+				m.StoreRequests = string(b)
 			}
 			return finishTable(w.st, p, n, m, w.cfg, []schema.SessionRow{*job.row})
 		}) {

@@ -279,10 +279,6 @@ func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 	return m, nil
 }
 
-// snapshotAsOf reads the as_of of a snapshot record's body without
-// decoding the rest.
-func snapshotAsOf(b []byte) (uint64, error) { return logrec.SnapshotAsOf(b) }
-
 // parseSnapshot decodes a snapshot record's body (after its type byte).
 // The sessions it returns own copies of every byte they hold.
 func parseSnapshot(b []byte) (asOf uint64, sessions []*session, err error) {

@@ -198,7 +198,7 @@ func TestUnfinishedActionVerifies(t *testing.T) {
 	if err := rec.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := verify.Root(context.Background(), root, verify.Options{})
+	rep, err := verify.Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

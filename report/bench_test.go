@@ -47,7 +47,7 @@ func BenchmarkReport(b *testing.B) {
 			var eps int
 			report := func() {
 				start := time.Now()
-				rep, err := Build(context.Background(), d, recs, Options{})
+				rep, err := Build(context.Background(), d, recs)
 				if err != nil {
 					b.Fatal(err)
 				}

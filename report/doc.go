@@ -6,7 +6,7 @@
 //
 //	d, err := dataset.Open(root)
 //	defer d.Close()
-//	rep, err := report.Build(ctx, d, d.Recordings(), report.Options{})
+//	rep, err := report.Build(ctx, d, d.Recordings())
 //	err = rep.WriteHTML(w)
 //
 // # What a page holds
@@ -44,15 +44,15 @@
 // # Bounds
 //
 // A page's size does not grow with the number of episodes or steps: a
-// per-episode plot draws at most Options.MaxPoints points (beyond that,
+// per-episode plot draws at most WithMaxPoints points (beyond that,
 // buckets of consecutive episodes as a band from their smallest to
 // largest value and a line through their means); histograms have
 // stats.HistogramBins bins; the statistics table shows at most
-// Options.MaxElements elements per feature; frames are shrunk by the
+// WithMaxElements elements per feature; frames are shrunk by the
 // smallest integer factor (box average) that brings both sides within
-// Options.FrameSide pixels, a sequence holds at most Options.PlayerFrames
-// frames and a strip Options.StripFrames, and the PNG bytes of the whole
-// page stay within Options.FrameBytes. Whatever a bound leaves out is
+// WithFrameSide pixels, a sequence holds at most WithPlayerFrames
+// frames and a strip WithStripFrames, and the PNG bytes of the whole
+// page stay within WithFrameBytes. Whatever a bound leaves out is
 // said where it would have been. It grows with the recordings reported
 // and their features: select fewer with 'rlrec report --session/--env'.
 //

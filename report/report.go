@@ -14,8 +14,10 @@ import (
 	"github.com/rlrec/rlrec/stats"
 )
 
-// Options bound what a report holds; a zero field takes its default.
-type Options struct {
+// Settings are the bounds a report was made with (Report.Settings): the
+// options Build was given (Option), each one not given, or zero, at its
+// default.
+type Settings struct {
 	// MaxPoints bounds the points of a per-episode plot; more episodes
 	// are drawn as that many buckets (min-max band and mean). Default 500.
 	MaxPoints int
@@ -43,7 +45,7 @@ type Options struct {
 	Words findings.Words
 }
 
-func (o Options) withDefaults() Options {
+func (o Settings) withDefaults() Settings {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -59,10 +61,47 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Option configures Build. The project's public packages configure with
+// functional options: docs/decisions/options.md.
+type Option func(*Settings)
+
+// WithMaxPoints bounds the points of a per-episode plot; more episodes
+// are drawn as that many buckets (min-max band and mean). Default 500.
+func WithMaxPoints(n int) Option { return func(s *Settings) { s.MaxPoints = n } }
+
+// WithPlayerFrames bounds the frames of a playable sequence, sampled
+// evenly over the episode (first and last step included). Default 32.
+func WithPlayerFrames(n int) Option { return func(s *Settings) { s.PlayerFrames = n } }
+
+// WithStripFrames bounds the frames of a strip, taken evenly from the
+// sequence's. Default 8.
+func WithStripFrames(n int) Option { return func(s *Settings) { s.StripFrames = n } }
+
+// WithFrameSide bounds the larger side of a shown frame in pixels: a
+// larger frame is shrunk by the smallest integer factor that fits (box
+// average). Default 96.
+func WithFrameSide(pixels int) Option { return func(s *Settings) { s.FrameSide = pixels } }
+
+// WithFrameBytes bounds the PNG bytes of all frames in the report; the
+// sequences that would exceed it are left out, with a note. Default 3 MiB.
+func WithFrameBytes(bytes int) Option { return func(s *Settings) { s.FrameBytes = bytes } }
+
+// WithMaxElements bounds the elements shown per feature in the statistics
+// table; the rest are left out, with a note. Default 16.
+func WithMaxElements(n int) Option { return func(s *Settings) { s.MaxElements = n } }
+
+// WithGenerated shows t as the time the report was made (the zero t: no
+// time is shown, the default).
+func WithGenerated(t time.Time) Option { return func(s *Settings) { s.Generated = t } }
+
+// WithWords words the remedies the page asks for (recover, verify, the
+// statistics of a recording); by default, and with nil, findings.APIWords.
+func WithWords(w findings.Words) Option { return func(s *Settings) { s.Words = w } }
+
 // Report is what a report shows; WriteHTML renders it.
 type Report struct {
-	Root    string
-	Options Options
+	Root     string
+	Settings Settings
 	// Problems and Notes are the findings about the ROOT itself (its
 	// log, its lock, stray files); each recording has its own.
 	Problems, Notes []findings.Finding
@@ -145,12 +184,16 @@ type Sequence struct {
 // episodes rows, the statistics of every steps row (package stats), the
 // findings (package findings), and the steps of the few episodes whose
 // frames it shows. recs must be recordings of d.
-func Build(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, opts Options) (*Report, error) {
+func Build(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, opt ...Option) (*Report, error) {
 	if len(recs) == 0 {
 		return nil, ErrNoRecordings
 	}
+	var opts Settings
+	for _, o := range opt {
+		o(&opts)
+	}
 	opts = opts.withDefaults()
-	rep := &Report{Root: d.Root(), Options: opts}
+	rep := &Report{Root: d.Root(), Settings: opts}
 	st := findings.ReadState(d.Root())
 	froot := findings.Root{Path: d.Root(), Words: opts.Words, NeedsRecovery: st.NeedsRecovery(), RecorderWriting: st.Writing, Strays: d.Strays()}
 	byRec := map[dataset.Recording]*Recording{}
@@ -420,16 +463,16 @@ func (rep *Report) readFrames(d *dataset.Dataset, r *Recording) error {
 			case len(frames[k]) == 0:
 				img.Omitted = append(img.Omitted, fmt.Sprintf("%s: no step of it holds an observation", name))
 				continue
-			case rep.FrameBytes+size > rep.Options.FrameBytes:
+			case rep.FrameBytes+size > rep.Settings.FrameBytes:
 				img.Omitted = append(img.Omitted, fmt.Sprintf("%s: its %d frames (%s of PNG) would exceed the report's frame budget of %s; report fewer recordings, or raise the frame budget, to see them",
-					name, len(frames[k]), humanBytes(size), humanBytes(rep.Options.FrameBytes)))
+					name, len(frames[k]), humanBytes(size), humanBytes(rep.Settings.FrameBytes)))
 				continue
 			}
 			rep.FrameBytes += size
 			s := *seq
 			s.Labels = slices.Clone(seq.Labels)
 			s.Frames, s.SrcW, s.SrcH = frames[k], img.w, img.h
-			for _, j := range sampleSteps(int64(len(frames[k])), rep.Options.StripFrames) {
+			for _, j := range sampleSteps(int64(len(frames[k])), rep.Settings.StripFrames) {
 				s.Strip = append(s.Strip, int(j))
 			}
 			img.Sequences = append(img.Sequences, &s)
@@ -442,7 +485,7 @@ func (rep *Report) readFrames(d *dataset.Dataset, r *Recording) error {
 // of one episode: frames[k] are leaf k's.
 func (rep *Report) episodeFrames(d *dataset.Dataset, r *Recording, ep Episode, enc *frame.Encoder) ([][]Frame, error) {
 	frames := make([][]Frame, len(r.Images))
-	picks := sampleSteps(ep.Steps, rep.Options.PlayerFrames)
+	picks := sampleSteps(ep.Steps, rep.Settings.PlayerFrames)
 	if len(picks) == 0 {
 		return frames, nil
 	}
@@ -466,7 +509,7 @@ func (rep *Report) episodeFrames(d *dataset.Dataset, r *Recording, ep Episode, e
 						return nil, &dataset.FileError{Path: st.Path(), Row: st.Row(),
 							Err: fmt.Errorf("the observation has %d leaves, its space %d: %w", len(leaves), len(r.Spaces.Observation.Leaves), ErrDamaged)}
 					}
-					k := frame.ShrinkFactor(img.h, img.w, rep.Options.FrameSide)
+					k := frame.ShrinkFactor(img.h, img.w, rep.Settings.FrameSide)
 					b, w, h, err := enc.Encode(leaves[img.index], img.h, img.w, img.c, k)
 					if err != nil {
 						return nil, &dataset.FileError{Path: st.Path(), Row: st.Row(), Err: fmt.Errorf("%s: %w: %w", img.Name, ErrDamaged, err)}

@@ -30,7 +30,7 @@ func everyEnv() []sim.Config {
 
 // renderPage builds and renders the report of every recording of root,
 // or of those of the session ids given.
-func renderPage(t testing.TB, root string, opts Options, sessions ...string) (*Report, string) {
+func renderPage(t testing.TB, root string, opts []Option, sessions ...string) (*Report, string) {
 	t.Helper()
 	d, err := dataset.Open(root)
 	if err != nil {
@@ -44,7 +44,7 @@ func renderPage(t testing.TB, root string, opts Options, sessions ...string) (*R
 			recs = append(recs, d.Find(sid, "")...)
 		}
 	}
-	rep, err := Build(context.Background(), d, recs, opts)
+	rep, err := Build(context.Background(), d, recs, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestSections(t *testing.T) {
 			t.Parallel()
 			root := roottest.Record(t, everyEnv(), recorder.WithLayout(l))
 			// Few, small frames: PNG encoding is slow under -race.
-			rep, out := renderPage(t, root, Options{PlayerFrames: 6, StripFrames: 3, FrameSide: 42})
+			rep, out := renderPage(t, root, []Option{WithPlayerFrames(6), WithStripFrames(3), WithFrameSide(42)})
 			doc, err := html.Parse(strings.NewReader(out))
 			if err != nil {
 				t.Fatal(err)
@@ -241,7 +241,7 @@ var sectionChecks = []struct {
 		}
 		want := 0
 		for _, f := range r.Stats.Features {
-			want += min(len(f.Elements), Options{}.withDefaults().MaxElements)
+			want += min(len(f.Elements), Settings{}.withDefaults().MaxElements)
 		}
 		if len(rows) != want {
 			t.Fatalf("%d element rows, want %d", len(rows), want)
@@ -314,12 +314,12 @@ func TestEdgeCases(t *testing.T) {
 	tests := []struct {
 		name  string
 		cfgs  []sim.Config
-		opts  Options
+		opts  []Option
 		check func(t *testing.T, rep *Report, out string)
 	}{
 		{"failed before any episode completed",
 			[]sim.Config{{SessionID: "f", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 5, FailAfterSteps: 3, Seed: 1}},
-			Options{},
+			nil,
 			func(t *testing.T, rep *Report, out string) {
 				r := rep.Recordings[0]
 				if len(r.Completed) != 0 || r.Incomplete != 2 || len(r.Problems) == 0 {
@@ -333,7 +333,7 @@ func TestEdgeCases(t *testing.T) {
 			}},
 		{"frame budget spent",
 			[]sim.Config{{SessionID: "b", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 20, Seed: 2}},
-			Options{FrameBytes: 1, PlayerFrames: 4},
+			[]Option{WithFrameBytes(1), WithPlayerFrames(4)},
 			func(t *testing.T, rep *Report, out string) {
 				img := rep.Recordings[0].Images[0]
 				if len(img.Sequences) != 0 || len(img.Omitted) == 0 || rep.FrameBytes != 0 {
@@ -345,7 +345,7 @@ func TestEdgeCases(t *testing.T) {
 			}},
 		{"frames shrunk and bounded",
 			[]sim.Config{{SessionID: "k", Env: "pick-place", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 30, Seed: 2}},
-			Options{FrameSide: 30, PlayerFrames: 5, StripFrames: 3},
+			[]Option{WithFrameSide(30), WithPlayerFrames(5), WithStripFrames(3)},
 			func(t *testing.T, rep *Report, out string) {
 				for _, s := range rep.Recordings[0].Images[0].Sequences {
 					if len(s.Frames) > 5 || len(s.Strip) > 3 || s.Frames[0].W != 28 || s.Frames[0].H != 28 {
@@ -358,15 +358,30 @@ func TestEdgeCases(t *testing.T) {
 			}},
 		{"buckets beyond MaxPoints",
 			[]sim.Config{{SessionID: "m", Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 30, TimeLimit: 20, Seed: 3}},
-			Options{MaxPoints: 10},
+			[]Option{WithMaxPoints(10)},
 			func(t *testing.T, rep *Report, out string) {
 				if strings.Count(out, `<polygon class="band"`) != 2 || !strings.Contains(out, "each point is a bucket of consecutive episodes") {
 					t.Fatalf("30 episodes with MaxPoints 10: want two band plots and the sentence explaining them")
 				}
 			}},
+		{"elements beyond MaxElements",
+			[]sim.Config{{SessionID: "e", Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 10, Seed: 5}},
+			[]Option{WithMaxElements(1)},
+			func(t *testing.T, rep *Report, out string) {
+				want, cut := 0, 0
+				for _, f := range rep.Recordings[0].Stats.Features {
+					want += min(len(f.Elements), 1)
+					if len(f.Elements) > 1 {
+						cut++
+					}
+				}
+				if got := strings.Count(out, `<tr class="elem">`); got != want || cut == 0 {
+					t.Fatalf("%d element rows, want %d (one per feature; %d features have more elements)", got, want, cut)
+				}
+			}},
 		{"ids are escaped",
 			[]sim.Config{{SessionID: `<script>alert("x")</script>&`, Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetDisabled, MaxEpisodes: 2, MaxEpisodeSteps: 10, Seed: 4}},
-			Options{},
+			nil,
 			func(t *testing.T, rep *Report, out string) {
 				if strings.Contains(out, `<script>alert`) || !strings.Contains(out, `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;`) {
 					t.Fatalf("the session id reached the page unescaped")
@@ -400,7 +415,7 @@ func TestBuildNoRecordings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, err := Build(context.Background(), d, nil, Options{}); err != ErrNoRecordings {
+	if _, err := Build(context.Background(), d, nil); err != ErrNoRecordings {
 		t.Fatalf("got %v, want ErrNoRecordings", err)
 	}
 }
@@ -411,7 +426,7 @@ func TestBuildNoRecordings(t *testing.T) {
 func TestPageSizeBounded(t *testing.T) {
 	size := func(episodes int64) int {
 		root := roottest.Record(t, []sim.Config{{SessionID: "n", Env: "cartpole", NumEnvs: 8, Autoreset: sim.AutoresetNextStep, MaxEpisodes: episodes, TimeLimit: 30, Seed: 5}}, recorder.WithLayout(hive.LayoutSession))
-		_, out := renderPage(t, root, Options{MaxPoints: 20})
+		_, out := renderPage(t, root, []Option{WithMaxPoints(20)})
 		return len(out)
 	}
 	small, large := size(60), size(600)

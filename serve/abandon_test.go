@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/rlrec/rlrec/ingest/ingestv1"
-	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -21,7 +20,7 @@ import (
 // streams gauge comes back to 0.
 func TestAbandonedStreams(t *testing.T) {
 	msgs := sequencedSession(t, sim.Config{SessionID: "gone", Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2, Seed: 5})
-	ts := startServer(t, t.TempDir(), "127.0.0.1:0", serve.Options{})
+	ts := startServer(t, t.TempDir(), "127.0.0.1:0")
 	defer ts.stop(t)
 	const streams = 40
 	for i := range streams {

@@ -69,7 +69,7 @@ func CheckListen(addr, token string) error {
 // checkToken checks the token of a call to the Ingest service; other
 // services (health) are open.
 func (s *Server) checkToken(ctx context.Context, method string) error {
-	if s.opts.Token == "" || !strings.HasPrefix(method, "/"+ingestv1.Ingest_ServiceDesc.ServiceName+"/") {
+	if s.opts.token == "" || !strings.HasPrefix(method, "/"+ingestv1.Ingest_ServiceDesc.ServiceName+"/") {
 		return nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -78,7 +78,7 @@ func (s *Server) checkToken(ctx context.Context, method string) error {
 		s.m.unauthenticated.Add(1)
 		return status.Error(codes.Unauthenticated, "rlrec server: no token; give the client the server's token (client.WithToken)")
 	}
-	want := "Bearer " + s.opts.Token
+	want := "Bearer " + s.opts.token
 	if len(vals) != 1 || subtle.ConstantTimeCompare([]byte(vals[0]), []byte(want)) != 1 {
 		s.m.unauthenticated.Add(1)
 		return status.Error(codes.Unauthenticated, "rlrec server: wrong token")

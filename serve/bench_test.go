@@ -99,7 +99,7 @@ func throughServe(b *testing.B, cfg sim.Config, wrap func(*client.Client) events
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := serve.NewServer(rec, serve.Options{})
+	srv, err := serve.NewServer(rec)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 // # Usage
 //
 //	rec, err := recorder.Open(root, recorder.WithResume(true))
-//	srv, err := serve.NewServer(rec, serve.Options{Token: token, Logger: logger})
+//	srv, err := serve.NewServer(rec, serve.WithToken(token), serve.WithLogger(logger))
 //	gs := grpc.NewServer(srv.ServerOptions()...)
 //	srv.Register(gs)               // the Ingest service and grpc.health.v1
 //	go gs.Serve(listener)

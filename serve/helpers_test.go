@@ -37,13 +37,13 @@ type testServer struct {
 }
 
 // startServer serves root on addr ("127.0.0.1:0" for any port).
-func startServer(t testing.TB, root, addr string, opts serve.Options) *testServer {
+func startServer(t testing.TB, root, addr string, opts ...serve.Option) *testServer {
 	t.Helper()
 	rec, err := recorder.Open(root, fast, recorder.WithResume(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := serve.NewServer(rec, opts)
+	srv, err := serve.NewServer(rec, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

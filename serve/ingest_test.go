@@ -26,7 +26,7 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	want := reference(t, workloads)
 	root := t.TempDir()
-	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+	ts := startServer(t, root, "127.0.0.1:0")
 	stats := runClients(t, ts.Addr, workloads)
 	var m strings.Builder
 	ts.srv.WriteMetrics(&m)
@@ -66,7 +66,7 @@ func TestKilledConnections(t *testing.T) {
 	}
 	want := reference(t, workloads)
 	root := t.TempDir()
-	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+	ts := startServer(t, root, "127.0.0.1:0")
 	const kills = 60
 	proxy := newChaosProxy(t, ts.Addr, kills, seed)
 	stats := runClients(t, proxy.Addr(), workloads, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond),
@@ -90,7 +90,7 @@ func TestKilledConnections(t *testing.T) {
 // wrong one, and takes the right one; health needs none.
 func TestToken(t *testing.T) {
 	root := t.TempDir()
-	ts := startServer(t, root, "127.0.0.1:0", serve.Options{Token: "s3cret"})
+	ts := startServer(t, root, "127.0.0.1:0", serve.WithToken("s3cret"))
 	defer ts.stop(t)
 	ev := sim.Config{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 2, Seed: 3, SessionID: "tok"}
 	tests := []struct {

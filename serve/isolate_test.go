@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/rlrec/rlrec/recorder"
-	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -29,7 +28,7 @@ func TestFailedRecordingAcked(t *testing.T) {
 	if err := os.WriteFile(obstacle, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+	ts := startServer(t, root, "127.0.0.1:0")
 	stats := runClients(t, ts.Addr, workloads)
 	for i, s := range stats {
 		if s.Queued == 0 || s.Acked != s.Queued || s.Refused != 0 {

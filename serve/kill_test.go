@@ -53,13 +53,13 @@ func TestServerChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := serve.NewServer(rec, serve.Options{})
+		srv, err := serve.NewServer(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ts = serveOn(t, rec, srv, os.Getenv(serverChildAddr))
 	} else {
-		ts = startServer(t, root, os.Getenv(serverChildAddr), serve.Options{})
+		ts = startServer(t, root, os.Getenv(serverChildAddr))
 	}
 	fmt.Printf("ready %s\n", ts.Addr)
 	<-term

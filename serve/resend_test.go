@@ -20,7 +20,6 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/ingest/ingestv1"
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -34,7 +33,7 @@ func TestResendAfterPublished(t *testing.T) {
 	msgs := sequencedSession(t, sim.Config{SessionID: "resent", Env: "cartpole", NumEnvs: 2,
 		Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 3, LateWindow: true})
 	root := t.TempDir()
-	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+	ts := startServer(t, root, "127.0.0.1:0")
 	if refused := sendBatch(t, ts.Addr, msgs); len(refused) != 0 {
 		t.Fatalf("first run: refused %v", refused)
 	}
@@ -54,7 +53,7 @@ func TestResendAfterPublished(t *testing.T) {
 		{"whole run resent", msgs, len(msgs)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+			ts := startServer(t, root, "127.0.0.1:0")
 			refused := sendBatch(t, ts.Addr, c.send)
 			ts.stop(t)
 			if len(refused) != c.refused {

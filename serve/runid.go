@@ -30,7 +30,7 @@ import (
 // counted (rlrec_serve_unverified_resends_total).
 
 // checkRun refuses an event of another run than the recording's.
-func (st *stream) checkRun(rs *recordingState, key recordingKey, ev events.Event, seq uint64, run recorder.Run) *ingestv1.Refusal {
+func (st *stream) checkRun(rs *recordingState, key events.Recording, ev events.Event, seq uint64, run recorder.Run) *ingestv1.Refusal {
 	if !rs.nonceKnown {
 		return nil
 	}
@@ -47,12 +47,12 @@ func (st *stream) checkRun(rs *recordingState, key recordingKey, ev events.Event
 		return nil
 	}
 	return st.refuseRun(key, ev, seq, fmt.Sprintf("%s of session %q (env_id %q) is of %s, but the recording belongs to %s: another run reuses the recording's ids; nothing of this run is recorded under them (give it another session id)",
-		ev.Kind(), key.sessionID, key.envID, runid.Describe(run.Nonce), runid.Describe(rs.nonce)))
+		ev.Kind(), key.SessionID, key.EnvID, runid.Describe(run.Nonce), runid.Describe(rs.nonce)))
 }
 
 // checkResend refuses a resent event (seq at most the recording's last)
 // whose content differs from the event seq was given to.
-func (st *stream) checkResend(rs *recordingState, key recordingKey, ev events.Event, seq uint64, run recorder.Run) *ingestv1.Refusal {
+func (st *stream) checkResend(rs *recordingState, key events.Recording, ev events.Event, seq uint64, run recorder.Run) *ingestv1.Refusal {
 	s := st.s
 	h, ok := rs.hashes.Get(seq)
 	if !ok {
@@ -64,11 +64,11 @@ func (st *stream) checkResend(rs *recordingState, key recordingKey, ev events.Ev
 	}
 	s.m.contentMismatch.Add(1)
 	msg := fmt.Sprintf("%s of session %q (env_id %q) has sequence %d, which the recording already has with other content (%s): a resent event must be the same event; not recorded",
-		ev.Kind(), key.sessionID, key.envID, seq, runid.Describe(rs.nonce))
+		ev.Kind(), key.SessionID, key.EnvID, seq, runid.Describe(rs.nonce))
 	if len(run.Nonce) > 0 && !runid.Derived(run.Nonce) && rs.nonceKnown {
 		// The same run (checkRun passed) resending other content: this
 		// event alone is refused.
-		return &ingestv1.Refusal{SessionId: key.sessionID, EnvId: key.envID, Sequence: seq,
+		return &ingestv1.Refusal{SessionId: key.SessionID, EnvId: key.EnvID, Sequence: seq,
 			Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER, Message: msg}
 	}
 	// A run without a nonce of its own that differs: another run.
@@ -77,13 +77,13 @@ func (st *stream) checkResend(rs *recordingState, key recordingKey, ev events.Ev
 
 // refuseRun refuses the event and every later event of the recording key
 // on this stream.
-func (st *stream) refuseRun(key recordingKey, ev events.Event, seq uint64, msg string) *ingestv1.Refusal {
+func (st *stream) refuseRun(key events.Recording, ev events.Event, seq uint64, msg string) *ingestv1.Refusal {
 	if st.refused == nil {
-		st.refused = make(map[recordingKey]string)
+		st.refused = make(map[events.Recording]string)
 	}
 	st.refused[key] = msg
 	st.s.m.refusedRuns.Add(1)
-	st.s.log.Warn("another run reuses a recording's ids: refused", "session", key.sessionID, "env", key.envID, "kind", ev.Kind().String(), "sequence", seq, "detail", msg)
-	return &ingestv1.Refusal{SessionId: key.sessionID, EnvId: key.envID, Sequence: seq,
+	st.s.log.Warn("another run reuses a recording's ids: refused", "session", key.SessionID, "env", key.EnvID, "kind", ev.Kind().String(), "sequence", seq, "detail", msg)
+	return &ingestv1.Refusal{SessionId: key.SessionID, EnvId: key.EnvID, Sequence: seq,
 		Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER, Message: msg}
 }

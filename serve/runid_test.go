@@ -10,7 +10,6 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/ingest/ingestv1"
-	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -44,16 +43,8 @@ func untimed(t *testing.T, msgs [][]byte) [][]byte {
 	return out
 }
 
-// restarter stops a server on root and starts another on the same root:
-// gracefully (drain and close, as SIGTERM does) or by SIGKILL of a child
-// process.
-type restarter struct {
-	name  string
-	start func(t *testing.T, root string) (addr string, stop func(kill bool))
-}
-
 func runidInProcess(t *testing.T, root string) (string, func(bool)) {
-	ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+	ts := startServer(t, root, "127.0.0.1:0")
 	return ts.Addr, func(bool) { ts.stop(t) }
 }
 
@@ -110,7 +101,7 @@ func TestRunIdentity(t *testing.T) {
 			return w
 		}
 		root := t.TempDir()
-		ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+		ts := startServer(t, root, "127.0.0.1:0")
 		if refused := sendBatch(t, ts.Addr, a); len(refused) != 0 {
 			t.Fatalf("the first run alone: refused %v", refused)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/ingest/ingestv1"
-	"github.com/rlrec/rlrec/serve"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -69,7 +68,7 @@ func TestSequenceAttacks(t *testing.T) {
 		t.Fatalf("%d events, want at least 60", len(msgs))
 	}
 	refRoot := t.TempDir()
-	ts := startServer(t, refRoot, "127.0.0.1:0", serve.Options{})
+	ts := startServer(t, refRoot, "127.0.0.1:0")
 	sendBatch(t, ts.Addr, msgs)
 	ts.stop(t)
 	want := digest(t, refRoot)
@@ -128,7 +127,7 @@ func TestSequenceAttacks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
-			ts := startServer(t, root, "127.0.0.1:0", serve.Options{})
+			ts := startServer(t, root, "127.0.0.1:0")
 			c.run(t, ts.Addr)
 			ts.stop(t)
 			if got := digest(t, root); got != want {

@@ -24,37 +24,50 @@ import (
 	"github.com/rlrec/rlrec/recorder"
 )
 
-// DefaultMaxMessageBytes is the largest request a Server accepts when
-// Options.MaxMessageBytes is 0: 64 MiB, a batch of a few hundred lanes of
-// camera images.
+// DefaultMaxMessageBytes is the largest request a Server accepts without
+// WithMaxMessageBytes: 64 MiB, a batch of a few hundred lanes of camera
+// images.
 const DefaultMaxMessageBytes = 64 << 20
 
-// Options configure a Server.
-type Options struct {
-	// Token, when set, is required of every Ingest call (metadata
-	// "authorization: Bearer TOKEN"); the health service stays open.
-	Token string
-	// MaxMessageBytes bounds one request (0: DefaultMaxMessageBytes).
-	MaxMessageBytes int
-	// Logger gets what the server reports; nil logs nothing.
-	Logger *slog.Logger
+// options is a Server's configuration (Option).
+type options struct {
+	token      string
+	maxMessage int
+	logger     *slog.Logger
 }
+
+// Option configures a Server (NewServer). The project's public packages
+// configure with functional options: docs/decisions/options.md.
+type Option func(*options)
+
+// WithToken requires token of every Ingest call (metadata
+// "authorization: Bearer TOKEN"); the health service stays open. Without
+// it, or with "", calls need no token.
+func WithToken(token string) Option { return func(o *options) { o.token = token } }
+
+// WithMaxMessageBytes bounds one request (default, and 0:
+// DefaultMaxMessageBytes); a negative bound is refused.
+func WithMaxMessageBytes(bytes int) Option { return func(o *options) { o.maxMessage = bytes } }
+
+// WithLogger sets the logger for what the server reports; by default, and
+// with nil, nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // Server is the Ingest service over one recorder.
 type Server struct {
 	ingestv1.UnimplementedIngestServer
 
 	rec    *recorder.Recorder
-	opts   Options
+	opts   options
 	log    *slog.Logger
 	health *health.Server
 	m      metrics
 
 	// recMu guards recs, the state of every recording seen.
 	recMu sync.Mutex
-	recs  map[recordingKey]*recordingState
+	recs  map[events.Recording]*recordingState
 	// failedRecs are the recordings whose files failed (noteFailed).
-	failedRecs map[recordingKey]bool
+	failedRecs map[events.Recording]bool
 
 	// tickets numbers the batches fully handed over; durable is the last
 	// ticket a recorder Flush has covered. durableCh is closed and
@@ -73,8 +86,6 @@ type Server struct {
 	streams   sync.WaitGroup
 	closeOnce sync.Once
 }
-
-type recordingKey struct{ sessionID, envID string }
 
 // recordingState is what the server knows of one recording: the last
 // sequence handed over. mu serialises the events of the recording across
@@ -106,24 +117,28 @@ type recordingState struct {
 // NewServer returns a Server recording into rec, which should be opened
 // WithResume so that recordings and their sequences survive a restart.
 // It starts the goroutine that makes batches durable; Close stops it.
-func NewServer(rec *recorder.Recorder, opts Options) (*Server, error) {
+func NewServer(rec *recorder.Recorder, opt ...Option) (*Server, error) {
 	if rec == nil {
-		return nil, errors.New("ingest: new server: nil recorder")
+		return nil, errors.New("serve: new server: nil recorder")
 	}
-	if opts.MaxMessageBytes < 0 {
-		return nil, fmt.Errorf("ingest: new server: max message size %d bytes is negative", opts.MaxMessageBytes)
+	var opts options
+	for _, o := range opt {
+		o(&opts)
 	}
-	if opts.MaxMessageBytes == 0 {
-		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	if opts.maxMessage < 0 {
+		return nil, fmt.Errorf("serve: new server: max message size %d bytes is negative", opts.maxMessage)
 	}
-	log := opts.Logger
+	if opts.maxMessage == 0 {
+		opts.maxMessage = DefaultMaxMessageBytes
+	}
+	log := opts.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		rec: rec, opts: opts, log: log,
 		health:    health.NewServer(),
-		recs:      make(map[recordingKey]*recordingState),
+		recs:      make(map[events.Recording]*recordingState),
 		durableCh: make(chan struct{}),
 		kick:      make(chan struct{}, 1),
 		stopDur:   make(chan struct{}),
@@ -141,7 +156,7 @@ func NewServer(rec *recorder.Recorder, opts Options) (*Server, error) {
 // token check and the message size bound. Add credentials (TLS) to them.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(s.opts.MaxMessageBytes),
+		grpc.MaxRecvMsgSize(s.opts.maxMessage),
 		grpc.ChainStreamInterceptor(s.streamAuth),
 		grpc.ChainUnaryInterceptor(s.unaryAuth),
 	}
@@ -170,7 +185,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("ingest: drain: %w", ctx.Err())
+		return fmt.Errorf("serve: drain: %w", ctx.Err())
 	}
 }
 
@@ -203,10 +218,10 @@ func (s *Server) noteFailed(failed []*recorder.RecordingError) {
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
 	if s.failedRecs == nil {
-		s.failedRecs = make(map[recordingKey]bool)
+		s.failedRecs = make(map[events.Recording]bool)
 	}
 	for _, e := range failed {
-		k := recordingKey{e.SessionID, e.EnvID}
+		k := events.Recording{SessionID: e.SessionID, EnvID: e.EnvID}
 		if s.failedRecs[k] {
 			continue
 		}
@@ -280,7 +295,7 @@ func (s *Server) durableChanged() <-chan struct{} {
 // recording returns the state of a recording, creating it from what the
 // recorder recovered.
 func (s *Server) recording(sessionID, envID string) *recordingState {
-	k := recordingKey{sessionID, envID}
+	k := events.Recording{SessionID: sessionID, EnvID: envID}
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
 	st := s.recs[k]
@@ -330,7 +345,7 @@ type stream struct {
 	// for a recording open on the server: every later event of theirs on
 	// this stream is refused too, not taken for a resend.
 	// The value is why (the first refusal's message).
-	refused map[recordingKey]string
+	refused map[events.Recording]string
 	// poke wakes sendAcks when the stream ends.
 	poke chan struct{}
 	// lastNonce is a copy of the last run nonce an event of the stream
@@ -480,7 +495,7 @@ func (st *stream) event(ctx context.Context, msg []byte) (*ingestv1.Refusal, err
 			Message: fmt.Sprintf("%s event of session %q (env_id %q) has no sequence number", ev.Kind(), sid, route.EnvID)}, nil
 	}
 	stamped := !at.IsZero()
-	key := recordingKey{sid, route.EnvID}
+	key := events.Recording{SessionID: sid, EnvID: route.EnvID}
 	if why, ok := st.refused[key]; ok {
 		return &ingestv1.Refusal{SessionId: sid, EnvId: route.EnvID, Sequence: seq, Reason: ingestv1.RefusalReason_REFUSAL_REASON_RECORDER,
 			Message: fmt.Sprintf("%s of session %q (env_id %q): an earlier event of this stream's run of the recording was refused, and so is the rest: %s", ev.Kind(), sid, route.EnvID, why)}, nil

@@ -16,7 +16,7 @@ import (
 // maximum message size stops with a permanent error naming both sizes,
 // instead of resending the same batch forever.
 func TestClientMessageTooLarge(t *testing.T) {
-	ts := startServer(t, t.TempDir(), "127.0.0.1:0", serve.Options{MaxMessageBytes: 64 << 10})
+	ts := startServer(t, t.TempDir(), "127.0.0.1:0", serve.WithMaxMessageBytes(64<<10))
 	defer ts.stop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

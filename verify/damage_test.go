@@ -89,7 +89,7 @@ func TestVerifyFlippedBits(t *testing.T) {
 			if err := os.WriteFile(p, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Root(context.Background(), root, Options{})
+			rep, err := Root(context.Background(), root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func TestVerifyEveryFlippedBit(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Root(context.Background(), root, Options{Workers: 1})
+		rep, err := Root(context.Background(), root, WithWorkers(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestVerifyReportsPanics(t *testing.T) {
 		{"elsewhere", 0, 0, true, "reading it panicked: injected panic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := check(context.Background(), panicFS{FS: vfs.OS(), name: src, from: tc.from, to: tc.to, close: tc.close}, root, Options{Workers: 1})
+			rep, err := check(context.Background(), panicFS{FS: vfs.OS(), name: src, from: tc.from, to: tc.to, close: tc.close}, root, WithWorkers(1))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,7 @@
 //
 // A fix that asks for an operation on ROOT (recover it, recover it with
 // salvage) carries it typed in Problem.Remedy and words it with
-// Options.Words: the Go functions by default (findings.APIWords), the
+// WithWords: the Go functions by default (findings.APIWords), the
 // command to run in the CLI. No text of this package names a command.
 //
 // # What is checked
@@ -142,16 +142,16 @@
 // cross-file checks it would take part in: its episode's (layout
 // "episode"), or every episode of its recording (an episodes file, or a
 // steps file of layout "session"), and its recording's totals. A file's
-// problems beyond Options.MaxProblemsPerFile are counted in one closing
+// problems beyond WithMaxProblemsPerFile are counted in one closing
 // line rather than listed. More part files of a partition may appear later
 // (readers union them); an episode's steps in several part files of its
 // partition are checked as one sequence. Memory is a summary per episode
 // and per file, not their rows. Files are checked in parallel
-// (Options.Workers).
+// (WithWorkers).
 //
 // # Usage
 //
-//	rep, err := verify.Root(ctx, root, verify.Options{})
+//	rep, err := verify.Root(ctx, root)
 //	if err != nil { ... }           // ROOT could not be listed at all
 //	rep.Write(os.Stdout)            // problems, then the summary line
 //	if len(rep.Problems) > 0 { ... }

@@ -67,7 +67,7 @@ type fileCheck struct {
 }
 
 func (c *fileCheck) add(check Check, row int64, fix, format string, args ...any) {
-	if len(c.problems) >= c.v.opts.MaxProblemsPerFile {
+	if len(c.problems) >= c.v.opts.maxProblems {
 		c.more++
 		return
 	}

@@ -56,7 +56,7 @@ func TestVerifyReadOnlyRoot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep, err := check(context.Background(), vfs.WithErrors(vfs.OS(), readOnly{lockErr: tt.lockErr}), root, Options{})
+			rep, err := check(context.Background(), vfs.WithErrors(vfs.OS(), readOnly{lockErr: tt.lockErr}), root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestVerifyChmodReadOnly(t *testing.T) {
 	roottest.CopyDir(t, base(t), root)
 	chmodTree(t, root, 0o555, 0o444)
 	t.Cleanup(func() { chmodTree(t, root, 0o755, 0o644) })
-	rep, err := Root(context.Background(), root, Options{})
+	rep, err := Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

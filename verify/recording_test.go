@@ -69,7 +69,7 @@ func sharedRoot(t testing.TB) string {
 // verifyRoot runs Root and returns the report and its output.
 func verifyRoot(t *testing.T, root string) (*Report, string) {
 	t.Helper()
-	rep, err := Root(context.Background(), root, Options{})
+	rep, err := Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ type Problem struct {
 	// Message says what is wrong.
 	Message string
 	// Fix says what to do. When Remedy is set it starts with the remedy
-	// in the words of Options.Words.
+	// in the words of WithWords.
 	Fix string
 	// Remedy is the operation on ROOT that Fix asks for, 0 for none.
 	Remedy findings.Remedy

@@ -20,11 +20,11 @@ func TestVerifyS3(t *testing.T) {
 	local := base(t)
 	srv.PutTree(t, local, "rec", "r", s3server.SkipState)
 	ctx := context.Background()
-	want, err := Root(ctx, local, Options{})
+	want, err := Root(ctx, local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Root(ctx, "s3://rec/r", Options{})
+	got, err := Root(ctx, "s3://rec/r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestVerifyS3(t *testing.T) {
 	if err := os.Truncate(obj, info.Size()-9); err != nil {
 		t.Fatal(err)
 	}
-	got, err = Root(ctx, "s3://rec/r", Options{})
+	got, err = Root(ctx, "s3://rec/r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestVerifyS3(t *testing.T) {
 	if !found {
 		t.Fatalf("a truncated object was not reported: %v", got.Problems)
 	}
-	if _, err := Root(ctx, "s3://", Options{}); err == nil {
+	if _, err := Root(ctx, "s3://"); err == nil {
 		t.Fatal("a URL without a bucket was checked")
 	}
 }

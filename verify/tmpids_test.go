@@ -41,7 +41,7 @@ func TestTmpIDs(t *testing.T) {
 	if err != nil || int64(len(eps)) != sum.Episodes {
 		t.Fatalf("%d episodes (%v), want %d", len(eps), err, sum.Episodes)
 	}
-	rep, err := Root(context.Background(), root, Options{})
+	rep, err := Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,26 +16,40 @@ import (
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
-// Options configure Root. The zero value gives the defaults.
-type Options struct {
-	// Progress, when not nil, is called after each file with the bytes of
-	// the files checked so far and the total; calls are serialised.
-	Progress func(done, total int64)
-	// MaxProblemsPerFile bounds the problems listed for one file (default
-	// 20); the rest are counted in one closing problem.
-	MaxProblemsPerFile int
-	// Workers is the number of files checked at once (default
-	// GOMAXPROCS).
-	Workers int
-	// Words words the remedies fixes ask for (Problem.Remedy); nil:
-	// findings.APIWords.
-	Words findings.Words
+// options is Root's configuration (Option).
+type options struct {
+	progress    func(done, total int64)
+	maxProblems int
+	workers     int
+	words       findings.Words
 }
+
+// Option configures Root. The project's public packages configure with
+// functional options: docs/decisions/options.md.
+type Option func(*options)
+
+// WithProgress has Root call progress after each file with the bytes of
+// the files checked so far and the total; calls are serialised.
+func WithProgress(progress func(done, total int64)) Option {
+	return func(o *options) { o.progress = progress }
+}
+
+// WithMaxProblemsPerFile bounds the problems listed for one file (default,
+// and for n <= 0, 20); the rest are counted in one closing problem.
+func WithMaxProblemsPerFile(n int) Option { return func(o *options) { o.maxProblems = n } }
+
+// WithWorkers sets the number of files checked at once (default, and for
+// n <= 0, GOMAXPROCS).
+func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
+
+// WithWords words the remedies fixes ask for (Problem.Remedy); by
+// default, and with nil, findings.APIWords.
+func WithWords(w findings.Words) Option { return func(o *options) { o.words = w } }
 
 // verifier holds the state of one Root run.
 type verifier struct {
 	root string
-	opts Options
+	opts options
 	fs   vfs.FS // nil for a bucket
 	// rd lists the ROOT and opens its files.
 	rd store.Reader
@@ -71,7 +85,11 @@ func (f *fileEntry) recordingDirs() string { return f.dirs[0] + "/" + f.dirs[1] 
 // in the ROOT are in the report. A bucket's ROOT keeps its log and lock
 // on the recorder's disk, so they are not checked here; its part files
 // are, through ranged GETs.
-func Root(ctx context.Context, root string, opts Options) (*Report, error) {
+func Root(ctx context.Context, root string, opt ...Option) (*Report, error) {
+	var opts options
+	for _, o := range opt {
+		o(&opts)
+	}
 	if store.IsURL(root) {
 		rd, err := store.OpenReader(ctx, root)
 		if err != nil {
@@ -79,11 +97,20 @@ func Root(ctx context.Context, root string, opts Options) (*Report, error) {
 		}
 		return run(ctx, &verifier{root: root, opts: opts, rd: rd}, false)
 	}
-	return check(ctx, vfs.OS(), root, opts)
+	return checkWith(ctx, vfs.OS(), root, opts)
 }
 
 // check is Root on the file system fsys.
-func check(ctx context.Context, fsys vfs.FS, root string, opts Options) (*Report, error) {
+func check(ctx context.Context, fsys vfs.FS, root string, opt ...Option) (*Report, error) {
+	var opts options
+	for _, o := range opt {
+		o(&opts)
+	}
+	return checkWith(ctx, fsys, root, opts)
+}
+
+// checkWith is check with its options applied.
+func checkWith(ctx context.Context, fsys vfs.FS, root string, opts options) (*Report, error) {
 	v := &verifier{root: root, opts: opts, fs: fsys, rd: store.NewFS(fsys, root)}
 	info, err := v.fs.Stat(root)
 	if err != nil {
@@ -102,11 +129,11 @@ func check(ctx context.Context, fsys vfs.FS, root string, opts Options) (*Report
 // run lists the ROOT through v.rd and checks every file.
 func run(ctx context.Context, v *verifier, writing bool) (*Report, error) {
 	opts, root := &v.opts, v.root
-	if opts.MaxProblemsPerFile <= 0 {
-		opts.MaxProblemsPerFile = 20
+	if opts.maxProblems <= 0 {
+		opts.maxProblems = 20
 	}
-	if opts.Workers <= 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
+	if opts.workers <= 0 {
+		opts.workers = runtime.GOMAXPROCS(0)
 	}
 	l, err := v.rd.List()
 	if err != nil {
@@ -131,7 +158,7 @@ func run(ctx context.Context, v *verifier, writing bool) (*Report, error) {
 		if p := &rep.Problems[i]; p.Remedy != 0 {
 			// A fix that asks for a remedy is its text after the remedy's
 			// words until here.
-			p.Fix = v.opts.Words.Say(findings.Action{Remedy: p.Remedy, Root: "ROOT"}) + p.Fix
+			p.Fix = v.opts.words.Say(findings.Action{Remedy: p.Remedy, Root: "ROOT"}) + p.Fix
 		}
 	}
 	rep.sort()
@@ -175,11 +202,11 @@ func (v *verifier) strays(strays []hive.Stray, writing bool) {
 	}
 }
 
-// checkFiles checks every file on opts.Workers goroutines.
+// checkFiles checks every file on opts.workers goroutines.
 func (v *verifier) checkFiles(ctx context.Context, files []fileEntry, total int64) error {
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(v.opts.Workers, max(len(files), 1)) {
+	for range min(v.opts.workers, max(len(files), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -188,8 +215,8 @@ func (v *verifier) checkFiles(ctx context.Context, files []fileEntry, total int6
 				v.mu.Lock()
 				v.merge(i, c)
 				v.done += files[i].Size
-				if v.opts.Progress != nil {
-					v.opts.Progress(v.done, total)
+				if v.opts.progress != nil {
+					v.opts.progress(v.done, total)
 				}
 				v.mu.Unlock()
 			}

@@ -224,7 +224,7 @@ func TestVerify(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
 			roottest.CopyDir(t, base(t), root)
 			tc.damage(t, root)
-			rep, err := Root(context.Background(), root, Options{})
+			rep, err := Root(context.Background(), root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +279,7 @@ func TestVerifyLockHeld(t *testing.T) {
 	roottest.CopyDir(t, base(t), root)
 	rec := record(t, root, nil, 0)
 	defer rec.Close(context.Background())
-	rep, err := Root(context.Background(), root, Options{})
+	rep, err := Root(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestVerifyLockHeld(t *testing.T) {
 
 func TestVerifyNotRoot(t *testing.T) {
 	for _, p := range []string{filepath.Join(t.TempDir(), "missing"), "verify_test.go"} {
-		if _, err := Root(context.Background(), p, Options{}); !errors.Is(err, ErrNotRoot) {
+		if _, err := Root(context.Background(), p); !errors.Is(err, ErrNotRoot) {
 			t.Errorf("Root(%s) = %v, want ErrNotRoot", p, err)
 		}
 	}
@@ -306,7 +306,7 @@ func TestMaxProblemsPerFile(t *testing.T) {
 		}
 		return rows
 	})
-	rep, err := Root(context.Background(), root, Options{MaxProblemsPerFile: 2})
+	rep, err := Root(context.Background(), root, WithMaxProblemsPerFile(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestMaxProblemsPerFile(t *testing.T) {
 }
 
 // TestRemedyWords: a fix that asks for a remedy on ROOT has it typed
-// (Problem.Remedy) and worded by Options.Words, the Go API's words by
+// (Problem.Remedy) and worded by WithWords, the Go API's words by
 // default; the package's own text names no command.
 func TestRemedyWords(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
@@ -344,7 +344,7 @@ func TestRemedyWords(t *testing.T) {
 		{"caller's", func(a findings.Action) string { return fmt.Sprintf("do %d to %s", a.Remedy, a.Root) }, "do 1 to ROOT if the log holds records"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Root(context.Background(), root, Options{Words: tc.words})
+			rep, err := Root(context.Background(), root, WithWords(tc.words))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -108,34 +108,35 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 	if f.seedSet && f.split == "" {
 		return usagef("--seed needs --split")
 	}
-	opts := curate.Options{Session: f.session, Env: f.env, Layout: f.layout.l, Seed: f.seed,
-		Recorder: []recorder.Option{recorder.WithLogger(env.Logger)}}
+	opts := []curate.Option{curate.WithSession(f.session), curate.WithLayout(f.layout.l), curate.WithSeed(f.seed),
+		curate.WithRecorderOptions(recorder.WithLogger(env.Logger))}
 	if store.IsURL(dst) {
 		// A bucket's ROOT: its log in --log-dir (DIR/NAME for split
 		// NAME), or the default of its URL.
-		opts.Open = func(root string, ro ...recorder.Option) (*recorder.Recorder, error) {
+		opts = append(opts, curate.WithOpen(func(root string, ro ...recorder.Option) (*recorder.Recorder, error) {
 			logDir := f.logDir
 			if logDir != "" && root != dst {
 				logDir = filepath.Join(logDir, path.Base(root))
 			}
 			return openRecorder(ctx, env.Logger, root, logDir, ro...)
-		}
+		}))
 	} else if f.logDir != "" {
 		return usagef("--log-dir is for an s3:// DST; a ROOT directory keeps its log in DST/%s", hive.StateDir)
 	}
+	var flt *where.Filter
 	if f.where != "" {
-		flt, err := where.Parse(f.where)
-		if err != nil {
+		var err error
+		if flt, err = where.Parse(f.where); err != nil {
 			return usagef("--where: %v", err)
 		}
-		opts.Where = flt
+		opts = append(opts, curate.WithWhere(flt))
 	}
 	if f.split != "" {
 		s, err := curate.ParseSplits(f.split)
 		if err != nil {
 			return usagef("--split: %v", err)
 		}
-		opts.Splits = s
+		opts = append(opts, curate.WithSplits(s))
 	}
 	if err := checkRoot(src); err != nil {
 		return err
@@ -155,22 +156,22 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		opts.Session, opts.Env, opts.Recordings = "", "", recs
+		opts = append(opts, curate.WithSession(""), curate.WithRecordings(recs...))
 	}
 	// Progress on a terminal, by the steps (rows) handed to DST's
 	// recorders as the copy goes, not by recordings: one long recording
 	// is most of the work of many a copy.
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal {
-		opts.StepsProgress = func(done, total int64) {
+		opts = append(opts, curate.WithStepsProgress(func(done, total int64) {
 			if bar == nil {
 				bar = countProgress(env, int(total), "copying "+src, "steps")
 			}
 			_ = bar.Set64(done)
-		}
+		}))
 	}
 	start := time.Now()
-	rep, err := curate.Copy(ctx, src, dst, opts)
+	rep, err := curate.Copy(ctx, src, dst, opts...)
 	if bar != nil {
 		if err != nil {
 			// The error starts on a clean line, and the bar stays where
@@ -196,7 +197,7 @@ func runCopy(ctx context.Context, env *Env, args []string) error {
 			count(t.Episodes, "episode"), count(t.Steps, "step"), count(t.Recordings, "recording"), t.Root, what, rep.Layout)
 	}
 	if f.where != "" {
-		fmt.Fprintf(env.Stdout, "Filter: %s\n", opts.Where)
+		fmt.Fprintf(env.Stdout, "Filter: %s\n", flt)
 	}
 	if len(rep.Targets) == 1 {
 		fmt.Fprintf(env.Stdout, "Check it with: rlrec verify %s\n", rep.Targets[0].Root)

@@ -112,14 +112,14 @@ func runExport(ctx context.Context, env *Env, args []string) error {
 	}
 	defer d.Close()
 	bar := countProgress(env, 0, "exporting", "episodes")
-	opt := lerobot.Options{FPS: f.fps, Incomplete: f.incomplete, Replace: f.force, Video: f.video}
+	opts := []lerobot.Option{lerobot.WithFPS(f.fps), lerobot.WithIncomplete(f.incomplete), lerobot.WithReplace(f.force), lerobot.WithVideo(f.video)}
 	if bar != nil {
-		opt.Progress = func(p lerobot.Progress) {
+		opts = append(opts, lerobot.WithProgress(func(p lerobot.Progress) {
 			bar.ChangeMax(p.TotalEpisodes)
 			bar.Set(p.Episodes)
-		}
+		}))
 	}
-	sum, err := lerobot.Export(ctx, d, recs, f.out, opt)
+	sum, err := lerobot.Export(ctx, d, recs, f.out, opts...)
 	if bar != nil {
 		bar.Finish()
 	}

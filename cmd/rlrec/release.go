@@ -73,7 +73,7 @@ func runReleaseClaim(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%s: not a bucket's ROOT", root)
 	}
 	rec := hive.Recording{SessionID: releaseFlags.session, EnvID: releaseFlags.env}
-	c, err := s3.ReleaseClaim(rec.Dir())
+	c, err := s3.ReleaseClaim(hive.RecordingDir(rec))
 	if err != nil {
 		return err
 	}

@@ -99,8 +99,8 @@ func runReport(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	opts := report.Options{FrameSide: f.frameSide, FrameBytes: f.frameBytes << 20, Generated: time.Now(), Words: cliWords}
-	rep, err := report.Build(ctx, d, recs, opts)
+	rep, err := report.Build(ctx, d, recs, report.WithFrameSide(f.frameSide), report.WithFrameBytes(f.frameBytes<<20),
+		report.WithGenerated(time.Now()), report.WithWords(cliWords))
 	if err != nil {
 		return err
 	}

@@ -146,7 +146,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if n := rec.Resumed(); n > 0 {
 		fmt.Fprintf(env.Stderr, "rlrec serve: resumed %s from %s's log; their clients continue them\n", count(n, "open recording"), f.out)
 	}
-	srv, err := serve.NewServer(rec, serve.Options{Token: token, MaxMessageBytes: f.maxMessage, Logger: env.Logger})
+	srv, err := serve.NewServer(rec, serve.WithToken(token), serve.WithMaxMessageBytes(f.maxMessage), serve.WithLogger(env.Logger))
 	if err != nil {
 		rec.Close(context.Background())
 		return err

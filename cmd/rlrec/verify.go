@@ -59,20 +59,20 @@ func runVerify(ctx context.Context, env *Env, args []string) error {
 	if err := checkRoot(root); err != nil {
 		return err
 	}
-	opts := verify.Options{MaxProblemsPerFile: verifyFlags.maxProblems, Words: cliWords}
+	opts := []verify.Option{verify.WithMaxProblemsPerFile(verifyFlags.maxProblems), verify.WithWords(cliWords)}
 	// Progress per file on a terminal: the listing reads directories only,
 	// so counting the files first costs little beside reading them.
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal {
 		if l, err := hive.List(vfs.OS(), root); err == nil && len(l.Files) > 0 {
 			bar = countProgress(env, len(l.Files), "verifying "+root, "files")
-			opts.Progress = func(done, total int64) {
+			opts = append(opts, verify.WithProgress(func(done, total int64) {
 				bar.Describe(fmt.Sprintf("verifying %s (%s of %s)", root, humanBytes(done), humanBytes(total)))
 				_ = bar.Add(1)
-			}
+			}))
 		}
 	}
-	rep, err := verify.Root(ctx, root, opts)
+	rep, err := verify.Root(ctx, root, opts...)
 	if bar != nil {
 		_ = bar.Finish()
 	}

@@ -37,7 +37,7 @@ func BenchmarkExport(b *testing.B) {
 			var frames int64
 			for i := 0; b.Loop(); i++ {
 				sum, err := lerobot.Export(context.Background(), d, d.Recordings(), filepath.Join(dir, fmt.Sprint(i)),
-					lerobot.Options{FPS: 30, Incomplete: true, Video: bc.video})
+					lerobot.WithFPS(30), lerobot.WithIncomplete(true), lerobot.WithVideo(bc.video))
 				if err != nil {
 					b.Fatal(err)
 				}

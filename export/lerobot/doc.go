@@ -1,6 +1,6 @@
 // Package lerobot exports recordings of an rlrec ROOT as a LeRobot dataset
 // in the v3.0 layout (LeRobotDataset codebase_version "v3.0"), with camera
-// images as PNG in the data Parquet files or, with Options.Video, as MP4
+// images as PNG in the data Parquet files or, with WithVideo, as MP4
 // videos. The files follow
 // what LeRobot's loader reads: every feature in meta/info.json is a column
 // of the data files (and every column a feature), of the type LeRobot's
@@ -16,14 +16,14 @@
 //
 // Frames go to data files in episode order; a file is closed after the
 // episode that takes it past data_files_size_in_mb MiB (100 by default,
-// Options.DataFilesSizeInMB), so an episode's frames are always in one
+// WithDataFilesSizeInMB), so an episode's frames are always in one
 // file, the one its episodes row names (data/chunk_index,
 // data/file_index). File F of the export is chunk F/1000, file F%1000
 // (chunks_size 1000). Without videos, video_path is null. Each file is built in memory (so memory holds about one data
 // file), written under a temporary name, synced and renamed, and the
 // whole dataset is built in a new sibling directory renamed to DIR at the
 // end: DIR never holds a partial export. DIR must not exist or be empty,
-// unless Options.Replace, which replaces it once the new export is
+// unless WithReplace, which replaces it once the new export is
 // complete.
 //
 // # Frames
@@ -31,7 +31,7 @@
 // A frame is one recorded step that has both an observation and an action
 // (the observation the action was chosen from); steps whose observation or
 // action is null are skipped. Episodes are the recorded episodes that have
-// steps and status "completed" (Options.Incomplete adds the others), in
+// steps and status "completed" (WithIncomplete adds the others), in
 // recording order then episode record id order; episode_index is their
 // 0-based position in the export, index the 0-based global frame number
 // (dataset_from_index and dataset_to_index of an episode bound its
@@ -41,12 +41,12 @@
 //
 // # Time
 //
-// fps is a whole number, as LeRobot's DatasetInfo.fps is: Options.FPS, or
+// fps is a whole number, as LeRobot's DatasetInfo.fps is: WithFPS, or
 // else the median interval between consecutive frames' recorded times,
 // rounded. Times the recorder stamped on arrival (the sessions table's
 // clock column "recorder" or "mixed") measure the recorder, not the env,
 // and no two frames with different times give no interval: both are
-// refused (ErrTimesUnknown) unless Options.FPS is given. So is a rate the
+// refused (ErrTimesUnknown) unless WithFPS is given. So is a rate the
 // times give that no recorded env has: above MaxDerivedFPS (1,000 fps;
 // times that measure a loop, not the env), or from intervals too irregular
 // to call a rate (fewer than 75% of the positive intervals within a factor
@@ -95,7 +95,7 @@
 //
 // # Videos
 //
-// With Options.Video, each RGB image feature becomes a video feature:
+// With WithVideo, each RGB image feature becomes a video feature:
 // dtype "video", shape [H, W, 3], names ["height", "width", "channels"],
 // and the info LeRobot writes (video.height, video.width, video.codec
 // "h264", video.pix_fmt "yuv420p" (yuv444p for odd sizes), video.fps,

@@ -15,10 +15,10 @@ var ErrSpaces = errors.New("lerobot: recordings have different spaces")
 var ErrNoFrames = errors.New("lerobot: no frames to export")
 
 // ErrExists is returned when the output directory exists and is not
-// empty and Options.Replace is not set.
+// empty and WithReplace is not set.
 var ErrExists = errors.New("lerobot: output directory exists and is not empty")
 
-// ErrTimesUnknown is returned when Options.FPS is 0 and the recorded step
+// ErrTimesUnknown is returned when WithFPS is 0 and the recorded step
 // times cannot give the frame rate: the recorder stamped them (the
 // sessions table's clock is "recorder" or "mixed"), no two frames have
 // different times, they are more than 2 s apart (below 1 fps once
@@ -28,7 +28,7 @@ var ErrExists = errors.New("lerobot: output directory exists and is not empty")
 // The caller passes the frame rate instead.
 var ErrTimesUnknown = errors.New("lerobot: the recorded step times do not give a frame rate")
 
-// ErrFPS is returned for an Options.FPS below 0.
+// ErrFPS is returned for an WithFPS below 0.
 var ErrFPS = errors.New("lerobot: fps must be a positive whole number")
 
 // ErrTimestamp is returned when frame_index / fps, stored as the float32
@@ -53,6 +53,6 @@ func (e *InexactError) Error() string {
 	return fmt.Sprintf("lerobot: %s: leaf %q element %d holds %s, which %s cannot hold exactly", e.Feature, e.Leaf, e.Element, e.Value, e.DType)
 }
 
-// ErrFFmpeg is returned when Options.Video is set and ffmpeg cannot be
+// ErrFFmpeg is returned when WithVideo is set and ffmpeg cannot be
 // run or fails to encode.
 var ErrFFmpeg = errors.New("lerobot: ffmpeg")

@@ -42,31 +42,50 @@ func DataFile(chunk, file int) string {
 	return fmt.Sprintf("data/chunk-%03d/file-%03d.parquet", chunk, file)
 }
 
-// Options tune an export.
-type Options struct {
-	// FPS is info.json's fps, a whole number of frames per second; 0
-	// derives it from the recorded step times (see the package doc).
-	FPS int
-	// Incomplete also exports the episodes whose status is not
-	// "completed" (cut short by the session's end, a failure or a crash).
-	Incomplete bool
-	// Replace allows a directory that exists and is not empty: it is
-	// replaced, once the new export is complete, by the new one.
-	Replace bool
-	// DataFilesSizeInMB is info.json's data_files_size_in_mb: a data
-	// file is closed after the episode that takes it to this many MiB;
-	// 0 means DefaultDataFilesSizeInMB.
-	DataFilesSizeInMB int
-	// Video encodes the RGB camera images as MP4 videos (H.264, with
-	// ffmpeg) instead of PNG images in the data files; gray images stay
-	// PNG.
-	Video bool
-	// FFmpeg is the ffmpeg program for Video: a path, or a name looked up
-	// in PATH; "" is "ffmpeg".
-	FFmpeg string
-	// Progress, when set, is called after each exported episode.
-	Progress func(Progress)
+// options is Export's configuration (Option).
+type options struct {
+	fps          int
+	incomplete   bool
+	replace      bool
+	dataFilesMiB int
+	video        bool
+	ffmpeg       string
+	progress     func(Progress)
 }
+
+// Option configures Export. The project's public packages configure
+// with functional options: docs/decisions/options.md.
+type Option func(*options)
+
+// WithFPS sets info.json's fps, a whole number of frames per second; by
+// default, and with 0, it is derived from the recorded step times (see
+// the package doc). A negative one is refused (ErrFPS).
+func WithFPS(fps int) Option { return func(o *options) { o.fps = fps } }
+
+// WithIncomplete(true) also exports the episodes whose status is not
+// "completed" (cut short by the session's end, a failure or a crash).
+func WithIncomplete(yes bool) Option { return func(o *options) { o.incomplete = yes } }
+
+// WithReplace(true) allows a directory that exists and is not empty: it
+// is replaced, once the new export is complete, by the new one.
+func WithReplace(yes bool) Option { return func(o *options) { o.replace = yes } }
+
+// WithDataFilesSizeInMB sets info.json's data_files_size_in_mb: a data
+// file is closed after the episode that takes it to this many MiB; by
+// default, and with 0, DefaultDataFilesSizeInMB.
+func WithDataFilesSizeInMB(mib int) Option { return func(o *options) { o.dataFilesMiB = mib } }
+
+// WithVideo(true) encodes the RGB camera images as MP4 videos (H.264,
+// with ffmpeg) instead of PNG images in the data files; gray images stay
+// PNG.
+func WithVideo(yes bool) Option { return func(o *options) { o.video = yes } }
+
+// WithFFmpeg names the ffmpeg program for WithVideo: a path, or a name
+// looked up in PATH; by default, and with "", "ffmpeg".
+func WithFFmpeg(program string) Option { return func(o *options) { o.ffmpeg = program } }
+
+// WithProgress has Export call progress after each exported episode.
+func WithProgress(progress func(Progress)) Option { return func(o *options) { o.progress = progress } }
 
 // Progress is how far an export is.
 type Progress struct {
@@ -116,24 +135,28 @@ type epRef struct {
 }
 
 // Export writes the recordings recs of d as a LeRobot v3.0 dataset into
-// dir, which must not exist or be empty (unless Options.Replace). The
+// dir, which must not exist or be empty (unless WithReplace). The
 // dataset is written into a new sibling directory which is renamed to dir
 // once complete, so dir never holds a partial export.
-func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, dir string, opt Options) (Summary, error) {
+func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, dir string, opts ...Option) (Summary, error) {
+	var opt options
+	for _, o := range opts {
+		o(&opt)
+	}
 	var sum Summary
-	if opt.FPS < 0 {
-		return sum, fmt.Errorf("%w: got %d", ErrFPS, opt.FPS)
+	if opt.fps < 0 {
+		return sum, fmt.Errorf("%w: got %d", ErrFPS, opt.fps)
 	}
-	if opt.DataFilesSizeInMB < 0 {
-		return sum, fmt.Errorf("data files size %d MiB: want a positive number", opt.DataFilesSizeInMB)
+	if opt.dataFilesMiB < 0 {
+		return sum, fmt.Errorf("data files size %d MiB: want a positive number", opt.dataFilesMiB)
 	}
-	if opt.DataFilesSizeInMB == 0 {
-		opt.DataFilesSizeInMB = DefaultDataFilesSizeInMB
+	if opt.dataFilesMiB == 0 {
+		opt.dataFilesMiB = DefaultDataFilesSizeInMB
 	}
 	exists := false
 	if ents, err := os.ReadDir(dir); err == nil {
 		exists = true
-		if len(ents) > 0 && !opt.Replace {
+		if len(ents) > 0 && !opt.replace {
 			return sum, fmt.Errorf("%w: %s", ErrExists, dir)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -153,7 +176,7 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 			if !d.HasSteps(rec, e.EpisodeRecordID) {
 				continue
 			}
-			if !opt.Incomplete && e.Row.Status != schema.EpisodeCompleted {
+			if !opt.incomplete && e.Row.Status != schema.EpisodeCompleted {
 				sum.Incomplete++
 				continue
 			}
@@ -181,8 +204,8 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 	}
 
 	ffmpeg := ""
-	if opt.Video {
-		if ffmpeg, err = findFFmpeg(opt.FFmpeg); err != nil {
+	if opt.video {
+		if ffmpeg, err = findFFmpeg(opt.ffmpeg); err != nil {
 			return sum, err
 		}
 		for _, f := range fs {
@@ -192,7 +215,7 @@ func Export(ctx context.Context, d *dataset.Dataset, recs []dataset.Recording, d
 		}
 	}
 
-	fps := opt.FPS
+	fps := opt.fps
 	if fps == 0 {
 		if fps, err = deriveFPS(ctx, d, refs); err != nil {
 			return sum, err
@@ -308,7 +331,7 @@ type exporter struct {
 	taskLeaf  int
 	spaces    dataset.Spaces
 	fps       int
-	opt       Options
+	opt       options
 	sum       *Summary
 	taskIndex map[string]int64
 	taskList  []string
@@ -348,7 +371,7 @@ func (x *exporter) taskOf(t string) int64 {
 // frames writes the data files under dir and gathers the episodes'
 // metadata and statistics.
 func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
-	dw, err := newDataWriter(dir, x.fs, int64(x.opt.DataFilesSizeInMB)<<20)
+	dw, err := newDataWriter(dir, x.fs, int64(x.opt.dataFilesMiB)<<20)
 	if err != nil {
 		return err
 	}
@@ -530,8 +553,8 @@ func (x *exporter) frames(ctx context.Context, dir string, refs []epRef) error {
 		if err := dw.endEpisode(); err != nil {
 			return err
 		}
-		if x.opt.Progress != nil {
-			x.opt.Progress(Progress{Episodes: ri + 1, TotalEpisodes: len(refs), Frames: index})
+		if x.opt.progress != nil {
+			x.opt.progress(Progress{Episodes: ri + 1, TotalEpisodes: len(refs), Frames: index})
 		}
 	}
 	if err := dw.close(); err != nil {

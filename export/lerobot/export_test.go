@@ -26,14 +26,14 @@ import (
 	"github.com/rlrec/rlrec/sim"
 )
 
-func export(t *testing.T, root string, opt lerobot.Options) (string, lerobot.Summary, *dataset.Dataset) {
+func export(t *testing.T, root string, opt ...lerobot.Option) (string, lerobot.Summary, *dataset.Dataset) {
 	t.Helper()
 	d, err := dataset.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	sum, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, opt)
+	sum, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, opt...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestCartpole(t *testing.T) {
 	root := roottest.Record(t, []sim.Config{{Env: "cartpole", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 3, SessionID: "cp"}})
-	dir, sum, d := export(t, root, lerobot.Options{FPS: 50})
+	dir, sum, d := export(t, root, lerobot.WithFPS(50))
 	frames := readFrames[cpFrame](t, dir)
 	idx := make([]frameIdx, len(frames))
 	for i, f := range frames {
@@ -315,7 +315,7 @@ func TestCartpole(t *testing.T) {
 
 func TestPickPlace(t *testing.T) {
 	root := roottest.Record(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"}})
-	dir, _, d := export(t, root, lerobot.Options{})
+	dir, _, d := export(t, root)
 	frames := readFrames[ppFrame](t, dir)
 	idx := make([]frameIdx, len(frames))
 	for i, f := range frames {
@@ -398,11 +398,11 @@ func TestRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), filepath.Join(dir, "x"), lerobot.Options{}); !errors.Is(err, lerobot.ErrSpaces) {
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), filepath.Join(dir, "x")); !errors.Is(err, lerobot.ErrSpaces) {
 		t.Errorf("mixed spaces: %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
-	if _, err := lerobot.Export(context.Background(), d, d.Find("a", ""), dir, lerobot.Options{}); err == nil {
+	if _, err := lerobot.Export(context.Background(), d, d.Find("a", ""), dir); err == nil {
 		t.Errorf("a non-empty directory is accepted")
 	}
 }
@@ -411,7 +411,7 @@ func TestRefuses(t *testing.T) {
 // included, and checks that each feature has a dtype and statistics.
 func TestAllLeaves(t *testing.T) {
 	root := roottest.Record(t, []sim.Config{{Env: "all-leaves", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 6, SessionID: "al"}})
-	dir, sum, _ := export(t, root, lerobot.Options{Incomplete: true})
+	dir, sum, _ := export(t, root, lerobot.WithIncomplete(true))
 	var in info
 	readJSON(t, filepath.Join(dir, lerobot.InfoPath), &in)
 	var st map[string]stat
@@ -433,7 +433,7 @@ func TestAllLeaves(t *testing.T) {
 // never straddle files, and the files together load by LeRobot's rules.
 func TestDataFilesChunked(t *testing.T) {
 	root := roottest.Record(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 24, Seed: 5, SessionID: "pp"}})
-	dir, sum, _ := export(t, root, lerobot.Options{DataFilesSizeInMB: 1, FPS: 10})
+	dir, sum, _ := export(t, root, lerobot.WithDataFilesSizeInMB(1), lerobot.WithFPS(10))
 	if sum.DataFiles < 2 || len(dataFiles(t, dir)) != sum.DataFiles {
 		t.Fatalf("%d data files (%v), want several", sum.DataFiles, dataFiles(t, dir))
 	}
@@ -470,13 +470,13 @@ func TestTimesUnknown(t *testing.T) {
 	}
 	defer d.Close()
 	dir := filepath.Join(t.TempDir(), "out")
-	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{}); !errors.Is(err, lerobot.ErrTimesUnknown) {
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir); !errors.Is(err, lerobot.ErrTimesUnknown) {
 		t.Fatalf("export without fps: %v, want ErrTimesUnknown", err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused export left %s: %v", dir, err)
 	}
-	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{FPS: 15}); err != nil {
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.WithFPS(15)); err != nil {
 		t.Fatal(err)
 	}
 	checkLoadable(t, dir)
@@ -552,7 +552,7 @@ func TestSimulatedRate(t *testing.T) {
 			}
 			defer d.Close()
 			dir := filepath.Join(t.TempDir(), "out")
-			sum, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{})
+			sum, err := lerobot.Export(context.Background(), d, d.Recordings(), dir)
 			if tc.fps == 0 {
 				if !errors.Is(err, lerobot.ErrTimesUnknown) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("export: %v, want ErrTimesUnknown saying %q", err, tc.want)
@@ -590,10 +590,10 @@ func TestReplace(t *testing.T) {
 	defer d.Close()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "old"), []byte("x"), 0o644)
-	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{FPS: 30}); !errors.Is(err, lerobot.ErrExists) {
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.WithFPS(30)); !errors.Is(err, lerobot.ErrExists) {
 		t.Fatalf("non-empty directory: %v, want ErrExists", err)
 	}
-	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.Options{FPS: 30, Replace: true}); err != nil {
+	if _, err := lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.WithFPS(30), lerobot.WithReplace(true)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "old")); !errors.Is(err, os.ErrNotExist) {
@@ -626,7 +626,7 @@ type videoEpisode struct {
 func TestVideo(t *testing.T) {
 	root := roottest.Record(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 3, Seed: 5, SessionID: "pp"}})
 	const fps = 10
-	dir, sum, d := export(t, root, lerobot.Options{FPS: fps, Video: true})
+	dir, sum, d := export(t, root, lerobot.WithFPS(fps), lerobot.WithVideo(true))
 	checkLoadable(t, dir)
 
 	var in struct {
@@ -724,5 +724,25 @@ func TestVideo(t *testing.T) {
 			t.Errorf("%s has the video feature as a column", p)
 		}
 		closeFile()
+	}
+}
+
+// TestFFmpegMissing: WithVideo runs the ffmpeg WithFFmpeg names; when it
+// is not there, Export says so (ErrFFmpeg, naming it) and writes nothing.
+func TestFFmpegMissing(t *testing.T) {
+	root := roottest.Record(t, []sim.Config{{Env: "cartpole", NumEnvs: 1, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 1, Seed: 1, SessionID: "a"}})
+	d, err := dataset.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	missing := filepath.Join(t.TempDir(), "no-ffmpeg")
+	dir := filepath.Join(t.TempDir(), "out")
+	_, err = lerobot.Export(context.Background(), d, d.Recordings(), dir, lerobot.WithFPS(30), lerobot.WithVideo(true), lerobot.WithFFmpeg(missing))
+	if !errors.Is(err, lerobot.ErrFFmpeg) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("Export with ffmpeg %s: %v, want ErrFFmpeg naming it", missing, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s was made: %v", dir, err)
 	}
 }

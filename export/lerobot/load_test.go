@@ -299,7 +299,7 @@ func TestLoadableByLeRobot(t *testing.T) {
 	for _, env := range sim.Envs() {
 		t.Run(env, func(t *testing.T) {
 			root := roottest.Record(t, []sim.Config{{Env: env, NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 4, Seed: 11, SessionID: "s-" + env}})
-			dir, sum, _ := export(t, root, lerobot.Options{Incomplete: true})
+			dir, sum, _ := export(t, root, lerobot.WithIncomplete(true))
 			if sum.FPS <= 0 {
 				t.Errorf("fps %d", sum.FPS)
 			}

@@ -271,7 +271,7 @@ func (x *exporter) meta(dir string) error {
 		{"total_frames", x.sum.Frames},
 		{"total_tasks", len(x.taskList)},
 		{"chunks_size", ChunksSize},
-		{"data_files_size_in_mb", x.opt.DataFilesSizeInMB},
+		{"data_files_size_in_mb", x.opt.dataFilesMiB},
 		{"video_files_size_in_mb", videoFilesSizeInMB},
 		{"fps", x.fps},
 		{"splits", map[string]string{"train": fmt.Sprintf("0:%d", len(x.metas))}},

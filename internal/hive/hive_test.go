@@ -140,7 +140,7 @@ func TestPartitionRel(t *testing.T) {
 		{"episode", EpisodePartition("steps", rec, "ep-000001"), "steps/session_id=local-7/env_id=0190c0de-7a3b-7c2d-8e9f-0123456789ab/episode_record_id=ep-000001"},
 		{"recording", RecordingPartition("episodes", rec), "episodes/session_id=local-7/env_id=0190c0de-7a3b-7c2d-8e9f-0123456789ab"},
 		{"empty ids", EpisodePartition("steps", Recording{}, ""), "steps/session_id=/env_id=/episode_record_id="},
-		{"escape attempt", EpisodePartition("steps", Recording{"../..", "/etc"}, ".."), "steps/session_id=..%2F../env_id=%2Fetc/episode_record_id=%2E%2E"},
+		{"escape attempt", EpisodePartition("steps", Recording{SessionID: "../..", EnvID: "/etc"}, ".."), "steps/session_id=..%2F../env_id=%2Fetc/episode_record_id=%2E%2E"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +187,7 @@ func FuzzEscape(f *testing.F) {
 			t.Fatalf("Segment(%q) is %d bytes, over a file name's 255", s, len(seg))
 		}
 		root := filepath.FromSlash("/r")
-		d := EpisodePartition("steps", Recording{s, s}, s).Dir(root)
+		d := EpisodePartition("steps", Recording{SessionID: s, EnvID: s}, s).Dir(root)
 		rel, err := filepath.Rel(root, d)
 		if err != nil || strings.Count(rel, string(filepath.Separator)) != 3 || strings.HasPrefix(rel, "..") {
 			t.Fatalf("EpisodePartition(%q).Dir = %q escapes or is not four segments below root", s, d)
@@ -211,9 +211,9 @@ func TestRecordingOf(t *testing.T) {
 		rec  Recording
 		ok   bool
 	}{
-		{"steps file", EpisodePartition("steps", Recording{"s", "r"}, "e").File(3), "session_id=s/env_id=r", Recording{"s", "r"}, true},
-		{"escaped", RecordingPartition("logs", Recording{"a b", "x.y"}).File(0), Recording{"a b", "x.y"}.Dir(), Recording{"a b", "x.y"}, true},
-		{"cut", RecordingPartition("sessions", long).File(0), long.Dir(), Recording{}, true},
+		{"steps file", EpisodePartition("steps", Recording{SessionID: "s", EnvID: "r"}, "e").File(3), "session_id=s/env_id=r", Recording{SessionID: "s", EnvID: "r"}, true},
+		{"escaped", RecordingPartition("logs", Recording{SessionID: "a b", EnvID: "x.y"}).File(0), RecordingDir(Recording{SessionID: "a b", EnvID: "x.y"}), Recording{SessionID: "a b", EnvID: "x.y"}, true},
+		{"cut", RecordingPartition("sessions", long).File(0), RecordingDir(long), Recording{}, true},
 		{"table only", "steps/part-00000.parquet", "", Recording{}, false},
 		{"not a partition", "steps/x/y/part-00000.parquet", "", Recording{}, false},
 	}

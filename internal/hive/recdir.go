@@ -14,10 +14,10 @@ const ClaimsDir = "claims"
 
 // ClaimName returns the name, relative to StateDir, of rec's claim:
 // claims/session_id=S/env_id=R.
-func ClaimName(rec Recording) string { return ClaimsDir + "/" + rec.Dir() }
+func ClaimName(rec Recording) string { return ClaimsDir + "/" + RecordingDir(rec) }
 
 // RecordingDirOf returns the directory of the recording (session_id=S/
-// env_id=R, as Recording.Dir gives it) that a path relative to ROOT lies
+// env_id=R, as RecordingDir gives it) that a path relative to ROOT lies
 // under or names: a table's recording partition, any path below it
 // (episode partitions, part files; a trailing "/" of a listing prefix
 // included), or the recording's claim under StateDir/ClaimsDir. The

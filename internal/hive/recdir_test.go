@@ -13,11 +13,11 @@ func TestRecordingDirOf(t *testing.T) {
 		rel  string
 		rec  *Recording // nil: no recording's
 	}{
-		{"part of a recording partition", "sessions/session_id=s/env_id=r/part-00000.parquet", &Recording{"s", "r"}},
-		{"recording partition listed", "logs/session_id=s/env_id=r/", &Recording{"s", "r"}},
-		{"recording partition named", "telemetry/session_id=s/env_id=r", &Recording{"s", "r"}},
-		{"episode partition part", "steps/session_id=s/env_id=r/episode_record_id=ep-000001/part-00000.parquet", &Recording{"s", "r"}},
-		{"episode partition listed", "steps/session_id=s/env_id=r/episode_record_id=ep-000001/", &Recording{"s", "r"}},
+		{"part of a recording partition", "sessions/session_id=s/env_id=r/part-00000.parquet", &Recording{SessionID: "s", EnvID: "r"}},
+		{"recording partition listed", "logs/session_id=s/env_id=r/", &Recording{SessionID: "s", EnvID: "r"}},
+		{"recording partition named", "telemetry/session_id=s/env_id=r", &Recording{SessionID: "s", EnvID: "r"}},
+		{"episode partition part", "steps/session_id=s/env_id=r/episode_record_id=ep-000001/part-00000.parquet", &Recording{SessionID: "s", EnvID: "r"}},
+		{"episode partition listed", "steps/session_id=s/env_id=r/episode_record_id=ep-000001/", &Recording{SessionID: "s", EnvID: "r"}},
 		{"escaped ids", EpisodePartition("steps", odd, "e").File(3), &odd},
 		{"cut id", RecordingPartition("episodes", long).File(0), &long},
 		{"empty ids", "episodes/session_id=/env_id=/part-00000.parquet", &Recording{}},
@@ -43,8 +43,8 @@ func TestRecordingDirOf(t *testing.T) {
 				}
 				return
 			}
-			if !ok || dir != tc.rec.Dir() {
-				t.Errorf("RecordingDirOf(%q) = %q, %v; want %q", tc.rel, dir, ok, tc.rec.Dir())
+			if !ok || dir != RecordingDir(*tc.rec) {
+				t.Errorf("RecordingDirOf(%q) = %q, %v; want %q", tc.rel, dir, ok, RecordingDir(*tc.rec))
 			}
 		})
 	}

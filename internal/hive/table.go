@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -82,26 +83,19 @@ func Lookup(name string) (Table, bool) {
 	return Table{}, false
 }
 
-// Recording names one recording: one route run.
-type Recording struct {
-	SessionID string
-	EnvID     string
-}
+// Recording names one recording: one route run. It is events.Recording,
+// the project's one recording key, under the name the layout code uses.
+type Recording = events.Recording
 
-// String renders the pair for messages: session "S" env "R".
-func (r Recording) String() string {
-	return fmt.Sprintf("session %q env %q", r.SessionID, r.EnvID)
-}
-
-// Dir returns the recording's directory below a table directory,
+// RecordingDir returns the recording's directory below a table directory,
 // session_id=S/env_id=R: the same for every table, and different for
 // every recording (cut values included).
-func (r Recording) Dir() string {
+func RecordingDir(r Recording) string {
 	return Segment(KeySessionID, r.SessionID) + "/" + Segment(KeyEnvID, r.EnvID)
 }
 
 // RecordingOf returns the recording a path relative to ROOT lies under
-// (TABLE/session_id=S/env_id=R/...), with its directory as Recording.Dir
+// (TABLE/session_id=S/env_id=R/...), with its directory as RecordingDir
 // gives it, and whether the path has one. The values are the cut text
 // when a name was cut (see the package doc): compare dir, not them.
 func RecordingOf(rel string) (dir string, r Recording, ok bool) {
@@ -118,14 +112,6 @@ func RecordingOf(rel string) (dir string, r Recording, ok bool) {
 		return "", Recording{}, false
 	}
 	return segs[1] + "/" + segs[2], Recording{SessionID: sid, EnvID: env}, true
-}
-
-// Less orders recordings by session id, then env id.
-func (r Recording) Less(o Recording) bool {
-	if r.SessionID != o.SessionID {
-		return r.SessionID < o.SessionID
-	}
-	return r.EnvID < o.EnvID
 }
 
 // Partition is the address of one partition directory: a table, a

@@ -30,7 +30,9 @@ type Marker struct {
 
 // Upload is a multipart upload in flight: the file it publishes, the
 // service's upload id, and its pieces, enough to complete it after a
-// crash.
+// crash. It is also the object store's own value of an upload
+// (internal/store: PendingUpload, CompleteUpload, AbortUpload), which
+// imports this package: one type, no conversion between the two.
 type Upload struct {
 	// File is the object's path relative to ROOT, one of Files.
 	File string

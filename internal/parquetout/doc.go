@@ -18,9 +18,8 @@
 // parquet-java, hyparquet) check it, not only as DuckDB and arrow read
 // it: CheckFooter checks a file's footer that way (every column chunk's
 // path_in_schema names its column, types, value and row counts agree,
-// pages and indexes lie inside the file), CheckFooters every file under a
-// directory; the tests of this package and the recorder's check every file
-// they write or read with them, and rlrec verify checks every file of a
+// pages and indexes lie inside the file); the tests of this package check
+// every file they write with it, and rlrec verify checks every file of a
 // ROOT.
 //
 // Page checksums: parquet-go v0.32.0 writes a CRC-32 of the page's bytes
@@ -38,7 +37,7 @@
 //	w := f.NewEncoder(part, part.Name(), meta)
 //	for ... { err = w.Write(&row) }   // row buffers may be reused after Write
 //	err = w.Close()                   // the footer; or w.Abort()
-//	err = part.Finish()               // then store.Commit(st, parts)
+//	err = part.Finish()               // then st.Sync(parts), st.Publish(parts)
 //
 //	err = parquetout.EncodeTable(part2, part2.Name(), meta, cfg, []schema.EpisodeRow{row})
 //

@@ -117,19 +117,6 @@ func writeTable[T Row](fsys vfs.FS, dir string, meta Metadata, cfg Config, rows 
 	return w.Commit()
 }
 
-func names(t *testing.T, fsys vfs.FS, dir string) []string {
-	t.Helper()
-	entries, err := fsys.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 func cartpoleWriter(t *testing.T, fsys vfs.FS, dir string, cfg Config) *stepsFile {
 	t.Helper()
 	f, err := NewStepsFormat(mustCompile(t, sBox(dtF32, 4)), mustCompile(t, sDiscrete(dtI64, 2)), cfg)

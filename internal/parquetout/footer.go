@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
-
-	"github.com/rlrec/rlrec/internal/vfs"
 )
 
 // FooterError is what CheckFooter found wrong with a file's footer: the
@@ -516,51 +512,4 @@ func (w *compactWalker) value(t byte, depth int) error {
 		return w.structure(depth + 1)
 	}
 	return w.errorf("unknown type %d", t)
-}
-
-// CheckFooters runs CheckFooter on every *.parquet file under root on
-// fsys (temp files, named .tmp, are not checked) and returns nil, or every
-// problem found joined (errors.Join), each naming its file. A missing root
-// has no files.
-func CheckFooters(fsys vfs.FS, root string) error {
-	var errs []error
-	var walk func(dir string)
-	walk = func(dir string) {
-		ents, err := fsys.ReadDir(dir)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) || dir != root {
-				errs = append(errs, fmt.Errorf("parquetout: list %s: %w", dir, err))
-			}
-			return
-		}
-		for _, e := range ents {
-			p := filepath.Join(dir, e.Name())
-			switch {
-			case e.IsDir():
-				walk(p)
-			case strings.HasSuffix(e.Name(), ".parquet"):
-				if err := checkFooterOf(fsys, p); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
-	walk(root)
-	return errors.Join(errs...)
-}
-
-func checkFooterOf(fsys vfs.FS, path string) error {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return fmt.Errorf("parquetout: open %s: %w", path, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("parquetout: stat %s: %w", path, err)
-	}
-	if err := CheckFooter(f, st.Size()); err != nil {
-		return fmt.Errorf("parquetout: check %s: %w", path, err)
-	}
-	return nil
 }

@@ -545,7 +545,7 @@ func TestCheckFooters(t *testing.T) {
 				}
 				f.Close()
 			}
-			err := CheckFooters(mem, "/root")
+			err := checkFooters(mem, "/root")
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -553,7 +553,7 @@ func TestCheckFooters(t *testing.T) {
 				return
 			}
 			if !errors.Is(err, ErrFooter) {
-				t.Fatalf("CheckFooters = %v, want an error wrapping ErrFooter", err)
+				t.Fatalf("checkFooters = %v, want an error wrapping ErrFooter", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

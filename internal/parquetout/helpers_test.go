@@ -2,8 +2,12 @@ package parquetout
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -117,13 +121,56 @@ func osFS(t testing.TB) (vfs.FS, string) {
 	t.Helper()
 	fsys, root := vfs.OS(), filepath.Join(t.TempDir(), "root")
 	t.Cleanup(func() {
-		if err := CheckFooters(fsys, root); err != nil {
+		if err := checkFooters(fsys, root); err != nil {
 			t.Error(err)
 		}
 	})
 	return fsys, root
 }
 
-func metaValue(pf *parquet.File, key string) (string, bool) {
-	return pf.Lookup(key)
+// checkFooters runs CheckFooter on every *.parquet file under root on
+// fsys (temp files, named .tmp, are not checked) and returns nil, or every
+// problem found joined (errors.Join), each naming its file. A missing root
+// has no files.
+func checkFooters(fsys vfs.FS, root string) error {
+	var errs []error
+	var walk func(dir string)
+	walk = func(dir string) {
+		ents, err := fsys.ReadDir(dir)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) || dir != root {
+				errs = append(errs, fmt.Errorf("parquetout: list %s: %w", dir, err))
+			}
+			return
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			switch {
+			case e.IsDir():
+				walk(p)
+			case strings.HasSuffix(e.Name(), ".parquet"):
+				if err := checkFooterOf(fsys, p); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	walk(root)
+	return errors.Join(errs...)
+}
+
+func checkFooterOf(fsys vfs.FS, path string) error {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return fmt.Errorf("parquetout: open %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("parquetout: stat %s: %w", path, err)
+	}
+	if err := CheckFooter(f, st.Size()); err != nil {
+		return fmt.Errorf("parquetout: check %s: %w", path, err)
+	}
+	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"strconv"
 
 	"github.com/rlrec/rlrec/internal/hive"
-	"github.com/rlrec/rlrec/internal/store"
-
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -33,14 +31,16 @@ type Metadata struct {
 	// RunNonce is stored under rlrec.run_nonce in sessions, logs and
 	// telemetry files, when not "" (schema.MetaRunNonce).
 	RunNonce string
-	// StoreRequests is stored under rlrec.store_requests in sessions
-	// files, when not nil, as store.Requests writes JSON: the requests
-	// of the recording to its object store when its row was written
-	// (its claim, listings, the puts of every file before), the puts of
-	// the final write itself (the sessions file, the logs and telemetry
-	// written with it) not among them (schema.MetaStoreRequests). Nil
-	// for a ROOT on disk, so that its files' bytes do not change.
-	StoreRequests *store.Requests
+	// StoreRequests is stored as it is under rlrec.store_requests in
+	// sessions files, when not "": the JSON (store.Requests.MarshalJSON)
+	// of the recording's requests to its object store when its row was
+	// written (its claim, listings, the puts of every file before), the
+	// puts of the final write itself (the sessions file, the logs and
+	// telemetry written with it) not among them (schema.MetaStoreRequests).
+	// The caller that owns the store counts them; this package only
+	// stores the value. "" for a ROOT on disk, so that its files' bytes
+	// do not change.
+	StoreRequests string
 	// ObservationSpace and ActionSpace are stored as protojson under
 	// rlrec.observation_space and rlrec.action_space in steps and episodes
 	// files, when not nil.
@@ -98,9 +98,8 @@ func keyValues(table string, meta Metadata, spaces spaceJSON) []kvPair {
 		if meta.TelemetryRows != nil {
 			kv = append(kv, kvPair{schema.MetaTelemetryRows, strconv.FormatInt(*meta.TelemetryRows, 10)})
 		}
-		if meta.StoreRequests != nil {
-			b, _ := meta.StoreRequests.MarshalJSON() // never fails
-			kv = append(kv, kvPair{schema.MetaStoreRequests, string(b)})
+		if meta.StoreRequests != "" {
+			kv = append(kv, kvPair{schema.MetaStoreRequests, meta.StoreRequests})
 		}
 	}
 	if meta.LastSequence != 0 && (table == schema.TableSessions || table == schema.TableLogs || table == schema.TableTelemetry) {

@@ -375,6 +375,12 @@ func (c *pageCheck) checkChunk(b []byte, start, rows int64, cm *format.ColumnMet
 	return pages, true
 }
 
+// plainDictionary is PLAIN_DICTIONARY (2), the encoding Parquet 1.0
+// writers gave dictionary pages; later ones write PLAIN (parquet-go
+// deprecates the name, not the value). Files of other writers carry it:
+// part of the Parquet format, do not change.
+const plainDictionary format.Encoding = 2
+
 // checkDictionary checks that a PLAIN dictionary page of fixed-width or
 // byte-array values holds num_values values.
 func (c *pageCheck) checkDictionary(problem func(string, ...any), h *format.PageHeader, data []byte, cm *format.ColumnMetaData, leaf *leafColumn) {
@@ -383,7 +389,7 @@ func (c *pageCheck) checkDictionary(problem func(string, ...any), h *format.Page
 		problem("the dictionary's num_values is %d", d.NumValues)
 		return
 	}
-	if d.Encoding != format.Plain && d.Encoding != format.PlainDictionary {
+	if d.Encoding != format.Plain && d.Encoding != plainDictionary {
 		return
 	}
 	n := int64(d.NumValues)

@@ -192,7 +192,7 @@ func (f *StepsFormat) NewEncoder(out io.Writer, name string, meta Metadata) *Ste
 	}
 	// A new parquet-go writer for every file: see getWriteBuffer.
 	w.out = getWriteBuffer(out, f.cfg.WriteBufferSize)
-	w.pw = parquet.NewWriter(w.out, f.opts...)
+	w.pw = parquet.NewGenericWriter[any](w.out, f.opts...)
 	for _, e := range keyValues(schema.TableSteps, meta, f.spaces) {
 		w.pw.SetKeyValueMetadata(e.key, e.value)
 	}
@@ -210,12 +210,12 @@ func (t *target) TempPath() string { return t.name }
 // recycles across files: the batch buffers. The parquet-go writer is the
 // file's own, and its write buffer comes from getWriteBuffer.
 type stepsBuffers struct {
-	pw      *parquet.Writer
-	out     *bufio.Writer   // the file's write buffer, in front of the part
-	rowBuf  []pendingRow    // rows not yet handed to parquet-go
-	leafBuf [][]byte        // their typed leaves, row-major
-	arena   []byte          // copies of the bytes those rows reference
-	scratch []parquet.Value // one column of the batch
+	pw      *parquet.GenericWriter[any] // rows go in column by column (ColumnWriters), never as Go values
+	out     *bufio.Writer               // the file's write buffer, in front of the part
+	rowBuf  []pendingRow                // rows not yet handed to parquet-go
+	leafBuf [][]byte                    // their typed leaves, row-major
+	arena   []byte                      // copies of the bytes those rows reference
+	scratch []parquet.Value             // one column of the batch
 }
 
 // Rows returns the number of rows written so far.

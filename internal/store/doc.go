@@ -39,7 +39,8 @@
 // under its temp name or complete under its final name, never a partial
 // file under a final name. A caller that must record a group before it
 // becomes visible (the recorder logs its markers) calls Sync, records,
-// then Publish; Commit does both.
+// then Publish. When only some parts of a group fail, both steps go on
+// with the others and a *GroupError names the failed ones.
 //
 // Failure of one part. A failed file-system sync says nothing of which
 // file failed, so Sync then syncs each part on its own (its file, then
@@ -70,8 +71,9 @@
 // held two StreamPieceSize pieces, uploaded them while it was written,
 // and Sync uploads the rest: s3stream.go); the upload is durable on the
 // service and invisible, and
-// PendingUpload returns its key, upload id and piece ETags for the caller
-// to record. A part of PartSize or less needs no request at Sync: it is
+// PendingUpload returns its path, upload id and piece ETags for the caller
+// to record (a logrec.Upload: the log's record of an upload is the one
+// type of it, which CompleteUpload and AbortUpload take back). A part of PartSize or less needs no request at Sync: it is
 // durable only once published, and a caller that must survive a crash
 // before then keeps its source (the recorder's log holds every event a
 // part is built from until the part is published).

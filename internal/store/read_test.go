@@ -42,7 +42,7 @@ func TestReaderS3(t *testing.T) {
 		sizes[part.Rel()] = size
 		parts = append(parts, part)
 	}
-	if err := Commit(w, parts); err != nil {
+	if err := commit(w, parts); err != nil {
 		t.Fatal(err)
 	}
 	// The recorder's state and a stray, both on the service.
@@ -149,7 +149,7 @@ func TestObjectBlocks(t *testing.T) {
 	p := hive.RecordingPartition("steps", rec)
 	body := payload(3*blockSize+100, 7)
 	part := writePart(t, w, p, 0, body)
-	if err := Commit(w, []Part{part}); err != nil {
+	if err := commit(w, []Part{part}); err != nil {
 		t.Fatal(err)
 	}
 	r := newS3(t, srv, "blocks")

@@ -202,7 +202,7 @@ func (s *S3) OwnRequests() Requests { return s.mine.load() }
 // for. Safe for concurrent use with every request.
 func (s *S3) RequestsOf(rec hive.Recording) Requests {
 	s.recMu.Lock()
-	c := s.recs[rec.Dir()]
+	c := s.recs[hive.RecordingDir(rec)]
 	s.recMu.Unlock()
 	if c == nil {
 		return Requests{}

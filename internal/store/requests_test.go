@@ -132,7 +132,7 @@ func TestS3RequestsAdd(t *testing.T) {
 			}
 			small := writePart(t, s, hive.EpisodePartition("steps", r, "ep-1"), -1, payload(1000, uint64(i)))
 			big := writePart(t, s, hive.RecordingPartition("episodes", r), -1, payload(MinPartSize+10, uint64(i)))
-			if err := Commit(s, []Part{small, big}); err != nil {
+			if err := commit(s, []Part{small, big}); err != nil {
 				t.Error(err)
 			}
 			if _, err := s.Parts(hive.RecordingPartition("episodes", r).Rel()); err != nil {

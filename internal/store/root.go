@@ -236,13 +236,6 @@ func (s *S3) Multipart(p Part) bool {
 	return ok && sp.s == s && sp.multipart()
 }
 
-// UploadOf returns the Upload of the object rel (relative to ROOT) with
-// the service's upload id and the pieces uploaded, as a caller recorded
-// them, for CompleteUpload or AbortUpload.
-func (s *S3) UploadOf(rel, id string, pieces []Piece) Upload {
-	return Upload{Key: s.loc.Key(rel), ID: id, Pieces: pieces}
-}
-
 // Exists reports whether the object rel (relative to ROOT) is
 // published: one HeadObject.
 func (s *S3) Exists(rel string) (bool, error) {

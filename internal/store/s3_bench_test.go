@@ -55,7 +55,7 @@ func BenchmarkS3Publish(b *testing.B) {
 				if err := part.Finish(); err != nil {
 					b.Fatal(err)
 				}
-				if err := Commit(s, []Part{part}); err != nil {
+				if err := commit(s, []Part{part}); err != nil {
 					b.Fatal(err)
 				}
 			}

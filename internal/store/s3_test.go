@@ -127,7 +127,7 @@ func TestS3Publish(t *testing.T) {
 					if got := part.Rel(); got != p.File(i) {
 						t.Fatalf("part %d: Rel %q, want %q", i, got, p.File(i))
 					}
-					if err := Commit(s, []Part{part}); err != nil {
+					if err := commit(s, []Part{part}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -237,7 +237,7 @@ func TestS3NeverReplaces(t *testing.T) {
 	}
 	part.Write([]byte("first"))
 	part.Finish()
-	if err := Commit(first, []Part{part}); err != nil {
+	if err := commit(first, []Part{part}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := first.CreateNew(p); !errors.Is(err, ErrPartitionExists) {
@@ -251,7 +251,7 @@ func TestS3NeverReplaces(t *testing.T) {
 		}
 		part.Abort()
 		part = writePart(t, second, p, 0, payload(size, 9))
-		err = Commit(second, []Part{part})
+		err = commit(second, []Part{part})
 		var nt *NameTakenError
 		if !errors.As(err, &nt) || !errors.Is(err, ErrExists) {
 			t.Fatalf("%d bytes: publishing over an object: %v, want a NameTakenError", size, err)
@@ -411,7 +411,7 @@ func TestLoadS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	part := writePart(t, s, hive.RecordingPartition("sessions", rec), -1, []byte("row"))
-	if err := Commit(s, []Part{part}); err != nil {
+	if err := commit(s, []Part{part}); err != nil {
 		t.Fatal(err)
 	}
 	if !srv.Equal(testBucket, "a/b/"+part.Rel(), []byte("row")) {

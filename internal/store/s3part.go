@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/internal/vfs"
 )
 
@@ -31,7 +32,7 @@ type s3Part struct {
 	spool string   // the spool file, once the bytes spilled to one
 	f     vfs.File // the spool file while written; nil after Finish
 
-	upload *Upload // the multipart upload of a large part, once created
+	upload *logrec.Upload // the multipart upload of a large part, once created
 
 	// Streaming (s3stream.go): begin is set when the part may upload
 	// its pieces while written; stream is its uploading goroutine once
@@ -210,7 +211,7 @@ func (p *s3Part) uploadPieces() error {
 		if !p.multipart() {
 			return nil
 		}
-		up := &Upload{Key: p.key}
+		up := &logrec.Upload{File: p.rel}
 		if err := p.s.createUpload(up); err != nil {
 			return err
 		}
@@ -260,47 +261,32 @@ func (s *S3) hasETag(key, etag string) bool {
 	return err == nil && strings.Trim(aws.ToString(out.ETag), `"`) == etag
 }
 
-// Upload is a multipart upload in flight: what a caller records so that
-// after a crash the upload can be completed (CompleteUpload) or aborted
-// (AbortUpload).
-type Upload struct {
-	// Key is the object's key in the store's bucket.
-	Key string
-	// ID is the service's upload id.
-	ID string
-	// Pieces are the uploaded pieces, in order.
-	Pieces []Piece
-}
-
-// Piece is one uploaded piece of a multipart upload.
-type Piece struct {
-	Number int32
-	ETag   string
-	Size   int64
-}
-
 // PendingUpload returns the multipart upload of a part that Sync
 // uploaded in pieces, for the caller to record before it publishes the
-// part; false for a part published by one put (or of another store).
-func (s *S3) PendingUpload(part Part) (Upload, bool) {
+// part (the log's record of it: logrec.Upload, the one type of an upload
+// in flight, its File relative to ROOT); false for a part published by
+// one put (or of another store).
+func (s *S3) PendingUpload(part Part) (logrec.Upload, bool) {
 	p, ok := part.(*s3Part)
 	if !ok || p.s != s || p.upload == nil || !p.synced {
-		return Upload{}, false
+		return logrec.Upload{}, false
 	}
 	return *p.upload, true
 }
 
 // CompleteUpload completes u with If-None-Match: *: the object appears
 // whole, or the name is taken (*NameTakenError) and u is aborted, so that
-// no incomplete upload is left.
-func (s *S3) CompleteUpload(u Upload) error {
+// no incomplete upload is left. u.File is the object's path relative to
+// ROOT, as the log recorded it.
+func (s *S3) CompleteUpload(u logrec.Upload) error {
+	key := s.loc.Key(u.File)
 	parts := make([]types.CompletedPart, len(u.Pieces))
 	for i, pc := range u.Pieces {
 		parts[i] = types.CompletedPart{PartNumber: aws.Int32(pc.Number), ETag: aws.String(pc.ETag)}
 	}
-	s.count(OpComplete, u.Key)
+	s.count(OpComplete, key)
 	_, err := s.client.CompleteMultipartUpload(s.ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(s.loc.Bucket), Key: aws.String(u.Key), UploadId: aws.String(u.ID),
+		Bucket: aws.String(s.loc.Bucket), Key: aws.String(key), UploadId: aws.String(u.ID),
 		IfNoneMatch: aws.String("*"), MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
 	if err == nil {
@@ -310,22 +296,22 @@ func (s *S3) CompleteUpload(u Upload) error {
 	if taken || isStatus(err, http.StatusNotFound) {
 		// A lost reply: the retry finds the object done (412) or the
 		// upload gone (404, NoSuchUpload), and the object is ours.
-		if s.hasETag(u.Key, u.ETag()) {
+		if s.hasETag(key, multipartETag(u)) {
 			return nil
 		}
 	}
 	if !taken {
-		return fmt.Errorf("store: complete the upload of %s: %w", s.url(u.Key), err)
+		return fmt.Errorf("store: complete the upload of %s: %w", s.url(key), err)
 	}
 	if aerr := s.AbortUpload(u); aerr != nil {
-		s.opts.Logger.Warn("could not abort the upload of a name taken", "object", s.url(u.Key), "upload", u.ID, "err", aerr)
+		s.opts.Logger.Warn("could not abort the upload of a name taken", "object", s.url(key), "upload", u.ID, "err", aerr)
 	}
-	return &NameTakenError{URL: s.url(u.Key), Err: err}
+	return &NameTakenError{URL: s.url(key), Err: err}
 }
 
-// ETag is the ETag S3 gives the object u completes: the MD5 of its
-// pieces' MD5s, a dash and their count.
-func (u Upload) ETag() string {
+// multipartETag is the ETag S3 gives the object u completes: the MD5 of
+// its pieces' MD5s, a dash and their count.
+func multipartETag(u logrec.Upload) string {
 	var sums []byte
 	for _, pc := range u.Pieces {
 		b, err := hex.DecodeString(strings.Trim(pc.ETag, `"`))
@@ -338,15 +324,17 @@ func (u Upload) ETag() string {
 	return fmt.Sprintf("%s-%d", hex.EncodeToString(sum[:]), len(u.Pieces))
 }
 
-// AbortUpload aborts u; an upload already gone is not an error.
-func (s *S3) AbortUpload(u Upload) error {
-	s.count(OpAbort, u.Key)
+// AbortUpload aborts u (u.File relative to ROOT); an upload already gone
+// is not an error.
+func (s *S3) AbortUpload(u logrec.Upload) error {
+	key := s.loc.Key(u.File)
+	s.count(OpAbort, key)
 	_, err := s.client.AbortMultipartUpload(s.ctx, &s3.AbortMultipartUploadInput{
-		Bucket: aws.String(s.loc.Bucket), Key: aws.String(u.Key), UploadId: aws.String(u.ID),
+		Bucket: aws.String(s.loc.Bucket), Key: aws.String(key), UploadId: aws.String(u.ID),
 	})
 	var nsu *types.NoSuchUpload
 	if err != nil && !errors.As(err, &nsu) && !isStatus(err, http.StatusNotFound) {
-		return fmt.Errorf("store: abort the upload %s of %s: %w", u.ID, s.url(u.Key), err)
+		return fmt.Errorf("store: abort the upload %s of %s: %w", u.ID, s.url(key), err)
 	}
 	return nil
 }
@@ -354,9 +342,9 @@ func (s *S3) AbortUpload(u Upload) error {
 // Uploads lists the multipart uploads in flight of the object rel
 // (relative to ROOT), by its exact key: some services (MinIO) list
 // uploads only so. The pieces are not listed.
-func (s *S3) Uploads(rel string) ([]Upload, error) {
+func (s *S3) Uploads(rel string) ([]logrec.Upload, error) {
 	key := s.loc.Key(rel)
-	var ups []Upload
+	var ups []logrec.Upload
 	var keyMarker, idMarker *string
 	for {
 		s.count(OpListUploads, key)
@@ -369,7 +357,7 @@ func (s *S3) Uploads(rel string) ([]Upload, error) {
 		}
 		for _, u := range out.Uploads {
 			if aws.ToString(u.Key) == key {
-				ups = append(ups, Upload{Key: key, ID: aws.ToString(u.UploadId)})
+				ups = append(ups, logrec.Upload{File: rel, ID: aws.ToString(u.UploadId)})
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) {

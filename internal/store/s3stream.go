@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/rlrec/rlrec/internal/logrec"
 )
 
 // Streaming: the pieces of a large part go up while it is written.
@@ -134,7 +136,7 @@ func (p *s3Part) streamPieces() {
 func (p *s3Part) startStream() {
 	st := &streamer{jobs: make(chan pieceJob, streamAhead), done: make(chan struct{}), freed: make(chan struct{}, streamAhead)}
 	p.stream = st
-	p.upload = &Upload{Key: p.key}
+	p.upload = &logrec.Upload{File: p.rel}
 	up := p.upload
 	go func() {
 		defer close(st.done)
@@ -144,7 +146,7 @@ func (p *s3Part) startStream() {
 		}
 		for job := range st.jobs {
 			if st.err == nil {
-				var pc Piece
+				var pc logrec.Piece
 				pc, st.err = p.s.uploadPiece(up, job.num, job.blocks, job.blocks.size())
 				up.Pieces = append(up.Pieces, pc)
 			}
@@ -178,30 +180,32 @@ func (p *s3Part) stopStream() error {
 	return st.err
 }
 
-// createUpload begins the multipart upload up of up.Key.
-func (s *S3) createUpload(up *Upload) error {
-	s.count(OpCreateUpload, up.Key)
+// createUpload begins the multipart upload up of up.File.
+func (s *S3) createUpload(up *logrec.Upload) error {
+	key := s.loc.Key(up.File)
+	s.count(OpCreateUpload, key)
 	out, err := s.client.CreateMultipartUpload(s.ctx, &s3.CreateMultipartUploadInput{
-		Bucket: aws.String(s.loc.Bucket), Key: aws.String(up.Key),
+		Bucket: aws.String(s.loc.Bucket), Key: aws.String(key),
 	})
 	if err != nil {
-		return fmt.Errorf("store: begin the upload of %s: %w", s.url(up.Key), err)
+		return fmt.Errorf("store: begin the upload of %s: %w", s.url(key), err)
 	}
 	up.ID = aws.ToString(out.UploadId)
 	return nil
 }
 
 // uploadPiece uploads piece num of up: size bytes of body.
-func (s *S3) uploadPiece(up *Upload, num int32, body io.ReaderAt, size int64) (Piece, error) {
-	s.count(OpUploadPiece, up.Key)
+func (s *S3) uploadPiece(up *logrec.Upload, num int32, body io.ReaderAt, size int64) (logrec.Piece, error) {
+	key := s.loc.Key(up.File)
+	s.count(OpUploadPiece, key)
 	out, err := s.client.UploadPart(s.ctx, &s3.UploadPartInput{
-		Bucket: aws.String(s.loc.Bucket), Key: aws.String(up.Key), UploadId: aws.String(up.ID),
+		Bucket: aws.String(s.loc.Bucket), Key: aws.String(key), UploadId: aws.String(up.ID),
 		PartNumber: aws.Int32(num), Body: io.NewSectionReader(body, 0, size), ContentLength: aws.Int64(size),
 	}, s.bodyOpts...)
 	if err != nil {
-		return Piece{}, fmt.Errorf("store: upload piece %d of %s: %w", num, s.url(up.Key), err)
+		return logrec.Piece{}, fmt.Errorf("store: upload piece %d of %s: %w", num, s.url(key), err)
 	}
-	return Piece{Number: num, ETag: aws.ToString(out.ETag), Size: size}, nil
+	return logrec.Piece{Number: num, ETag: aws.ToString(out.ETag), Size: size}, nil
 }
 
 // uploadRest uploads the part's bytes not yet in a piece ([base, size),
@@ -220,7 +224,7 @@ func (p *s3Part) uploadRest() error {
 	defer done()
 	n := int((rest + s.opts.PartSize - 1) / s.opts.PartSize)
 	first := len(up.Pieces)
-	up.Pieces = append(up.Pieces, make([]Piece, n)...)
+	up.Pieces = append(up.Pieces, make([]logrec.Piece, n)...)
 	errs := make([]error, n)
 	sem := make(chan struct{}, s.opts.Concurrency)
 	var wg sync.WaitGroup

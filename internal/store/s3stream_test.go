@@ -124,7 +124,7 @@ func TestS3Stream(t *testing.T) {
 			if other != nil {
 				parts = append(parts, other)
 			}
-			err = Commit(s, parts)
+			err = commit(s, parts)
 			mu.Lock()
 			if want := map[bool]int{true: 1}[c.streams]; begun != want {
 				t.Errorf("begin called %d times, want %d", begun, want)
@@ -214,7 +214,7 @@ func TestS3UnsignedPayload(t *testing.T) {
 	bodies := [][]byte{payload(1000, 1), payload(MinPartSize+10, 2)}
 	small := writePart(t, s, stepsP, 0, bodies[0])
 	large := writePart(t, s, episodesP, 0, bodies[1])
-	if err := Commit(s, []Part{small, large}); err != nil {
+	if err := commit(s, []Part{small, large}); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range []Part{small, large} {
@@ -299,7 +299,7 @@ func TestS3StreamThenSpill(t *testing.T) {
 	if err := part.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Commit(s, []Part{part}); err != nil {
+	if err := commit(s, []Part{part}); err != nil {
 		t.Fatal(err)
 	}
 	if !srv.Equal(testBucket, s.loc.Key(part.Rel()), body) {

@@ -47,11 +47,10 @@ import (
 type Uploader interface {
 	Root
 	Multipart(p Part) bool
-	PendingUpload(p Part) (Upload, bool)
-	UploadOf(rel, id string, pieces []Piece) Upload
-	Uploads(rel string) ([]Upload, error)
-	CompleteUpload(u Upload) error
-	AbortUpload(u Upload) error
+	PendingUpload(p Part) (logrec.Upload, bool)
+	Uploads(rel string) ([]logrec.Upload, error)
+	CompleteUpload(u logrec.Upload) error
+	AbortUpload(u logrec.Upload) error
 	Exists(rel string) (bool, error)
 	Delete(rel string) error
 }
@@ -99,11 +98,7 @@ func MarkUploads(up Uploader, parts []Part, markers [][]byte) ([][]byte, error) 
 		if !ok {
 			continue
 		}
-		lu := logrec.Upload{File: p.Rel(), ID: u.ID, Pieces: make([]logrec.Piece, len(u.Pieces))}
-		for i, pc := range u.Pieces {
-			lu.Pieces[i] = logrec.Piece{Number: pc.Number, ETag: pc.ETag, Size: pc.Size}
-		}
-		ups[p.Rel()] = lu
+		ups[p.Rel()] = u
 	}
 	if len(ups) == 0 {
 		return markers, nil
@@ -165,11 +160,7 @@ func SettleUploads(up Uploader, pub *logrec.Published, nameTaken func(rel string
 				if ok || s.lost[u.File] {
 					continue
 				}
-				pieces := make([]Piece, len(u.Pieces))
-				for i, pc := range u.Pieces {
-					pieces[i] = Piece{Number: pc.Number, ETag: pc.ETag, Size: pc.Size}
-				}
-				err = up.CompleteUpload(up.UploadOf(u.File, u.ID, pieces))
+				err = up.CompleteUpload(u)
 				var code interface{ ErrorCode() string }
 				switch {
 				case err == nil:

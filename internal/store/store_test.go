@@ -135,7 +135,7 @@ func TestPartNumbering(t *testing.T) {
 			if err := p.Finish(); err != nil {
 				t.Fatal(err)
 			}
-			if err := Commit(s, []Part{p}); err != nil {
+			if err := commit(s, []Part{p}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := fsys.Stat(filepath.Join(root, filepath.FromSlash(p.Rel()))); err != nil {
@@ -144,7 +144,7 @@ func TestPartNumbering(t *testing.T) {
 			if _, err := fsys.Stat(p.Name()); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("temp file still there: %v", err)
 			}
-			if err := Commit(s, []Part{p}); err == nil {
+			if err := commit(s, []Part{p}); err == nil {
 				t.Fatal("a second Commit succeeded")
 			}
 			if _, err := p.Write([]byte("x")); !errors.Is(err, ErrClosed) {
@@ -162,7 +162,7 @@ func TestPartNumbering(t *testing.T) {
 func TestNeverReplace(t *testing.T) {
 	mem := vfs.NewMem()
 	s := NewFS(mem, root)
-	if err := Commit(s, []Part{write(t, s, episodesP)}); err != nil {
+	if err := commit(s, []Part{write(t, s, episodesP)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Create(episodesP, 0); !errors.Is(err, ErrExists) {
@@ -176,7 +176,7 @@ func TestNeverReplace(t *testing.T) {
 	p.Write([]byte("other"))
 	p.Finish()
 	touch(t, mem, filepath.Join(episodesP.Dir(root), hive.PartName(1)))
-	err = Commit(s, []Part{p})
+	err = commit(s, []Part{p})
 	var ge *GroupError
 	if !errors.As(err, &ge) || !errors.Is(err, ErrExists) || len(ge.Parts) != 1 || ge.Parts[0].Part != p {
 		t.Fatalf("Commit over a published name: %v, want a *GroupError of it wrapping ErrExists", err)
@@ -232,7 +232,7 @@ func TestCommitCrash(t *testing.T) {
 	before := &crashAt{mem: mem, op: vfs.OpSyncFS}  // after Finish, before the first sync
 	renames := &crashAt{mem: mem, op: vfs.OpRename} // after the first sync, before any rename
 	s := NewFS(vfs.WithErrors(vfs.WithErrors(mem, before), renames), root)
-	if err := Commit(s, group(t, s)); err != nil {
+	if err := commit(s, group(t, s)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -296,7 +296,7 @@ func TestCommitErrors(t *testing.T) {
 			}
 			s := NewFS(fsys, root)
 			parts := group(t, s)
-			err := Commit(s, parts)
+			err := commit(s, parts)
 			var ge *GroupError
 			switch {
 			case tt.whole:
@@ -351,10 +351,10 @@ func TestCommitMisuse(t *testing.T) {
 	mem := vfs.NewMem()
 	s := NewFS(mem, root)
 	parts := group(t, s)
-	if err := Commit(s, parts); err != nil {
+	if err := commit(s, parts); err != nil {
 		t.Fatal(err)
 	}
-	if err := Commit(s, parts); err == nil {
+	if err := commit(s, parts); err == nil {
 		t.Fatal("committing committed parts again succeeded")
 	}
 	x := hive.RecordingPartition("logs", rec)
@@ -362,14 +362,14 @@ func TestCommitMisuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Commit(s, []Part{open}); err == nil {
+	if err := commit(s, []Part{open}); err == nil {
 		t.Fatal("committing an unfinished part succeeded")
 	}
 	if got := names(t, mem, x.Dir(root)); len(got) != 0 {
 		t.Fatalf("the refused part left %v", got)
 	}
 	other := NewFS(mem, root)
-	if err := Commit(other, []Part{write(t, s, x)}); !errors.Is(err, errForeign) {
+	if err := commit(other, []Part{write(t, s, x)}); !errors.Is(err, errForeign) {
 		t.Fatalf("committing another store's part: %v", err)
 	}
 }
@@ -455,7 +455,7 @@ func TestCreateNew(t *testing.T) {
 			if c.squat {
 				touch(t, mem, filepath.Join(stepsP.Dir(root), hive.PartName(0)))
 			}
-			if err := Commit(s, []Part{p}); !errors.Is(err, c.wantErr) {
+			if err := commit(s, []Part{p}); !errors.Is(err, c.wantErr) {
 				t.Fatalf("Commit: %v, want %v", err, c.wantErr)
 			}
 			if c.wantErr == nil {

@@ -238,7 +238,7 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("read after repair: %v", err)
 		}
 		if int64(len(recs)) != rep.Records {
-			t.Fatal(fmt.Sprintf("read %d records after repair, report says %d", len(recs), rep.Records))
+			t.Fatalf("read %d records after repair, report says %d", len(recs), rep.Records)
 		}
 	})
 }

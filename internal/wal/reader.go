@@ -98,9 +98,9 @@ type Reader struct {
 	// before it say it must start at (0 for the first: any).
 	starts []Pos
 
-	next    Pos // position of the next record
-	pos     Pos // position of the current record
-	lost    int64
+	next    Pos   // position of the next record
+	pos     Pos   // position of the current record
+	lost    int64 // positions a salvage marked lost, read so far (the crash tests check them)
 	rec     []byte
 	skipTo  Pos
 	verify  bool                  // check framing and CRCs only, do not decode payloads
@@ -317,10 +317,6 @@ func (r *Reader) Pos() Pos { return r.pos }
 // Err returns the error that stopped Next, or nil at a clean end. Damage
 // is a *CorruptionError.
 func (r *Reader) Err() error { return r.err }
-
-// Lost returns how many positions read so far a salvage marked lost:
-// records Repair found damaged and dropped (see Options.Salvage).
-func (r *Reader) Lost() int64 { return r.lost }
 
 // Close releases the Reader's buffers.
 func (r *Reader) Close() error {

@@ -9,11 +9,15 @@ shuffled pass, the time to the first batch and the time to build the
 index (which comes before: the first batch arrives index_s +
 first_batch_s after the loader is made; torch is imported before, as a
 training process has it); peak RSS of the process and its workers (the
-largest one). The scan reads the files and columns the loader's index
-names, so it is timed from the same point. The floor: a pyarrow.dataset scan of the same steps files
-and columns (rows/s), sequential, single process. Each figure is the
-median of --repeat runs, each in a fresh process. Prints one JSON line
-per measurement.
+largest one). The floor: a pyarrow.dataset scan of the same steps files
+and typed columns (rows/s), sequential, single process, decoded to the
+same numpy arrays in batches of the same size. The scan reads the files
+the loader's index names, so both are timed from the end of that one
+index build (a loader is made once per process). Each figure is the
+median of --repeat runs (default 5), each in a fresh process, taken in
+rounds of every measurement in turn; "vs_scan" is the ratio of a median
+to the scan's median. Prints one JSON line per measurement, then the
+1-minute load average before and after each round.
 """
 
 from __future__ import annotations
@@ -52,36 +56,24 @@ def one(args) -> dict:
     )
     t0 = time.perf_counter()
     index_s = t0 - t_index
+    n = 0
+    first = None
     if args.kind == "scan":
         names = [c.name for c in ld.columns]  # the same files and typed columns
         files = [f.path for f in ld.index.files]
-        n = 0
-        first = None
         for rb in ds.dataset(files, format="parquet").to_batches(columns=names, batch_size=args.batch):
             for c in ld.columns:  # the same numpy arrays the loader gives
                 c.decode(rb.column(c.name))
             n += rb.num_rows
             if first is None:
                 first = time.perf_counter() - t0
-        total = time.perf_counter() - t0
     else:
-        ld = StepLoader(
-            args.root,
-            cols,
-            batch_size=args.batch,
-            order=args.kind,
-            seed=1,
-            block_episodes=8,
-            budget_bytes=args.budget << 20,
-        )
-        n = 0
-        first = None
         batches = ld if args.workers < 0 else ld.dataloader(num_workers=args.workers)
         for b in batches:
             n += len(b["step"])
             if first is None:
                 first = time.perf_counter() - t0
-        total = time.perf_counter() - t0
+    total = time.perf_counter() - t0
     rss = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     )
@@ -96,51 +88,64 @@ def one(args) -> dict:
     }
 
 
+ALL_RUNS = [("scan", 0)] + [(k, w) for k in ("sequential", "block", "global") for w in (-1, 0, 2, 4)]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("root")
     p.add_argument("--columns", default="observation,action,reward")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--budget", type=int, default=512, help="MiB")
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument(
+        "--runs",
+        default=None,
+        help="which measurements, as kind:workers,... (default all: scan, and sequential, block "
+        "and global with workers -1 (numpy batches, no DataLoader), 0, 2 and 4)",
+    )
     p.add_argument("--kind", default=None)
     p.add_argument("--workers", type=int, default=0)
     args = p.parse_args()
     if args.kind:
         print(json.dumps(one(args)))
         return
-    runs = [("scan", 0)] + [(k, w) for k in ("sequential", "block", "global") for w in (-1, 0, 2, 4)]
-    for kind, workers in runs:
-        got = []
-        for _ in range(args.repeat):
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    args.root,
-                    "--columns",
-                    args.columns,
-                    "--batch",
-                    str(args.batch),
-                    "--budget",
-                    str(args.budget),
-                    "--kind",
-                    kind,
-                    "--workers",
-                    str(workers),
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-                env=os.environ,
-            )
-            got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    runs = ALL_RUNS
+    if args.runs:
+        runs = [(k, int(w)) for k, w in (r.split(":") for r in args.runs.split(","))]
+    if ("scan", 0) not in runs:
+        runs = [("scan", 0)] + runs
+    got: dict[tuple[str, int], list[dict]] = {r: [] for r in runs}
+    load = [os.getloadavg()[0]]
+    # Rounds of every measurement in turn (A B C A B C ...), each in a
+    # fresh process, so a change in the machine's load falls on all alike.
+    for _ in range(args.repeat):
+        for kind, workers in runs:
+            cmd = [sys.executable, __file__, args.root, "--columns", args.columns, "--batch", str(args.batch)]
+            cmd += ["--budget", str(args.budget), "--kind", kind, "--workers", str(workers)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ)
+            got[(kind, workers)].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        load.append(os.getloadavg()[0])
+    scan = statistics.median(r["samples_per_s"] for r in got[("scan", 0)])
+    for (kind, workers), rs in got.items():
         med = {
-            k: statistics.median(r[k] for r in got)
-            for k in ("samples_per_s", "first_batch_s", "index_s", "peak_rss_mb")
+            k: statistics.median(r[k] for r in rs) for k in ("samples_per_s", "first_batch_s", "index_s", "peak_rss_mb")
         }
-        print(json.dumps({"kind": kind, "workers": workers, "samples": got[0]["samples"], **med}), flush=True)
-    print(json.dumps({"load_after": os.getloadavg()}))
+        rate = [round(r["samples_per_s"]) for r in rs]
+        print(
+            json.dumps(
+                {
+                    "kind": kind,
+                    "workers": workers,
+                    "samples": rs[0]["samples"],
+                    **med,
+                    "vs_scan": med["samples_per_s"] / scan,
+                    "samples_per_s_runs": rate,
+                }
+            ),
+            flush=True,
+        )
+    print(json.dumps({"load_1min": load}))
 
 
 if __name__ == "__main__":

@@ -125,8 +125,8 @@ def s3(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def packed_root(rlrec_bin, tmp_path_factory) -> Path:
-    """A ROOT of layout session with one large recording: 137,109 steps of
-    simulated cartpole in one part file of three row groups."""
+    """A ROOT of layout session with one large recording: 137,102 steps of
+    simulated cartpole in two part files of two row groups each."""
     root = tmp_path_factory.mktemp("packed") / "root"
     sim = subprocess.Popen(
         [rlrec_bin, "simulate", "--env", "cartpole", "--envs", "4", "--episodes", "3000", "--reproducible", "-o", "-"],

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -116,7 +117,7 @@ class RowGroupCache:
         held = self.used + sum(e for _, e in self._inflight.values())
         self.peak = max(self.peak, held)
 
-    def _evict(self, need: int, protect: set[Key]) -> bool:
+    def _evict(self, need: int, protect: AbstractSet[Key]) -> bool:
         """Drops LRU row groups outside protect until need more bytes fit."""
         reserved = sum(e for _, e in self._inflight.values())
         for k in list(self._cached):
@@ -128,7 +129,7 @@ class RowGroupCache:
             self.used -= n
         return self.used + reserved + need <= self.budget
 
-    def prefetch(self, keys: Iterable[Key], protect: set[Key]) -> None:
+    def prefetch(self, keys: Iterable[Key], protect: AbstractSet[Key]) -> None:
         """Starts reads of keys, in order, while they fit the budget."""
         for k in keys:
             if k in self._cached or k in self._inflight:
@@ -138,7 +139,7 @@ class RowGroupCache:
                 return
             self._submit(k, est)
 
-    def get(self, key: Key, protect: set[Key]) -> dict[str, np.ndarray]:
+    def get(self, key: Key, protect: AbstractSet[Key]) -> dict[str, np.ndarray]:
         """The decoded row group, read now if it is not held or in flight."""
         hit = self._cached.get(key)
         if hit is not None:

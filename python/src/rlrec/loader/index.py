@@ -121,9 +121,16 @@ class Index:
     start: np.ndarray  # per episode: first row in its file
     count: np.ndarray  # per episode: steps
 
+    def __post_init__(self) -> None:
+        # Sample numbers: episode e holds samples cum[e] .. cum[e+1]-1.
+        self.cum = np.zeros(len(self.count) + 1, dtype=np.int64)
+        np.cumsum(self.count, out=self.cum[1:])
+        # Each file's row group first rows as ints, for scalar lookups.
+        self.rg_bounds: list[list[int]] = [f.rg_starts.tolist() for f in self.files]
+
     @property
     def total(self) -> int:
-        return int(self.count.sum())
+        return int(self.cum[-1])
 
     def __len__(self) -> int:
         return len(self.count)

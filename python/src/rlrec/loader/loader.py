@@ -40,14 +40,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from .columns import DEFAULT_COLUMNS, Column, resolve
-from .fetch import RowGroupCache
+from .fetch import Key, RowGroupCache
 from .index import Index, build_index, open_root
 from .order import ORDERS, Order, consumer_batches
 from .split import parse_splits
@@ -59,6 +60,21 @@ if TYPE_CHECKING:
 __all__ = ["STATE_FORMAT", "StateError", "StepLoader"]
 
 STATE_FORMAT = "rlrec.loader.state.v1"  # part of saved states; do not change
+
+
+# Rows (window places) planned ahead at most when planning past
+# prefetch_batches to reach the next row group: about 24 bytes each.
+PLAN_AHEAD_ROWS = 1 << 17
+PLAN_AHEAD_STEP = 8
+
+
+class Plan(NamedTuple):
+    """Where one batch's rows are (``StepLoader._plan``)."""
+
+    keys: list[Key]  # (file, row group) of the rows, in first-use order
+    local: np.ndarray  # per row: its row in its row group
+    which: np.ndarray | None  # per row: its key's number; None: all keys[0]
+    mask: np.ndarray | None  # with a window: False past the episode's edges
 
 
 class StateError(ValueError):
@@ -81,7 +97,10 @@ class StepLoader:
     budget_bytes: fetched and decoded data held per process (divided among
     a DataLoader's workers); io_threads: concurrent reads per process;
     prefetch_batches: how many batches ahead reads start (as far as the
-    budget allows: 32 batches ahead read images 3x faster than 4 did).
+    budget allows: 32 batches ahead read images 3x faster than 4 did);
+    when those all fall in one row group, planning goes on to the first
+    batch of the next one (up to PLAN_AHEAD_ROWS rows), so an ordered pass
+    reads a row group while the batches of the one before are built.
     """
 
     def __init__(
@@ -128,6 +147,7 @@ class StepLoader:
         self.rank, self.world_size = int(rank), int(world_size)
         self.budget_bytes, self.io_threads = int(budget_bytes), int(io_threads)
         self.prefetch_batches = max(0, int(prefetch_batches))
+        self._offsets = np.arange(-self.history, self.future + 1, dtype=np.int64)
         self.epoch, self.position = 0, 0
         self._selection = self._digest()
         self._cache: RowGroupCache | None = None
@@ -236,60 +256,65 @@ class StepLoader:
         d["_cache"], d["_cache_pid"] = None, -1
         return d
 
-    def _plan(self, ep: np.ndarray, st: np.ndarray):
-        """Where each (sample, window place) is: rows, (file, row group)
-        keys in first-use order, and per place the key's number."""
+    def _plan(self, ep: np.ndarray, st: np.ndarray) -> Plan:
+        """Where a batch's rows are: the (file, row group) keys in first-use
+        order, each row's number within its key's row group, and which key
+        each row is in (None: all in keys[0], the common case of ordered
+        reads). Rows are [B] without a window, [B, T] with one."""
         idx = self.index
-        offs = np.arange(-self.history, self.future + 1, dtype=np.int64)
-        steps = st[:, None] + offs[None, :]
-        n = idx.count[ep][:, None]
-        mask = (steps >= 0) & (steps < n)
-        rows = idx.start[ep][:, None] + np.clip(steps, 0, n - 1)
+        if self.history or self.future:
+            steps = st[:, None] + self._offsets[None, :]
+            n = idx.count[ep][:, None]
+            mask = (steps >= 0) & (steps < n)
+            rows = idx.start[ep][:, None] + np.clip(steps, 0, n - 1)
+        else:
+            mask = None
+            rows = idx.start[ep] + st
         fe = idx.file_of[ep]
         f0 = int(fe[0])
-        if (fe == f0).all():
+        if fe[-1] == f0 and (fe == f0).all():
+            bounds = idx.rg_bounds[f0]
+            lo = bisect_right(bounds, int(rows.min())) - 1
+            if lo == bisect_right(bounds, int(rows.max())) - 1:
+                return Plan([(f0, lo)], rows - bounds[lo], None, mask)
             starts = idx.files[f0].rg_starts
             rgs = np.searchsorted(starts, rows, side="right") - 1
-            lo, hi = int(rgs.min()), int(rgs.max())
-            if lo == hi:  # one row group: the common case of ordered reads
-                return rows, None, mask, [(f0, lo)]
             files = np.full(rows.shape, f0, dtype=np.int64)
+            local = rows - starts[rgs]
         else:
-            files = np.repeat(fe[:, None], rows.shape[1], axis=1)
+            files = np.broadcast_to(fe.reshape((-1,) + (1,) * (rows.ndim - 1)), rows.shape)
             rgs = np.empty_like(rows)
+            local = np.empty_like(rows)
             for f in np.unique(fe):
                 sel = files == f
-                rgs[sel] = np.searchsorted(idx.files[f].rg_starts, rows[sel], side="right") - 1
+                starts = idx.files[f].rg_starts
+                rgs[sel] = np.searchsorted(starts, rows[sel], side="right") - 1
+                local[sel] = rows[sel] - starts[rgs[sel]]
         code = files * (1 << 32) + rgs
         uniq, first, inverse = np.unique(code.ravel(), return_index=True, return_inverse=True)
         by_use = np.argsort(first, kind="stable")
         keys = [(int(u >> 32), int(u & 0xFFFFFFFF)) for u in uniq[by_use]]
         rank = np.empty_like(by_use)
         rank[by_use] = np.arange(len(by_use))
-        return rows, rank[inverse].reshape(rows.shape), mask, keys
+        return Plan(keys, local, rank[inverse].reshape(rows.shape), mask)
 
-    def _gather(self, cache: RowGroupCache, ep, st, plan, protect) -> dict[str, np.ndarray]:
-        rows, which, mask, keys = plan
-        b, t = rows.shape
-        if len(keys) == 1:
-            k = keys[0]
-            arrays = cache.get(k, protect)
-            local = rows - self.index.files[k[0]].rg_starts[k[1]]
-            out = {c.name: arrays[c.name][local] for c in self.columns}
+    def _gather(self, cache: RowGroupCache, ep, st, plan: Plan, protect) -> dict[str, np.ndarray]:
+        local, which = plan.local, plan.which
+        if which is None:
+            arrays = cache.get(plan.keys[0], protect)
+            out = {c.name: arrays[c.name].take(local, axis=0) for c in self.columns}
         else:
-            out = {c.name: c.zeros((b, t)) for c in self.columns}
-            for i, k in enumerate(keys):
+            out = {c.name: c.zeros(local.shape) for c in self.columns}
+            for i, k in enumerate(plan.keys):
                 arrays = cache.get(k, protect)
                 sel = which == i
-                local = rows[sel] - self.index.files[k[0]].rg_starts[k[1]]
+                rows = local[sel]
                 for c in self.columns:
-                    out[c.name][sel] = arrays[c.name][local]
-        if self.history == 0 and self.future == 0:
-            out = {name: a[:, 0] for name, a in out.items()}
-        else:
-            out["mask"] = mask
-        out["episode"] = ep.astype(np.int64)
-        out["step"] = st.astype(np.int64)
+                    out[c.name][sel] = arrays[c.name].take(rows, axis=0)
+        if plan.mask is not None:
+            out["mask"] = plan.mask
+        out["episode"] = np.asarray(ep, dtype=np.int64)
+        out["step"] = np.asarray(st, dtype=np.int64)
         return out
 
     def __getitem__(self, key) -> dict[str, np.ndarray]:
@@ -303,12 +328,12 @@ class StepLoader:
                 i += self.index.total
             if not (0 <= i < self.index.total):
                 raise IndexError(f"loader: sample {key} of {self.index.total}")
-            cum = np.concatenate([[0], np.cumsum(self.index.count)])
+            cum = self.index.cum
             e = int(np.searchsorted(cum, i, side="right") - 1)
             s = i - int(cum[e])
-        ep, st = np.array([e]), np.array([s])
+        ep, st = np.array([e], dtype=np.int64), np.array([s], dtype=np.int64)
         plan = self._plan(ep, st)
-        batch = self._gather(self._cache_here(), ep, st, plan, set(plan[3]))
+        batch = self._gather(self._cache_here(), ep, st, plan, set(plan.keys))
         return {k: v[0] for k, v in batch.items()}
 
     def produce(self, worker: int = 0, num_workers: int = 1) -> Iterator[dict[str, np.ndarray]]:
@@ -319,29 +344,57 @@ class StepLoader:
         todo = consumer_batches(
             order.total, self.position, self.batch_size, self.rank, self.world_size, worker, num_workers
         )
-        ahead: deque = deque()
+        ahead: deque = deque()  # (ep, st, plan) of the batches planned, in order
+        # The row groups the planned batches need, in first-use order, with
+        # how many of them need each: what to read ahead, without going
+        # through every planned batch for every batch.
+        wanted: dict[Key, int] = {}
+        planned = [0]  # rows (window places) of the planned batches
 
         def plan_next() -> bool:
             nxt = next(todo, None)
             if nxt is None:
                 return False
             _, lo, hi = nxt
-            ep, st = order.samples(np.arange(lo, hi, dtype=np.int64))
-            ahead.append((ep, st, self._plan(ep, st)))
+            ep, st = order.range_samples(lo, hi)
+            plan = self._plan(ep, st)
+            for k in plan.keys:
+                wanted[k] = wanted.get(k, 0) + 1
+            ahead.append((ep, st, plan))
+            planned[0] += plan.local.size
             return True
 
-        for _ in range(self.prefetch_batches + 1):
-            if not plan_next():
-                break
+        def plan_ahead() -> None:
+            # prefetch_batches ahead, and further while they all need one
+            # row group (within PLAN_AHEAD_ROWS): an ordered pass over large
+            # row groups then reads the next one while the batches of the
+            # current one are built. Going further takes PLAN_AHEAD_STEP
+            # batches per batch delivered, so the first batch is not held
+            # up by planning the batches of a whole row group.
+            extra = PLAN_AHEAD_STEP
+            while len(ahead) <= self.prefetch_batches or (extra and len(wanted) < 2 and planned[0] < PLAN_AHEAD_ROWS):
+                if len(ahead) > self.prefetch_batches:
+                    extra -= 1
+                if not plan_next():
+                    return
+
+        plan_ahead()
         while ahead:
             ep, st, plan = ahead[0]
-            protect = set(plan[3])
-            cache.prefetch(plan[3], protect)
-            for _, _, p in list(ahead)[1:]:
-                cache.prefetch(p[3], protect)
+            protect = set(plan.keys)
+            cache.prefetch(plan.keys, protect)
+            # reading ahead evicts no row group a planned batch needs
+            cache.prefetch(wanted, wanted.keys())
             batch = self._gather(cache, ep, st, plan, protect)
             ahead.popleft()
-            plan_next()
+            planned[0] -= plan.local.size
+            for k in plan.keys:
+                left = wanted[k] - 1
+                if left:
+                    wanted[k] = left
+                else:
+                    del wanted[k]
+            plan_ahead()
             yield batch
 
     def __iter__(self) -> Iterator[dict[str, np.ndarray]]:

@@ -170,6 +170,15 @@ class Order:
         p = np.asarray(positions, dtype=np.int64)
         if p.size and (p.min() < 0 or p.max() >= self.total):
             raise IndexError(f"order: positions outside [0, {self.total})")
+        return self._samples(p)
+
+    def range_samples(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """``samples`` of the positions lo..hi-1 (a batch's)."""
+        if not (0 <= lo <= hi <= self.total):
+            raise IndexError(f"order: positions [{lo}, {hi}) outside [0, {self.total})")
+        return self._samples(np.arange(lo, hi, dtype=np.int64))
+
+    def _samples(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.order == "sequential":
             sid = p
         elif self.order == "global":
@@ -201,6 +210,11 @@ class Order:
         ep_out = np.empty(p.shape, dtype=np.int64)
         st_out = np.empty(p.shape, dtype=np.int64)
         blocks = np.searchsorted(self._bcum, p, side="right") - 1
+        if p.size and blocks[0] == blocks[-1] and (blocks == blocks[0]).all():  # a batch inside one block
+            b = int(blocks[0])
+            eps, steps = self._block(b)
+            off = p - self._bcum[b]
+            return eps[off], steps[off]
         for b in np.unique(blocks):
             sel = blocks == b
             eps, steps = self._block(int(b))
