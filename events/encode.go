@@ -327,7 +327,41 @@ type encodePlan struct {
 	value  int    // size of the SpaceValue message, when present
 	raw    int    // size of the raw (pre-transform) SpaceValue, when present
 	nested []byte // wire bytes of the spec or FinalInfo, when present
-	infos  []byte // wire bytes of the Infos MetaMap, when present
+	infos  []byte // wire bytes of the Infos MetaMap, when the runtime encoded it
+	// infosN is the size of the Infos MetaMap when appendMetaMap writes it
+	// (infosFast).
+	infosN    int
+	infosFast bool
+}
+
+// sizeInfos sizes an Infos map: directly (metaSize) when it can, else
+// through the protobuf runtime, whose bytes it keeps.
+func (p *encodePlan) sizeInfos(m *spacesv1.MetaMap) error {
+	if n, ok := metaSize(m); ok {
+		p.infosN, p.infosFast = n, true
+		return nil
+	}
+	w, err := marshalOpts.Marshal(m)
+	if err != nil {
+		return err
+	}
+	p.infos = w
+	return nil
+}
+
+func (p *encodePlan) infosLen() int {
+	if p.infosFast {
+		return p.infosN
+	}
+	return len(p.infos)
+}
+
+// appendInfos appends the Infos map m as field num.
+func (p *encodePlan) appendInfos(b []byte, num byte, m *spacesv1.MetaMap) []byte {
+	if !p.infosFast {
+		return appendNested(b, num, p.infos)
+	}
+	return appendMetaMap(appendMsg(b, num, p.infosN), m)
 }
 
 // appendEvent is AppendMarshal.
@@ -488,12 +522,10 @@ func sizeEvent(p *encodePlan, ev Event) error {
 			z.msg(8 * len(e.Rewards))
 		}
 		if e.Infos != nil {
-			w, err := marshalOpts.Marshal(e.Infos)
-			if err != nil {
+			if err := p.sizeInfos(e.Infos); err != nil {
 				return fmt.Errorf("encode StepCompleted event: infos: %w", err)
 			}
-			p.infos = w
-			z.msg(len(w))
+			z.msg(p.infosLen())
 		}
 		z.bools(e.Terminated)
 		z.bools(e.Truncated)
@@ -529,12 +561,10 @@ func sizeEvent(p *encodePlan, ev Event) error {
 			z.msg(p.raw)
 		}
 		if e.Infos != nil {
-			w, err := marshalOpts.Marshal(e.Infos)
-			if err != nil {
+			if err := p.sizeInfos(e.Infos); err != nil {
 				return fmt.Errorf("encode ObservationEmitted event: infos: %w", err)
 			}
-			p.infos = w
-			z.msg(len(w))
+			z.msg(p.infosLen())
 		}
 	case *TelemetrySnapshot:
 		if e == nil {
@@ -660,7 +690,7 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 			}
 		}
 		if e.Infos != nil {
-			b = appendNested(b, 6, p.infos)
+			b = p.appendInfos(b, 6, e.Infos)
 		}
 		b = appendBools(b, 7, e.Terminated)
 		b = appendBools(b, 8, e.Truncated)
@@ -687,7 +717,7 @@ func appendBody(b []byte, p *encodePlan, ev Event) []byte {
 			b = appendLeaves(b, 11, e.RawObservation, p.raw)
 		}
 		if e.Infos != nil {
-			b = appendNested(b, 12, p.infos)
+			b = p.appendInfos(b, 12, e.Infos)
 		}
 	case *TelemetrySnapshot:
 		b = appendVarint(b, 1, uint64(e.Snapshot.Horizon))

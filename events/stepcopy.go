@@ -34,8 +34,9 @@ import (
 // wire form holds (nanoseconds, UTC, the zero time for 0). A raw payload
 // (RawAction, RawObservation) is copied like the payload, into the same
 // buffer; the per-lane flags share one recycled []bool; an Infos map is a
-// proto.Clone (the only allocation a step copy makes beyond its buffers'
-// growth, and only for an event that carries infos).
+// deep copy equal to a proto.Clone (cloneMetaMap: the only allocations a
+// step copy makes beyond its buffers' growth, and only for an event that
+// carries infos).
 
 // StepCopy is a copy of one step event, with the buffers it lives in.
 // Return it to its StepCopier with Recycle once nothing refers to the
@@ -232,6 +233,9 @@ func (x *StepCopy) copyFlags(t, u, r []bool) ([]bool, []bool, []bool) {
 func cloneInfos(m *spacesv1.MetaMap) *spacesv1.MetaMap {
 	if m == nil {
 		return nil
+	}
+	if c, ok := cloneMetaMap(m); ok {
+		return c
 	}
 	return proto.Clone(m).(*spacesv1.MetaMap)
 }

@@ -509,6 +509,26 @@ type timedFS struct {
 	ns, n [numIOKinds]atomic.Int64
 }
 
+// MapShared and Epoch pass the log's pending file through to the wrapped
+// file system, so that the recorder logs as it does on the OS file system
+// (without them the log would run without its pending file, a path
+// production does not take).
+func (t *timedFS) MapShared(name string, size int64) (vfs.Mapping, error) {
+	m, ok := t.FS.(vfs.Mapper)
+	if !ok {
+		return nil, fmt.Errorf("map %s: %T cannot map files", name, t.FS)
+	}
+	return m.MapShared(name, size)
+}
+
+func (t *timedFS) Epoch() (string, error) {
+	m, ok := t.FS.(vfs.Mapper)
+	if !ok {
+		return "", fmt.Errorf("%T cannot map files", t.FS)
+	}
+	return m.Epoch()
+}
+
 func (t *timedFS) add(k ioKind, t0 time.Time) {
 	t.ns[k].Add(int64(time.Since(t0)))
 	t.n[k].Add(1)

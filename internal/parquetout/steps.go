@@ -544,26 +544,38 @@ func optionalBytes(b []byte) parquet.Value {
 }
 
 // appendV3 fills s with version 3 column k (schema.V3StepsX) of every
-// pending row.
+// pending row, one loop per column.
 func (w *StepsWriter) appendV3(s []parquet.Value, k int) []parquet.Value {
 	rows := w.rowBuf
-	for i := range rows {
-		r := &rows[i]
-		switch k {
-		case schema.V3StepsLane:
-			s[i] = optionalValue(r.hasLane, parquet.Int64Value(r.lane))
-		case schema.V3StepsInfos:
-			s[i] = optionalBytes(r.infos)
-		case schema.V3StepsRawObservationBlob:
-			s[i] = optionalBytes(r.rawObsBlob)
-		case schema.V3StepsRawActionBlob:
-			s[i] = optionalBytes(r.rawActBlob)
-		case schema.V3StepsPredictMs:
-			s[i] = optionalValue(r.hasPredictMs, parquet.DoubleValue(r.predictMs))
-		case schema.V3StepsStepMs:
-			s[i] = optionalValue(r.hasStepMs, parquet.DoubleValue(r.stepMs))
-		case schema.V3StepsObservationInfos:
-			s[i] = optionalBytes(r.obsInfos)
+	s = s[:len(rows)]
+	switch k {
+	case schema.V3StepsLane:
+		for i := range rows {
+			s[i] = optionalValue(rows[i].hasLane, parquet.Int64Value(rows[i].lane))
+		}
+	case schema.V3StepsInfos:
+		for i := range rows {
+			s[i] = optionalBytes(rows[i].infos)
+		}
+	case schema.V3StepsRawObservationBlob:
+		for i := range rows {
+			s[i] = optionalBytes(rows[i].rawObsBlob)
+		}
+	case schema.V3StepsRawActionBlob:
+		for i := range rows {
+			s[i] = optionalBytes(rows[i].rawActBlob)
+		}
+	case schema.V3StepsPredictMs:
+		for i := range rows {
+			s[i] = optionalValue(rows[i].hasPredictMs, parquet.DoubleValue(rows[i].predictMs))
+		}
+	case schema.V3StepsStepMs:
+		for i := range rows {
+			s[i] = optionalValue(rows[i].hasStepMs, parquet.DoubleValue(rows[i].stepMs))
+		}
+	case schema.V3StepsObservationInfos:
+		for i := range rows {
+			s[i] = optionalBytes(rows[i].obsInfos)
 		}
 	}
 	return s

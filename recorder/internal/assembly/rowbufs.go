@@ -19,6 +19,10 @@ const (
 	rowBufsMaxRows  = 1 << 10
 	rowBufsMaxBytes = 64 << 10
 	rowBufsIdle     = 4 << 20
+	// rowBufsStartRows is the capacity of an episode's rows slice when no
+	// pair was idle (actionReceived): a 46-step cartpole episode then
+	// grows it once, not seven times.
+	rowBufsStartRows = 32
 )
 
 type rowBufs struct {

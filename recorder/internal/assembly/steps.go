@@ -386,6 +386,9 @@ func (a *Assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			ep.arena = blob.Append(ep.arena, rawAct)
 			row.rawAct = arenaRef{off: off, n: len(ep.arena) - off, set: true}
 		}
+		if cap(ep.rows) == 0 {
+			ep.rows = make([]stepRow, 0, rowBufsStartRows)
+		}
 		ep.rows = append(ep.rows, row)
 		ep.nextStep++
 		ep.stepsRecorded++
