@@ -16,7 +16,6 @@ import (
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
-	"golang.org/x/sync/semaphore"
 )
 
 // Paths under ROOT that belong to the recorder itself. Readers skip paths
@@ -47,7 +46,7 @@ type Recorder struct {
 	closed bool
 	queue  *intake
 	// queueBudget bounds the bytes of events queued for the pipeline.
-	queueBudget *semaphore.Weighted
+	queueBudget *queueRoom
 	queueMax    int64
 	// budget hands out the memory budget's shares (budget.go); maxEvent
 	// is the largest encoded event a hook accepts.
@@ -216,7 +215,7 @@ func (r *Recorder) start() error {
 		r.startResumed()
 	}
 	r.queueMax = r.budget.queue()
-	r.queueBudget = semaphore.NewWeighted(r.queueMax)
+	r.queueBudget = newQueueRoom(r.queueMax)
 	r.queue = newIntake(r.queueMax)
 	r.decoded = make(chan decodedItem, decodedQueue)
 	r.assemblyDone = make(chan struct{})
@@ -337,14 +336,14 @@ func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.S
 			r.copies.Recycle(cp)
 		}
 	}
-	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
+	if err := r.queueBudget.acquire(ctx, charge); err != nil {
 		drop()
 		return err
 	}
 	it := item{buf: bp, copy: cp, charge: charge, ev: ev, at: t, recClock: recClock}
 	pos, err := r.enqueueLogged(ctx, it)
 	if err != nil {
-		r.queueBudget.Release(charge)
+		r.queueBudget.release(charge)
 		drop()
 		return err
 	}
@@ -430,7 +429,7 @@ func (r *Recorder) decodeItem(it item) {
 		r.fail(err)
 	}
 	if err != nil || d.ev == nil {
-		r.queueBudget.Release(d.charge)
+		r.queueBudget.release(d.charge)
 		if it.copy != nil {
 			r.copies.Recycle(it.copy)
 		}
@@ -478,7 +477,7 @@ func (r *Recorder) assembly() {
 			r.copies.Recycle(d.copy)
 		}
 		r.ckpt.applied = uint64(d.pos)
-		r.queueBudget.Release(d.charge)
+		r.queueBudget.release(d.charge)
 		r.maybeReclaim(len(r.decoded) == 0)
 	}
 }
