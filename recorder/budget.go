@@ -5,7 +5,7 @@ package recorder
 // from here, so that they add up. Of a budget B:
 //
 //	share                                   of B   bounds (min, max)
-//	events queued for the pipeline          1/8    at least 1 MiB; hooks wait when it is full
+//	events queued for the pipeline          1/8    at least 1 MiB; hooks wait when it is full; they start with 1/8 of it (queueRoom)
 //	idle buffers the hooks recycle          1/32   at least 1 MiB
 //	rows buffered by open episodes          1/4    at most 1 GiB; beyond it rows stream to steps files
 //	log bytes appended, not yet written     1/8    at most 64 MiB

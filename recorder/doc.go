@@ -22,6 +22,7 @@
 //	intake.go        into the log)     Finished and          sessionwrite.go      via logappend.go,
 //	encoded.go       checkpoint.go     SessionWrite out;     batch.go             publish)
 //	invalid.go       (snapshots)       no I/O)               failure.go
+//	queueroom.go
 //
 //	recovery (a phase before the hooks open): recover.go reads the log
 //	back (internal/logreplay), settles what a crash left
@@ -111,7 +112,9 @@
 // The memory budget (WithMemoryBudget) is divided into shares, all handed
 // out by one type, memoryBudget (budget.go), which lists them: the events
 // queued for the pipeline (hooks wait when it is full: back-pressure,
-// never loss), the hooks' idle buffers, the rows buffered by open episodes
+// never loss; a new recorder gives the hooks an eighth of it and grows
+// that after a burst it did not absorb, queueroom.go), the hooks' idle
+// buffers, the rows buffered by open episodes
 // (beyond it their rows stream to their steps files), the log's unwritten
 // bytes, the rows in flight to the writers, the steps files open at once
 // (divided among them by parquetout.FileShare) and one snapshot. An event

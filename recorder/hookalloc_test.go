@@ -9,8 +9,6 @@ import (
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/internal/vfs"
 	"github.com/rlrec/rlrec/internal/wal"
-
-	"golang.org/x/sync/semaphore"
 )
 
 // hookOnly returns a Recorder with the hook side only: its log (which the
@@ -26,7 +24,7 @@ func hookOnly(t *testing.T, budget int64) (r *Recorder, recycle func()) {
 	}
 	t.Cleanup(func() { l.Close() })
 	mem := vfs.NewMem()
-	r = &Recorder{opts: defaultOptions(), fs: mem, st: store.NewFS(mem, "/hook-only"), root: "/hook-only", log: l, queueMax: budget, queueBudget: semaphore.NewWeighted(budget), queue: newIntake(budget),
+	r = &Recorder{opts: defaultOptions(), fs: mem, st: store.NewFS(mem, "/hook-only"), root: "/hook-only", log: l, queueMax: budget, queueBudget: newQueueRoom(budget), queue: newIntake(budget),
 		maxEvent: wal.MaxRecordSize, fatal: &fatal{log: slog.New(slog.DiscardHandler)},
 		refused: map[hive.Recording]struct{}{}, admitted: map[hive.Recording]struct{}{}}
 	r.queue.items = make([]item, 0, 1024)
@@ -37,7 +35,7 @@ func hookOnly(t *testing.T, budget int64) (r *Recorder, recycle func()) {
 			if it.copy != nil {
 				r.copies.Recycle(it.copy)
 			}
-			r.queueBudget.Release(it.charge)
+			r.queueBudget.release(it.charge)
 		}
 		clear(r.queue.items)
 		r.queue.items, r.queue.bytes = r.queue.items[:0], 0

@@ -91,17 +91,27 @@ func packedRows(b *testing.B, cfg sim.Config) ([]benchPackedStep, int) {
 	return rows, len(eps)
 }
 
-// cpuTimes is the user and the system CPU time this process has used.
-type cpuTimes struct{ user, sys time.Duration }
+// cpuTimes is the user and the system CPU time this process has used,
+// and its minor page faults (first touches of fresh memory, most of the
+// system time of a new recorder's warm-up).
+type cpuTimes struct {
+	user, sys time.Duration
+	minflt    int64
+}
 
 func cpuTime() cpuTimes {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return cpuTimes{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
+	return cpuTimes{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano()), ru.Minflt}
 }
 
-func (c cpuTimes) sub(d cpuTimes) cpuTimes { return cpuTimes{c.user - d.user, c.sys - d.sys} }
-func (c cpuTimes) add(d cpuTimes) cpuTimes { return cpuTimes{c.user + d.user, c.sys + d.sys} }
+func (c cpuTimes) sub(d cpuTimes) cpuTimes {
+	return cpuTimes{c.user - d.user, c.sys - d.sys, c.minflt - d.minflt}
+}
+
+func (c cpuTimes) add(d cpuTimes) cpuTimes {
+	return cpuTimes{c.user + d.user, c.sys + d.sys, c.minflt + d.minflt}
+}
 
 // settle makes the disk quiet between timed variants: everything written
 // or removed so far is flushed (sync(2)), outside the timer.
@@ -438,6 +448,7 @@ func BenchmarkLayouts(b *testing.B) {
 				if !strings.HasPrefix(v, "probe-") {
 					b.ReportMetric(float64(t.cpu.user)/ls/runs, v+"-user-ns/row")
 					b.ReportMetric(float64(t.cpu.sys)/ls/runs, v+"-sys-ns/row")
+					b.ReportMetric(float64(t.cpu.minflt)/runs, v+"-minflt/op")
 				}
 				switch v {
 				case "session", "episode":

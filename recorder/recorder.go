@@ -18,7 +18,6 @@ import (
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/recorder/internal/recovery"
-	"golang.org/x/sync/semaphore"
 )
 
 // Paths under ROOT that belong to the recorder itself. Readers skip paths
@@ -50,7 +49,7 @@ type Recorder struct {
 	closed bool
 	queue  *intake
 	// queueBudget bounds the bytes of events queued for the pipeline.
-	queueBudget *semaphore.Weighted
+	queueBudget *queueRoom
 	queueMax    int64
 	// budget hands out the memory budget's shares (budget.go); maxEvent
 	// is the largest encoded event a hook accepts.
@@ -222,7 +221,7 @@ func (r *Recorder) start() error {
 		r.startResumed()
 	}
 	r.queueMax = r.budget.queue()
-	r.queueBudget = semaphore.NewWeighted(r.queueMax)
+	r.queueBudget = newQueueRoom(r.queueMax)
 	r.queue = newIntake(r.queueMax)
 	r.decoded = make(chan decodedItem, decodedQueue)
 	r.assemblyDone = make(chan struct{})
@@ -343,14 +342,14 @@ func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.S
 			r.copies.Recycle(cp)
 		}
 	}
-	if err := r.queueBudget.Acquire(ctx, charge); err != nil {
+	if err := r.queueBudget.acquire(ctx, charge); err != nil {
 		drop()
 		return err
 	}
 	it := item{buf: bp, copy: cp, charge: charge, ev: ev, at: t, recClock: recClock}
 	pos, err := r.enqueueLogged(ctx, it)
 	if err != nil {
-		r.queueBudget.Release(charge)
+		r.queueBudget.release(charge)
 		drop()
 		return err
 	}
@@ -436,7 +435,7 @@ func (r *Recorder) decodeItem(it item) {
 		r.fail(err)
 	}
 	if err != nil || d.ev == nil {
-		r.queueBudget.Release(d.charge)
+		r.queueBudget.release(d.charge)
 		if it.copy != nil {
 			r.copies.Recycle(it.copy)
 		}
@@ -484,7 +483,7 @@ func (r *Recorder) assembly() {
 			r.copies.Recycle(d.copy)
 		}
 		r.ckpt.applied = uint64(d.pos)
-		r.queueBudget.Release(d.charge)
+		r.queueBudget.release(d.charge)
 		r.maybeReclaim(len(r.decoded) == 0)
 	}
 }

@@ -296,3 +296,63 @@ func TestPendingOversize(t *testing.T) {
 	}
 	checkRecords(t, killed, want)
 }
+
+// TestPendingChunkedBatch: a batch of several chunks (writeCopied) is
+// written whole and in order, with the right positions, across segment
+// boundaries and with a record larger than a chunk; the writer's copy
+// stays the size of a chunk or of the largest record, not of the batch.
+func TestPendingChunkedBatch(t *testing.T) {
+	sizes := []int{100, 70 << 10, 3, scratchChunk - recordHeaderSize, 1, scratchChunk + 5000, 200 << 10, 90 << 10, 5}
+	for i := range 300 {
+		sizes = append(sizes, 1000+37*i)
+	}
+	largest, total := 0, 0
+	for _, n := range sizes {
+		largest = max(largest, recordHeaderSize+n)
+		total += recordHeaderSize + n
+	}
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"s2", Options{Compression: CompressionS2}},
+		{"none", Options{Compression: CompressionNone}},
+		{"small segments", Options{Compression: CompressionS2, SegmentSize: 300 << 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := tc.opts
+			opts.SyncInterval, opts.FlushSize, opts.MaxPending = time.Hour, 1<<30, 4<<20
+			l := openMapped(t, dir, opts)
+			var want [][]byte
+			for i, n := range sizes {
+				p := bytes.Repeat([]byte{byte(i), byte(i >> 8), 'x'}, n/3+1)[:n]
+				want = append(want, p)
+				if _, err := l.Append(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if c := cap(l.scratch); c > max(largest, scratchChunk) || total <= 2*scratchChunk {
+				t.Errorf("the writer's copy holds %d bytes for a batch of %d; want at most %d", c, total, max(largest, scratchChunk))
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, poss, err := readAll(t, vfs.OS(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d records read, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) || poss[i] != Pos(i+1) {
+					t.Fatalf("record %d (at position %d) differs from the one appended", i+1, poss[i])
+				}
+			}
+		})
+	}
+}

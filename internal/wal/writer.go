@@ -74,14 +74,12 @@ func (l *Log) flush(sync bool) {
 	}
 	l.mu.Unlock()
 
-	work := batch
+	var err error
 	if l.pend != nil {
-		// Framed and compressed in a copy: the half must hold the
-		// records as appended until they are written.
-		l.scratch = append(l.scratch[:0], batch...)
-		work = l.scratch
+		err = l.writeCopied(batch, first)
+	} else {
+		err = l.writeBatch(batch, first)
 	}
-	err := l.writeBatch(work, first)
 	if err == nil && sync && l.dirty {
 		if err = l.seg.Sync(); err != nil {
 			err = fmt.Errorf("sync segment %s: %w", l.seg.Name(), err)
@@ -152,6 +150,40 @@ func (l *Log) writeBatch(batch []byte, pos Pos) error {
 		l.segEmpty = false
 	}
 	return l.write(batch[unwritten:w])
+}
+
+// scratchChunk is how many bytes of a batch in the pending file the
+// writer copies to frame and compress at a time (a larger record is one
+// chunk).
+const scratchChunk = 256 << 10
+
+// writeCopied is writeBatch of a batch in a half of the pending file,
+// whose records, the first at pos, are framed and compressed in a copy
+// (scratch): the half must hold them as appended until they are written.
+// The copy is made a chunk at a time: a batch grows to megabytes while
+// the writer syncs, and a copy of the whole of it was as much fresh
+// memory, each page a fault, in every new log's first seconds.
+func (l *Log) writeCopied(batch []byte, pos Pos) error {
+	for len(batch) > 0 {
+		n, recs := 0, 0
+		for n < len(batch) {
+			size := recordHeaderSize + int(binary.LittleEndian.Uint32(batch[n+4:]))
+			if n > 0 && n+size > scratchChunk {
+				break
+			}
+			n += size
+			recs++
+		}
+		if cap(l.scratch) < n {
+			l.scratch = make([]byte, 0, max(n, scratchChunk))
+		}
+		l.scratch = append(l.scratch[:0], batch[:n]...)
+		if err := l.writeBatch(l.scratch, pos); err != nil {
+			return err
+		}
+		batch, pos = batch[n:], pos+Pos(recs)
+	}
+	return nil
 }
 
 func (l *Log) write(b []byte) error {
