@@ -220,22 +220,30 @@ func sameTablesBut(t *testing.T, got, want, skip string) int {
 			}
 		}
 	}
-	var differ []string
+	// The rows above are the contract. How a partition's rows are cut
+	// into part files is not: a recording's episodes, sessions, logs and
+	// telemetry files are flushed on a timer as well as by size, so two
+	// ingests of one stream (the race detector's slower one above all)
+	// may cut them differently. Both are logged, not failed.
+	var differ, missing, extra []string
 	for rel, b := range wb {
 		if g, ok := gb[rel]; ok && g != b {
 			differ = append(differ, rel)
 		}
 		if _, ok := gb[rel]; !ok {
-			t.Errorf("%s: a file of the uninterrupted ingest is not there", rel)
+			missing = append(missing, rel)
+		}
+	}
+	for rel := range gb {
+		if _, ok := wb[rel]; !ok {
+			extra = append(extra, rel)
 		}
 	}
 	if len(differ) > 0 {
 		t.Logf("%d of %d files hold the same rows in other bytes (page sizes): %v", len(differ), len(wb), differ)
 	}
-	for rel := range gb {
-		if _, ok := wb[rel]; !ok {
-			t.Errorf("%s: a file the uninterrupted ingest has not", rel)
-		}
+	if len(missing)+len(extra) > 0 {
+		t.Logf("the same rows cut into other part files: %v only in the uninterrupted ingest, %v only here", missing, extra)
 	}
 	return rows
 }
