@@ -2,26 +2,12 @@ package assembly
 
 import (
 	"fmt"
-	"math"
-	"sort"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
 	"github.com/rlrec/rlrec/schema"
-)
-
-// Session and episode statuses, as the tables store them.
-const (
-	statusOpen    = "open"
-	statusEnded   = "ended"
-	statusFailed  = "failed"
-	statusCrashed = "crashed"
-
-	episodeCompleted  = "completed"
-	episodeIncomplete = "incomplete"
 )
 
 // The assembler turns one session's events into step rows and episode rows,
@@ -42,79 +28,6 @@ const (
 //
 // The assembler does no I/O: finished episodes and sessions are handed to an
 // Output (output.go) as values it owns.
-
-// Assembler holds the state of every session it has seen.
-type Assembler struct {
-	sessions map[hive.Recording]*session
-	out      Output
-	// episodeBudget is the arena bytes all open episodes may hold together
-	// before their rows are streamed out; open counts open episodes.
-	episodeBudget int
-	open          int
-	// problems counts the problems counted in every session, for Stats;
-	// it is read from other goroutines.
-	problems atomic.Int64
-	// repeats counts the events dropped as repeats; lane0 is the last
-	// step of each recording's lane 0 episode (repeat.go).
-	repeats atomic.Int64
-	lane0   map[hive.Recording]lane0Step
-	// keepHashes: each session keeps the content hashes of its last
-	// numbered events (run.go), while recovery replays the log of a
-	// recorder opened WithResume.
-	keepHashes bool
-}
-
-// minEpisodeBuffer is the least an open episode may buffer before its rows
-// are streamed out, however many episodes are open.
-const minEpisodeBuffer = 256 << 10
-
-func New(out Output, episodeBudget int) *Assembler {
-	return &Assembler{sessions: make(map[hive.Recording]*session), out: out, episodeBudget: episodeBudget}
-}
-
-// maxStreamChunk is the most one open episode buffers before its rows are
-// streamed out, however few episodes are open. Chunks of this size keep a
-// long image episode's live memory small (its arena would otherwise grow
-// by doubling towards the whole budget) without changing its files: row
-// groups are cut by the steps writer, not by chunks.
-const maxStreamChunk = 4 << 20
-
-// maxEpisodeBuffer is the number of arena bytes one open episode may hold
-// before its rows are streamed out.
-func (a *Assembler) maxEpisodeBuffer() int {
-	return min(max(a.episodeBudget/max(a.open, 1), minEpisodeBuffer), maxStreamChunk)
-}
-
-// reserve makes room in ep's arena for a row of need bytes. An arena grows
-// by doubling up to maxEpisodeBuffer and no further: a row that would take
-// it past that first streams the buffered rows out (a row larger than the
-// whole buffer gets an arena of its own size). Appending alone would grow
-// the arena by up to 2x past the bound, and every open episode's arena
-// with it.
-func (a *Assembler) reserve(s *session, ep *episode, need int) {
-	limit := a.maxEpisodeBuffer()
-	if len(ep.arena)+need > limit && len(ep.rows) > 0 {
-		a.stepsFull(s, ep)
-	}
-	takeRowBufs(ep)
-	if len(ep.arena)+need <= cap(ep.arena) {
-		return
-	}
-	c := min(max(2*cap(ep.arena), len(ep.arena)+need, 4<<10), max(limit, len(ep.arena)+need))
-	grown := make([]byte, len(ep.arena), c)
-	copy(grown, ep.arena)
-	ep.arena = grown
-}
-
-// sortedSessions lists the recordings in (session id, env id) order.
-func (a *Assembler) sortedSessions() []*session {
-	out := make([]*session, 0, len(a.sessions))
-	for _, s := range a.sessions {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rec().Less(out[j].rec()) })
-	return out
-}
 
 // sessionFor returns the session of an event, creating it on first sight.
 func (a *Assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *session {
@@ -141,15 +54,6 @@ func (a *Assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *sessi
 	}
 	s.lastAt = at
 	return s
-}
-
-func (a *Assembler) problem(s *session, kind problemKind, format string, args ...any) {
-	s.problems[kind]++
-	a.problems.Add(1)
-	if isRepeat(kind) {
-		a.repeats.Add(1)
-	}
-	a.out.Problem(s.rec(), string(kind), fmt.Sprintf(format, args...))
 }
 
 // apply folds one event into the state. at is the event's recording time
@@ -270,38 +174,6 @@ func (a *Assembler) laneOutOfRange(s *session, kind events.Kind, rid string, env
 		a.problem(s, probLaneOutOfRange, "%s for %q: env_index %d is not a lane of the session's %d", kind, rid, envIndex, s.numEnvs)
 	}
 }
-
-// setNumEnvs notes the session's lane count n from a batch. The first
-// time, it checks the episodes already open: a session's first
-// EpisodeStarted events come before its first batch.
-func (a *Assembler) setNumEnvs(s *session, n int) {
-	if n <= 0 || int(s.numEnvs) == n {
-		return
-	}
-	first := s.numEnvs == 0
-	s.numEnvs = int32(min(n, math.MaxInt32))
-	if !first {
-		return
-	}
-	for _, ep := range sortedOpen(s) {
-		if ep.envIndex >= s.numEnvs {
-			a.problem(s, probLaneOutOfRange, "EpisodeStarted for %q: env_index %d is not a lane of the session's %d", ep.recordID, ep.envIndex, s.numEnvs)
-		}
-	}
-}
-
-// Logs and telemetry of a running session are handed to the writer in a
-// write of their own (no sessions row) once they hold logChunkRows rows or
-// logChunkBytes bytes, so that a session with millions of log lines keeps
-// them within bounded memory. The bounds are constants, not a share of the
-// memory budget: recovery must cut the same writes as the run it replays.
-const (
-	logChunkRows  = 1 << 16
-	logChunkBytes = 8 << 20
-	// logRowBytes is what a log or telemetry row is counted beyond its
-	// message.
-	logRowBytes = 96
-)
 
 // logChunk hands a running session's logs and telemetry over once they
 // reach the bounds.
@@ -455,41 +327,4 @@ func (a *Assembler) eventLog(s *session, ev events.Event, at time.Time) {
 	s.logs = append(s.logs, logRow{time: at, level: schema.EventLogLevel(ev), message: msg, source: &src})
 	s.logBytes += logRowBytes + len(msg)
 	a.logChunk(s)
-}
-
-// finalizeCompleted hands every completed episode to the output.
-func (a *Assembler) finalizeCompleted(s *session) {
-	for _, ep := range s.toFinalize {
-		a.finishEpisode(s, ep, episodeCompleted)
-	}
-	s.toFinalize = s.toFinalize[:0]
-}
-
-func (a *Assembler) finishEpisode(s *session, ep *episode, status string) {
-	if _, ok := s.episodes[ep.recordID]; !ok {
-		return
-	}
-	delete(s.episodes, ep.recordID)
-	ep.gone = true
-	a.open--
-	s.done[ep.recordID] = struct{}{}
-	if ep.endedAt.IsZero() {
-		ep.endedAt = ep.lastAt
-	}
-	s.episodesRecorded++
-	a.out.EpisodeDone(Finished{Chunk: takeChunk(s, ep), Status: status, Row: episodeRow(s, ep, status)})
-}
-
-// sortedOpen lists a session's unfinished episodes by record index.
-func sortedOpen(s *session) []*episode {
-	eps := make([]*episode, 0, len(s.episodes))
-	for _, ep := range s.episodes {
-		eps = append(eps, ep)
-	}
-	for i := 1; i < len(eps); i++ {
-		for j := i; j > 0 && eps[j].index < eps[j-1].index; j-- {
-			eps[j], eps[j-1] = eps[j-1], eps[j]
-		}
-	}
-	return eps
 }

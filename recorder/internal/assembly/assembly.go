@@ -7,12 +7,16 @@
 // comes back from them (snapshot.go), and a snapshot's episodes left to
 // the log are rebuilt by replaying it (catchup.go).
 //
-// Files, by what an event meets on its way: assemble.go (the session and
-// its lifecycle), steps.go (observations, actions and rewards into rows),
-// stepflags.go and unfinished.go (rlmesh 0.1's step flags, actions no
-// step followed), repeat.go (resent steps), run.go (run identity),
-// rows.go (the episodes and sessions rows), output.go (what leaves),
-// rowbufs.go (row buffers handed back by the writer).
+// Files, from the top (each uses only files listed after it;
+// layers_test.go checks that no two files use each other): assembly.go
+// (the exported calls), catchup.go and snapshot.go (snapshots),
+// assemble.go (the session and its lifecycle), steps.go (observations,
+// actions and rewards into rows), stepflags.go and unfinished.go (rlmesh
+// 0.1's step flags, actions no step followed), repeat.go (resent steps),
+// run.go (run identity), finish.go (handing chunks, finished episodes and
+// session writes over), rows.go (the episodes and sessions rows),
+// state.go (the Assembler), output.go (what leaves), rowbufs.go (row
+// buffers handed back by the writer), session.go (the per-session state).
 package assembly
 
 import (

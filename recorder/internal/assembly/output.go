@@ -140,46 +140,6 @@ type SessionWrite struct {
 // sessions row. Recovery must cut the same writes as the run it replays,
 // so the numbering is assembly state (and in snapshots).
 
-// sessionDone hands s's logs and telemetry, and its sessions row once it
-// ended, to the output as the next session write.
-func (a *Assembler) sessionDone(s *session) {
-	w := SessionWrite{Rec: s.rec(), K: s.writes, FirstPos: s.firstPos, Seq: s.seq, Nonce: s.run.nonce, Chain: s.run.chain,
-		Logs: make([]schema.LogRow, len(s.logs)), Tele: make([]schema.TelemetryRow, len(s.telemetry))}
-	s.writes++
-	for i, l := range s.logs {
-		w.Logs[i] = schema.LogRow{Time: l.time, Level: l.level, Message: l.message, Source: l.source, Lane: l.lane}
-	}
-	for i, t := range s.telemetry {
-		r := t.row
-		w.Tele[i] = schema.TelemetryRow{Time: t.time, Horizon: t.horizon, Op: r.Op, Component: r.Component, Metric: r.Metric,
-			Kind: r.Kind.String(), Count: int64(r.Count), Avg: r.Avg, P50: r.P50, P95: r.P95, P99: r.P99}
-	}
-	s.logs, s.telemetry, s.logBytes = nil, nil, 0
-	s.logRows += int64(len(w.Logs))
-	s.teleRows += int64(len(w.Tele))
-	w.LogRows, w.TeleRows = s.logRows, s.teleRows
-	if s.ended && !s.rowDone {
-		s.rowDone = true
-		w.Row = sessionRow(s)
-	}
-	a.out.SessionDone(w)
-}
-
-// takeChunk takes ep's buffered rows.
-func takeChunk(s *session, ep *episode) Chunk {
-	c := Chunk{
-		Episode:  Episode{Rec: s.rec(), RecordID: ep.recordID, ID: ep.id, Index: ep.index, Env: ep.envIndex, Lane: ep.route},
-		FirstPos: ep.firstPos, Obs: s.obsLayout, Act: s.actLayout, Streamed: ep.flushedRows,
-		rows: ep.rows, arena: ep.arena,
-	}
-	ep.rows, ep.arena = nil, nil
-	ep.flushedRows += int64(len(c.rows))
-	return c
-}
-
-// stepsFull streams ep's buffered rows out.
-func (a *Assembler) stepsFull(s *session, ep *episode) { a.out.StepsFull(takeChunk(s, ep)) }
-
 // discard is an output that keeps nothing.
 type discard struct{}
 
@@ -192,3 +152,16 @@ func (discard) Problem(hive.Recording, string, string)       {}
 // LogRowBytes is what a log or telemetry row is counted beyond its
 // message (the writer charges a session write's rows by it too).
 const LogRowBytes = logRowBytes
+
+// Logs and telemetry of a running session are handed to the writer in a
+// write of their own (no sessions row) once they hold logChunkRows rows or
+// logChunkBytes bytes, so that a session with millions of log lines keeps
+// them within bounded memory. The bounds are constants, not a share of the
+// memory budget: recovery must cut the same writes as the run it replays.
+const (
+	logChunkRows  = 1 << 16
+	logChunkBytes = 8 << 20
+	// logRowBytes is what a log or telemetry row is counted beyond its
+	// message.
+	logRowBytes = 96
+)

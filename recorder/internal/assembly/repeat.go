@@ -27,22 +27,6 @@ import (
 // in a snapshot: after a recovery from one, repeats are detected from the
 // next recorded step of lane 0 on.
 
-// probRepeatedStep is part of the on-disk format (problem_summary): do
-// not change it.
-const probRepeatedStep problemKind = "repeated_step"
-
-// lane0Step is the last step recorded in a recording's lane 0 episode.
-type lane0Step struct {
-	recordID string
-	step     int64
-}
-
-// isRepeat reports whether a problem of kind drops an event that repeats
-// what its recording already has.
-func isRepeat(kind problemKind) bool {
-	return kind == probRepeatedStep || kind == probDuplicateSession || kind == probAfterEnd
-}
-
 // steppedLane0 notes that lane 0's episode ep recorded a step at step.
 func (a *Assembler) steppedLane0(s *session, ep *episode, step int64) {
 	if a.lane0 == nil {

@@ -2,8 +2,6 @@ package assembly
 
 import (
 	"bytes"
-
-	"github.com/rlrec/rlrec/internal/runid"
 )
 
 // A recording's run identity (the recorder's runid.go says what a server
@@ -12,18 +10,6 @@ import (
 // content chain of its numbered events (rlrec.content_chain); and, while
 // recovery replays the log under WithResume, the content hashes of its
 // last numbered events.
-
-// runState is a recording's run identity in the assembler.
-type runState struct {
-	// nonce is the first run nonce its events carried (nil: none).
-	nonce []byte
-	// hashes are the content hashes of its last numbered events, kept
-	// only while recovery replays the log under WithResume.
-	hashes runid.Window
-	// chain is the content chain of its events numbered from 1
-	// (runid.Chain): what a ROOT holds of its producer's stream.
-	chain runid.Chain
-}
 
 // noteRun notes the nonce and content hash of s's event numbered seq.
 func (a *Assembler) noteRun(s *session, seq uint64, nonce []byte, hash uint64) {

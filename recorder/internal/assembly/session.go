@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
+	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/schema"
 	"github.com/rlrec/rlrec/schema/spacesv1"
 )
@@ -369,4 +370,66 @@ type telemetryRow struct {
 	time    time.Time
 	horizon string
 	row     events.TelemetryRow
+}
+
+// runState is a recording's run identity in the assembler.
+type runState struct {
+	// nonce is the first run nonce its events carried (nil: none).
+	nonce []byte
+	// hashes are the content hashes of its last numbered events, kept
+	// only while recovery replays the log under WithResume.
+	hashes runid.Window
+	// chain is the content chain of its events numbered from 1
+	// (runid.Chain): what a ROOT holds of its producer's stream.
+	chain runid.Chain
+}
+
+// episodeOn returns the open episode rid names (nil: none), as
+// s.episodes[rid], for a step event's lane i.
+func (s *session) episodeOn(i int, rid string) *episode {
+	if i < len(s.lanes) {
+		if l := &s.lanes[i]; l.ep != nil && !l.ep.gone && l.epRecord == rid {
+			return l.ep
+		}
+	}
+	ep := s.episodes[rid]
+	if ep != nil {
+		l := s.lane(i)
+		l.ep, l.epRecord = ep, rid
+	}
+	return ep
+}
+
+// probRepeatedStep is part of the on-disk format (problem_summary): do
+// not change it.
+const probRepeatedStep problemKind = "repeated_step"
+
+// isRepeat reports whether a problem of kind drops an event that repeats
+// what its recording already has.
+func isRepeat(kind problemKind) bool {
+	return kind == probRepeatedStep || kind == probDuplicateSession || kind == probAfterEnd
+}
+
+// Session and episode statuses, as the tables store them.
+const (
+	statusOpen    = "open"
+	statusEnded   = "ended"
+	statusFailed  = "failed"
+	statusCrashed = "crashed"
+
+	episodeCompleted  = "completed"
+	episodeIncomplete = "incomplete"
+)
+
+// lane0Step is the last step recorded in a recording's lane 0 episode.
+type lane0Step struct {
+	recordID string
+	step     int64
+}
+
+func (s *session) lane(i int) *lane {
+	for len(s.lanes) <= i {
+		s.lanes = append(s.lanes, lane{})
+	}
+	return &s.lanes[i]
 }

@@ -2,6 +2,7 @@ package assembly
 
 import (
 	"bytes"
+	"math"
 	"time"
 
 	"github.com/rlrec/rlrec/blob"
@@ -60,29 +61,6 @@ func (a *Assembler) split(s *session, kind string, step int64, layout *schema.La
 	}
 	s.split = lanes
 	return lanes, true
-}
-
-// episodeOn returns the open episode rid names (nil: none), as
-// s.episodes[rid], for a step event's lane i.
-func (s *session) episodeOn(i int, rid string) *episode {
-	if i < len(s.lanes) {
-		if l := &s.lanes[i]; l.ep != nil && !l.ep.gone && l.epRecord == rid {
-			return l.ep
-		}
-	}
-	ep := s.episodes[rid]
-	if ep != nil {
-		l := s.lane(i)
-		l.ep, l.epRecord = ep, rid
-	}
-	return ep
-}
-
-func (s *session) lane(i int) *lane {
-	for len(s.lanes) <= i {
-		s.lanes = append(s.lanes, lane{})
-	}
-	return &s.lanes[i]
 }
 
 // laneBase is the lane index of element 0 of a step event's vectors: its
@@ -447,6 +425,46 @@ func (a *Assembler) stepCompleted(s *session, e *events.StepCompleted) {
 		r.stepMs, r.hasStep = e.StepMs.Get()
 		if flags && !e.AutoresetRoll[i] {
 			a.stepFlags(s, ep, r, e.Terminated[i], e.Truncated[i])
+		}
+	}
+}
+
+// reserve makes room in ep's arena for a row of need bytes. An arena grows
+// by doubling up to maxEpisodeBuffer and no further: a row that would take
+// it past that first streams the buffered rows out (a row larger than the
+// whole buffer gets an arena of its own size). Appending alone would grow
+// the arena by up to 2x past the bound, and every open episode's arena
+// with it.
+func (a *Assembler) reserve(s *session, ep *episode, need int) {
+	limit := a.maxEpisodeBuffer()
+	if len(ep.arena)+need > limit && len(ep.rows) > 0 {
+		a.stepsFull(s, ep)
+	}
+	takeRowBufs(ep)
+	if len(ep.arena)+need <= cap(ep.arena) {
+		return
+	}
+	c := min(max(2*cap(ep.arena), len(ep.arena)+need, 4<<10), max(limit, len(ep.arena)+need))
+	grown := make([]byte, len(ep.arena), c)
+	copy(grown, ep.arena)
+	ep.arena = grown
+}
+
+// setNumEnvs notes the session's lane count n from a batch. The first
+// time, it checks the episodes already open: a session's first
+// EpisodeStarted events come before its first batch.
+func (a *Assembler) setNumEnvs(s *session, n int) {
+	if n <= 0 || int(s.numEnvs) == n {
+		return
+	}
+	first := s.numEnvs == 0
+	s.numEnvs = int32(min(n, math.MaxInt32))
+	if !first {
+		return
+	}
+	for _, ep := range sortedOpen(s) {
+		if ep.envIndex >= s.numEnvs {
+			a.problem(s, probLaneOutOfRange, "EpisodeStarted for %q: env_index %d is not a lane of the session's %d", ep.recordID, ep.envIndex, s.numEnvs)
 		}
 	}
 }
