@@ -2,134 +2,14 @@ package recorder
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/logrec"
-	"github.com/rlrec/rlrec/internal/parquetout"
-	"github.com/rlrec/rlrec/internal/runid"
-	"github.com/rlrec/rlrec/internal/serial"
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/schema"
 )
-
-// Episode rows in batches. A finished episode's steps file is finished
-// (complete, not yet durable) on the episode's own queue, but its episodes
-// row waits in its recording's batch, which writes the rows of many
-// episodes into one episodes file and hands that file, with the steps
-// files of its episodes, to the committer as one write: an episode is
-// published with its steps, and the episodes table is not one file per
-// episode (a one-row file is 2.4 KB of footer around 100 bytes of data).
-//
-// A batch keeps its entries in the order they were handed over: episodes
-// in the order the assembler finished them, and the recording's session
-// writes (its sessions row, logs and telemetry) among them. A flush takes
-// every ready episode (one is ready once its steps are written) and the
-// session writes that no unready entry precedes, so a session write is
-// published after the episodes finished before it: the episodes in one
-// episodes file (with their steps files), then the session writes in
-// order. It runs, on the batch's own queue,
-//   - at once when a session write is ready and nothing before it waits
-//     (the recording ended, or late telemetry came), or the ready episodes
-//     reach batchMaxRows rows or batchMaxBytes bytes of episodes rows, or
-//     their packed steps reach packedMaxBytes;
-//   - else batch delay (WithEpisodeBatchDelay, default 2 s) after the
-//     first entry of a batch became ready;
-//   - and on writer.wait (Flush, Close, the end of recovery).
-//
-// So an episode's rows are visible within about the delay after it
-// completes, and at the latest when its recording ends.
-//
-// Layout "session" (packed steps files): an episode whose rows were never
-// streamed out (all but long or image-heavy ones) has its rows appended,
-// whole and on the batch's queue, to its recording's open packed steps
-// file, whose row groups end only between episodes; a flush finishes that
-// file and publishes it with the episodes rows that name it, so the steps
-// of a recording are rolled into a file per flush (by time, or by
-// packedMaxBytes). An episode that streamed has a part file of its own in
-// the recording's partition.
-const (
-	batchMaxRows  = 4096
-	batchMaxBytes = 8 << 20
-	// batchRowBytes is what a row is counted beyond its blob.
-	batchRowBytes = 512
-	// packedMaxBytes bounds the step bytes (blobs and typed values, before
-	// compression) of one packed steps file.
-	packedMaxBytes = 128 << 20
-	// packedGroupRows bounds the rows of a packed file's row groups: the
-	// rows of its fixed columns a reader of one episode decodes (the
-	// group that holds it), against the row groups a scan of the whole
-	// table opens (DuckDB's count(*) over 5,000 cartpole episodes: 3.1x
-	// one file's time with 16,384-row groups, 15 of them, against 4 in the
-	// one file). 65,536 is what DuckDB's own writer uses.
-	packedGroupRows = 64 << 10
-)
-
-// batch is the pending writes of one recording.
-type batch struct {
-	rec hive.Recording
-	q   serial.Queue // flush jobs
-
-	mu      sync.Mutex
-	entries []*batchEntry
-	armed   bool // a delayed flush is scheduled
-	queued  bool // a flush job is queued and has not started
-	// Counts over entries, kept as they change so that an entry's
-	// hand-over costs O(1) however many wait: entries not ready, session
-	// writes, and the ready episodes' rows, episodes-row bytes and packed
-	// step bytes.
-	notReady, sessions int
-	rows, bytes, steps int
-
-	// packed is the open packed steps file (layout "session"), and
-	// packedDone the ones finished since the last flush (when the spaces
-	// changed); only jobs on q touch them.
-	packed     *episodeFile
-	packedDone []store.Part
-}
-
-// batchEntry is one write waiting in a batch: an episode's row with its
-// steps file, or a session write.
-type batchEntry struct {
-	ready, failed bool
-
-	// An episode.
-	file   *episodeFile // its entry in writer.live
-	rid    string
-	status string
-	row    schema.EpisodeRow
-	meta   parquetout.Metadata // the episodes file's (its spaces)
-	steps  store.Part          // nil: no steps file of its own
-	// stepBytes are the bytes of its rows in the packed steps file.
-	stepBytes int
-
-	// A session write (session set).
-	session *sessionWriteJob
-}
-
-// sessionWriteJob is the k-th write of a recording's session files.
-type sessionWriteJob struct {
-	k   int
-	row *schema.SessionRow
-	// logRows and teleRows count the recording's log and telemetry rows
-	// up to and with this write (for the sessions file's metadata).
-	logRows, teleRows int64
-	// seq is the recording's highest sequence number when the write was
-	// taken (the files' rlrec.last_sequence; 0: unnumbered events).
-	seq uint64
-	// nonce is the recording's run nonce (rlrec.run_nonce; nil: none).
-	nonce []byte
-	// chain is the recording's content chain (rlrec.content_chain).
-	chain runid.Chain
-	// charge is what the job holds of the rows in flight (writer.rows)
-	// until its files are written: its log and telemetry rows.
-	charge int64
-	logs   []schema.LogRow
-	tele   []schema.TelemetryRow
-	token  any // its entry in writer.live
-}
 
 // batchOf returns the batch of rec, creating it on first use.
 func (w *writer) batchOf(rec hive.Recording) *batch {
@@ -346,30 +226,6 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 		}
 	}
 	w.com.commit(it)
-}
-
-// nextPart returns the number of the next part file of partition p: one
-// more than the highest one there when first asked (temp files are gone:
-// recovery removes or publishes them first), then counting up. Only the
-// writer creates part files under ROOT, so the count cannot go stale.
-func (w *writer) nextPart(p hive.Partition) int {
-	rel := p.Rel()
-	w.mu.Lock()
-	n, ok := w.parts[rel]
-	w.mu.Unlock()
-	if !ok {
-		var err error
-		if n, err = w.st.Next(p); err != nil {
-			n = 0 // creation then fails on the listing error's cause
-		}
-	}
-	w.mu.Lock()
-	if m, ok := w.parts[rel]; ok && m > n {
-		n = m
-	}
-	w.parts[rel] = n + 1
-	w.mu.Unlock()
-	return n
 }
 
 // pack appends a finished episode's rows, whole, to its recording's packed

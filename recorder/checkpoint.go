@@ -1,61 +1,14 @@
 package recorder
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 
 	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
 )
-
-// Checkpoints bound the log of long-running sessions and the work of
-// recovery. Without them a session's records stay in the log until the
-// session ends: recovery rebuilds its counters, lanes and open episodes
-// from its first event. With them:
-//
-//  1. When a sealed log segment is held by sessions still running, or
-//     every snapshotEvery events while a session runs, the assembly
-//     goroutine appends a snapshot of the whole assembly state
-//     (internal/assembly's snapshot.go) as of the last event it applied, as_of. The events after as_of that the decoding
-//     goroutine has already appended are not in it; recovery replays them.
-//  2. Once every write handed to the writer up to then is durable (their
-//     markers are in the log before the writer lets go of them), it
-//     appends a seal naming as_of.
-//  3. Once the seal is synced, the log before as_of+1 is no longer needed
-//     but for the episodes open at the snapshot: reclaim removes the
-//     segments that lie wholly before it, before the first event of the
-//     oldest episode then open, and before every write in flight. (The
-//     log is kept for every open episode, not only for those whose rows
-//     the snapshot leaves to the log: a later snapshot may leave any of
-//     them to the log.)
-//
-// Recovery restores the last snapshot that has a seal and replays the
-// event records after its as_of; without one it replays the whole log.
-// A snapshot is taken only when it is small (snapshotMax) and no episode
-// is waiting to be finalised. An open episode streaming rows to a steps
-// file being written (those rows are only in the log until the file is
-// durable), or buffering many rows, is in it without its rows: the snapshot
-// names the log position of its first event, reclaim keeps the log from
-// there, and recovery rebuilds its rows from there (recover.go).
-type checkpoints struct {
-	applied  uint64 // position of the last event applied
-	lastAsOf uint64 // as_of of the last snapshot taken
-	pending  uint64 // as_of of a snapshot not yet sealed, or 0
-	// pendingWrites is the number of writes handed to the writer when
-	// the pending snapshot was taken: it is sealed once they are all
-	// durable. (Writes handed over later, such as an episode open in the
-	// snapshot that completed since, are rebuilt from it.)
-	pendingWrites uint64
-	// pendingFrom and sealedFrom are the first events of the oldest
-	// episode open at the pending and at the sealed snapshot (0: none):
-	// the log is kept from there, so that any episode open then can be
-	// rebuilt from the log (see oldestOpen).
-	pendingFrom, sealedFrom uint64
-	sealPos                 wal.Pos // position of a seal not yet synced, or 0
-	sealAsOf                uint64  // as_of that seal names
-	sealFrom                uint64  // pendingFrom of that snapshot
-	sealedAsOf              uint64  // as_of of the newest synced seal, or 0
-	taken                   int     // snapshots taken, for tests
-}
 
 // snapshotMax is the largest snapshot taken, in (estimated) bytes: large
 // enough for many sessions of small observations, small against a
@@ -187,4 +140,32 @@ func (r *Recorder) checkpoint() {
 	c.pendingWrites = r.w.handedOver()
 	c.pendingFrom = r.asm.OldestOpen()
 	c.taken++
+}
+
+// clearLog removes the log's segments once everything in them is in
+// Parquet files, so the next Open has nothing to recover.
+func (r *Recorder) clearLog() error {
+	dir := filepath.Join(r.state, logDir)
+	// The log's expectation outside it first, then its manifest: neither
+	// may name a segment or pending file that is gone.
+	if err := wal.RemoveExpected(r.fs, dir); err != nil {
+		return fmt.Errorf("clear log: %w", err)
+	}
+	if err := r.fs.Remove(filepath.Join(dir, wal.ManifestName)); err == nil {
+		if err := r.fs.SyncDir(dir); err != nil {
+			return fmt.Errorf("clear log: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear log: %w", err)
+	}
+	entries, err := r.fs.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("clear log: %w", err)
+	}
+	for _, e := range entries {
+		if err := r.fs.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("clear log: %w", err)
+		}
+	}
+	return r.fs.SyncDir(dir)
 }

@@ -21,16 +21,29 @@
 //	hooklog.go      (the one way      (events in; Chunk,    episodewrite.go     (sync, markers
 //	intake.go        into the log)     Finished and          sessionwrite.go      via logappend.go,
 //	encoded.go       checkpoint.go     SessionWrite out;     batch.go             publish)
-//	invalid.go       (snapshots)       no I/O)               failure.go
-//	queueroom.go
+//	invalid.go       (snapshots)       no I/O)               sessionfile.go
+//	queueroom.go                                             episodefile.go
+//	admit.go                                                 failure.go
+//	runid.go                                                 writerstate.go
 //
 //	recovery (a phase before the hooks open): recover.go reads the log
 //	back (internal/logreplay), settles what a crash left
 //	(internal/recovery) and replays the events into the same assembly,
 //	whose output passes recoverfilter.go (writes already published go no
 //	further) to the same writer and committer; phase.go says where their
-//	markers go (the log, or recovery's journal) and resume.go keeps
-//	recordings open across a restart.
+//	markers go (the log, or recovery's journal), resume.go keeps
+//	recordings open across a restart and recoveryreport.go says what
+//	recovery did.
+//
+//	under every stage: state.go (the Recorder's state), options.go,
+//	budget.go, errors.go.
+//
+// Within the package no file uses a name of a file that uses one of its
+// own, directly or through others (layers_test.go checks it): the
+// structs live in the state files (state.go, writerstate.go), which use
+// no stage's methods, and each other file adds the methods of its step to
+// Recorder or writer. In the writer's column no file uses one listed
+// above it.
 //
 // Stage 1 encodes, logs and queues (hooks run on the caller's goroutine);
 // a decoding goroutine hands the queued events on to stage 3, which runs

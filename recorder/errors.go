@@ -2,6 +2,9 @@ package recorder
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
 
 	"github.com/rlrec/rlrec/internal/store"
 	"github.com/rlrec/rlrec/recorder/internal/recovery"
@@ -51,3 +54,79 @@ var (
 	// or steps layout (internal/store.OpenLayout).
 	ErrLayout = store.ErrLayout
 )
+
+// RecordingError is the failure of one recording's files: its events are
+// durable in the log but not all in Parquet files; 'rlrec recover' writes
+// them once the cause is fixed. It wraps ErrRecordingFailed and the cause.
+type RecordingError struct {
+	SessionID, EnvID string
+	// Path is the file or directory that failed.
+	Path string
+	Err  error
+}
+
+func (e *RecordingError) Error() string {
+	return fmt.Sprintf("recording session_id=%q env_id=%q could not be written (%s): %v; its events are kept in the log: fix the cause and recover the ROOT",
+		e.SessionID, e.EnvID, e.Path, e.Err)
+}
+
+func (e *RecordingError) Unwrap() []error { return []error{ErrRecordingFailed, e.Err} }
+
+// RecordingErrors returns the recording failures err consists of (as
+// Flush and Close return them, joined), or nil when err is nil or holds
+// any other error: with only recording failures, every event handed over
+// is still durable in the log.
+func RecordingErrors(err error) []*RecordingError {
+	if err == nil {
+		return nil
+	}
+	var out []*RecordingError
+	var walk func(error) bool
+	walk = func(err error) bool {
+		if re, ok := err.(*RecordingError); ok {
+			out = append(out, re)
+			return true
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				if !walk(e) {
+					return false
+				}
+			}
+			return true
+		}
+		if u := errors.Unwrap(err); u != nil {
+			return walk(u)
+		}
+		return false
+	}
+	if !walk(err) {
+		return nil
+	}
+	return out
+}
+
+// fatal holds the error that failed a recorder: the first write or sync
+// error, after which it refuses further events, since what it was handed
+// can no longer be made durable. The Recorder and its writer share it.
+type fatal struct {
+	err  atomic.Pointer[error]
+	root string
+	log  *slog.Logger
+}
+
+// get returns the error that failed the recorder, or nil.
+func (f *fatal) get() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// set records err, wrapped in ErrFailed, unless an error came first.
+func (f *fatal) set(err error) {
+	err = fmt.Errorf("%w: %w", ErrFailed, err)
+	if f.err.CompareAndSwap(nil, &err) {
+		f.log.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", f.root, "err", err)
+	}
+}

@@ -2,12 +2,9 @@ package recorder
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"slices"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/rlrec/rlrec/events"
@@ -58,82 +55,6 @@ func (r *Recorder) err() error { return r.fatal.get() }
 // fail records the first write or sync error (fatal.set).
 func (r *Recorder) fail(err error) { r.fatal.set(err) }
 
-// fatal holds the error that failed a recorder: the first write or sync
-// error, after which it refuses further events, since what it was handed
-// can no longer be made durable. The Recorder and its writer share it.
-type fatal struct {
-	err  atomic.Pointer[error]
-	root string
-	log  *slog.Logger
-}
-
-// get returns the error that failed the recorder, or nil.
-func (f *fatal) get() error {
-	if p := f.err.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// set records err, wrapped in ErrFailed, unless an error came first.
-func (f *fatal) set(err error) {
-	err = fmt.Errorf("%w: %w", ErrFailed, err)
-	if f.err.CompareAndSwap(nil, &err) {
-		f.log.Error("recorder failed; events are no longer accepted, reopen the root to recover", "root", f.root, "err", err)
-	}
-}
-
-// RecordingError is the failure of one recording's files: its events are
-// durable in the log but not all in Parquet files; 'rlrec recover' writes
-// them once the cause is fixed. It wraps ErrRecordingFailed and the cause.
-type RecordingError struct {
-	SessionID, EnvID string
-	// Path is the file or directory that failed.
-	Path string
-	Err  error
-}
-
-func (e *RecordingError) Error() string {
-	return fmt.Sprintf("recording session_id=%q env_id=%q could not be written (%s): %v; its events are kept in the log: fix the cause and recover the ROOT",
-		e.SessionID, e.EnvID, e.Path, e.Err)
-}
-
-func (e *RecordingError) Unwrap() []error { return []error{ErrRecordingFailed, e.Err} }
-
-// RecordingErrors returns the recording failures err consists of (as
-// Flush and Close return them, joined), or nil when err is nil or holds
-// any other error: with only recording failures, every event handed over
-// is still durable in the log.
-func RecordingErrors(err error) []*RecordingError {
-	if err == nil {
-		return nil
-	}
-	var out []*RecordingError
-	var walk func(error) bool
-	walk = func(err error) bool {
-		if re, ok := err.(*RecordingError); ok {
-			out = append(out, re)
-			return true
-		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				if !walk(e) {
-					return false
-				}
-			}
-			return true
-		}
-		if u := errors.Unwrap(err); u != nil {
-			return walk(u)
-		}
-		return false
-	}
-	if !walk(err) {
-		return nil
-	}
-	return out
-}
-
 // rootWide reports whether an I/O error is the whole file system's, not
 // one directory's or file's.
 func rootWide(err error) bool {
@@ -167,13 +88,6 @@ var errRecordingFailed = errors.New("recording failed earlier")
 // (hive.RecordingDir): a temp file found by recovery names its recording
 // only by that.
 func recKey(rec hive.Recording) string { return hive.RecordingDir(rec) }
-
-// recFailure is a failed recording: its error, and the events it received
-// after it failed.
-type recFailure struct {
-	err    *RecordingError
-	events int64
-}
 
 // failRec charges err to rec: the recording is failed (see above), or the
 // whole recorder when err is not one recording's.

@@ -3,6 +3,9 @@ package recorder
 import (
 	"sync"
 	"time"
+
+	"github.com/rlrec/rlrec/events"
+	"github.com/rlrec/rlrec/internal/wal"
 )
 
 // intake is the queue from the hooks to the decoding goroutine.
@@ -137,3 +140,29 @@ func (q *intake) close() {
 	q.mu.Unlock()
 	q.ring()
 }
+
+// item is one unit of work for the pipeline: an encoded log record (with
+// a copy of its event when it is a step event), or a barrier (buf nil)
+// that reports the last log position. ev, when set, is the record's event
+// already decoded (RecordEncoded), observed at at.
+type item struct {
+	pos    wal.Pos // the record's log position, once the hook logged it
+	buf    *[]byte
+	copy   *events.StepCopy
+	charge int64
+	wait   *waiter
+	ev     events.Event
+	at     time.Time
+	// recClock: at is the recorder's clock (the event came without a
+	// time); the log record says so too.
+	recClock bool
+}
+
+// waiter lets a hook or Flush wait for the pipeline.
+type waiter struct {
+	pos  wal.Pos
+	err  error
+	done chan struct{}
+}
+
+var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}

@@ -142,10 +142,6 @@ func WithSyncInterval(d time.Duration) Option { return func(o *options) { o.sync
 // the other one. Without it, a recorder takes the ROOT's layout.
 func WithLayout(l hive.Layout) Option { return func(o *options) { o.layout = l } }
 
-// Layout returns the ROOT's steps layout: the one its layout file names,
-// or for a new ROOT the one WithLayout asked for (LayoutEpisode without).
-func (r *Recorder) Layout() hive.Layout { return r.layout }
-
 // WithEpisodeBatchDelay bounds how long a finished episode waits before
 // its row (and its steps file) is published: the rows of the episodes of
 // a recording that finish within it share one episodes file (default 2 s;

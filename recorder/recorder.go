@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rlrec/rlrec/events"
@@ -19,126 +16,6 @@ import (
 	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/recorder/internal/recovery"
 )
-
-// Paths under ROOT that belong to the recorder itself. Readers skip paths
-// that start with "_".
-const (
-	stateDir = "_rlrec"
-	logDir   = "log"
-	lockName = "LOCK"
-)
-
-// Recorder records the events of any number of concurrent sessions under
-// one ROOT. It implements events.Hooks and is safe for concurrent use.
-type Recorder struct {
-	root string
-	opts options
-	fs   vfs.FS
-	// st is the store ROOT is written and read through; state is the
-	// local directory of the log, the lock, the journal and the open
-	// marker (ROOT/_rlrec, or WithStore's).
-	st    store.Root
-	state string
-	lock  interface{ Close() error }
-	// log is appended to only through appends (logappend.go).
-	log *wal.Log
-
-	// mu guards closed and the queue's lifetime: hooks hold it shared while
-	// they hand an event over; Close takes it exclusively to close the queue.
-	mu     sync.RWMutex
-	closed bool
-	queue  *intake
-	// queueBudget bounds the bytes of events queued for the pipeline.
-	queueBudget *queueRoom
-	queueMax    int64
-	// budget hands out the memory budget's shares (budget.go); maxEvent
-	// is the largest encoded event a hook accepts.
-	budget   memoryBudget
-	maxEvent int64
-	bufs     logrec.BufPool
-
-	// The pipeline is two goroutines: decoding (hands on the events the hooks logged) and
-	// assembly, connected by decoded. assemblyDone closes when both ended.
-	decoded      chan decodedItem
-	assemblyDone chan struct{}
-	dec          events.Decoder // the decoding goroutine's
-	// copies copies the step events hooks hand over, for the assembly
-	// goroutine (see record).
-	copies events.StepCopier
-	// asm is touched only by the assembly goroutine, and by Open and Close
-	// when the pipeline is not running.
-	asm          *assembly.Assembler
-	sinceReclaim int
-	ckpt         checkpoints
-	w            *writer
-
-	// fatal is the error that failed the recorder; the writer shares it.
-	fatal *fatal
-
-	// refused holds the recordings whose SessionStarted was refused
-	// because ROOT already holds them (admit); refusedN counts them, so
-	// that a hook looks the map up only when there are any.
-	// admitted holds the recordings whose SessionStarted this recorder
-	// accepted.
-	admitMu  sync.Mutex
-	refused  map[hive.Recording]struct{}
-	admitted map[hive.Recording]struct{}
-	refusedN atomic.Int32
-
-	recovered RecoveryReport
-
-	// layout is the ROOT's steps layout; layoutFile
-	// (internal/store.OpenLayout) is pending while a new ROOT's layout
-	// file is to be written with its first file.
-	layout     hive.Layout
-	layoutFile *store.LayoutFile
-
-	// resume mode (resume.go): the recordings Open resumed and their
-	// sequence numbers, and whether Close leaves the log for the next Open.
-	resumed   int
-	recovSeqs map[hive.Recording]uint64
-	recovRuns map[hive.Recording]RecoveredRun
-	keepLog   bool
-}
-
-// item is one unit of work for the pipeline: an encoded log record (with
-// a copy of its event when it is a step event), or a barrier (buf nil)
-// that reports the last log position. ev, when set, is the record's event
-// already decoded (RecordEncoded), observed at at.
-type item struct {
-	pos    wal.Pos // the record's log position, once the hook logged it
-	buf    *[]byte
-	copy   *events.StepCopy
-	charge int64
-	wait   *waiter
-	ev     events.Event
-	at     time.Time
-	// recClock: at is the recorder's clock (the event came without a
-	// time); the log record says so too.
-	recClock bool
-}
-
-// decodedItem is what the decoding goroutine hands the assembly goroutine:
-// a logged event (ev non-nil) or a barrier (wait non-nil), in queue order.
-type decodedItem struct {
-	ev     events.Event
-	at     time.Time
-	copy   *events.StepCopy // ev's, recycled once ev is applied
-	pos    wal.Pos
-	charge int64 // held in queueBudget until the event is applied
-	// recClock: at is the recorder's clock reading (see item).
-	recClock bool
-	wait     *waiter
-}
-
-// waiter lets a hook or Flush wait for the pipeline.
-type waiter struct {
-	pos  wal.Pos
-	err  error
-	done chan struct{}
-}
-
-var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
 
 // Open opens (creating it if needed) the output ROOT, takes its lock, and
 // recovers whatever a previous recorder left in the log: completed episodes
@@ -187,9 +64,6 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 	}
 	return r, nil
 }
-
-// appends is the appender of r's open log (logappend.go).
-func (r *Recorder) appends() logAppender { return logAppender{r.log} }
 
 func (r *Recorder) start() error {
 	o := &r.opts
@@ -561,34 +435,6 @@ func (r *Recorder) Close(ctx context.Context) error {
 	return nil
 }
 
-// clearLog removes the log's segments once everything in them is in
-// Parquet files, so the next Open has nothing to recover.
-func (r *Recorder) clearLog() error {
-	dir := filepath.Join(r.state, logDir)
-	// The log's expectation outside it first, then its manifest: neither
-	// may name a segment or pending file that is gone.
-	if err := wal.RemoveExpected(r.fs, dir); err != nil {
-		return fmt.Errorf("clear log: %w", err)
-	}
-	if err := r.fs.Remove(filepath.Join(dir, wal.ManifestName)); err == nil {
-		if err := r.fs.SyncDir(dir); err != nil {
-			return fmt.Errorf("clear log: %w", err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("clear log: %w", err)
-	}
-	entries, err := r.fs.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("clear log: %w", err)
-	}
-	for _, e := range entries {
-		if err := r.fs.Remove(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("clear log: %w", err)
-		}
-	}
-	return r.fs.SyncDir(dir)
-}
-
 // The events.Hooks methods: each hands its event to the recorder.
 
 var _ events.Hooks = (*Recorder)(nil)
@@ -643,4 +489,35 @@ func (r *Recorder) OnTelemetrySnapshot(ctx context.Context, ev *events.Telemetry
 // logs table (see the package doc on schema version 3).
 func (r *Recorder) OnRelayAdvisory(ctx context.Context, ev *events.RelayAdvisory) error {
 	return r.submit(ctx, ev)
+}
+
+// Layout returns the ROOT's steps layout: the one its layout file names,
+// or for a new ROOT the one WithLayout asked for (LayoutEpisode without).
+func (r *Recorder) Layout() hive.Layout { return r.layout }
+
+// RecoveredRun returns the run of the recording (sessionID, envID) that
+// Open found in the log and resumed (WithResume), and false when it found
+// none. It does not change after Open.
+func (r *Recorder) RecoveredRun(sessionID, envID string) (RecoveredRun, bool) {
+	run, ok := r.recovRuns[hive.Recording{SessionID: sessionID, EnvID: envID}]
+	return run, ok
+}
+
+// RecordSequencedRun is RecordSequenced of an event of the run run: its
+// log record carries the run's nonce and the event's content hash.
+func (r *Recorder) RecordSequencedRun(ctx context.Context, ev events.Event, t time.Time, seq uint64, run Run) error {
+	return r.record(ctx, ev, t, seq, t.IsZero(), run)
+}
+
+// RecordStampedRun is RecordStamped of an event of the run run.
+func (r *Recorder) RecordStampedRun(ctx context.Context, ev events.Event, t time.Time, seq uint64, run Run) error {
+	return r.record(ctx, ev, t, seq, true, run)
+}
+
+// PublishedRunNonce returns the run nonce that the published sessions,
+// logs and telemetry files of the recording (sessionID, envID) record
+// under rlrec.run_nonce, nil when none does. An error names the file
+// that could not be read, or two files that name different runs.
+func (r *Recorder) PublishedRunNonce(sessionID, envID string) ([]byte, error) {
+	return publishedRunNonce(r.st, hive.Recording{SessionID: sessionID, EnvID: envID})
 }

@@ -104,3 +104,11 @@ func (r *Recorder) startResumed() {
 	r.ckpt.applied = uint64(r.log.LastPos())
 	r.ckpt.sealedFrom = r.asm.OldestOpen()
 }
+
+// keepRecoveredRun takes s's run state for RecoveredRun, once recovery
+// has replayed the log (the assembler then drops its hashes).
+func (r *Recorder) keepRecoveredRun(s assembly.Recording) {
+	if s.Nonce != nil || s.Hashes.Len() > 0 {
+		r.recovRuns[s.Rec] = RecoveredRun{Nonce: s.Nonce, Hashes: s.Hashes}
+	}
+}

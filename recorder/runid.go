@@ -1,17 +1,13 @@
 package recorder
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/parquetout"
 	"github.com/rlrec/rlrec/internal/runid"
 	"github.com/rlrec/rlrec/internal/store"
-	"github.com/rlrec/rlrec/recorder/internal/assembly"
 	"github.com/rlrec/rlrec/schema"
 )
 
@@ -59,41 +55,6 @@ func (run Run) recordBytes() int { return len(run.Nonce) + 20 }
 type RecoveredRun struct {
 	Nonce  []byte
 	Hashes runid.Window
-}
-
-// keepRecoveredRun takes s's run state for RecoveredRun, once recovery
-// has replayed the log (the assembler then drops its hashes).
-func (r *Recorder) keepRecoveredRun(s assembly.Recording) {
-	if s.Nonce != nil || s.Hashes.Len() > 0 {
-		r.recovRuns[s.Rec] = RecoveredRun{Nonce: s.Nonce, Hashes: s.Hashes}
-	}
-}
-
-// RecoveredRun returns the run of the recording (sessionID, envID) that
-// Open found in the log and resumed (WithResume), and false when it found
-// none. It does not change after Open.
-func (r *Recorder) RecoveredRun(sessionID, envID string) (RecoveredRun, bool) {
-	run, ok := r.recovRuns[hive.Recording{SessionID: sessionID, EnvID: envID}]
-	return run, ok
-}
-
-// RecordSequencedRun is RecordSequenced of an event of the run run: its
-// log record carries the run's nonce and the event's content hash.
-func (r *Recorder) RecordSequencedRun(ctx context.Context, ev events.Event, t time.Time, seq uint64, run Run) error {
-	return r.record(ctx, ev, t, seq, t.IsZero(), run)
-}
-
-// RecordStampedRun is RecordStamped of an event of the run run.
-func (r *Recorder) RecordStampedRun(ctx context.Context, ev events.Event, t time.Time, seq uint64, run Run) error {
-	return r.record(ctx, ev, t, seq, true, run)
-}
-
-// PublishedRunNonce returns the run nonce that the published sessions,
-// logs and telemetry files of the recording (sessionID, envID) record
-// under rlrec.run_nonce, nil when none does. An error names the file
-// that could not be read, or two files that name different runs.
-func (r *Recorder) PublishedRunNonce(sessionID, envID string) ([]byte, error) {
-	return publishedRunNonce(r.st, hive.Recording{SessionID: sessionID, EnvID: envID})
 }
 
 func publishedRunNonce(st store.Root, rec hive.Recording) ([]byte, error) {
