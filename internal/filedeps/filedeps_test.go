@@ -69,7 +69,9 @@ func TestCheck(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/p\n\ngo 1.22\n"), 0o644)
+			if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/p\n\ngo 1.22\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			for name, src := range tc.files {
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 					t.Fatal(err)
