@@ -6,7 +6,8 @@
 // type-checked identity, a name declared in B: a package-level type,
 // func, var or const, a method, or a field (which counts as a use of the
 // file declaring its struct). Uses within one file are no dependency.
-// Only non-test files count; test files may use anything.
+// Only the non-test files the go command builds count (build tags
+// apply); test files may use anything.
 //
 // A cycle is a strongly connected set of two or more files; a mutual
 // pair is two files each using the other. Check reports every cycle

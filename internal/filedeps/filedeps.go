@@ -46,23 +46,23 @@ func Load(dir string) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.SkipObjectResolution)
+	goFiles, err := goList(dir, "{{join .GoFiles \"\\n\"}}")
 	if err != nil {
-		return nil, fmt.Errorf("filedeps: parse %s: %w", dir, err)
+		return nil, err
 	}
-	if len(pkgs) != 1 {
-		return nil, fmt.Errorf("filedeps: %s holds %d packages in its non-test files, want 1", dir, len(pkgs))
-	}
+	fset := token.NewFileSet()
 	var files []*ast.File
 	var names []string
-	for _, p := range pkgs {
-		for name, f := range p.Files {
-			files = append(files, f)
-			names = append(names, filepath.Base(name))
+	for _, name := range strings.Split(strings.TrimSpace(goFiles), "\n") {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, fmt.Errorf("filedeps: parse: %w", err)
 		}
+		files = append(files, f)
+		names = append(names, name)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("filedeps: %s has no non-test Go files", dir)
 	}
 	sort.Strings(names)
 	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
@@ -151,23 +151,34 @@ func declaredAtTop(pkg *types.Package, obj types.Object) bool {
 	return false
 }
 
-// exportFiles maps every package dir's package imports, directly or
+// exportFiles maps every package the package in dir imports, directly or
 // not, to its export data file.
 func exportFiles(dir string) (map[string]string, error) {
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", ".")
+	out, err := goList(dir, "{{.ImportPath}}\t{{.Export}}", "-export", "-deps")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		path, file, _ := strings.Cut(line, "\t")
+		m[path] = file
+	}
+	return m, nil
+}
+
+// goList runs go list -f format on the package in dir: the go command
+// says which files build (with their build tags) and where export data is.
+func goList(dir, format string, flags ...string) (string, error) {
+	args := append([]string{"list"}, flags...)
+	cmd := exec.Command("go", append(args, "-f", format, ".")...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("filedeps: go list -export in %s: %w: %s", dir, err, stderr.String())
+		return "", fmt.Errorf("filedeps: go %s in %s: %w: %s", strings.Join(cmd.Args[1:], " "), dir, err, stderr.String())
 	}
-	m := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		path, file, _ := strings.Cut(line, "\t")
-		m[path] = file
-	}
-	return m, nil
+	return string(out), nil
 }
 
 // Count returns the number of file-to-file dependencies and of mutual
