@@ -19,13 +19,5 @@ var layersAllowed = []filedeps.Allowed{}
 // package's non-test files and fails listing every cycle among them not
 // allowlisted above.
 func TestLayers(t *testing.T) {
-	g, problems, err := filedeps.Check(".", layersAllowed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deps, mutual := g.Count()
-	t.Logf("%d files, %d file-to-file dependencies, %d mutual pairs", len(g.Files), deps, mutual)
-	for _, p := range problems {
-		t.Error(p)
-	}
+	filedeps.Require(t, ".", layersAllowed)
 }
