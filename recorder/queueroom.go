@@ -49,7 +49,7 @@ func newQueueRoom(share int64) *queueRoom {
 // acquire charges n bytes (at most max), waiting for room.
 func (q *queueRoom) acquire(ctx context.Context, n int64) error {
 	if n > q.room.Load() {
-		q.fit(n)
+		q.grow(n) // an event larger than the room widens it to hold it
 	}
 	if !q.sem.TryAcquire(n) {
 		q.waited.Store(true)
@@ -69,9 +69,6 @@ func (q *queueRoom) release(n int64) {
 		q.grow(2 * q.room.Load())
 	}
 }
-
-// fit grows the room to hold an event of n bytes.
-func (q *queueRoom) fit(n int64) { q.grow(n) }
 
 // grow raises the room to at least want bytes (at most max).
 func (q *queueRoom) grow(want int64) {
