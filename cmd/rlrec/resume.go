@@ -54,11 +54,12 @@ import (
 //     ingest or recover of ROOT).
 //
 // The recording then equals, row for row and every value (blobs) byte
-// for byte, in the same part files, what an uninterrupted ingest of the
-// stream gives (a steps file's page and row-group sizes depend on how
-// many steps files are open at once, parquetout.FileShare, which differs
-// between any two ingests under load and between the staging recorder
-// and one ingest of the whole stream, so a file's bytes may differ): the rows of the events ROOT
+// for byte, what an uninterrupted ingest of the stream gives. How the
+// rows are cut into files may differ, as it does between any two
+// ingests: a steps file's page and row-group sizes depend on how many
+// steps files are open at once (parquetout.FileShare), and a
+// recording's episodes, sessions, logs and telemetry files are flushed
+// on a timer as well as by size. The rows of the events ROOT
 // held are derived again from the same events, and nothing of the
 // interruption stays in the tables (the crashed status, the incomplete
 // episodes and their partial steps are replaced). What records it is

@@ -175,11 +175,13 @@ func ingestUninterrupted(t *testing.T, s resumeStream, layout string) string {
 }
 
 // sameTables fails unless ROOT got holds, in every table, the rows of
-// want, every value byte for byte, in the same part files, and returns
-// the rows compared. Files whose bytes differ are logged, not failed: a
-// steps file's page and row-group sizes depend on how many steps files
-// were open at once (parquetout.FileShare), which the resume's staging
-// recorder does not share with an uninterrupted ingest.
+// want, partition by partition, every value byte for byte, and returns
+// the rows compared. Files whose bytes differ, and rows cut into other
+// part files, are logged, not failed: a steps file's page and row-group
+// sizes depend on how many steps files were open at once
+// (parquetout.FileShare), which the resume's staging recorder does not
+// share with an uninterrupted ingest, and the other tables' files are
+// flushed on a timer as well as by size.
 func sameTables(t *testing.T, got, want string) int {
 	t.Helper()
 	return sameTablesBut(t, got, want, "")
@@ -334,7 +336,7 @@ func ingestKilled(t *testing.T, s resumeStream, root string, state killState, ar
 // from "events logged, nothing published" to "recordings ended", in both
 // layouts, then 'rlrec recover', then 'rlrec ingest' of the same stream
 // again: every table equals an uninterrupted ingest's, row for row and
-// every value byte for byte, in the same part files.
+// every value byte for byte.
 // The last cases kill the resume too (while it derives the recordings
 // into its staging ROOT) and recover and ingest once more.
 func TestIngestResumeKill(t *testing.T) {
