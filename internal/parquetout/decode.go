@@ -53,58 +53,78 @@ func appendElems(dst []parquet.Value, c *schema.TypedColumn, b []byte, rep, def 
 	return dst
 }
 
-// appendElemValues appends the elements of b, without levels.
+// appendElemValues appends the elements of b, without levels. Each value
+// is stored straight into the slice (see stepsbatch.go: appending a Value
+// built in a local costs a store forwarding stall).
 func appendElemValues(dst []parquet.Value, c *schema.TypedColumn, b []byte) []parquet.Value {
+	var out []parquet.Value
 	if c.Leaf.Kind == schema.KindMultiBinary {
-		for _, x := range b {
-			dst = append(dst, parquet.BooleanValue(x != 0))
-		}
+		dst, out = extend(dst, len(b))
+		boolBytesValues(out, b)
 		return dst
 	}
 	switch c.Leaf.DType {
 	case spacesv1.DataType_DATA_TYPE_BOOL:
-		for _, x := range b {
-			dst = append(dst, parquet.BooleanValue(x != 0))
-		}
+		dst, out = extend(dst, len(b))
+		boolBytesValues(out, b)
 	case spacesv1.DataType_DATA_TYPE_UINT8:
-		for _, x := range b {
-			dst = append(dst, parquet.Int32Value(int32(x)))
+		dst, out = extend(dst, len(b))
+		for i := range out {
+			out[i] = parquet.Int32Value(int32(b[i]))
 		}
 	case spacesv1.DataType_DATA_TYPE_INT8:
-		for _, x := range b {
-			dst = append(dst, parquet.Int32Value(int32(int8(x))))
+		dst, out = extend(dst, len(b))
+		for i := range out {
+			out[i] = parquet.Int32Value(int32(int8(b[i])))
 		}
 	case spacesv1.DataType_DATA_TYPE_UINT16:
-		for i := 0; i+2 <= len(b); i += 2 {
-			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint16(b[i:]))))
+		dst, out = extend(dst, len(b)/2)
+		for i := range out {
+			out[i] = parquet.Int32Value(int32(binary.LittleEndian.Uint16(b[2*i:])))
 		}
 	case spacesv1.DataType_DATA_TYPE_INT16:
-		for i := 0; i+2 <= len(b); i += 2 {
-			dst = append(dst, parquet.Int32Value(int32(int16(binary.LittleEndian.Uint16(b[i:])))))
+		dst, out = extend(dst, len(b)/2)
+		for i := range out {
+			out[i] = parquet.Int32Value(int32(int16(binary.LittleEndian.Uint16(b[2*i:]))))
 		}
 	case spacesv1.DataType_DATA_TYPE_UINT32, spacesv1.DataType_DATA_TYPE_INT32:
 		// UINT_32 is stored in INT32 with the same bits.
-		for i := 0; i+4 <= len(b); i += 4 {
-			dst = append(dst, parquet.Int32Value(int32(binary.LittleEndian.Uint32(b[i:]))))
+		dst, out = extend(dst, len(b)/4)
+		for i := range out {
+			out[i] = parquet.Int32Value(int32(binary.LittleEndian.Uint32(b[4*i:])))
 		}
 	case spacesv1.DataType_DATA_TYPE_UINT64, spacesv1.DataType_DATA_TYPE_INT64:
-		for i := 0; i+8 <= len(b); i += 8 {
-			dst = append(dst, parquet.Int64Value(int64(binary.LittleEndian.Uint64(b[i:]))))
+		dst, out = extend(dst, len(b)/8)
+		for i := range out {
+			out[i] = parquet.Int64Value(int64(binary.LittleEndian.Uint64(b[8*i:])))
 		}
 	case spacesv1.DataType_DATA_TYPE_FLOAT16:
-		for i := 0; i+2 <= len(b); i += 2 {
-			dst = append(dst, parquet.FloatValue(halfToFloat32(binary.LittleEndian.Uint16(b[i:]))))
+		dst, out = extend(dst, len(b)/2)
+		for i := range out {
+			out[i] = parquet.FloatValue(halfToFloat32(binary.LittleEndian.Uint16(b[2*i:])))
 		}
 	case spacesv1.DataType_DATA_TYPE_FLOAT32:
-		for i := 0; i+4 <= len(b); i += 4 {
-			dst = append(dst, parquet.FloatValue(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))))
+		dst, out = extend(dst, len(b)/4)
+		for i := range out {
+			out[i] = parquet.FloatValue(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 		}
 	case spacesv1.DataType_DATA_TYPE_FLOAT64:
-		for i := 0; i+8 <= len(b); i += 8 {
-			dst = append(dst, parquet.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))))
+		dst, out = extend(dst, len(b)/8)
+		for i := range out {
+			out[i] = parquet.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
 		}
 	}
 	return dst
+}
+
+// boolBytesValues fills out with a boolean value per byte of b (not 0:
+// true), copied from two values made before the loop.
+func boolBytesValues(out []parquet.Value, b []byte) {
+	vals := [2]parquet.Value{parquet.BooleanValue(false), parquet.BooleanValue(true)}
+	b = b[:len(out)]
+	for i := range b {
+		out[i] = vals[b2i(b[i] != 0)]
+	}
 }
 
 // halfToFloat32 widens an IEEE 754 half-precision value exactly, keeping

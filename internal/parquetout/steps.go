@@ -212,8 +212,7 @@ func (t *target) TempPath() string { return t.name }
 type stepsBuffers struct {
 	pw      *parquet.GenericWriter[any] // rows go in column by column (ColumnWriters), never as Go values
 	out     *bufio.Writer               // the file's write buffer, in front of the part
-	rowBuf  []pendingRow                // rows not yet handed to parquet-go
-	leafBuf [][]byte                    // their typed leaves, row-major
+	batch   pendingRows                 // rows not yet handed to parquet-go, column by column
 	arena   []byte                      // copies of the bytes those rows reference
 	scratch []parquet.Value             // one column of the batch
 }
@@ -263,36 +262,7 @@ func (w *StepsWriter) Write(r *StepRow) error {
 		}
 	}
 
-	pr := pendingRow{
-		episodeRecordID: r.EpisodeRecordID,
-		episodeID:       r.EpisodeID,
-		episodeIndex:    r.EpisodeIndex,
-		envIndex:        r.EnvIndex,
-		step:            r.Step,
-		sessionStep:     r.SessionStep,
-		obsBlob:         w.keepOptional(r.ObservationBlob),
-		actBlob:         w.keepOptional(r.ActionBlob),
-		reward:          r.Reward,
-		isFirst:         r.IsFirst,
-		isLast:          r.IsLast,
-		terminated:      r.Terminated,
-		truncated:       r.Truncated,
-		recordedAt:      r.RecordedAt.UnixMicro(),
-		lane:            r.Lane,
-		hasLane:         r.HasLane,
-		infos:           w.keepOptional(r.Infos),
-		obsInfos:        w.keepOptional(r.ObservationInfos),
-		rawObsBlob:      w.keepOptional(r.RawObservationBlob),
-		rawActBlob:      w.keepOptional(r.RawActionBlob),
-		predictMs:       r.PredictMs,
-		stepMs:          r.StepMs,
-		hasPredictMs:    r.HasPredictMs,
-		hasStepMs:       r.HasStepMs,
-	}
-	w.rowBuf = append(w.rowBuf, pr)
-	w.keepLeaves(len(t.Observation), obsLeaves)
-	w.keepLeaves(len(t.Action), actLeaves)
-
+	w.add(r, obsLeaves, actLeaves)
 	w.pending++
 	w.rows++
 	w.groupRows++
@@ -355,36 +325,6 @@ func checkLeaves(cols []schema.TypedColumn, leaves [][]byte, side string) (int, 
 	return n, nil
 }
 
-// pendingRow is a row's fixed columns, buffered until the batch is handed
-// to parquet-go; byte slices point into the arena (nil: null).
-type pendingRow struct {
-	episodeID       string
-	episodeRecordID string
-	obsBlob         []byte
-	actBlob         []byte
-	episodeIndex    int64
-	step            int64
-	sessionStep     int64
-	recordedAt      int64
-	reward          float64
-	envIndex        int32
-	isFirst         bool
-	isLast          bool
-	terminated      bool
-	truncated       bool
-	// schema version 3
-	infos        []byte
-	obsInfos     []byte
-	rawObsBlob   []byte
-	rawActBlob   []byte
-	lane         int64
-	predictMs    float64
-	stepMs       float64
-	hasLane      bool
-	hasPredictMs bool
-	hasStepMs    bool
-}
-
 // keepOptional copies b into the arena; nil stays nil (null).
 func (w *StepsWriter) keepOptional(b []byte) []byte {
 	if b == nil {
@@ -408,223 +348,10 @@ func (w *StepsWriter) keep(b []byte) []byte {
 	return w.arena[start:len(w.arena):len(w.arena)]
 }
 
-// keepLeaves buffers one side's n leaves (or n nils for a null side).
-// Leaves stored by reference (Text, binary) are copied into the arena;
-// numeric leaves too, since they are decoded only when the batch is
-// written, column by column.
-func (w *StepsWriter) keepLeaves(n int, leaves [][]byte) {
-	if leaves == nil {
-		for i := 0; i < n; i++ {
-			w.leafBuf = append(w.leafBuf, nil)
-		}
-		return
-	}
-	for _, b := range leaves {
-		w.leafBuf = append(w.leafBuf, w.keep(b))
-	}
-}
-
 // noBytes is an empty leaf, which unlike nil does not mean null.
 var noBytes = []byte{}
 
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
-// writePending hands the buffered rows to parquet-go, column by column,
-// which copies them into its column buffers, and empties the arena. A
-// fixed column's values are stored into a slice sized for the batch (no
-// append per value: the loops compile without bounds checks).
-func (w *StepsWriter) writePending() error {
-	if w.pending == 0 {
-		return nil
-	}
-	cols := w.pw.ColumnWriters()
-	rows := w.rowBuf
-	for c := 0; c < len(cols); c++ {
-		var s []parquet.Value
-		// The typed columns and a packed file's episode_record_id first,
-		// then the fixed columns every steps file has.
-		switch {
-		case w.f.v3 >= 0 && c >= w.f.v3:
-			s = w.appendV3(w.values(len(rows)), c-w.f.v3)
-		case c >= w.f.fixed:
-			s = w.appendTyped(w.scratch[:0], c-w.f.fixed)
-		case c == schema.StepsColEpisodeRecordID:
-			s = w.values(len(rows))
-			for i := range rows {
-				s[i] = parquet.ByteArrayValue(stringBytes(rows[i].episodeRecordID))
-			}
-		default:
-			s = w.values(len(rows))
-		}
-		switch c {
-		case schema.StepsColEpisodeID:
-			for i := range rows {
-				s[i] = parquet.ByteArrayValue(stringBytes(rows[i].episodeID))
-			}
-		case schema.StepsColEpisodeIndex:
-			for i := range rows {
-				s[i] = parquet.Int64Value(rows[i].episodeIndex)
-			}
-		case schema.StepsColEnvIndex:
-			for i := range rows {
-				s[i] = parquet.Int32Value(rows[i].envIndex)
-			}
-		case schema.StepsColStep:
-			for i := range rows {
-				s[i] = parquet.Int64Value(rows[i].step)
-			}
-		case schema.StepsColSessionStep:
-			for i := range rows {
-				s[i] = parquet.Int64Value(rows[i].sessionStep)
-			}
-		case schema.StepsColObservationBlob:
-			for i := range rows {
-				s[i] = optionalBytes(rows[i].obsBlob)
-			}
-		case schema.StepsColActionBlob:
-			for i := range rows {
-				s[i] = optionalBytes(rows[i].actBlob)
-			}
-		case schema.StepsColReward:
-			for i := range rows {
-				s[i] = parquet.DoubleValue(rows[i].reward)
-			}
-		case schema.StepsColIsFirst:
-			for i := range rows {
-				s[i] = parquet.BooleanValue(rows[i].isFirst)
-			}
-		case schema.StepsColIsLast:
-			for i := range rows {
-				s[i] = parquet.BooleanValue(rows[i].isLast)
-			}
-		case schema.StepsColTerminated:
-			for i := range rows {
-				s[i] = parquet.BooleanValue(rows[i].terminated)
-			}
-		case schema.StepsColTruncated:
-			for i := range rows {
-				s[i] = parquet.BooleanValue(rows[i].truncated)
-			}
-		case schema.StepsColRecordedAt:
-			for i := range rows {
-				s[i] = parquet.Int64Value(rows[i].recordedAt)
-			}
-		}
-		w.scratch = s
-		if _, err := cols[c].WriteRowValues(s); err != nil {
-			w.err = fmt.Errorf("parquetout: write steps to %s: %w", w.part.TempPath(), err)
-			return w.err
-		}
-	}
-	clear(w.rowBuf)
-	clear(w.leafBuf)
-	w.rowBuf, w.leafBuf = w.rowBuf[:0], w.leafBuf[:0]
-	w.pending = 0
-	w.arena = w.arena[:0]
-	return nil
-}
-
-// values returns the scratch slice with length n, for one value per row.
-func (w *StepsWriter) values(n int) []parquet.Value {
-	if cap(w.scratch) < n {
-		w.scratch = make([]parquet.Value, n, max(n, 2*cap(w.scratch)))
-	}
-	return w.scratch[:n]
-}
-
-// optionalBytes is b as a value of an optional top-level column: null
-// when b is nil.
-func optionalBytes(b []byte) parquet.Value {
-	if b == nil {
-		return parquet.NullValue()
-	}
-	v := parquet.ByteArrayValue(b)
-	v.SetDefinitionLevel(1)
-	return v
-}
-
-// appendV3 fills s with version 3 column k (schema.V3StepsX) of every
-// pending row, one loop per column.
-func (w *StepsWriter) appendV3(s []parquet.Value, k int) []parquet.Value {
-	rows := w.rowBuf
-	s = s[:len(rows)]
-	switch k {
-	case schema.V3StepsLane:
-		for i := range rows {
-			s[i] = optionalValue(rows[i].hasLane, parquet.Int64Value(rows[i].lane))
-		}
-	case schema.V3StepsInfos:
-		for i := range rows {
-			s[i] = optionalBytes(rows[i].infos)
-		}
-	case schema.V3StepsRawObservationBlob:
-		for i := range rows {
-			s[i] = optionalBytes(rows[i].rawObsBlob)
-		}
-	case schema.V3StepsRawActionBlob:
-		for i := range rows {
-			s[i] = optionalBytes(rows[i].rawActBlob)
-		}
-	case schema.V3StepsPredictMs:
-		for i := range rows {
-			s[i] = optionalValue(rows[i].hasPredictMs, parquet.DoubleValue(rows[i].predictMs))
-		}
-	case schema.V3StepsStepMs:
-		for i := range rows {
-			s[i] = optionalValue(rows[i].hasStepMs, parquet.DoubleValue(rows[i].stepMs))
-		}
-	case schema.V3StepsObservationInfos:
-		for i := range rows {
-			s[i] = optionalBytes(rows[i].obsInfos)
-		}
-	}
-	return s
-}
-
-// optionalValue is v as a value of an optional top-level column, null
-// when not set.
-func optionalValue(set bool, v parquet.Value) parquet.Value {
-	if !set {
-		return parquet.NullValue()
-	}
-	v.SetDefinitionLevel(1)
-	return v
-}
-
-// appendTyped decodes typed column k (0-based over observation then action
-// columns) of every pending row into s.
-func (w *StepsWriter) appendTyped(s []parquet.Value, k int) []parquet.Value {
-	c := w.f.typed[k]
-	nt := len(w.f.typed)
-	for i := 0; i < w.pending; i++ {
-		b := w.leafBuf[i*nt+k]
-		if b == nil {
-			s = append(s, parquet.NullValue())
-			continue
-		}
-		var v parquet.Value
-		switch c.Form {
-		case schema.FormString, schema.FormBinary:
-			v = parquet.ByteArrayValue(b)
-		case schema.FormScalar:
-			if c.Leaf.Kind == schema.KindDiscrete {
-				v = parquet.Int64Value(decodeInt64(c.Leaf.DType, b))
-			} else {
-				s = appendElems(s, c, b, 0, 1)
-				continue
-			}
-		case schema.FormList:
-			if c.Leaf.Numel > 0 {
-				s = appendElems(s, c, b, 1, 2)
-				continue
-			}
-			// An empty list: defined (level 1) but with no element.
-		}
-		v.SetDefinitionLevel(1)
-		s = append(s, v)
-	}
-	return s
-}
 
 // SetRowGroupBytes changes the bound on the payload bytes of this
 // writer's row groups (Config.RowGroupBytes) from the next row on; n <= 0
@@ -706,11 +433,9 @@ func (w *StepsWriter) release() {
 // recycle hands the writer's buffers back to its format after a clean
 // Commit (a writer that failed or was aborted mid-file is dropped instead).
 func (w *StepsWriter) recycle() {
-	clear(w.rowBuf)
-	clear(w.leafBuf)
 	clear(w.scratch)
 	putWriteBuffer(w.out)
-	st := &stepsBuffers{rowBuf: w.rowBuf[:0], leafBuf: w.leafBuf[:0], arena: w.arena[:0], scratch: w.scratch[:0]}
+	st := &stepsBuffers{batch: w.batch, arena: w.arena[:0], scratch: w.scratch[:0]}
 	w.f.pool.Put(st)
 	w.release()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -85,40 +86,20 @@ func bytesCases() []bytesCase {
 	}
 }
 
-// writeBytesCase writes the case's file to memory. Every column of
-// schema version 3 is set on some rows and null on others, some rows have
-// no observation, and a packed file's episodes have lengths of 1 to 400
-// rows.
-func writeBytesCase(t testing.TB, c bytesCase) []byte {
-	t.Helper()
-	obs, act := mustCompile(t, c.obs), mustCompile(t, c.act)
-	newFormat := NewStepsFormat
-	if c.packed {
-		newFormat = NewPackedStepsFormat
-	}
-	f, err := newFormat(obs, act, c.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	meta := Metadata{SessionID: "0190c0de-0000-7000-8000-00000000abcd", EnvID: "env-1", ObservationSpace: c.obs, ActionSpace: c.act}
-	if c.packed {
-		meta.Layout = "session"
-	} else {
-		meta.EpisodeRecordID = "ep-000001"
-	}
-	w := f.NewEncoder(&buf, c.name, meta)
-	w.SetEpisodeBoundaries(c.packed)
+// bytesRows returns the case's rows, and where the packed file's
+// episodes start (EndEpisode before that row). Every column of schema
+// version 3 is set on some rows and null on others, some rows have no
+// observation, and a packed file's episodes have lengths of 1 to 400 rows.
+func bytesRows(c bytesCase) (rows []StepRow, ends []bool) {
 	r := rand.New(rand.NewPCG(31, 4))
 	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	const lanes = 16
 	var infos []byte
+	rows, ends = make([]StepRow, c.rows), make([]bool, c.rows)
 	episode, epStep, epLen := 0, 0, 1+r.IntN(400)
 	for i := range c.rows {
 		if c.packed && epStep == epLen {
-			if err := w.EndEpisode(); err != nil {
-				t.Fatal(err)
-			}
+			ends[i] = true
 			episode, epStep, epLen = episode+1, 0, 1+r.IntN(400)
 		}
 		if i%lanes == 0 {
@@ -159,19 +140,88 @@ func writeBytesCase(t testing.TB, c bytesCase) []byte {
 		if i%97 == 5 {
 			row.ObservationBlob, row.ObservationLeaves = nil, nil
 		}
-		if err := w.Write(&row); err != nil {
+		rows[i] = row
+		epStep++
+	}
+	return rows, ends
+}
+
+// bytesFormat returns the case's steps format and file metadata.
+func bytesFormat(t testing.TB, c bytesCase) (*StepsFormat, Metadata) {
+	t.Helper()
+	obs, act := mustCompile(t, c.obs), mustCompile(t, c.act)
+	newFormat := NewStepsFormat
+	if c.packed {
+		newFormat = NewPackedStepsFormat
+	}
+	f, err := newFormat(obs, act, c.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := Metadata{SessionID: "0190c0de-0000-7000-8000-00000000abcd", EnvID: "env-1", ObservationSpace: c.obs, ActionSpace: c.act}
+	if c.packed {
+		meta.Layout = "session"
+	} else {
+		meta.EpisodeRecordID = "ep-000001"
+	}
+	return f, meta
+}
+
+// encodeRows writes rows as one steps file to out, ending an episode
+// before each row marked in ends (in a packed file, a row group ends only
+// there).
+func encodeRows(t testing.TB, f *StepsFormat, meta Metadata, out io.Writer, rows []StepRow, ends []bool) {
+	t.Helper()
+	w := f.NewEncoder(out, "steps", meta)
+	w.SetEpisodeBoundaries(f.Table().Packed)
+	for i := range rows {
+		if ends[i] {
+			if err := w.EndEpisode(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Write(&rows[i]); err != nil {
 			t.Fatal(err)
 		}
-		epStep++
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeBytesCase writes the case's file to memory.
+func writeBytesCase(t testing.TB, c bytesCase) []byte {
+	t.Helper()
+	f, meta := bytesFormat(t, c)
+	rows, ends := bytesRows(c)
+	var buf bytes.Buffer
+	encodeRows(t, f, meta, &buf, rows, ends)
 	b := buf.Bytes()
 	if err := CheckFooter(bytes.NewReader(b), int64(len(b))); err != nil {
 		t.Fatalf("%s: %v", c.name, err)
 	}
 	return b
+}
+
+// BenchmarkStepsPacked writes the rows of TestStepsFileBytes's cases as
+// the recorder writes a packed file of layout "session" (every version 3
+// column; cartpole's infos are a 16-lane list on every row), one file per
+// op, and reports the CPU per row.
+func BenchmarkStepsPacked(b *testing.B) {
+	for _, c := range bytesCases() {
+		if !c.packed {
+			continue
+		}
+		b.Run(strings.TrimSuffix(c.name, "/session"), func(b *testing.B) {
+			f, meta := bytesFormat(b, c)
+			rows, ends := bytesRows(c)
+			b.ReportAllocs()
+			for b.Loop() {
+				encodeRows(b, f, meta, io.Discard, rows, ends)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
+		})
+	}
 }
 
 // fileShape returns a file's row groups, its column chunks and its data
