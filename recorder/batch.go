@@ -254,7 +254,11 @@ func (w *writer) pack(b *batch, m episodeMeta, j rowsJob, e *batchEntry) error {
 	if err := f.steps.EndEpisode(); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
 	}
-	rel := hive.RecordingPartition(schema.TableSteps, m.rec).File(f.part)
+	if f.rel == "" {
+		// Every episode of the file names it: its path is made once.
+		f.rel = hive.RecordingPartition(schema.TableSteps, m.rec).File(f.part)
+	}
+	rel := f.rel
 	e.row.StepsFile = &rel
 	e.stepBytes = stepBytes
 	return nil

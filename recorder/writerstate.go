@@ -377,8 +377,11 @@ type episodeFile struct {
 	// of the spaces obs and act.
 	packed   bool
 	obs, act *schema.Layout
-	row      parquetout.StepRow
-	leaves   [2][][]byte
+	// rel is a packed file's path relative to ROOT, once an episode's
+	// row has named it.
+	rel    string
+	row    parquetout.StepRow
+	leaves [2][][]byte
 }
 
 // episodeKey names an episode of a recording.
