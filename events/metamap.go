@@ -287,29 +287,51 @@ func appendMetaValue(b []byte, v *spacesv1.MetaValue) []byte {
 // cloneMetaMap returns a deep copy of m (not nil), or ok false when it
 // must be copied by the protobuf runtime.
 func cloneMetaMap(m *spacesv1.MetaMap) (*spacesv1.MetaMap, bool) {
-	if !metaMapOK(m, 0) {
-		return nil, false
-	}
-	return cloneMap(m), true
+	c, _, ok := cloneMetaMapMem(m)
+	return c, ok
 }
 
-func cloneMap(m *spacesv1.MetaMap) *spacesv1.MetaMap {
+// cloneMetaMapMem is cloneMetaMap, and estimates the memory of the copy:
+// its messages, oneof members, map entries, item lists and bytes.
+func cloneMetaMapMem(m *spacesv1.MetaMap) (c *spacesv1.MetaMap, mem int, ok bool) {
+	if !metaMapOK(m, 0) {
+		return nil, 0, false
+	}
+	c = cloneMap(m, &mem)
+	return c, mem, true
+}
+
+// Memory estimates of cloneMap's allocations.
+const (
+	memMap   = int(unsafe.Sizeof(spacesv1.MetaMap{}))
+	memValue = int(unsafe.Sizeof(spacesv1.MetaValue{}))
+	memList  = int(unsafe.Sizeof(spacesv1.MetaList{}))
+	// memEntry is a map entry's key header, value pointer and share of
+	// the map's control words; memMember a oneof member.
+	memEntry  = 16 + 8 + 8
+	memMember = 16
+)
+
+func cloneMap(m *spacesv1.MetaMap, mem *int) *spacesv1.MetaMap {
 	c := &spacesv1.MetaMap{}
+	*mem += memMap
 	if len(m.Entries) == 0 {
 		return c
 	}
 	c.Entries = make(map[string]*spacesv1.MetaValue, len(m.Entries))
 	for k, v := range m.Entries {
-		c.Entries[k] = cloneValue(v, nil)
+		c.Entries[k] = cloneValue(v, nil, mem)
+		*mem += memEntry + memValue
 	}
 	return c
 }
 
 // cloneValue copies v into into (a new value when nil).
-func cloneValue(v *spacesv1.MetaValue, into *spacesv1.MetaValue) *spacesv1.MetaValue {
+func cloneValue(v *spacesv1.MetaValue, into *spacesv1.MetaValue, mem *int) *spacesv1.MetaValue {
 	if into == nil {
 		into = &spacesv1.MetaValue{}
 	}
+	*mem += memMember
 	switch k := v.Kind.(type) {
 	case *spacesv1.MetaValue_Integer:
 		into.Kind = &spacesv1.MetaValue_Integer{Integer: k.Integer}
@@ -323,12 +345,13 @@ func cloneValue(v *spacesv1.MetaValue, into *spacesv1.MetaValue) *spacesv1.MetaV
 		var bs []byte
 		if k.Bytes != nil {
 			bs = append([]byte{}, k.Bytes...)
+			*mem += cap(bs)
 		}
 		into.Kind = &spacesv1.MetaValue_Bytes{Bytes: bs}
 	case *spacesv1.MetaValue_List:
-		into.Kind = &spacesv1.MetaValue_List{List: cloneList(k.List)}
+		into.Kind = &spacesv1.MetaValue_List{List: cloneList(k.List, mem)}
 	case *spacesv1.MetaValue_Map:
-		into.Kind = &spacesv1.MetaValue_Map{Map: cloneMap(k.Map)}
+		into.Kind = &spacesv1.MetaValue_Map{Map: cloneMap(k.Map, mem)}
 	case *spacesv1.MetaValue_Null:
 		into.Kind = &spacesv1.MetaValue_Null{Null: &spacesv1.MetaNull{}}
 	}
@@ -338,13 +361,15 @@ func cloneValue(v *spacesv1.MetaValue, into *spacesv1.MetaValue) *spacesv1.MetaV
 // cloneList copies a list, its items in one allocation (and, for a list
 // of integers, the usual vector layout of per-lane infos, their oneof
 // members in one more).
-func cloneList(l *spacesv1.MetaList) *spacesv1.MetaList {
+func cloneList(l *spacesv1.MetaList, mem *int) *spacesv1.MetaList {
 	c := &spacesv1.MetaList{}
+	*mem += memList
 	if len(l.Items) == 0 {
 		return c
 	}
 	c.Items = make([]*spacesv1.MetaValue, len(l.Items))
 	vals := make([]spacesv1.MetaValue, len(l.Items))
+	*mem += len(l.Items) * (8 + memValue)
 	ints := 0
 	for _, it := range l.Items {
 		if _, ok := it.Kind.(*spacesv1.MetaValue_Integer); ok {
@@ -359,10 +384,126 @@ func cloneList(l *spacesv1.MetaList) *spacesv1.MetaList {
 		if k, ok := it.Kind.(*spacesv1.MetaValue_Integer); ok {
 			members = append(members, spacesv1.MetaValue_Integer{Integer: k.Integer})
 			vals[i].Kind = &members[len(members)-1]
+			*mem += 8
 		} else {
-			cloneValue(it, &vals[i])
+			cloneValue(it, &vals[i], mem)
 		}
 		c.Items[i] = &vals[i]
 	}
 	return c
+}
+
+// refillMetaMap overwrites dst, a clone cloneMap made (and only its
+// copy's), with src when src is one cloneMetaMap clones and has dst's
+// shape: the same keys, a list of the same length where dst has one, a
+// map where dst has one. The result is then what cloneMetaMap(src)
+// returns. It returns false when src does not fit (dst is then partly
+// overwritten and must be cloned anew). The runtime sends a route's infos
+// in one shape (a vector env's per-lane lists), so a copier that keeps its
+// last clone makes it again without allocating.
+func refillMetaMap(dst, src *spacesv1.MetaMap) bool {
+	return refillMap(dst, src, 0)
+}
+
+func refillMap(dst, src *spacesv1.MetaMap, depth int) bool {
+	if depth > maxMetaDepth || hasUnknown(src) || len(dst.Entries) != len(src.Entries) {
+		return false
+	}
+	for k, v := range src.Entries {
+		d, ok := dst.Entries[k]
+		if !ok || v == nil || !utf8.ValidString(k) || !refillValue(d, v, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// refillValue overwrites dst with src (see refillMetaMap). A scalar of
+// another kind than dst's gets a new oneof member.
+func refillValue(dst, src *spacesv1.MetaValue, depth int) bool {
+	if depth > maxMetaDepth || hasUnknown(src) {
+		return false
+	}
+	switch k := src.Kind.(type) {
+	case nil:
+		dst.Kind = nil
+	case *spacesv1.MetaValue_Integer:
+		if k == nil {
+			return false
+		}
+		if d, ok := dst.Kind.(*spacesv1.MetaValue_Integer); ok {
+			d.Integer = k.Integer
+		} else {
+			dst.Kind = &spacesv1.MetaValue_Integer{Integer: k.Integer}
+		}
+	case *spacesv1.MetaValue_Number:
+		if k == nil {
+			return false
+		}
+		if d, ok := dst.Kind.(*spacesv1.MetaValue_Number); ok {
+			d.Number = k.Number
+		} else {
+			dst.Kind = &spacesv1.MetaValue_Number{Number: k.Number}
+		}
+	case *spacesv1.MetaValue_Text:
+		if k == nil || !utf8.ValidString(k.Text) {
+			return false
+		}
+		if d, ok := dst.Kind.(*spacesv1.MetaValue_Text); ok {
+			d.Text = k.Text
+		} else {
+			dst.Kind = &spacesv1.MetaValue_Text{Text: k.Text}
+		}
+	case *spacesv1.MetaValue_Bool:
+		if k == nil {
+			return false
+		}
+		if d, ok := dst.Kind.(*spacesv1.MetaValue_Bool); ok {
+			d.Bool = k.Bool
+		} else {
+			dst.Kind = &spacesv1.MetaValue_Bool{Bool: k.Bool}
+		}
+	case *spacesv1.MetaValue_Bytes:
+		if k == nil {
+			return false
+		}
+		d, ok := dst.Kind.(*spacesv1.MetaValue_Bytes)
+		if !ok {
+			d = &spacesv1.MetaValue_Bytes{}
+			dst.Kind = d
+		}
+		switch {
+		case k.Bytes == nil:
+			d.Bytes = nil
+		case d.Bytes == nil:
+			d.Bytes = append([]byte{}, k.Bytes...)
+		default:
+			d.Bytes = append(d.Bytes[:0], k.Bytes...)
+		}
+	case *spacesv1.MetaValue_List:
+		d, ok := dst.Kind.(*spacesv1.MetaValue_List)
+		if k == nil || k.List == nil || !ok || d.List == nil || hasUnknown(k.List) || len(k.List.Items) != len(d.List.Items) {
+			return false
+		}
+		for i, it := range k.List.Items {
+			if it == nil || !refillValue(d.List.Items[i], it, depth+1) {
+				return false
+			}
+		}
+	case *spacesv1.MetaValue_Map:
+		d, ok := dst.Kind.(*spacesv1.MetaValue_Map)
+		if k == nil || k.Map == nil || !ok || d.Map == nil || !refillMap(d.Map, k.Map, depth+1) {
+			return false
+		}
+	case *spacesv1.MetaValue_Null:
+		if k == nil || k.Null == nil || hasUnknown(k.Null) {
+			return false
+		}
+		if _, ok := dst.Kind.(*spacesv1.MetaValue_Null); !ok {
+			dst.Kind = &spacesv1.MetaValue_Null{Null: &spacesv1.MetaNull{}}
+		}
+	default:
+		return false
+	}
+	return true
 }
