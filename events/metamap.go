@@ -59,12 +59,84 @@ const (
 )
 
 // metaSize returns the encoded size of m (not nil), or ok false when it
-// must be encoded by the protobuf runtime.
+// must be encoded by the protobuf runtime. It checks and sizes in one
+// walk.
 func metaSize(m *spacesv1.MetaMap) (n int, ok bool) {
-	if !metaMapOK(m, 0) {
+	return metaMapSizeOK(m, 0)
+}
+
+// metaMapSizeOK is metaMapSize of a map metaMapOK accepts, and ok false
+// for one it does not; metaValueSizeOK likewise.
+func metaMapSizeOK(m *spacesv1.MetaMap, depth int) (int, bool) {
+	if depth > maxMetaDepth || hasUnknown(m) {
 		return 0, false
 	}
-	return metaMapSize(m), true
+	n := 0
+	for k, v := range m.Entries {
+		if v == nil || !utf8.ValidString(k) {
+			return 0, false
+		}
+		vn, ok := metaValueSizeOK(v, depth+1)
+		if !ok {
+			return 0, false
+		}
+		n += 1 + protowire.SizeBytes(metaEntrySize(k, vn))
+	}
+	return n, true
+}
+
+func metaValueSizeOK(v *spacesv1.MetaValue, depth int) (int, bool) {
+	if depth > maxMetaDepth || hasUnknown(v) {
+		return 0, false
+	}
+	switch k := v.Kind.(type) {
+	case nil:
+		return 0, true
+	case *spacesv1.MetaValue_Integer:
+		if k == nil {
+			return 0, false
+		}
+		return 1 + protowire.SizeVarint(uint64(k.Integer)), true
+	case *spacesv1.MetaValue_Number:
+		return 1 + 8, k != nil
+	case *spacesv1.MetaValue_Text:
+		if k == nil || !utf8.ValidString(k.Text) {
+			return 0, false
+		}
+		return 1 + protowire.SizeBytes(len(k.Text)), true
+	case *spacesv1.MetaValue_Bool:
+		return 1 + 1, k != nil
+	case *spacesv1.MetaValue_Bytes:
+		if k == nil {
+			return 0, false
+		}
+		return 1 + protowire.SizeBytes(len(k.Bytes)), true
+	case *spacesv1.MetaValue_List:
+		if k == nil || k.List == nil || hasUnknown(k.List) {
+			return 0, false
+		}
+		n := 0
+		for _, it := range k.List.Items {
+			if it == nil {
+				return 0, false
+			}
+			in, ok := metaValueSizeOK(it, depth+1)
+			if !ok {
+				return 0, false
+			}
+			n += 1 + protowire.SizeBytes(in)
+		}
+		return 1 + protowire.SizeBytes(n), true
+	case *spacesv1.MetaValue_Map:
+		if k == nil || k.Map == nil {
+			return 0, false
+		}
+		n, ok := metaMapSizeOK(k.Map, depth+1)
+		return 1 + protowire.SizeBytes(n), ok
+	case *spacesv1.MetaValue_Null:
+		return 1 + protowire.SizeBytes(0), k != nil && k.Null != nil && !hasUnknown(k.Null)
+	}
+	return 0, false
 }
 
 // hasUnknown reports whether m holds unknown fields. It reads the
@@ -211,7 +283,8 @@ func metaListSize(l *spacesv1.MetaList) int {
 	return n
 }
 
-// appendMetaMap appends the body of m, which metaSize accepted.
+// appendMetaMap appends the body of m, which metaSize accepted. Each
+// list's and map's size is computed once, where its length is written.
 func appendMetaMap(b []byte, m *spacesv1.MetaMap) []byte {
 	switch len(m.Entries) {
 	case 0:
@@ -222,7 +295,8 @@ func appendMetaMap(b []byte, m *spacesv1.MetaMap) []byte {
 		}
 		return b
 	}
-	keys := make([]string, 0, len(m.Entries))
+	var small [8]string
+	keys := small[:0]
 	for k := range m.Entries {
 		keys = append(keys, k)
 	}
@@ -234,52 +308,65 @@ func appendMetaMap(b []byte, m *spacesv1.MetaMap) []byte {
 }
 
 func appendMetaEntry(b []byte, k string, v *spacesv1.MetaValue) []byte {
-	vn := metaValueSize(v)
-	b = protowire.AppendTag(b, metaMapEntries, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(metaEntrySize(k, vn)))
-	b = protowire.AppendTag(b, metaEntryKey, protowire.BytesType)
-	b = protowire.AppendString(b, k)
-	b = protowire.AppendTag(b, metaEntryValue, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(vn))
-	return appendMetaValue(b, v)
+	vn, inner := metaValueSizes(v)
+	b = append(b, tag(metaMapEntries, wtBytes))
+	b = appendUvarint(b, uint64(metaEntrySize(k, vn)))
+	b = append(b, tag(metaEntryKey, wtBytes))
+	b = append(appendUvarint(b, uint64(len(k))), k...)
+	b = append(b, tag(metaEntryValue, wtBytes))
+	b = appendUvarint(b, uint64(vn))
+	return appendMetaValue(b, v, inner)
 }
 
-// appendMetaValue appends the body of v.
-func appendMetaValue(b []byte, v *spacesv1.MetaValue) []byte {
+// metaValueSizes returns the size of the body of v and, when v holds a
+// list or a map, the size of that list's or map's body.
+func metaValueSizes(v *spacesv1.MetaValue) (n, inner int) {
+	switch k := v.Kind.(type) {
+	case *spacesv1.MetaValue_List:
+		inner = metaListSize(k.List)
+	case *spacesv1.MetaValue_Map:
+		inner = metaMapSize(k.Map)
+	default:
+		return metaValueSize(v), 0
+	}
+	return 1 + protowire.SizeBytes(inner), inner
+}
+
+// appendMetaValue appends the body of v; inner is the size of its list's
+// or map's body (metaValueSizes).
+func appendMetaValue(b []byte, v *spacesv1.MetaValue, inner int) []byte {
 	switch k := v.Kind.(type) {
 	case *spacesv1.MetaValue_Integer:
-		b = protowire.AppendTag(b, metaValueInteger, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(k.Integer))
+		b = append(b, tag(metaValueInteger, wtVarint))
+		b = appendUvarint(b, uint64(k.Integer))
 	case *spacesv1.MetaValue_Number:
-		b = protowire.AppendTag(b, metaValueNumber, protowire.Fixed64Type)
+		b = append(b, tag(metaValueNumber, wtFixed64))
 		b = protowire.AppendFixed64(b, math.Float64bits(k.Number))
 	case *spacesv1.MetaValue_Text:
-		b = protowire.AppendTag(b, metaValueText, protowire.BytesType)
-		b = protowire.AppendString(b, k.Text)
+		b = append(b, tag(metaValueText, wtBytes))
+		b = append(appendUvarint(b, uint64(len(k.Text))), k.Text...)
 	case *spacesv1.MetaValue_Bool:
-		b = protowire.AppendTag(b, metaValueBool, protowire.VarintType)
-		b = protowire.AppendVarint(b, protowire.EncodeBool(k.Bool))
+		b = append(b, tag(metaValueBool, wtVarint))
+		b = appendUvarint(b, protowire.EncodeBool(k.Bool))
 	case *spacesv1.MetaValue_Bytes:
-		b = protowire.AppendTag(b, metaValueBytes, protowire.BytesType)
-		b = protowire.AppendBytes(b, k.Bytes)
+		b = append(b, tag(metaValueBytes, wtBytes))
+		b = append(appendUvarint(b, uint64(len(k.Bytes))), k.Bytes...)
 	case *spacesv1.MetaValue_List:
-		n := metaListSize(k.List)
-		b = protowire.AppendTag(b, metaValueList, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(n))
+		b = append(b, tag(metaValueList, wtBytes))
+		b = appendUvarint(b, uint64(inner))
 		for _, it := range k.List.Items {
-			in := metaValueSize(it)
-			b = protowire.AppendTag(b, metaListItems, protowire.BytesType)
-			b = protowire.AppendVarint(b, uint64(in))
-			b = appendMetaValue(b, it)
+			in, ii := metaValueSizes(it)
+			b = append(b, tag(metaListItems, wtBytes))
+			b = appendUvarint(b, uint64(in))
+			b = appendMetaValue(b, it, ii)
 		}
 	case *spacesv1.MetaValue_Map:
-		n := metaMapSize(k.Map)
-		b = protowire.AppendTag(b, metaValueMap, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(n))
+		b = append(b, tag(metaValueMap, wtBytes))
+		b = appendUvarint(b, uint64(inner))
 		b = appendMetaMap(b, k.Map)
 	case *spacesv1.MetaValue_Null:
-		b = protowire.AppendTag(b, metaValueNull, protowire.BytesType)
-		b = protowire.AppendVarint(b, 0)
+		b = append(b, tag(metaValueNull, wtBytes))
+		b = appendUvarint(b, 0)
 	}
 	return b
 }
