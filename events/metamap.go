@@ -28,7 +28,9 @@ import (
 //     oneof member always written (zero values included), an unset one
 //     not at all.
 //   - cloneMetaMap returns what proto.Clone returns: a deep copy, bytes
-//     copied, a nil map or list staying nil.
+//     copied, a nil map or list staying nil; refillMetaMap overwrites
+//     such a copy in place with a map of the same shape (a StepCopy's
+//     next infos), allocating nothing.
 //
 // A map they do not walk returns ok false, and the caller takes the
 // protobuf runtime's path, which behaves as it always did: one with
@@ -371,16 +373,10 @@ func appendMetaValue(b []byte, v *spacesv1.MetaValue, inner int) []byte {
 	return b
 }
 
-// cloneMetaMap returns a deep copy of m (not nil), or ok false when it
-// must be copied by the protobuf runtime.
-func cloneMetaMap(m *spacesv1.MetaMap) (*spacesv1.MetaMap, bool) {
-	c, _, ok := cloneMetaMapMem(m)
-	return c, ok
-}
-
-// cloneMetaMapMem is cloneMetaMap, and estimates the memory of the copy:
-// its messages, oneof members, map entries, item lists and bytes.
-func cloneMetaMapMem(m *spacesv1.MetaMap) (c *spacesv1.MetaMap, mem int, ok bool) {
+// cloneMetaMap returns a deep copy of m (not nil) and an estimate of its
+// memory (its messages, oneof members, map entries, item lists and
+// bytes), or ok false when m must be copied by the protobuf runtime.
+func cloneMetaMap(m *spacesv1.MetaMap) (c *spacesv1.MetaMap, mem int, ok bool) {
 	if !metaMapOK(m, 0) {
 		return nil, 0, false
 	}

@@ -121,7 +121,7 @@ func checkMetaMap(t *testing.T, m *spacesv1.MetaMap, fast bool) {
 	if ok != fast {
 		t.Fatalf("metaSize ok = %v, want %v", ok, fast)
 	}
-	c, cok := cloneMetaMap(m)
+	c, _, cok := cloneMetaMap(m)
 	if cok != fast {
 		t.Fatalf("cloneMetaMap ok = %v, want %v", cok, fast)
 	}

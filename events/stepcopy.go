@@ -254,7 +254,7 @@ func cloneInfos(kept **spacesv1.MetaMap, mem *int, m *spacesv1.MetaMap) *spacesv
 	if *kept != nil && refillMetaMap(*kept, m) {
 		return *kept
 	}
-	c, n, ok := cloneMetaMapMem(m)
+	c, n, ok := cloneMetaMap(m)
 	if !ok {
 		return proto.Clone(m).(*spacesv1.MetaMap)
 	}
