@@ -214,7 +214,16 @@ func appendVarint(b []byte, num byte, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	return protowire.AppendVarint(append(b, tag(num, wtVarint)), v)
+	return appendUvarint(append(b, tag(num, wtVarint)), v)
+}
+
+// appendUvarint appends v as a varint; the one-byte case (tags, most
+// lengths and counters) is inlined where protowire.AppendVarint is a call.
+func appendUvarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return protowire.AppendVarint(b, v)
 }
 
 func appendBool(b []byte, num byte, v bool) []byte {
@@ -235,7 +244,7 @@ func appendOptVarint(b []byte, num byte, set bool, v uint64) []byte {
 	if !set {
 		return b
 	}
-	return protowire.AppendVarint(append(b, tag(num, wtVarint)), v)
+	return appendUvarint(append(b, tag(num, wtVarint)), v)
 }
 
 func appendOptDouble(b []byte, num byte, o Option[float64]) []byte {
@@ -272,7 +281,7 @@ func appendNested(b []byte, num byte, w []byte) []byte {
 
 // appendMsg appends a message field's tag and length; its body follows.
 func appendMsg(b []byte, num byte, n int) []byte {
-	return protowire.AppendVarint(append(b, tag(num, wtBytes)), uint64(n))
+	return appendUvarint(append(b, tag(num, wtBytes)), uint64(n))
 }
 
 func leavesSize(leaves [][]byte) int {

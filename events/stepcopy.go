@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -34,9 +35,10 @@ import (
 // wire form holds (nanoseconds, UTC, the zero time for 0). A raw payload
 // (RawAction, RawObservation) is copied like the payload, into the same
 // buffer; the per-lane flags share one recycled []bool; an Infos map is a
-// deep copy equal to a proto.Clone (cloneMetaMap: the only allocations a
-// step copy makes beyond its buffers' growth, and only for an event that
-// carries infos).
+// deep copy equal to a proto.Clone (cloneMetaMap), which a recycled copy
+// overwrites in place when the next map has the same keys, kinds and list
+// lengths (refillMetaMap: the runtime sends one shape of infos per route),
+// so that a warm copy allocates only when the shape changes.
 
 // StepCopy is a copy of one step event, with the buffers it lives in.
 // Return it to its StepCopier with Recycle once nothing refers to the
@@ -53,6 +55,12 @@ type StepCopy struct {
 	buf     []byte
 	rewards []float64
 	flags   []bool
+	// stepInfos and obsInfos are the Infos clones of the last
+	// StepCompleted and ObservationEmitted copied into this copy, kept
+	// for the next to overwrite (refillMetaMap), with estimates of
+	// their memory.
+	stepInfos, obsInfos *spacesv1.MetaMap
+	stepMem, obsMem     int
 }
 
 // StepCopier makes StepCopies. It is safe for concurrent use. The zero
@@ -64,8 +72,12 @@ type StepCopier struct {
 	// shared read-only by every copy that carries them.
 	lists [2]atomic.Pointer[idList]
 
-	mu   sync.Mutex
-	free []*StepCopy
+	mu        sync.Mutex
+	free      []*StepCopy
+	freeBytes int64
+	// MaxIdle bounds the idle copies' bytes (their Footprint); zero
+	// keeps at most maxFreeCopies of them. Set it before any Recycle.
+	MaxIdle int64
 }
 
 type idList struct{ ids []string }
@@ -73,9 +85,9 @@ type idList struct{ ids []string }
 // specClone is the clone made of one spec the caller passed.
 type specClone struct{ src, clone *spacesv1.SpaceSpec }
 
-// maxFreeCopies bounds the idle copies a StepCopier keeps, and
-// maxCopyBuf the payload buffer of a copy it keeps: an image batch's
-// buffer is left to the garbage collector.
+// maxFreeCopies bounds the idle copies a StepCopier without MaxIdle
+// keeps, and maxCopyBuf the payload buffer of a copy it keeps: an image
+// batch's buffer is left to the garbage collector.
 const (
 	maxFreeCopies = 1024
 	maxCopyBuf    = 64 << 10
@@ -107,7 +119,7 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 			x.rewards = append(x.rewards[:0], e.Rewards...)
 			x.step.Rewards = x.rewards[:len(x.rewards):len(x.rewards)]
 		}
-		x.step.Infos = cloneInfos(e.Infos)
+		x.step.Infos = cloneInfos(&x.stepInfos, &x.stepMem, e.Infos)
 		x.step.Terminated, x.step.Truncated, x.step.AutoresetRoll = x.copyFlags(e.Terminated, e.Truncated, e.AutoresetRoll)
 		x.step.PredictMs, x.step.StepMs = e.PredictMs, e.StepMs
 		x.Event = &x.step
@@ -118,7 +130,7 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 		x.obs.EpisodeIDs, x.obs.EpisodeRecordIDs = c.list(0, e.EpisodeIDs), c.list(1, e.EpisodeRecordIDs)
 		x.obs.ObservationSpace = c.spec(e.ObservationSpace)
 		x.obs.Observation, x.obs.RawObservation = x.copyLeaves(e.Observation, e.RawObservation)
-		x.obs.Infos = cloneInfos(e.Infos)
+		x.obs.Infos = cloneInfos(&x.obsInfos, &x.obsMem, e.Infos)
 		x.Event = &x.obs
 	}
 	return x
@@ -126,16 +138,18 @@ func (c *StepCopier) Copy(ev Event, t time.Time) *StepCopy {
 
 // Recycle takes back a copy; neither it nor its event may be used after.
 // The copy is not cleared (the next Copy overwrites all of it): an idle
-// copy keeps its last strings and spec alive, at most maxFreeCopies of
-// them, and the assembly goroutine that recycles writes nothing the next
+// copy keeps its last strings, spec and infos alive, within MaxIdle
+// bytes, and the assembly goroutine that recycles writes nothing the next
 // hook to take the copy would have to fetch from its core.
 func (c *StepCopier) Recycle(x *StepCopy) {
 	if cap(x.buf) > maxCopyBuf {
 		x.buf, x.leaves = nil, nil
 	}
+	n := int64(x.Footprint())
 	c.mu.Lock()
-	if len(c.free) < maxFreeCopies {
+	if c.MaxIdle > 0 && c.freeBytes+n <= c.MaxIdle || c.MaxIdle <= 0 && len(c.free) < maxFreeCopies {
 		c.free = append(c.free, x)
+		c.freeBytes += n
 	}
 	c.mu.Unlock()
 }
@@ -147,6 +161,7 @@ func (c *StepCopier) get() *StepCopy {
 		x := c.free[n-1]
 		c.free[n-1] = nil
 		c.free = c.free[:n-1]
+		c.freeBytes -= int64(x.Footprint())
 		return x
 	}
 	return &StepCopy{}
@@ -229,15 +244,30 @@ func (x *StepCopy) copyFlags(t, u, r []bool) ([]bool, []bool, []bool) {
 	return part(0, len(t)), part(len(t), len(u)), part(len(t)+len(u), len(r))
 }
 
-// cloneInfos returns a copy of an infos map, nil for nil.
-func cloneInfos(m *spacesv1.MetaMap) *spacesv1.MetaMap {
+// cloneInfos returns a copy of an infos map, nil for nil: *kept
+// overwritten in place when m has its shape, else a new clone, which
+// becomes *kept (of *mem bytes) when cloneMetaMap made it.
+func cloneInfos(kept **spacesv1.MetaMap, mem *int, m *spacesv1.MetaMap) *spacesv1.MetaMap {
 	if m == nil {
 		return nil
 	}
-	if c, ok := cloneMetaMap(m); ok {
-		return c
+	if *kept != nil && refillMetaMap(*kept, m) {
+		return *kept
 	}
-	return proto.Clone(m).(*spacesv1.MetaMap)
+	c, n, ok := cloneMetaMap(m)
+	if !ok {
+		return proto.Clone(m).(*spacesv1.MetaMap)
+	}
+	*kept, *mem = c, n
+	return c
+}
+
+// Footprint estimates the bytes the copy holds: the struct and the
+// buffers its event lives in (strings and id lists, which copies share,
+// apart). A queue of copies charges it.
+func (x *StepCopy) Footprint() int {
+	return int(unsafe.Sizeof(*x)) + cap(x.buf) + cap(x.leaves)*int(unsafe.Sizeof([]byte(nil))) +
+		cap(x.rewards)*8 + cap(x.flags) + x.stepMem + x.obsMem
 }
 
 // spec returns the clone of s, made on the first copy that carries s.

@@ -1,11 +1,16 @@
 package events
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
 // nilDiff reports the first slice or pointer that is nil in one event and
@@ -174,5 +179,151 @@ func TestStepCopyKeepsIDs(t *testing.T) {
 	next.EpisodeRecordIDs[5] = "scribbled"
 	if a2.EpisodeRecordIDs[5] != "ep-changed" {
 		t.Fatal("the copy's list aliases the caller's")
+	}
+}
+
+// TestStepCopyRefillsInfos checks the copies of infos maps that a
+// recycled copy overwrites in place: after a copy of one map, the copy of
+// the next equals proto.Clone of it, whatever its shape, and shares
+// nothing the caller may change; a map of the same shape is copied into
+// the same clone, and a warm copier copies a 16-lane infos without
+// allocating.
+func TestStepCopyRefillsInfos(t *testing.T) {
+	var c StepCopier
+	copyInfos := func(m *spacesv1.MetaMap) *spacesv1.MetaMap {
+		x := c.Copy(&StepCompleted{SessionID: "s", Infos: m}, benchTime)
+		c.Recycle(x)
+		return x.Event.(*StepCompleted).Infos
+	}
+	refilled := 0
+	check := func(t *testing.T, prev, m *spacesv1.MetaMap) {
+		t.Helper()
+		before := copyInfos(prev)
+		want := proto.Clone(m)
+		wire, err := marshalOpts.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := copyInfos(m)
+		if got == before {
+			refilled++
+		}
+		if !proto.Equal(got, want) {
+			t.Fatalf("copy %v, want %v", got, want)
+		}
+		if !metaMapOK(m, 0) {
+			return // (clobberMeta walks only such maps)
+		}
+		clobberMeta(m)
+		if w, _ := marshalOpts.Marshal(got); !bytes.Equal(w, wire) {
+			t.Fatalf("the copy changed with the original: %x, want %x", w, wire)
+		}
+	}
+	// Every case of TestMetaMapMatchesProto after a map of each shape:
+	// those the copier walks refill or replace the clone, the others take
+	// the protobuf runtime's path.
+	shapes := []func() *spacesv1.MetaMap{
+		laneInfos,
+		func() *spacesv1.MetaMap { return metaOf("a", metaInt(1)) },
+		func() *spacesv1.MetaMap {
+			return metaOf("a", &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Bytes{}}, "t", metaList(metaInt(1), &spacesv1.MetaValue{}))
+		},
+	}
+	for _, tc := range []struct {
+		name string
+		m    func() *spacesv1.MetaMap
+	}{
+		{"lane vector", laneInfos},
+		{"lane vector, other values", func() *spacesv1.MetaMap {
+			m := laneInfos()
+			m.Entries["elapsed_steps"].GetList().Items[3] = &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Text{Text: "x"}}
+			return m
+		}},
+		{"shorter list", func() *spacesv1.MetaMap { return metaOf("elapsed_steps", metaList(metaInt(1))) }},
+		{"other key", func() *spacesv1.MetaMap { return metaOf("resets", metaList(metaInt(1))) }},
+		{"empty", func() *spacesv1.MetaMap { return &spacesv1.MetaMap{} }},
+		{"scalar kinds change", func() *spacesv1.MetaMap {
+			return metaOf("a", &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Bytes{Bytes: []byte{}}},
+				"t", metaList(&spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Null{Null: &spacesv1.MetaNull{}}}, metaInt(2)))
+		}},
+		{"nil bytes after bytes", func() *spacesv1.MetaMap {
+			return metaOf("a", &spacesv1.MetaValue{Kind: &spacesv1.MetaValue_Bytes{}}, "t", metaList(metaInt(1), &spacesv1.MetaValue{}))
+		}},
+		{"unknown fields in a value", func() *spacesv1.MetaMap { return metaOf("a", withUnknown(metaInt(1))) }},
+		{"unknown fields in a list item", func() *spacesv1.MetaMap {
+			return metaOf("elapsed_steps", metaList(withUnknown(metaInt(1))))
+		}},
+		{"nil list item", func() *spacesv1.MetaMap { return metaOf("elapsed_steps", metaList(nil)) }},
+		{"nil member", func() *spacesv1.MetaMap {
+			return metaOf("a", &spacesv1.MetaValue{Kind: (*spacesv1.MetaValue_Integer)(nil)})
+		}},
+	} {
+		for i, shape := range shapes {
+			t.Run(fmt.Sprintf("%s after shape %d", tc.name, i), func(t *testing.T) {
+				check(t, shape(), tc.m())
+			})
+		}
+	}
+
+	t.Run("random maps of one shape", func(t *testing.T) {
+		g := newGen(41)
+		refilled = 0
+		for range 2000 {
+			m := g.metaMap(3)
+			next := proto.Clone(m).(*spacesv1.MetaMap)
+			rerollMeta(g, next)
+			check(t, m, next)
+		}
+		if refilled < 1900 {
+			t.Fatalf("%d of 2000 maps of an unchanged shape refilled the clone", refilled)
+		}
+	})
+
+	t.Run("in place", func(t *testing.T) {
+		m := laneInfos()
+		first := copyInfos(m)
+		m.Entries["elapsed_steps"].GetList().Items[0].GetKind().(*spacesv1.MetaValue_Integer).Integer = 99
+		if got := copyInfos(m); got != first || !proto.Equal(got, m) {
+			t.Fatalf("copy %p %v, want %p refilled as %v", got, got, first, m)
+		}
+		if a := testing.AllocsPerRun(100, func() { copyInfos(m) }); a != 0 {
+			t.Fatalf("%v allocations per warm infos copy, want 0", a)
+		}
+	})
+}
+
+// rerollMeta gives every scalar of m a new random value, of another kind
+// now and then, keeping its keys, lists and maps.
+func rerollMeta(g *gen, m *spacesv1.MetaMap) {
+	for _, v := range m.Entries {
+		rerollValue(g, v)
+	}
+}
+
+func rerollValue(g *gen, v *spacesv1.MetaValue) {
+	switch k := v.Kind.(type) {
+	case *spacesv1.MetaValue_List:
+		for _, it := range k.List.Items {
+			rerollValue(g, it)
+		}
+	case *spacesv1.MetaValue_Map:
+		rerollMeta(g, k.Map)
+	default:
+		if g.r.IntN(8) == 0 {
+			*v = *g.metaValue(0)
+			return
+		}
+		switch k := k.(type) {
+		case *spacesv1.MetaValue_Integer:
+			k.Integer = g.i64()
+		case *spacesv1.MetaValue_Number:
+			k.Number = g.f64()
+		case *spacesv1.MetaValue_Text:
+			k.Text = g.str(10)
+		case *spacesv1.MetaValue_Bool:
+			k.Bool = !k.Bool
+		case *spacesv1.MetaValue_Bytes:
+			k.Bytes = []byte(g.str(6))
+		}
 	}
 }

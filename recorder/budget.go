@@ -7,13 +7,14 @@ package recorder
 //	share                                   of B   bounds (min, max)
 //	events queued for the pipeline          1/8    at least 1 MiB; hooks wait when it is full; they start with 1/8 of it (queueRoom)
 //	idle buffers the hooks recycle          1/32   at least 1 MiB
+//	idle step copies the hooks recycle      1/32   at least 1 MiB (events.StepCopier)
 //	rows buffered by open episodes          1/4    at most 1 GiB; beyond it rows stream to steps files
 //	log bytes appended, not yet written     1/8    at most 64 MiB
 //	rows in flight to the writers           1/16   at least 1 MiB
 //	steps files open at once                1/16   at least 1 MiB, divided among them (parquetout.FileShare)
 //	one snapshot                            1/32   1 to 8 MiB
 //
-// That is 11/16 of B; the rest is headroom for what the shares do not
+// That is 23/32 of B; the rest is headroom for what the shares do not
 // count (parquet-go's buffers beyond a file's share, compression state,
 // a session's logs and telemetry). One event is at most maxEvent, 1/16 of
 // B: it is charged to the queue's share once, in full, from its hook until
@@ -34,7 +35,8 @@ type memoryBudget int64
 // queue bounds the bytes of events queued for the pipeline.
 func (b memoryBudget) queue() int64 { return max(int64(b)/8, 1<<20) }
 
-// idleBuffers bounds the idle buffers of the hooks' pool (logrec.BufPool).
+// idleBuffers bounds the idle buffers of the hooks' pool (logrec.BufPool),
+// and apart the idle copies of their StepCopier.
 func (b memoryBudget) idleBuffers() int64 { return max(int64(b)/32, 1<<20) }
 
 // episodes bounds the rows all open episodes buffer together.

@@ -62,8 +62,9 @@ func (r *Recorder) RecordEncodedRun(ctx context.Context, msg []byte, ev events.E
 		*bp = events.AppendRunNonce(*bp, run.Nonce)
 	}
 	*bp = events.AppendContentHash(*bp, run.Hash)
-	// The decoded event waits in the queue beside its record: both are
-	// charged to the queue's budget.
+	// The decoded event waits in the queue, its record only in the log:
+	// the queue's budget is charged its payload and the record's length
+	// (handOverDecoded).
 	payload := logrec.PayloadBytes(ev)
 	if seq != 0 || !run.empty() {
 		ev = &logrec.Sequenced{Event: ev, Seq: seq, Nonce: run.Nonce, Hash: run.Hash}

@@ -3,9 +3,6 @@ package recorder_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,68 +201,4 @@ func TestRecordEncodedSnapshot(t *testing.T) {
 	}
 	encodedRun(t, rec2, &events.Decoder{}, evs, seqs, cut, len(evs))
 	closeResumed(t, rec2, crashed, want)
-}
-
-// stallFiles blocks, once on is set, every write and sync of the
-// recorder's Parquet files (not its log) until release is closed.
-type stallFiles struct {
-	on      atomic.Bool
-	release chan struct{}
-}
-
-func (s *stallFiles) Inject(op vfs.Op, name string) error {
-	if s.on.Load() && (op == vfs.OpWrite || op == vfs.OpSync) && !strings.Contains(name, filepath.Join("_rlrec", "log")) {
-		<-s.release
-	}
-	return nil
-}
-
-// TestRecordEncodedCharge: an event handed over with RecordEncoded waits
-// in the queue decoded, beside its record, and both count against the
-// memory budget: with the Parquet writers stalled (so that the pipeline
-// stops applying events once its row buffers are full), fewer such events
-// are taken before the hook waits than events handed over with
-// RecordSequenced. (The hook appends to the log itself, so a stalled log
-// would stop both at the log's own bound.)
-func TestRecordEncodedCharge(t *testing.T) {
-	evs := simEvents(t, []sim.Config{{Env: "pick-place", NumEnvs: 2, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 40, Seed: 1, SessionID: "charge"}})
-	taken := func(encoded bool) int {
-		stall := &stallFiles{release: make(chan struct{})}
-		rec, err := recorder.Open(t.TempDir(), fast, recorder.WithFS(vfs.WithErrors(vfs.OS(), stall)), recorder.WithMemoryBudget(16<<20))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			close(stall.release)
-			rec.Close(context.Background())
-		}()
-		stall.on.Store(true)
-		dec := &events.Decoder{}
-		for i, ev := range evs {
-			at := time.Unix(1_700_000_000, int64(i)).UTC()
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			if encoded {
-				msg, _ := events.AppendMarshal(nil, ev, at)
-				msg = events.AppendSequence(msg, uint64(i+1))
-				d, got, _ := dec.Decode(msg)
-				err = rec.RecordEncoded(ctx, msg, d, got, uint64(i+1))
-			} else {
-				err = rec.RecordSequenced(ctx, ev, at, uint64(i+1))
-			}
-			cancel()
-			if errors.Is(err, context.DeadlineExceeded) {
-				return i
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Fatalf("all %d events taken with the log stalled", len(evs))
-		return 0
-	}
-	seq, enc := taken(false), taken(true)
-	t.Logf("taken before the hook waits: %d with RecordSequenced, %d with RecordEncoded", seq, enc)
-	if enc >= seq {
-		t.Errorf("RecordEncoded took %d events with the log stalled, RecordSequenced %d: the decoded events are not charged", enc, seq)
-	}
 }

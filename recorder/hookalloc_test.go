@@ -31,7 +31,9 @@ func hookOnly(t *testing.T, budget int64) (r *Recorder, recycle func()) {
 	r.bufs.Max = budget
 	return r, func() {
 		for _, it := range r.queue.items {
-			r.bufs.Put(it.buf)
+			if it.buf != nil {
+				r.bufs.Put(it.buf)
+			}
 			if it.copy != nil {
 				r.copies.Recycle(it.copy)
 			}

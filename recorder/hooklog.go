@@ -23,7 +23,7 @@ import (
 // under the intake's lock, so that the queue's order is the log's: the
 // assembly goroutine applies events in log order (snapshots and recovery
 // rely on it). It returns the record's position.
-func (r *Recorder) enqueueLogged(ctx context.Context, it item) (wal.Pos, error) {
+func (r *Recorder) enqueueLogged(ctx context.Context, rec []byte, it item) (wal.Pos, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -32,7 +32,7 @@ func (r *Recorder) enqueueLogged(ctx context.Context, it item) (wal.Pos, error) 
 	if err := r.err(); err != nil {
 		return 0, err
 	}
-	return r.queue.pushLogged(it, func(rec []byte) (wal.Pos, error) {
+	return r.queue.pushLogged(it, rec, func(rec []byte) (wal.Pos, error) {
 		pos, err := r.appends().event(ctx, rec)
 		if ctx.Err() != nil && err != nil {
 			return 0, ctx.Err() // back-pressure the caller chose not to wait for
@@ -46,15 +46,15 @@ func (r *Recorder) enqueueLogged(ctx context.Context, it item) (wal.Pos, error) 
 	})
 }
 
-// pushLogged is push of an item whose record log appends first, under the
-// queue's lock. Nothing is queued when log fails.
-func (q *intake) pushLogged(it item, log func([]byte) (wal.Pos, error)) (wal.Pos, error) {
+// pushLogged is push of the item of the record rec, which log appends
+// first, under the queue's lock. Nothing is queued when log fails.
+func (q *intake) pushLogged(it item, rec []byte, log func([]byte) (wal.Pos, error)) (wal.Pos, error) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return 0, ErrClosed
 	}
-	pos, err := log(*it.buf)
+	pos, err := log(rec)
 	if err != nil {
 		q.mu.Unlock()
 		return 0, err

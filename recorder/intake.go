@@ -141,10 +141,11 @@ func (q *intake) close() {
 	q.ring()
 }
 
-// item is one unit of work for the pipeline: an encoded log record (with
-// a copy of its event when it is a step event), or a barrier (buf nil)
-// that reports the last log position. ev, when set, is the record's event
-// already decoded (RecordEncoded), observed at at.
+// item is one unit of work for the pipeline: a logged event, or a barrier
+// (wait set) that reports the last log position. An event comes as copy,
+// the hook's copy of a step event, or as ev, the caller's decoding of
+// its record (RecordEncoded) observed at at; else as buf, its encoded
+// log record, which the pipeline decodes (and returns to the pool).
 type item struct {
 	pos    wal.Pos // the record's log position, once the hook logged it
 	buf    *[]byte

@@ -41,6 +41,7 @@ func Open(root string, opts ...Option) (*Recorder, error) {
 		r.maxEvent = r.budget.maxEvent()
 	}
 	r.bufs.Max = r.budget.idleBuffers()
+	r.copies.MaxIdle = r.budget.idleBuffers()
 	state := r.state
 	if err := r.fs.MkdirAll(state); err != nil {
 		return nil, fmt.Errorf("open %s: create %s: %w", root, state, err)
@@ -201,15 +202,28 @@ func (r *Recorder) handOver(ctx context.Context, bp *[]byte, cp *events.StepCopy
 // (observed at t, holding evBytes of payload), the caller's decoding of
 // it (RecordEncoded). With neither, the record is decoded. recClock says
 // the record's time is the recorder's clock.
+//
+// A record whose event comes with it is needed only in the log: once the
+// log holds it (its Append copies it), the hook returns its buffer to the
+// pool, and the next hook encodes into the same buffer, still in the
+// core's cache. Only a record the pipeline decodes waits in the queue.
+// The charge is what waits: the copy's footprint; for the caller's
+// decoding, its payload and the record's length (as the event's other
+// fields); else the record's buffer. Every item is charged at least
+// minCharge.
 func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.StepCopy, ev events.Event, t time.Time, evBytes int, recClock bool) error {
 	b := *bp
-	// The charge is the buffer's capacity and the payload of the event
-	// that comes with it: what they hold in memory.
-	held := cap(b) + evBytes
-	if cp != nil {
-		held += logrec.PayloadBytes(cp.Event)
+	carried := cp != nil || ev != nil
+	var held int
+	switch {
+	case cp != nil:
+		held = cp.Footprint()
+	case ev != nil:
+		held = len(b) + evBytes
+	default:
+		held = cap(b)
 	}
-	charge := min(int64(held), r.queueMax)
+	charge := min(int64(max(held, minCharge)), r.queueMax)
 	drop := func() {
 		r.bufs.Put(bp)
 		if cp != nil {
@@ -220,18 +234,31 @@ func (r *Recorder) handOverDecoded(ctx context.Context, bp *[]byte, cp *events.S
 		drop()
 		return err
 	}
-	it := item{buf: bp, copy: cp, charge: charge, ev: ev, at: t, recClock: recClock}
-	pos, err := r.enqueueLogged(ctx, it)
+	it := item{copy: cp, charge: charge, ev: ev, at: t, recClock: recClock}
+	if !carried {
+		it.buf = bp
+	}
+	pos, err := r.enqueueLogged(ctx, b, it)
 	if err != nil {
 		r.queueBudget.release(charge)
 		drop()
 		return err
+	}
+	if carried {
+		r.bufs.Put(bp)
 	}
 	if r.opts.syncPolicy == SyncEach {
 		return r.log.WaitSynced(ctx, pos)
 	}
 	return nil
 }
+
+// minCharge is the least an item is charged against the queue's budget:
+// an event costs the pipeline more than its bytes (its queue slot, its
+// copy, the work to apply it), and the floor bounds how many events wait
+// however small they are, as the hooks' 4 KiB record buffers did when
+// every record waited in one.
+const minCharge = 4 << 10
 
 // enqueue hands an item to the pipeline.
 func (r *Recorder) enqueue(it item) error {
@@ -293,15 +320,17 @@ func (r *Recorder) decoding() {
 
 // decodeItem decodes one queued item and hands it on.
 func (r *Recorder) decodeItem(it item) {
-	if it.buf == nil {
+	if it.wait != nil {
 		// A barrier: answered by the assembly goroutine once every
 		// event before it is applied.
 		r.decoded <- decodedItem{wait: it.wait, pos: r.log.LastPos()}
 		return
 	}
-	d, err := r.decode(*it.buf, it.pos, it.copy, it.ev, it.at)
+	d, err := r.decode(it)
 	d.recClock = it.recClock
-	r.bufs.Put(it.buf)
+	if it.buf != nil {
+		r.bufs.Put(it.buf)
+	}
 	d.charge = it.charge
 	if err != nil {
 		// The hook encoded the record a moment ago: a bug, not bad
@@ -318,21 +347,20 @@ func (r *Recorder) decodeItem(it item) {
 	r.decoded <- d
 }
 
-// decode returns the event of the record rec, logged at pos: cp, the
-// hook's copy, or ev (observed at t), the caller's decoding, or else rec
-// decoded.
-func (r *Recorder) decode(rec []byte, pos wal.Pos, cp *events.StepCopy, ev events.Event, t time.Time) (decodedItem, error) {
-	if cp != nil {
-		return decodedItem{ev: cp.Event, at: cp.At, copy: cp, pos: pos}, nil
+// decode returns the event of the item it, logged at it.pos: the hook's
+// copy, or the caller's decoding, or else its record decoded.
+func (r *Recorder) decode(it item) (decodedItem, error) {
+	if it.copy != nil {
+		return decodedItem{ev: it.copy.Event, at: it.copy.At, copy: it.copy, pos: it.pos}, nil
 	}
-	if ev != nil {
-		return decodedItem{ev: ev, at: t, pos: pos}, nil
+	if it.ev != nil {
+		return decodedItem{ev: it.ev, at: it.at, pos: it.pos}, nil
 	}
-	ev, t, err := logrec.DecodeEvent(&r.dec, rec)
+	ev, t, err := logrec.DecodeEvent(&r.dec, *it.buf)
 	if err != nil {
-		return decodedItem{pos: pos}, fmt.Errorf("decode logged event at %d: %w", pos, err)
+		return decodedItem{pos: it.pos}, fmt.Errorf("decode logged event at %d: %w", it.pos, err)
 	}
-	return decodedItem{ev: ev, at: t, pos: pos}, nil
+	return decodedItem{ev: ev, at: t, pos: it.pos}, nil
 }
 
 // assembly is the pipeline's second goroutine: it folds each decoded event
