@@ -572,15 +572,16 @@ func benchCodec(c Compression) compress.Codec {
 
 // writeBare writes n rows cycling through rows with a bare parquet-go
 // GenericWriter into one file under dir and fsyncs it once.
-func writeBare[T any](b *testing.B, dir string, rows []T, n int, codec compress.Codec, cfg parquet.WriterOption) {
+func writeBare[T any](b *testing.B, dir string, rows []T, n int, codec compress.Codec, cfg ...parquet.WriterOption) {
 	f, err := os.Create(filepath.Join(dir, "bare.parquet"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := parquet.NewGenericWriter[T](f, parquet.Compression(codec), cfg,
-		parquet.MaxRowsPerRowGroup(64*1024),
+	opts := append([]parquet.WriterOption{parquet.Compression(codec),
+		parquet.MaxRowsPerRowGroup(64 * 1024),
 		parquet.SkipPageStatistics(schema.ColObservationBlob), parquet.SkipPageBounds(schema.ColObservationBlob),
-		parquet.SkipPageStatistics(schema.ColActionBlob), parquet.SkipPageBounds(schema.ColActionBlob))
+		parquet.SkipPageStatistics(schema.ColActionBlob), parquet.SkipPageBounds(schema.ColActionBlob)}, cfg...)
+	w := parquet.NewGenericWriter[T](f, opts...)
 	const batch = 64
 	for done := 0; done < n; {
 		off := done % len(rows)

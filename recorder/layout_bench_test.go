@@ -30,6 +30,7 @@ import (
 	"github.com/rlrec/rlrec/events"
 	"github.com/rlrec/rlrec/internal/hive"
 	"github.com/rlrec/rlrec/internal/vfs"
+	"github.com/rlrec/rlrec/internal/wal"
 	"github.com/rlrec/rlrec/sim"
 )
 
@@ -52,6 +53,126 @@ type benchPackedStep struct {
 	EpisodeRecordID string    `parquet:"episode_record_id,dict"`
 	Observation     []float32 `parquet:"observation,optional,list"`
 	Action          *int64    `parquet:"action,optional"`
+}
+
+// benchStepV3 is a row of the steps file layout "session" writes under
+// schema version 3, with every column it has for cartpole: benchPackedStep's
+// columns and the version 3 columns after the typed ones. The bare3
+// variant of BenchmarkLayouts writes these, read back from a file the
+// recorder wrote, so that it writes the same rows as the recorder: the
+// same columns and the same values (the infos JSON of every row included).
+type benchStepV3 struct {
+	EpisodeID          string    `parquet:"episode_id,dict"`
+	EpisodeIndex       int64     `parquet:"episode_index"`
+	EnvIndex           int32     `parquet:"env_index"`
+	Step               int64     `parquet:"step"`
+	SessionStep        int64     `parquet:"session_step"`
+	ObservationBlob    []byte    `parquet:"observation_blob,optional,plain"`
+	ActionBlob         []byte    `parquet:"action_blob,optional,plain"`
+	Reward             float64   `parquet:"reward"`
+	IsFirst            bool      `parquet:"is_first"`
+	IsLast             bool      `parquet:"is_last"`
+	Terminated         bool      `parquet:"terminated"`
+	Truncated          bool      `parquet:"truncated"`
+	RecordedAt         int64     `parquet:"recorded_at,timestamp(microsecond:utc)"`
+	EpisodeRecordID    string    `parquet:"episode_record_id,dict"`
+	Observation        []float32 `parquet:"observation,optional,list"`
+	Action             *int64    `parquet:"action,optional"`
+	Lane               *int64    `parquet:"lane,optional"`
+	Infos              *string   `parquet:"infos,optional"`
+	RawObservationBlob []byte    `parquet:"raw_observation_blob,optional,plain"`
+	RawActionBlob      []byte    `parquet:"raw_action_blob,optional,plain"`
+	PredictMs          *float64  `parquet:"predict_ms,optional"`
+	StepMs             *float64  `parquet:"step_ms,optional"`
+}
+
+// recordedRows records the session cfg runs with layout "session" into a
+// new ROOT under dir (outside any timer) and returns the rows of its
+// steps files in the order they were written, then removes the ROOT.
+func recordedRows(b *testing.B, dir string, cfg sim.Config) []benchStepV3 {
+	b.Helper()
+	r := openBench(b, dir, WithLayout(hive.LayoutSession), WithCompression(CompressionZstd))
+	if _, err := sim.Run(context.Background(), r, cfg); err != nil {
+		b.Fatal(err)
+	}
+	closeBench(b, r)
+	defer os.RemoveAll(dir)
+	var files []string
+	err := filepath.WalkDir(filepath.Join(dir, "steps"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(files)
+	var rows []benchStepV3
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rd := parquet.NewGenericReader[benchStepV3](f)
+		buf := make([]benchStepV3, rd.NumRows())
+		n, err := rd.Read(buf)
+		if n != len(buf) {
+			b.Fatalf("read %d of %d rows of %s: %v", n, len(buf), name, err)
+		}
+		rows = append(rows, buf...)
+		rd.Close()
+		f.Close()
+	}
+	return rows
+}
+
+// writeBare3 writes rows as the bare variant writes its rows (writeBare),
+// with statistics skipped on the two raw blob columns as on the other two,
+// as the recorder does.
+func writeBare3(b *testing.B, dir string, rows []benchStepV3, codec Compression) {
+	b.Helper()
+	writeBare(b, dir, rows, len(rows), benchCodec(codec), parquet.PageBufferSize(256<<10),
+		parquet.SkipPageStatistics("raw_observation_blob"), parquet.SkipPageBounds("raw_observation_blob"),
+		parquet.SkipPageStatistics("raw_action_blob"), parquet.SkipPageBounds("raw_action_blob"))
+}
+
+// logOnly is the durable log alone, the part of a recorder that no bare
+// writer has: each event is encoded as the recorder's hooks encode it
+// (events.AppendMarshal) and appended to a log with the recorder's log
+// options (internal/wal, S2, group fsyncs; the mapped pending file when
+// the file system maps). The log variant of BenchmarkLayouts runs the
+// session into it: with bare3 it is the floor of any recorder that keeps
+// every event in the log before its hook returns and writes the rows.
+type logOnly struct {
+	events.NoopHooks
+	log *wal.Log
+	buf []byte
+}
+
+func (h *logOnly) RecordAt(_ context.Context, ev events.Event, t time.Time) error {
+	var err error
+	h.buf, err = events.AppendMarshal(h.buf[:0], ev, t)
+	if err == nil {
+		_, err = h.log.Append(h.buf)
+	}
+	return err
+}
+
+// runLogOnly runs the session cfg into a logOnly under dir and closes the
+// log (which writes and fsyncs what is left).
+func runLogOnly(b *testing.B, fsys vfs.FS, dir string, cfg sim.Config) {
+	b.Helper()
+	l, err := wal.Open(fsys, filepath.Join(dir, hive.StateDir, "log"), wal.Options{MaxPending: memoryBudget(defaultOptions().memoryBudget).logPending()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sim.Run(context.Background(), &logOnly{log: l}, cfg); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // packedCollector is a rowCollector that also keeps each row's episode
@@ -291,8 +412,9 @@ var layoutRuns int
 type layoutCase struct {
 	name     string
 	variants []string
-	// abba: each op runs the two variants as A B B A or B A A B, in turn;
-	// else each op runs every variant once, in an order that rotates.
+	// abba: each op runs the variants forth and back (A B C C B A), each
+	// op starting one variant further on; else each op runs every
+	// variant once, in an order that rotates.
 	abba bool
 }
 
@@ -309,12 +431,19 @@ type layoutCase struct {
 //     fixed steps columns, episode_record_id and the typed observation and
 //     action, built from the simulator's events) with the same codec to one
 //     file, fsynced once at the end (writeBare);
+//   - bare3: the same bare writer writes the rows the recorder's steps
+//     file holds, with every column of schema version 3 (the typed ones,
+//     lane, the infos JSON, the raw blobs, the times) and their values,
+//     read from a session recorded outside the timer (recordedRows);
+//   - log: the session into the durable log alone (logOnly), as the
+//     recorder's hooks log it;
 //   - probe-commit, probe-batch, probe-end: probeDirFiles with the
 //     recorder's writer count, one directory and one file (of about a
 //     steps file's size) per episode, in each mode of layoutProbes.
 //
-// Case session-bare runs session and bare as A B B A (or B A A B, in
-// turn), so that the two short variants run side by side; case
+// Case session-bare runs session, bare, bare3 and log forth and back
+// (A B C D D C B A, each op starting one variant further on), so that the
+// short variants run side by side; case
 // episode-probes runs episode, the three probes and bare once each, in an
 // order that rotates from op to op. The session is also run into
 // events.NoopHooks first; net figures subtract that time (the
@@ -329,7 +458,11 @@ type layoutCase struct {
 // -gross ratios without the subtraction); the files each layout wrote;
 // the CPU time of the process (user and system, all goroutines and the
 // kernel's work on their behalf) per row of the simulator, each layout and
-// the bare writer, and per episode of layout episode and the probes; and,
+// the bare writers, and per episode of layout episode and the probes; the
+// CPU ratios layout/bare-cpu and layout/bare3-cpu (user + system per row;
+// -net subtracts the simulator's CPU from the layout's), and
+// floor/bare3-cpu, (log + bare3)/bare3: what a recorder that logs every
+// event and writes the rows costs at the least; and,
 // for those, the mean wall time of a mkdir and of a file creation and the
 // time in syncfs per op. The recorders and the probes run on a timedFS
 // over the OS file system (two clock reads per call) for these.
@@ -337,7 +470,7 @@ func BenchmarkLayouts(b *testing.B) {
 	const eps = 2000
 	codec := CompressionZstd
 	for _, lc := range []layoutCase{
-		{"session-bare", []string{"session", "bare"}, true},
+		{"session-bare", []string{"session", "bare", "bare3", "log"}, true},
 		{"episode-probes", []string{"episode", "probe-commit", "probe-batch", "probe-end", "bare"}, false},
 	} {
 		b.Run(fmt.Sprintf("%s/cartpole/n=16/eps=%d/%s", lc.name, eps, codec), func(b *testing.B) {
@@ -354,12 +487,19 @@ func BenchmarkLayouts(b *testing.B) {
 			for _, v := range append([]string{"sim"}, lc.variants...) {
 				sum[v] = &timing{fs: timedFS{FS: vfs.OS()}}
 			}
-			var laneSteps, episodes, fileBytes, stepsFiles int64
+			var laneSteps, episodes, fileBytes, stepsFiles, steps3 int64
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				cfg := sim.Config{Env: "cartpole", NumEnvs: 16, Autoreset: sim.AutoresetNextStep,
 					MaxEpisodes: eps, TimeLimit: 200, Seed: uint64(layoutRuns + 1)}
 				rows, neps := packedRows(b, cfg)
+				var rows3 []benchStepV3
+				if slices.Contains(lc.variants, "bare3") {
+					// Fewer than rows: an autoreset roll is a step of no
+					// episode, which the recorder counts and does not write.
+					rows3 = recordedRows(b, filepath.Join(base, "rows3"), cfg)
+					steps3 += int64(len(rows3))
+				}
 				settle()
 				b.StartTimer()
 				t0, c0 := time.Now(), cpuTime()
@@ -373,16 +513,11 @@ func BenchmarkLayouts(b *testing.B) {
 				if int(s0.LaneSteps) != len(rows) {
 					b.Fatalf("the simulator ran %d lane-steps, the collector saw %d rows", s0.LaneSteps, len(rows))
 				}
-				var order []string
+				k := layoutRuns % len(lc.variants)
+				order := slices.Concat(lc.variants[k:], lc.variants[:k])
 				if lc.abba {
-					x, y := lc.variants[0], lc.variants[1]
-					if layoutRuns%2 == 1 {
-						x, y = y, x
-					}
-					order = []string{x, y, y, x}
-				} else {
-					k := layoutRuns % len(lc.variants)
-					order = slices.Concat(lc.variants[k:], lc.variants[:k])
+					order = append(order, order...)
+					slices.Reverse(order[len(lc.variants):])
 				}
 				layoutRuns++
 				for j, v := range order {
@@ -408,6 +543,13 @@ func BenchmarkLayouts(b *testing.B) {
 							b.Fatal(err)
 						}
 						writeBare(b, dir, rows, len(rows), benchCodec(codec), parquet.PageBufferSize(256<<10))
+					case "log":
+						runLogOnly(b, &sum[v].fs, dir, cfg)
+					case "bare3":
+						if err := os.MkdirAll(dir, 0o755); err != nil {
+							b.Fatal(err)
+						}
+						writeBare3(b, dir, rows3, codec)
 					default:
 						parent := filepath.Join(dir, "steps", "session_id=s", "env_id=e")
 						probeDirFiles(b, &sum[v].fs, parent, neps, layoutProbeFileBytes, defaultOptions().workers, layoutProbes[v])
@@ -442,6 +584,9 @@ func BenchmarkLayouts(b *testing.B) {
 			b.ReportMetric(bare, "bare-rows/s")
 			b.ReportMetric(ls, "rows")
 			b.ReportMetric(ne, "episodes")
+			if steps3 > 0 {
+				b.ReportMetric(float64(steps3)/float64(b.N), "bare3-rows")
+			}
 			for _, v := range lc.variants {
 				t := sum[v]
 				runs := float64(t.runs)
@@ -458,9 +603,12 @@ func BenchmarkLayouts(b *testing.B) {
 					b.ReportMetric(rate(ne, net), v+"-net-eps/s")
 					b.ReportMetric(rate(ls, net)/bare, v+"/bare")
 					b.ReportMetric(rate(ls, per(v))/bare, v+"-gross/bare")
+					if sum["bare3"] != nil {
+						b.ReportMetric(rate(ls, per(v))/rate(ls, per("bare3")), v+"-gross/bare3")
+					}
 					b.ReportMetric(float64(t.files)/runs, v+"-steps-files")
 					b.ReportMetric(float64(t.dirs)/runs, v+"-steps-dirs")
-				case "bare":
+				case "bare", "bare3", "log":
 				default:
 					p := rate(ne, per(v))
 					b.ReportMetric(p, v+"-eps/s")
@@ -479,6 +627,28 @@ func BenchmarkLayouts(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(sum["sim"].cpu.user)/ls/float64(sum["sim"].runs), "sim-user-ns/row")
+			// CPU per row (user + system) of a layout against each bare
+			// writer: gross counts the simulator's CPU on the layout's side,
+			// as the session's own counters do; net subtracts the
+			// simulator's CPU measured alone in the same op.
+			cpuRow := func(v string) float64 {
+				return float64(sum[v].cpu.user+sum[v].cpu.sys) / ls / float64(sum[v].runs)
+			}
+			simRow := float64(sum["sim"].cpu.user+sum["sim"].cpu.sys) / ls / float64(sum["sim"].runs)
+			if sum["log"] != nil {
+				// The floor: the log and the bare writer of the same rows.
+				b.ReportMetric((cpuRow("log")+cpuRow("bare3"))/cpuRow("bare3"), "floor/bare3-cpu")
+				b.ReportMetric((cpuRow("log")-simRow+cpuRow("bare3"))/cpuRow("bare3"), "floor-net/bare3-cpu")
+			}
+			for _, v := range []string{"session", "episode"} {
+				for _, w := range []string{"bare", "bare3"} {
+					if sum[v] == nil || sum[w] == nil {
+						continue
+					}
+					b.ReportMetric(cpuRow(v)/cpuRow(w), v+"/"+w+"-cpu")
+					b.ReportMetric((cpuRow(v)-simRow)/cpuRow(w), v+"-net/"+w+"-cpu")
+				}
+			}
 			if stepsFiles > 0 {
 				b.ReportMetric(float64(fileBytes)/float64(stepsFiles), "episode-steps-file-B")
 			}
