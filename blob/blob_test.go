@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rlrec/rlrec/schema/spacesv1"
 )
 
 func TestDecodeAccepts(t *testing.T) {
@@ -105,6 +109,38 @@ func TestAppend(t *testing.T) {
 	// 200 needs a two-byte length varint.
 	if n := Size(leaves); n != 1+1+2+1+1+0+1+2+200 {
 		t.Fatalf("Size = %d", n)
+	}
+}
+
+// TestAppendIsSpaceValue: Append writes what protobuf writes of
+// SpaceValue{leaves}, for leaves whose lengths take one to four varint
+// bytes, into a dst with room and into one without.
+func TestAppendIsSpaceValue(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+	}{
+		{"one byte", []int{0, 1, 127}},
+		{"two bytes", []int{128, 16383}},
+		{"three and four", []int{16384, 1<<21 - 1, 1 << 21}},
+		{"mixed", []int{5, 300, 0, 70000, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var leaves [][]byte
+			for i, n := range tc.sizes {
+				leaves = append(leaves, bytes.Repeat([]byte{byte(i + 1)}, n))
+			}
+			want, err := proto.Marshal(&spacesv1.SpaceValue{Leaves: leaves})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dst := range [][]byte{nil, make([]byte, 3, 3+len(want))} {
+				got := Append(dst, leaves)
+				if !bytes.Equal(got[len(dst):], want) || len(got) != len(dst)+Size(leaves) {
+					t.Fatalf("Append into %d of room: %d bytes differ from the %d of proto.Marshal", cap(dst)-len(dst), len(got)-len(dst), len(want))
+				}
+			}
+		})
 	}
 }
 

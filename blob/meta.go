@@ -2,7 +2,7 @@ package blob
 
 import (
 	"encoding/base64"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/rlrec/rlrec/schema/spacesv1"
@@ -56,21 +56,34 @@ func AppendMetaJSON(dst []byte, m *spacesv1.MetaMap) []byte {
 }
 
 func appendMetaMap(dst []byte, m *spacesv1.MetaMap) []byte {
-	keys := make([]string, 0, len(m.GetEntries()))
-	for k := range m.GetEntries() {
+	entries := m.GetEntries()
+	dst = append(dst, '{')
+	if len(entries) == 1 {
+		// One entry (a step's infos often have one: rlmesh's
+		// elapsed_steps): nothing to order.
+		for k, v := range entries {
+			dst = appendMetaEntry(dst, k, v)
+		}
+		return append(dst, '}')
+	}
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
-	dst = append(dst, '{')
+	slices.Sort(keys)
 	for i, k := range keys {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendJSONString(dst, k)
-		dst = append(dst, ':')
-		dst = appendMetaValue(dst, m.GetEntries()[k])
+		dst = appendMetaEntry(dst, k, entries[k])
 	}
 	return append(dst, '}')
+}
+
+func appendMetaEntry(dst []byte, k string, v *spacesv1.MetaValue) []byte {
+	dst = AppendJSONString(dst, k)
+	dst = append(dst, ':')
+	return appendMetaValue(dst, v)
 }
 
 func appendMetaValue(dst []byte, v *spacesv1.MetaValue) []byte {

@@ -68,6 +68,10 @@ func TestMetaJSON(t *testing.T) {
 		{"empty", metaMap(nil), "{}"},
 		{"sorted-scalars", metaMap(map[string]*spacesv1.MetaValue{"b": v(int64(-3)), "a": v(1.5), "c": v("x\"y"), "d": v(true), "e": v([]byte{0xff, 0})}),
 			`{"a":1.5,"b":-3,"c":"x\"y","d":true,"e":"/wA="}`},
+		// One entry takes a path of its own (no keys to sort).
+		{"one-entry", metaMap(map[string]*spacesv1.MetaValue{
+			"elapsed_steps": {Kind: &spacesv1.MetaValue_List{List: &spacesv1.MetaList{Items: []*spacesv1.MetaValue{v(int64(3)), v(int64(12))}}}},
+		}), `{"elapsed_steps":[3,12]}`},
 		{"non-finite", metaMap(map[string]*spacesv1.MetaValue{"n": v(math.NaN()), "p": v(math.Inf(1)), "m": v(math.Inf(-1))}),
 			`{"m":"-Infinity","n":"NaN","p":"Infinity"}`},
 		{"nested", metaMap(map[string]*spacesv1.MetaValue{

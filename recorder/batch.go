@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rlrec/rlrec/internal/hive"
@@ -200,16 +201,32 @@ func (w *writer) writeEpisodes(rec hive.Recording, run []*batchEntry, packed []s
 	}
 	epFile := p.File(k)
 	it := commitItem{rec: rec, hold: w.now().replays()}
-	for _, e := range ok {
-		files := []string{epFile}
+	// The markers are cut from one buffer, sized by the first (each grew
+	// its own from nothing before: five allocations a marker).
+	var buf []byte
+	ends := make([]int, len(ok))
+	for i, e := range ok {
+		files := [2]string{epFile}
+		n := 1
 		if e.steps != nil {
 			it.parts = append(it.parts, e.steps)
 		}
 		if e.row.StepsFile != nil {
-			files = append(files, *e.row.StepsFile)
+			files[1], n = *e.row.StepsFile, 2
 		}
-		it.markers = append(it.markers, logrec.AppendEpisodeDone(nil, logrec.Marker{Recording: rec, Record: e.rid, Files: files}))
+		buf = logrec.AppendEpisodeDone(buf, logrec.Marker{Recording: rec, Record: e.rid, Files: files[:n]})
+		if i == 0 {
+			// The others name files of the same partitions.
+			buf = slices.Grow(buf, (len(ok)-1)*(len(buf)+len(buf)/8))
+		}
+		ends[i] = len(buf)
 		it.live = append(it.live, e.file)
+	}
+	it.markers = make([][]byte, len(ok))
+	start := 0
+	for i, end := range ends {
+		it.markers[i] = buf[start:end:end]
+		start = end
 	}
 	it.parts = append(append(it.parts, packed...), part)
 	statuses := make([]string, len(ok))

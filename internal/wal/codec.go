@@ -37,12 +37,10 @@ func (c Compression) String() string {
 	return fmt.Sprintf("Compression(%d)", int(c))
 }
 
-// encoder compresses payloads on the flusher goroutine, reusing its
-// buffer.
+// encoder compresses payloads on the flusher goroutine.
 type encoder struct {
 	codec   Compression
 	minSize int
-	buf     []byte
 	zstd    *zstd.Encoder
 }
 
@@ -59,30 +57,46 @@ func newEncoder(c Compression, minSize int) (*encoder, error) {
 	return e, nil
 }
 
-// encode returns the codec id and the bytes to store for p; the bytes are
-// valid until the next call.
-func (e *encoder) encode(p []byte) (byte, []byte) {
-	if len(p) < e.minSize {
-		return codecNone, p
+// maxStored is the most bytes appendEncoded appends for a payload of n
+// bytes with room to spare (zstd may take more, and then grows dst).
+func (e *encoder) maxStored(n int) int {
+	if e.codec == CompressionS2 && n >= e.minSize {
+		return s2.MaxEncodedLen(n)
 	}
+	return n
+}
+
+// appendEncoded appends the bytes to store for p to dst and returns their
+// codec id and the extended dst: p compressed when that saves at least a
+// sixteenth, else p as it is. With S2 and maxStored(len(p)) bytes of room
+// in dst, p is compressed in place, into dst's spare capacity.
+func (e *encoder) appendEncoded(dst, p []byte) (byte, []byte) {
+	if len(p) < e.minSize {
+		return codecNone, append(dst, p...)
+	}
+	start := len(dst)
 	var id byte
 	switch e.codec {
 	case CompressionS2:
-		if n := s2.MaxEncodedLen(len(p)); cap(e.buf) < n {
-			e.buf = make([]byte, n)
+		// s2.Encode writes into its dst when that has the capacity
+		// (else into a new slice, appended here).
+		enc := s2.Encode(dst[start:start], p)
+		if cap(dst)-start >= len(enc) && (len(enc) == 0 || &dst[:start+1][start] == &enc[0]) {
+			dst = dst[:start+len(enc)]
+		} else {
+			dst = append(dst, enc...)
 		}
-		e.buf = s2.Encode(e.buf[:cap(e.buf)], p)
 		id = codecS2
 	case CompressionZstd:
-		e.buf = e.zstd.EncodeAll(p, e.buf[:0])
+		dst = e.zstd.EncodeAll(p, dst)
 		id = codecZstd
 	default:
-		return codecNone, p
+		return codecNone, append(dst, p...)
 	}
-	if len(e.buf) > len(p)-len(p)/16 {
-		return codecNone, p
+	if len(dst)-start > len(p)-len(p)/16 {
+		return codecNone, append(dst[:start], p...)
 	}
-	return id, e.buf
+	return id, dst
 }
 
 // decoder expands stored payloads, reusing its buffer.

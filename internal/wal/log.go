@@ -125,12 +125,13 @@ type Log struct {
 	// pend, when set, is the mapped pending file (pending.go): cur is a
 	// view of its half curHalf, or a heap buffer (curHalf -1) holding one
 	// record too large for a half. batchHalf is the half the writer is
-	// writing (-1: none); scratch is the writer's copy of a chunk of it
-	// (writeCopied), which it frames and compresses in place.
+	// writing (-1: none).
 	pend      *pendingFile
 	curHalf   int
 	batchHalf int
-	scratch   []byte
+	// out is the writer's buffer of framed records, a chunk of a batch
+	// (writeBatch).
+	out []byte
 }
 
 type segmentInfo struct {

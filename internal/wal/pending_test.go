@@ -297,18 +297,18 @@ func TestPendingOversize(t *testing.T) {
 	checkRecords(t, killed, want)
 }
 
-// TestPendingChunkedBatch: a batch of several chunks (writeCopied) is
+// TestPendingChunkedBatch: a batch of several chunks (writeBatch) is
 // written whole and in order, with the right positions, across segment
-// boundaries and with a record larger than a chunk; the writer's copy
-// stays the size of a chunk or of the largest record, not of the batch.
+// boundaries and with a record larger than a chunk; the writer's buffer
+// stays the size of a chunk or of the largest record framed, not of the
+// batch.
 func TestPendingChunkedBatch(t *testing.T) {
 	sizes := []int{100, 70 << 10, 3, scratchChunk - recordHeaderSize, 1, scratchChunk + 5000, 200 << 10, 90 << 10, 5}
 	for i := range 300 {
 		sizes = append(sizes, 1000+37*i)
 	}
-	largest, total := 0, 0
+	total := 0
 	for _, n := range sizes {
-		largest = max(largest, recordHeaderSize+n)
 		total += recordHeaderSize + n
 	}
 	for _, tc := range []struct {
@@ -335,8 +335,12 @@ func TestPendingChunkedBatch(t *testing.T) {
 			if err := l.Sync(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if c := cap(l.scratch); c > max(largest, scratchChunk) || total <= 2*scratchChunk {
-				t.Errorf("the writer's copy holds %d bytes for a batch of %d; want at most %d", c, total, max(largest, scratchChunk))
+			bound := scratchChunk
+			for _, n := range sizes {
+				bound = max(bound, recordHeaderSize+l.enc.maxStored(n))
+			}
+			if c := cap(l.out); c > bound || total <= 2*scratchChunk {
+				t.Errorf("the writer's buffer holds %d bytes for a batch of %d; want at most %d", c, total, bound)
 			}
 			if err := l.Close(); err != nil {
 				t.Fatal(err)

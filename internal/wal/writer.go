@@ -74,12 +74,7 @@ func (l *Log) flush(sync bool) {
 	}
 	l.mu.Unlock()
 
-	var err error
-	if l.pend != nil {
-		err = l.writeCopied(batch, first)
-	} else {
-		err = l.writeBatch(batch, first)
-	}
+	err := l.writeBatch(batch, first)
 	if err == nil && sync && l.dirty {
 		if err = l.seg.Sync(); err != nil {
 			err = fmt.Errorf("sync segment %s: %w", l.seg.Name(), err)
@@ -116,32 +111,46 @@ func (l *Log) flush(sync bool) {
 	l.mu.Unlock()
 }
 
-// writeBatch finishes the framing of the records in batch, the first at
-// pos, in place, and writes them, starting new segments as they fill. A
-// compressed record is shorter than its payload, so the records after it
-// move down; the output never overtakes the input.
+// writeBatch frames the records in batch, the first at pos, and writes
+// them, starting new segments as they fill. batch holds the records as
+// Append left them (their headers with only the payload length) and is
+// only read: a batch in a half of the pending file must hold them as
+// appended until they are written. Each record is framed into out, its
+// payload compressed straight into it, and out is written a chunk at a
+// time: a batch grows to megabytes while the writer syncs, and a copy of
+// the whole of it was as much fresh memory, each page a fault, in every
+// new log's first seconds.
 func (l *Log) writeBatch(batch []byte, pos Pos) error {
-	w := 0         // end of the finished output
+	out := l.out[:0]
 	unwritten := 0 // start of the output not yet written
 	for r := 0; r < len(batch); pos++ {
 		n := int(binary.LittleEndian.Uint32(batch[r+4:]))
 		p := batch[r+recordHeaderSize : r+recordHeaderSize+n]
 		r += recordHeaderSize + n
-		codec, body := l.enc.encode(p)
-		start := w
-		copy(batch[w+recordHeaderSize:], body)
-		w += recordHeaderSize + len(body)
-		finishRecord(batch[start:w], codec, pos, l.durable)
-		if l.segSize+int64(w-unwritten) > l.opts.SegmentSize && !(l.segEmpty && start == unwritten) {
+		need := recordHeaderSize + l.enc.maxStored(n)
+		if len(out) > 0 && len(out)+need > max(cap(out), scratchChunk) {
+			// The chunk is full: write it.
+			if err := l.write(out[unwritten:]); err != nil {
+				return err
+			}
+			out, unwritten = out[:0], 0
+		}
+		out = room(out, need)
+		start := len(out)
+		out = out[:start+recordHeaderSize]
+		codec, framed := l.enc.appendEncoded(out, p)
+		out = framed
+		finishRecord(out[start:], codec, pos, l.durable)
+		if l.segSize+int64(len(out)-unwritten) > l.opts.SegmentSize && !(l.segEmpty && start == unwritten) {
 			// This record starts the next segment.
-			if err := l.write(batch[unwritten:start]); err != nil {
+			if err := l.write(out[unwritten:start]); err != nil {
 				return err
 			}
 			if err := l.sealSegment(); err != nil {
 				return err
 			}
 			l.durable = pos - 1
-			finishRecord(batch[start:w], codec, pos, l.durable)
+			finishRecord(out[start:], codec, pos, l.durable)
 			if err := l.newSegment(pos); err != nil {
 				return err
 			}
@@ -149,41 +158,24 @@ func (l *Log) writeBatch(batch []byte, pos Pos) error {
 		}
 		l.segEmpty = false
 	}
-	return l.write(batch[unwritten:w])
+	err := l.write(out[unwritten:])
+	l.out = out[:0]
+	return err
 }
 
-// scratchChunk is how many bytes of a batch in the pending file the
-// writer copies to frame and compress at a time (a larger record is one
-// chunk).
+// scratchChunk is how many bytes of framed records the writer gathers
+// before it writes them (a larger record is a chunk of its own).
 const scratchChunk = 256 << 10
 
-// writeCopied is writeBatch of a batch in a half of the pending file,
-// whose records, the first at pos, are framed and compressed in a copy
-// (scratch): the half must hold them as appended until they are written.
-// The copy is made a chunk at a time: a batch grows to megabytes while
-// the writer syncs, and a copy of the whole of it was as much fresh
-// memory, each page a fault, in every new log's first seconds.
-func (l *Log) writeCopied(batch []byte, pos Pos) error {
-	for len(batch) > 0 {
-		n, recs := 0, 0
-		for n < len(batch) {
-			size := recordHeaderSize + int(binary.LittleEndian.Uint32(batch[n+4:]))
-			if n > 0 && n+size > scratchChunk {
-				break
-			}
-			n += size
-			recs++
-		}
-		if cap(l.scratch) < n {
-			l.scratch = make([]byte, 0, max(n, scratchChunk))
-		}
-		l.scratch = append(l.scratch[:0], batch[:n]...)
-		if err := l.writeBatch(l.scratch, pos); err != nil {
-			return err
-		}
-		batch, pos = batch[n:], pos+Pos(recs)
+// room returns out with room for n more bytes, growing it to a chunk, or
+// to what one record needs.
+func room(out []byte, n int) []byte {
+	if cap(out)-len(out) >= n {
+		return out
 	}
-	return nil
+	grown := make([]byte, len(out), max(len(out)+n, scratchChunk))
+	copy(grown, out)
+	return grown
 }
 
 func (l *Log) write(b []byte) error {

@@ -32,6 +32,10 @@ import (
 // sessionFor returns the session of an event, creating it on first sight.
 func (a *Assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *session {
 	id, route := ev.Header()
+	if s := a.last; s != nil && s.id == id && s.route.EnvID == route.EnvID {
+		s.lastAt = at
+		return s
+	}
 	key := hive.Recording{SessionID: id, EnvID: route.EnvID}
 	s := a.sessions[key]
 	if s == nil {
@@ -53,6 +57,7 @@ func (a *Assembler) sessionFor(ev events.Event, at time.Time, pos uint64) *sessi
 		}
 	}
 	s.lastAt = at
+	a.last = s
 	return s
 }
 

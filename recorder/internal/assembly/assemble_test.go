@@ -154,10 +154,10 @@ func (s *script) run() *capture {
 
 func obsValue(t *testing.T, ep *episode, r stepRow) float32 {
 	t.Helper()
-	if r.obsLen < 0 {
+	if !r.obs.set() {
 		t.Fatalf("step %d has no observation", r.step)
 	}
-	leaves, err := blob.Decode(ep.arena[r.obsOff : r.obsOff+r.obsLen])
+	leaves, err := blob.Decode(r.obs.bytes(ep.arena))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,15 +91,12 @@ func (c *Chunk) Row(i int, dst *parquetout.StepRow) (hasObs bool) {
 	dst.Reward = r.reward
 	dst.IsFirst, dst.IsLast, dst.Terminated, dst.Truncated = r.isFirst, r.isLast, r.terminated, r.truncated
 	dst.RecordedAt = r.recordedAt.time()
-	dst.ObservationBlob = nil
-	if r.obsLen >= 0 {
-		dst.ObservationBlob = a[r.obsOff : r.obsOff+r.obsLen]
-	}
+	dst.ObservationBlob = r.obs.bytes(a)
 	dst.Infos, dst.RawObservationBlob, dst.RawActionBlob = r.infos.bytes(a), r.rawObs.bytes(a), r.rawAct.bytes(a)
 	dst.PredictMs, dst.HasPredictMs, dst.StepMs, dst.HasStepMs = r.predictMs, r.hasPredict, r.stepMs, r.hasStep
 	dst.ObservationInfos = r.obsInfos.bytes(a)
-	dst.ActionBlob = a[r.actOff : r.actOff+r.actLen]
-	return r.obsLen >= 0
+	dst.ActionBlob = r.act.bytes(a)
+	return r.obs.set()
 }
 
 // Recycle hands c's buffers back for the next episodes' rows; nothing

@@ -2,7 +2,6 @@ package assembly
 
 import (
 	"github.com/rlrec/rlrec/events"
-	"github.com/rlrec/rlrec/internal/hive"
 )
 
 // Repeats. A stream that carries part of itself twice (a producer that
@@ -23,16 +22,13 @@ import (
 // recording and events after its end, these are the repeats
 // Stats.Repeated counts, so that `rlrec ingest` can fail on them.
 //
-// The last step is kept beside the assembly state, not in it, and so not
+// The last step is kept beside the assembly state (session.lane0), not
 // in a snapshot: after a recovery from one, repeats are detected from the
 // next recorded step of lane 0 on.
 
 // steppedLane0 notes that lane 0's episode ep recorded a step at step.
 func (a *Assembler) steppedLane0(s *session, ep *episode, step int64) {
-	if a.lane0 == nil {
-		a.lane0 = make(map[hive.Recording]lane0Step)
-	}
-	a.lane0[s.rec()] = lane0Step{ep.recordID, step}
+	s.lane0, s.hasLane0 = lane0Step{ep.recordID, step}, true
 }
 
 // repeatsStep reports whether e repeats a step of lane 0's episode, and
@@ -44,8 +40,10 @@ func (a *Assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
 			if rid == "" {
 				continue
 			}
-			_, done := s.done[rid]
-			if ep := s.episodeOn(i, rid); done || ep != nil && ep.completed {
+			// An open episode is not among the finalised ones (done):
+			// those are looked up only for an id no open episode has.
+			ep := s.episodeOn(i, rid)
+			if ep != nil && ep.completed || ep == nil && s.isDone(rid) {
 				clear(s.whole.pending)
 				a.problem(s, probRepeatedStep, "ActionReceived at step %d names episode %s on lane %d, which completed (rlmesh 0.1 names no completed episode: a resent part of the stream?); not recorded again",
 					e.Step, rid, i)
@@ -56,7 +54,7 @@ func (a *Assembler) repeatsStep(s *session, e *events.ActionReceived) bool {
 	if len(e.EpisodeRecordIDs) == 0 || e.EpisodeRecordIDs[0] == "" {
 		return false
 	}
-	last, ok := a.lane0[s.rec()]
+	last, ok := s.lane0, s.hasLane0
 	if !ok || last.recordID != e.EpisodeRecordIDs[0] || e.Step > last.step {
 		return false
 	}

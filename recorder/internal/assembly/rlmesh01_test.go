@@ -210,7 +210,7 @@ func TestRecordRlmesh01(t *testing.T) {
 				if got := string(r.infos.bytes(e1.ep.arena)); got != `{"k":2}` {
 					t.Fatalf("row infos %q", got)
 				}
-				if r.rawObs.set || r.rawAct.set {
+				if r.rawObs.set() || r.rawAct.set() {
 					t.Fatal("raw payloads without a transform")
 				}
 				// The reset infos are the first row's observation infos;
@@ -218,7 +218,7 @@ func TestRecordRlmesh01(t *testing.T) {
 				if got := string(e1.rows[0].obsInfos.bytes(e1.ep.arena)); got != `{"none":null,"phase":"reset"}` {
 					t.Fatalf("first row's observation infos %q", got)
 				}
-				if r.obsInfos.set {
+				if r.obsInfos.set() {
 					t.Fatalf("second row's observation infos %q", r.obsInfos.bytes(e1.ep.arena))
 				}
 				if e2 := c.episode(t, "ep-000002"); e2.row.TrialIndex == nil || *e2.row.TrialIndex != 1 || !e2.rows[0].truncated {
@@ -469,11 +469,11 @@ func TestRawPayloads(t *testing.T) {
 		t.Fatalf("problems: %v", c.problems)
 	}
 	e1, e2 := c.episode(t, "ep-000001"), c.episode(t, "ep-000002")
-	if r := e1.rows[0]; r.rawObs.set || !r.rawAct.set {
-		t.Fatalf("lane 0: raw observation kept %v (equal), raw action kept %v (changed)", r.rawObs.set, r.rawAct.set)
+	if r := e1.rows[0]; r.rawObs.set() || !r.rawAct.set() {
+		t.Fatalf("lane 0: raw observation kept %v (equal), raw action kept %v (changed)", r.rawObs.set(), r.rawAct.set())
 	}
-	if r := e2.rows[0]; !r.rawObs.set || r.rawAct.set {
-		t.Fatalf("lane 1: raw observation kept %v (changed), raw action kept %v (equal)", r.rawObs.set, r.rawAct.set)
+	if r := e2.rows[0]; !r.rawObs.set() || r.rawAct.set() {
+		t.Fatalf("lane 1: raw observation kept %v (changed), raw action kept %v (equal)", r.rawObs.set(), r.rawAct.set())
 	}
 	leaves, err := blob.Decode(e1.rows[0].rawAct.bytes(e1.ep.arena))
 	if err != nil || string(leaves[0]) != string(actSlab(5)[0]) {

@@ -18,48 +18,67 @@ import (
 // stepRow is one step of one episode. Its blobs are sub-slices of the
 // episode's arena. It holds no pointer (its time is a stamp), so that an
 // episode's rows cost the garbage collector nothing to scan and appending
-// one no write barrier.
+// one no write barrier; its arena references are 32-bit (arenaRef), which
+// keeps it at 112 bytes (it was 200 with int offsets): every row is
+// written once and copied when its episode's slice grows.
 type stepRow struct {
 	step, sessionStep int64
-	obsOff, obsLen    int // obsLen < 0: no observation (null)
-	actOff, actLen    int
 	reward            float64
-	isFirst, isLast   bool
-	terminated        bool
-	truncated         bool
+	predictMs, stepMs float64
 	recordedAt        stamp
 
+	// obs is the observation the action was computed from (absent: none,
+	// null), act the action, both in blob form.
+	obs, act arenaRef
 	// Schema version 3: the step's infos (JSON text) and the lane's raw
 	// payloads (blob form, only where they differ from the transformed
-	// ones), in the arena; the step's times when the runtime sent them.
+	// ones); obsInfos, the infos of the row's observation
+	// (ObservationEmitted.infos, JSON text). The step's times are
+	// predictMs and stepMs when the runtime sent them.
 	infos, rawObs, rawAct arenaRef
-	// obsInfos: the infos of the row's observation (ObservationEmitted.infos,
-	// JSON text), in the arena.
-	obsInfos            arenaRef
-	predictMs, stepMs   float64
+	obsInfos              arenaRef
+
+	isFirst, isLast     bool
+	terminated          bool
+	truncated           bool
 	hasPredict, hasStep bool
 }
 
 // arenaRef is an optional byte string in an episode's arena: absent (null)
-// unless set.
+// unless set, which the zero value is not. Its offset and length are
+// 32-bit: an arena holds at most maxStreamChunk bytes of rows before a
+// row (reserve streams them out first) and a row at most the six payloads
+// its events carry, each no longer than a log record (wal.MaxRecordSize,
+// 256 MiB; its JSON infos at most 4/3 of that), so every offset is below
+// 2 GiB.
 type arenaRef struct {
-	off, n int
-	set    bool
+	off uint32
+	// n1 is the length plus one; 0: absent.
+	n1 uint32
 }
+
+// set reports whether r is present.
+func (r arenaRef) set() bool { return r.n1 != 0 }
 
 // bytes returns the bytes r refers to in arena, nil when absent.
 func (r arenaRef) bytes(arena []byte) []byte {
-	if !r.set {
+	if r.n1 == 0 {
 		return nil
 	}
-	return arena[r.off : r.off+r.n : r.off+r.n]
+	end := r.off + r.n1 - 1
+	return arena[r.off:end:end]
+}
+
+// arenaSpan is the reference of arena[off:], present.
+func arenaSpan(arena []byte, off int) arenaRef {
+	return arenaRef{off: uint32(off), n1: uint32(len(arena)-off) + 1}
 }
 
 // appendRef appends b to ep's arena and returns its reference.
 func appendRef(ep *episode, b []byte) arenaRef {
-	r := arenaRef{off: len(ep.arena), n: len(b), set: true}
+	off := len(ep.arena)
 	ep.arena = append(ep.arena, b...)
-	return r
+	return arenaSpan(ep.arena, off)
 }
 
 // stamp is a time without its location: Unix microseconds and the
@@ -253,6 +272,11 @@ type session struct {
 
 	firstPos uint64
 
+	// lane0 is the last step recorded in its lane 0 episode (repeat.go),
+	// when hasLane0; it is kept beside the state snapshots hold.
+	lane0    lane0Step
+	hasLane0 bool
+
 	// seq is the highest producer sequence number among the recording's
 	// logged events (sequence.go); 0 when none carried one.
 	seq uint64
@@ -425,6 +449,12 @@ const (
 type lane0Step struct {
 	recordID string
 	step     int64
+}
+
+// isDone reports whether rid names an episode of s already finalised.
+func (s *session) isDone(rid string) bool {
+	_, ok := s.done[rid]
+	return ok
 }
 
 func (s *session) lane(i int) *lane {

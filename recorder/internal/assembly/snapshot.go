@@ -250,23 +250,23 @@ func snapshotEpisode(ep *episode) (*logrec.Episode, error) {
 	for i, r := range ep.rows {
 		mr := &rows[i]
 		mr.Step, mr.SessionStep = r.step, r.sessionStep
-		if r.obsLen >= 0 {
-			mr.Observation = logrec.Present(ep.arena[r.obsOff : r.obsOff+r.obsLen])
+		if r.obs.set() {
+			mr.Observation = logrec.Present(r.obs.bytes(ep.arena))
 		}
-		mr.Action = ep.arena[r.actOff : r.actOff+r.actLen]
+		mr.Action = r.act.bytes(ep.arena)
 		mr.Reward = r.reward
 		mr.Flags = logrec.RowFlags(r.isFirst, r.isLast, r.terminated, r.truncated)
 		mr.RecordedAt = r.recordedAt.time().UnixNano()
-		if r.infos.set {
+		if r.infos.set() {
 			mr.Infos = logrec.Present(r.infos.bytes(ep.arena))
 		}
-		if r.rawObs.set {
+		if r.rawObs.set() {
 			mr.RawObservation = logrec.Present(r.rawObs.bytes(ep.arena))
 		}
-		if r.rawAct.set {
+		if r.rawAct.set() {
 			mr.RawAction = logrec.Present(r.rawAct.bytes(ep.arena))
 		}
-		if r.obsInfos.set {
+		if r.obsInfos.set() {
 			mr.ObservationInfos = logrec.Present(r.obsInfos.bytes(ep.arena))
 		}
 		if r.hasPredict {
@@ -400,16 +400,14 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 		ep.arena = make([]byte, 0, size)
 	}
 	for _, r := range m.Rows {
-		row := stepRow{step: r.Step, sessionStep: r.SessionStep, obsLen: -1, reward: r.Reward,
+		row := stepRow{step: r.Step, sessionStep: r.SessionStep, reward: r.Reward,
 			isFirst: r.Flags&logrec.RowFirst != 0, isLast: r.Flags&logrec.RowLast != 0,
 			terminated: r.Flags&logrec.RowTerminated != 0, truncated: r.Flags&logrec.RowTruncated != 0,
 			recordedAt: stampOf(time.Unix(0, r.RecordedAt).UTC())}
 		if r.Observation != nil {
-			row.obsOff, row.obsLen = len(ep.arena), len(r.Observation)
-			ep.arena = append(ep.arena, r.Observation...)
+			row.obs = appendRef(ep, r.Observation)
 		}
-		row.actOff, row.actLen = len(ep.arena), len(r.Action)
-		ep.arena = append(ep.arena, r.Action...)
+		row.act = appendRef(ep, r.Action)
 		if r.Infos != nil {
 			row.infos = appendRef(ep, r.Infos)
 		}
@@ -441,6 +439,7 @@ func restoreEpisode(m *logrec.Episode) (*episode, error) {
 // from on. Episodes whose rows the snapshot left to the log keep their
 // replayFrom until the CatchUp rebuilds them.
 func (a *Assembler) restore(sessions []*session, from uint64) {
+	a.last = nil
 	for _, s := range sessions {
 		s.firstPos = from
 		for _, ep := range s.episodes {

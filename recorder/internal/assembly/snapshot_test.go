@@ -56,14 +56,11 @@ func normalize(s *session) map[string]any {
 		c := *ep
 		rows := make([]row, len(ep.rows))
 		for i, r := range ep.rows {
-			rows[i] = row{stepRow: r, act: ep.arena[r.actOff : r.actOff+r.actLen],
+			rows[i] = row{stepRow: r, obs: r.obs.bytes(ep.arena), act: r.act.bytes(ep.arena),
 				infos: r.infos.bytes(ep.arena), rawObs: r.rawObs.bytes(ep.arena), rawAct: r.rawAct.bytes(ep.arena),
 				obsInfos: r.obsInfos.bytes(ep.arena)}
-			if r.obsLen >= 0 {
-				rows[i].obs = ep.arena[r.obsOff : r.obsOff+r.obsLen]
-			}
-			rows[i].obsOff, rows[i].actOff = 0, 0
-			for _, ref := range []*arenaRef{&rows[i].stepRow.infos, &rows[i].stepRow.rawObs, &rows[i].stepRow.rawAct, &rows[i].stepRow.obsInfos} {
+			for _, ref := range []*arenaRef{&rows[i].stepRow.obs, &rows[i].stepRow.act, &rows[i].stepRow.infos,
+				&rows[i].stepRow.rawObs, &rows[i].stepRow.rawAct, &rows[i].stepRow.obsInfos} {
 				ref.off = 0
 			}
 		}

@@ -24,10 +24,11 @@ type Assembler struct {
 	// problems counts the problems counted in every session, for Stats;
 	// it is read from other goroutines.
 	problems atomic.Int64
-	// repeats counts the events dropped as repeats; lane0 is the last
-	// step of each recording's lane 0 episode (repeat.go).
+	// repeats counts the events dropped as repeats.
 	repeats atomic.Int64
-	lane0   map[hive.Recording]lane0Step
+	// last is the session of the last event applied: a recording's
+	// events come in runs, which then need no map lookup (sessionFor).
+	last *session
 	// keepHashes: each session keeps the content hashes of its last
 	// numbered events (run.go), while recovery replays the log of a
 	// recorder opened WithResume.

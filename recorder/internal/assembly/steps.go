@@ -336,17 +336,18 @@ func (a *Assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			need += blob.Size(rawAct)
 		}
 		a.reserve(s, ep, need)
-		row := stepRow{
-			step:        ep.nextStep,
-			sessionStep: e.Step,
-			obsLen:      -1,
-			isFirst:     ep.nextStep == 0,
-			recordedAt:  stampOf(at),
+		if cap(ep.rows) == 0 {
+			ep.rows = make([]stepRow, 0, rowBufsStartRows)
 		}
+		// The row is filled where it lies: a stepRow is built once, not
+		// copied in.
+		ep.rows = append(ep.rows, stepRow{})
+		row := &ep.rows[len(ep.rows)-1]
+		row.step, row.sessionStep = ep.nextStep, e.Step
+		row.isFirst = ep.nextStep == 0
+		row.recordedAt = stampOf(at)
 		if withObs {
-			row.obsOff = len(ep.arena)
-			ep.arena = append(ep.arena, l.obs...)
-			row.obsLen = len(l.obs)
+			row.obs = appendRef(ep, l.obs)
 			if l.hasRawObs {
 				row.rawObs = appendRef(ep, l.rawObs)
 			}
@@ -356,18 +357,14 @@ func (a *Assembler) actionReceived(s *session, e *events.ActionReceived, at time
 			// The observation is consumed by this action.
 			l.hasObs, l.hasRawObs, l.hasObsInfos = false, false, false
 		}
-		row.actOff = len(ep.arena)
+		off := len(ep.arena)
 		ep.arena = blob.Append(ep.arena, lanes[i])
-		row.actLen = len(ep.arena) - row.actOff
+		row.act = arenaSpan(ep.arena, off)
 		if rawAct != nil {
 			off := len(ep.arena)
 			ep.arena = blob.Append(ep.arena, rawAct)
-			row.rawAct = arenaRef{off: off, n: len(ep.arena) - off, set: true}
+			row.rawAct = arenaSpan(ep.arena, off)
 		}
-		if cap(ep.rows) == 0 {
-			ep.rows = make([]stepRow, 0, rowBufsStartRows)
-		}
-		ep.rows = append(ep.rows, row)
 		ep.nextStep++
 		ep.stepsRecorded++
 		ep.lastAt = at

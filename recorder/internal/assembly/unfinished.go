@@ -73,13 +73,13 @@ func (a *Assembler) undoUnfinished(s *session, ep *episode, lane int32) bool {
 	u := schema.UnfinishedAction{
 		EpisodeID: ep.id, EpisodeRecordID: ep.recordID, EnvIndex: lane,
 		Step: r.sessionStep, EpisodeStep: r.step,
-		Action: append([]byte{}, ep.arena[r.actOff:r.actOff+r.actLen]...),
+		Action: append([]byte{}, r.act.bytes(ep.arena)...),
 	}
-	cut := r.actOff
-	if r.obsLen >= 0 {
-		u.Observation = append([]byte{}, ep.arena[r.obsOff:r.obsOff+r.obsLen]...)
+	cut := r.act.off
+	if r.obs.set() {
+		u.Observation = append([]byte{}, r.obs.bytes(ep.arena)...)
 		u.ObservationInfos = string(r.obsInfos.bytes(ep.arena))
-		cut = r.obsOff
+		cut = r.obs.off
 	}
 	ep.rows = ep.rows[:n-1]
 	ep.arena = ep.arena[:cut]
@@ -87,9 +87,9 @@ func (a *Assembler) undoUnfinished(s *session, ep *episode, lane int32) bool {
 	ep.stepsRecorded--
 	s.stepsRecorded--
 	if lane == 0 {
-		if last, ok := a.lane0[s.rec()]; ok && last.recordID == ep.recordID && last.step == r.sessionStep {
+		if last := s.lane0; s.hasLane0 && last.recordID == ep.recordID && last.step == r.sessionStep {
 			// The step never happened: the next one may carry its number.
-			a.lane0[s.rec()] = lane0Step{ep.recordID, r.sessionStep - 1}
+			s.lane0 = lane0Step{ep.recordID, r.sessionStep - 1}
 		}
 	}
 	msg := u.Message()
