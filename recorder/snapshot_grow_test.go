@@ -5,6 +5,7 @@ import (
 	"github.com/rlrec/rlrec/internal/hive"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/rlrec/rlrec/dataset"
 )
@@ -22,9 +23,12 @@ func TestSnapshotEpisodeGrowsPastInline(t *testing.T) {
 	defer r.Close(context.Background())
 	ctx := context.Background()
 	// Each Flush looks for a snapshot to take, then to seal, then whether
-	// its seal is synced (and removes segments).
-	settle := func() {
-		for range 4 {
+	// its seal is synced (and removes segments). A seal appended after the
+	// writer took its batch waits for the log's next sync, so flush until
+	// the state is reached (the deadline only bounds a failure).
+	settle := func(done func() bool) {
+		deadline := time.Now().Add(time.Minute)
+		for !done() && time.Now().Before(deadline) {
 			if err := r.Flush(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -40,13 +44,13 @@ func TestSnapshotEpisodeGrowsPastInline(t *testing.T) {
 	}
 	d.start()
 	d.steps(100) // about 10 KiB of rows: in the snapshot
-	settle()
+	settle(func() bool { return r.ckpt.sealedAsOf != 0 })
 	first := r.ckpt.sealedAsOf
 	if first == 0 {
 		t.Fatalf("no snapshot sealed after 100 steps: %+v", r.ckpt)
 	}
 	d.steps(900) // about 80 KiB of rows: past inlineRowsMax
-	settle()
+	settle(func() bool { return r.ckpt.sealedAsOf > first })
 	if r.ckpt.sealedAsOf <= first {
 		t.Fatalf("no later snapshot sealed: %+v", r.ckpt)
 	}
