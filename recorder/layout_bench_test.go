@@ -57,33 +57,66 @@ type benchPackedStep struct {
 
 // benchStepV3 is a row of the steps file layout "session" writes under
 // schema version 3, with every column it has for cartpole: benchPackedStep's
-// columns and the version 3 columns after the typed ones. The bare3
-// variant of BenchmarkLayouts writes these, read back from a file the
-// recorder wrote, so that it writes the same rows as the recorder: the
-// same columns and the same values (the infos JSON of every row included).
+// columns and the version 3 columns after the typed ones
+// (TestBenchStepV3Columns). The bare3 variant of BenchmarkLayouts writes
+// these, read back from a file the recorder wrote, so that it writes the
+// same rows as the recorder: the same columns and the same values (the
+// infos JSON of every row included).
 type benchStepV3 struct {
-	EpisodeID          string    `parquet:"episode_id,dict"`
-	EpisodeIndex       int64     `parquet:"episode_index"`
-	EnvIndex           int32     `parquet:"env_index"`
-	Step               int64     `parquet:"step"`
-	SessionStep        int64     `parquet:"session_step"`
-	ObservationBlob    []byte    `parquet:"observation_blob,optional,plain"`
-	ActionBlob         []byte    `parquet:"action_blob,optional,plain"`
-	Reward             float64   `parquet:"reward"`
-	IsFirst            bool      `parquet:"is_first"`
-	IsLast             bool      `parquet:"is_last"`
-	Terminated         bool      `parquet:"terminated"`
-	Truncated          bool      `parquet:"truncated"`
-	RecordedAt         int64     `parquet:"recorded_at,timestamp(microsecond:utc)"`
-	EpisodeRecordID    string    `parquet:"episode_record_id,dict"`
-	Observation        []float32 `parquet:"observation,optional,list"`
-	Action             *int64    `parquet:"action,optional"`
-	Lane               *int64    `parquet:"lane,optional"`
-	Infos              *string   `parquet:"infos,optional"`
-	RawObservationBlob []byte    `parquet:"raw_observation_blob,optional,plain"`
-	RawActionBlob      []byte    `parquet:"raw_action_blob,optional,plain"`
-	PredictMs          *float64  `parquet:"predict_ms,optional"`
-	StepMs             *float64  `parquet:"step_ms,optional"`
+	benchPackedStep
+	Lane               *int64   `parquet:"lane,optional"`
+	Infos              *string  `parquet:"infos,optional"`
+	RawObservationBlob []byte   `parquet:"raw_observation_blob,optional,plain"`
+	RawActionBlob      []byte   `parquet:"raw_action_blob,optional,plain"`
+	PredictMs          *float64 `parquet:"predict_ms,optional"`
+	StepMs             *float64 `parquet:"step_ms,optional"`
+	ObservationInfos   *string  `parquet:"observation_infos,optional"`
+}
+
+// TestBenchStepV3Columns checks that benchStepV3 has the columns of the
+// steps file the recorder writes for the simulator's cartpole, in the
+// file's order: a column it lacked would leave bare3 less to write.
+func TestBenchStepV3Columns(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Open(dir, WithLayout(hive.LayoutSession))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config{Env: "cartpole", NumEnvs: 4, Autoreset: sim.AutoresetNextStep, MaxEpisodes: 8, TimeLimit: 50, Seed: 1}
+	if _, err := sim.Run(context.Background(), r, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "steps", "*", "*", "*.parquet"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no steps file under %s: %v", dir, err)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(s *parquet.Schema) []string {
+		var out []string
+		for _, c := range s.Fields() {
+			out = append(out, c.Name())
+		}
+		return out
+	}
+	got, want := names(parquet.SchemaOf(benchStepV3{})), names(pf.Schema())
+	if !slices.Equal(got, want) {
+		t.Errorf("benchStepV3 columns\n %v\nthe recorder's steps file\n %v", got, want)
+	}
 }
 
 // recordedRows records the session cfg runs with layout "session" into a
